@@ -1,0 +1,28 @@
+# prm-lessons: the experiments of "The Lessons of Developing Process Reward Models in Mathematical
+# Reasoning" (arXiv 2501.07301) as one workflow. Logic lives in src/prm_lessons; rules are thin.
+from snakemake.utils import min_version
+
+min_version("9.19")
+
+
+configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/models.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/sampling.smk"
+include: "workflow/rules/labels.smk"
+include: "workflow/rules/training.smk"
+include: "workflow/rules/evaluation.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/paper.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        TARGETS,

@@ -1,0 +1,39 @@
+# Shared helpers: config validation (before any job), package-code inputs, target collection.
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # works from a checkout without install
+from prm_lessons.config import validate_config, model_path as _model_path  # noqa: E402
+
+config = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+
+RUN = "../scripts/run.py"  # script: paths are relative to this .smk file
+PKG = Path(workflow.basedir) / "src/prm_lessons"
+TARGETS = []  # each stage .smk extends this; rule all takes it
+
+wildcard_constraints:
+    dataset=r"[A-Za-z0-9_\-]+",
+    shard=r"\d+",
+    nshards=r"\d+",
+    variant=r"[A-Za-z0-9_\-\.]+",
+    prm=r"[A-Za-z0-9_\-\.]+",
+
+
+def pkg(*modules):
+    """Package source files a rule imports, declared as input so editing them reruns the rule."""
+    return [str(PKG / f"{m.replace('.', '/')}.py") for m in ("__init__", "config", "tables", *modules)]
+
+
+def model_dir(role_or_name):
+    """Directory a rule loads a model from (embedded models are built by rule embedded_model)."""
+    return _model_path(config, role_or_name)
+
+
+def model_input(role_or_name):
+    """Input for rules that need a model: the converted directory for embedded models, nothing for Hub ids."""
+    path = _model_path(config, role_or_name)
+    return [path] if path.startswith("resources/") else []
+
+
+def logp(name):
+    return f"logs/{name}.log"

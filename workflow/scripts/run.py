@@ -1,0 +1,32 @@
+"""The one `script:` adapter: every rule calls a single package function through it.
+
+params.func = "module:function" inside prm_lessons; the function gets named inputs/outputs/params.
+Output goes to the rule's log so a failed job's reason is in logs/, not lost in the scheduler.
+"""
+import importlib
+import logging
+import sys
+import traceback
+
+snakemake = globals()["snakemake"]  # injected by Snakemake
+
+
+def main() -> None:
+    log_path = snakemake.log[0] if snakemake.log else None
+    stream = open(log_path, "a", buffering=1) if log_path else sys.stderr
+    sys.stdout = sys.stderr = stream
+    logging.basicConfig(stream=stream, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
+    params = dict(snakemake.params.items())
+    module_name, func_name = params.pop("func").split(":")
+    func = getattr(importlib.import_module(f"prm_lessons.{module_name}"), func_name)
+    try:
+        func(inputs=dict(snakemake.input.items()), outputs=dict(snakemake.output.items()),
+             params=params, wildcards=dict(snakemake.wildcards.items()), threads=snakemake.threads)
+    except Exception:
+        traceback.print_exc(file=stream)
+        raise
+
+
+if __name__ == "__main__":  # vLLM spawns worker processes; the guard keeps them from re-running the rule
+    main()
