@@ -1,0 +1,96 @@
+"""Steps: splitting responses into steps, and THE step-format contract shared by labelling,
+training and scoring.
+
+`build_prm_input` is the only place that decides how (question, steps) becomes PRM input tokens and
+which token positions carry each step's label / score. Training aligns labels to `step_positions`;
+scoring reads logits there. tests/test_step_format.py pins it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_SEPARATOR = "\n\n"
+
+
+def split_steps(text: str, separator: str = DEFAULT_SEPARATOR) -> list[str]:
+    """Split a response into steps on `separator`; steps are stripped and empty ones dropped
+    (several blank lines in a row do not create empty steps)."""
+    if text is None:
+        return []
+    return [s.strip() for s in str(text).split(separator) if s.strip()]
+
+
+def join_steps(steps: list[str], separator: str = DEFAULT_SEPARATOR) -> str:
+    return separator.join(steps)
+
+
+@dataclass(frozen=True)
+class StepFormat:
+    """How a PRM sees a solution: a special token after every step inside the assistant turn.
+
+    step_token: the separator token whose position carries the step's score (Qwen PRMs: <extra_0>).
+    system_prompt: system message of the chat (None → the tokenizer template's default).
+    use_chat_template: render question/solution with the tokenizer's chat template; otherwise
+        plain "question\n\n" + steps.
+    """
+
+    step_token: str = "<extra_0>"
+    system_prompt: str | None = "Please reason step by step, and put your final answer within \\boxed{}."
+    use_chat_template: bool = True
+
+    def to_dict(self) -> dict:
+        return {"step_token": self.step_token, "system_prompt": self.system_prompt,
+                "use_chat_template": self.use_chat_template}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "StepFormat":
+        return cls(**{k: d[k] for k in ("step_token", "system_prompt", "use_chat_template") if k in d})
+
+
+@dataclass
+class PrmInput:
+    input_ids: list[int]
+    step_positions: list[int]  # index into input_ids of the step token after each kept step
+    n_steps: int  # steps given
+    n_steps_kept: int  # steps whose token fits in max_length (whole steps only)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def truncated(self) -> bool:
+        return self.n_steps_kept < self.n_steps
+
+
+def _prefix_text(tokenizer, question: str, fmt: StepFormat) -> str:
+    if not fmt.use_chat_template:
+        return question + DEFAULT_SEPARATOR
+    messages = []
+    if fmt.system_prompt is not None:
+        messages.append({"role": "system", "content": fmt.system_prompt})
+    messages.append({"role": "user", "content": question})
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def build_prm_input(tokenizer, question: str, steps: list[str], fmt: StepFormat,
+                    max_length: int | None = None) -> PrmInput:
+    """(question, steps) → token ids with `fmt.step_token` after every step, and its positions.
+
+    Steps are tokenised piecewise (prefix, then each step text, then the step token id) so a step's
+    boundary never merges with its neighbour and positions are exact. With max_length, only whole
+    steps that fit are kept; the caller sees n_steps_kept < n_steps and must report it.
+    """
+    step_id = tokenizer.convert_tokens_to_ids(fmt.step_token)
+    if step_id is None or step_id == tokenizer.unk_token_id:
+        raise ValueError(f"step token {fmt.step_token!r} is not in the tokenizer's vocabulary "
+                         "(add it as a special token first)")
+    ids = list(tokenizer(_prefix_text(tokenizer, question, fmt), add_special_tokens=False)["input_ids"])
+    positions: list[int] = []
+    kept = 0
+    for step in steps:
+        piece = tokenizer(step, add_special_tokens=False)["input_ids"]
+        if max_length is not None and len(ids) + len(piece) + 1 > max_length:
+            break
+        ids.extend(piece)
+        positions.append(len(ids))
+        ids.append(step_id)
+        kept += 1
+    return PrmInput(input_ids=ids, step_positions=positions, n_steps=len(steps), n_steps_kept=kept)

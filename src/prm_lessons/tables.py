@@ -1,0 +1,88 @@
+"""Intermediate tables: Parquet with a documented schema (docs/architecture.md), checked on read and
+write so a stage fails with the offending file and column, not three rules later."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+# kind -> required columns (extra columns are allowed and kept)
+SCHEMAS: dict[str, list[str]] = {
+    "problems": ["problem_id", "dataset", "question", "answer", "gold_steps"],
+    "samples": ["problem_id", "sample_idx", "dataset", "question", "answer", "response", "steps",
+                "pred", "correct", "grade_status", "n_tokens", "finish_reason"],
+    "processbench": ["id", "subset", "generator", "problem", "steps", "final_answer_correct", "label"],
+    "mc": ["problem_id", "sample_idx", "n_success", "n_total", "tokens_generated"],
+    "judge": ["problem_id", "sample_idx", "first_error", "verdicts", "parsed"],
+    "trainset": ["instance_id", "question", "steps", "labels"],
+    "step_scores": ["problem_id", "sample_idx", "step_scores"],
+    "pb_scores": ["id", "subset", "step_scores"],
+}
+# kind -> columns that identify a row (must be unique)
+KEYS: dict[str, list[str]] = {
+    "problems": ["problem_id"],
+    "samples": ["problem_id", "sample_idx"],
+    "processbench": ["id"],
+    "mc": ["problem_id", "sample_idx"],
+    "judge": ["problem_id", "sample_idx"],
+    "trainset": ["instance_id"],
+    "step_scores": ["problem_id", "sample_idx"],
+    "pb_scores": ["id"],
+}
+
+
+class TableError(ValueError):
+    pass
+
+
+def check_table(df: pd.DataFrame, kind: str, where: str = "") -> pd.DataFrame:
+    if kind not in SCHEMAS:
+        raise TableError(f"unknown table kind '{kind}'")
+    missing = [c for c in SCHEMAS[kind] if c not in df.columns]
+    if missing:
+        raise TableError(f"{where or kind}: missing column(s) {missing} for a '{kind}' table")
+    dup = df.duplicated(KEYS[kind], keep=False)
+    if dup.any():
+        first = df.loc[dup, KEYS[kind]].iloc[0].to_dict()
+        raise TableError(f"{where or kind}: duplicate row id {first} in a '{kind}' table")
+    return df
+
+
+def write_table(df: pd.DataFrame, path: str | Path, kind: str, meta: dict | None = None) -> None:
+    """Validate and write atomically (tmp file + rename), so a killed job leaves no half-written table."""
+    check_table(df, kind, str(path))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    df.to_parquet(tmp, index=False)
+    if meta is not None:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(tmp)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               b"prm_lessons": json.dumps(meta, default=str).encode()})
+        pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def read_table(path: str | Path, kind: str) -> pd.DataFrame:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such table")
+    df = pd.read_parquet(path)
+    # Parquet gives numpy arrays for list columns; the contract is Python lists
+    for col in df.columns:
+        if len(df) and isinstance(df[col].iloc[0], (list, tuple)) is False and hasattr(df[col].iloc[0], "tolist") \
+                and getattr(df[col].iloc[0], "ndim", 0) == 1:
+            df[col] = df[col].map(lambda v: v.tolist() if v is not None and hasattr(v, "tolist") else v)
+    return check_table(df, kind, str(path))
+
+
+def table_meta(path: str | Path) -> dict:
+    import pyarrow.parquet as pq
+
+    md = pq.read_schema(path).metadata or {}
+    raw = md.get(b"prm_lessons")
+    return json.loads(raw) if raw else {}
