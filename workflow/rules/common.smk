@@ -3,7 +3,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # works from a checkout without install
-from prm_lessons.config import validate_config, model_path as _model_path  # noqa: E402
+from prm_lessons.config import validate_config, model_entry, model_path as _model_path  # noqa: E402
+from prm_lessons.sampling import samples_per_problem  # noqa: E402
 
 config = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 
@@ -35,5 +36,7 @@ def model_input(role_or_name):
     return [path] if path.startswith("resources/") else []
 
 
-def logp(name):
-    return f"logs/{name}.log"
+def gpus(role_or_name):
+    """GPUs a model's jobs ask for: its tensor-parallel size, none for the CPU-only embedded model."""
+    entry = model_entry(config, role_or_name)
+    return 0 if entry["source"] == "embedded" else int(entry.get("tensor_parallel_size", 1))

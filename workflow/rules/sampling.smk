@@ -1,0 +1,71 @@
+# Policy sampling (sharded; one job per shard, then a merge) and the Best-of-N baselines.
+
+
+def sample_shards(wc):
+    n = int(config["sampling"]["shards"])
+    return [f"results/samples/{wc.dataset}/shard{i}of{n}.parquet" for i in range(n)]
+
+
+rule sample:
+    input:
+        pkg("generation", "sampling", "steps", "grading"),
+        problems="results/problems/{dataset}.parquet",
+        model=model_input("policy"),
+    output:
+        samples="results/samples/{dataset}/shard{shard}of{nshards}.parquet",
+    params:
+        func="sampling:rule_sample_shard",
+        # only what the job reads, so an unrelated config edit does not resample
+        sampling=config["sampling"],
+        grading=config["grading"],
+        model=model_entry(config, "policy"),
+        model_dir=model_dir("policy"),
+        n=lambda wc: samples_per_problem(config, wc.dataset),
+    threads: 2
+    resources:
+        gpu=gpus("policy"),
+    log:
+        "logs/sample/{dataset}/shard{shard}of{nshards}.log",
+    conda:
+        "../../envs/sampling.yaml"
+    script:
+        RUN
+
+
+rule merge_samples:
+    input:
+        pkg("sampling"),
+        shards=sample_shards,
+    output:
+        samples="results/samples/{dataset}.parquet",
+    params:
+        func="sampling:rule_merge_samples",
+    log:
+        "logs/merge_samples/{dataset}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    localrule: True
+    script:
+        RUN
+
+
+rule bon_baselines:
+    input:
+        pkg("sampling"),
+        samples=expand("results/samples/{dataset}.parquet", dataset=list(config["benchmarks"])),
+    output:
+        table="results/tables/bon_baselines.csv",
+    params:
+        func="sampling:rule_bon_baselines",
+        n=config.get("bon", {}).get("n"),
+        run_label=config["run"]["label"],
+    log:
+        "logs/bon_baselines.log",
+    conda:
+        "../../envs/analysis.yaml"
+    localrule: True
+    script:
+        RUN
+
+
+TARGETS.append("results/tables/bon_baselines.csv")
