@@ -1,27 +1,63 @@
-"""Answer extraction (Qwen2.5-Math harness convention) and grading with math-verify under a timeout."""
+"""Answer extraction (Qwen2.5-Math harness convention) and grading with math-verify under a hard timeout.
+
+* :func:`extract_answer` follows the harness's ``parser.extract_answer``: Minerva's "final answer is
+  $…$. I hope", else the content of the last ``\\boxed{…}`` (nested braces matched; ``\\boxed 5``;
+  ``\\fbox``), else the text after "the answer is" / "final answer is", else the last number.
+* :func:`grade` compares the extracted answer with the gold answer: equal after the harness's light
+  string normalisation, else ``math_verify.verify(parse(gold), parse(pred))``.
+* Every comparison runs in a worker process that is killed and replaced when it exceeds
+  ``timeout_s``; math-verify's own timeouts use ``signal.alarm`` (main thread only, and unable to stop
+  a long C-level regex or SymPy call), so they are switched off inside the workers and the process
+  boundary is the timeout. A response that times out counts as incorrect with status ``timeout``.
+  This works from any thread or process and never hangs.
+
+CLI: ``prm-lessons grade --input IN.jsonl --output OUT.jsonl`` (see :func:`add_cli`).
+"""
 from __future__ import annotations
 
+import argparse
+import json
+import logging
+import os
 import re
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Iterable, Sequence
 
+log = logging.getLogger(__name__)
+
+STATUSES = ("ok", "no_answer", "timeout", "error")
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    pred: str | None      # the extracted answer (None: nothing extractable)
+    correct: bool
+    status: str           # ok | no_answer | timeout | error
+
+
+# --------------------------------------------------------------------------------------------------
+# extraction
+# --------------------------------------------------------------------------------------------------
 
 def last_boxed_content(text: str) -> str | None:
     """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` (nested braces matched), or of ``\\boxed 5``.
 
-    Follows the Qwen2.5-Math harness (``parser.extract_answer``): the last occurrence wins; an
-    unclosed brace yields None.
+    As in the Qwen2.5-Math harness, the last occurrence wins and an unclosed brace (a truncated
+    response) yields everything after it. None when there is no box.
     """
     if not text:
         return None
     idx = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
     if idx < 0:
         return None
-    rest = text[idx:]
-    rest = rest[len("\\boxed"):] if rest.startswith("\\boxed") else rest[len("\\fbox"):]
-    if rest.startswith(" "):  # "\boxed 5": up to the next "$" or whitespace
-        m = re.match(r" +([^\s$]+)", rest)
-        return m.group(1) if m else None
+    rest = text[idx + (len("\\boxed") if text.startswith("\\boxed", idx) else len("\\fbox")):]
     if not rest.startswith("{"):
-        return None
+        # "\boxed 5$" / "\boxed 5": the harness takes the text up to the next "$"
+        content = rest.split("$")[0].strip()
+        return content or None
     depth = 0
     for i, ch in enumerate(rest):
         if ch == "{":
@@ -30,4 +66,442 @@ def last_boxed_content(text: str) -> str | None:
             depth -= 1
             if depth == 0:
                 return rest[1:i]
-    return None
+    return rest[1:]
+
+
+_NUMBER_RE = re.compile(r"-?\d*\.?\d+")
+
+
+def extract_answer(text: str | None) -> str | None:
+    """The final answer of a response, by the Qwen2.5-Math harness rules; None when there is none."""
+    if not text:
+        return None
+    text = text.replace("\u043a\u0438", "")  # the harness drops this token (Math-Shepherd step tag)
+    if "final answer is $" in text and "$. I hope" in text:  # Minerva format
+        pred = text.split("final answer is $", 1)[1].split("$. I hope", 1)[0].strip()
+    elif "\\boxed" in text or "\\fbox" in text:
+        pred = last_boxed_content(text) or ""
+    elif "he answer is" in text:
+        pred = text.split("he answer is")[-1].strip()
+    elif "final answer is" in text:
+        pred = text.split("final answer is")[-1].strip()
+    else:  # the last number
+        numbers = _NUMBER_RE.findall(text.replace(",", ""))
+        pred = numbers[-1] if numbers else ""
+    pred = re.sub(r"\n\s*", "", pred)
+    if pred.startswith(":"):
+        pred = pred[1:]
+    pred = pred.rstrip(".").rstrip("/").strip()
+    return pred or None
+
+
+def strip_answer(s: str) -> str:
+    """Light normalisation of an answer string (a subset of the harness's ``strip_string``)."""
+    s = str(s).strip().replace("\n", "").rstrip(".")
+    s = s.replace("\\!", "").replace("tfrac", "frac").replace("dfrac", "frac")
+    s = s.replace("\\left", "").replace("\\right", "")
+    s = re.sub(r"\\text\{\s*[a-zA-Z][a-zA-Z .]*\}$", "", s).strip() or s  # trailing unit text
+    s = s.replace("^{\\circ}", "").replace("^\\circ", "")
+    s = s.replace("\\$", "").replace("$", "").replace("\\(", "").replace("\\)", "")
+    s = re.sub(r"\\(?:text|mbox|mathrm|textbf)\{(.*?)\}", r"\1", s)
+    s = s.replace("\\%", "").replace("%", "")
+    s = re.sub(r"(\d+)\.0*([^\d])", r"\1\2", s)
+    s = re.sub(r"(\d+)\.0*$", r"\1", s)
+    if len(s.split("=")) == 2 and len(s.split("=")[0].strip()) <= 2:
+        s = s.split("=")[1]
+    s = s.replace(" ", "")
+    if s.startswith("."):
+        s = "0" + s
+    s = re.sub(r"^(-?\d+)/(\d+)$", r"\\frac{\1}{\2}", s)
+    s = re.sub(r"\\frac(\d)(\d)", r"\\frac{\1}{\2}", s)
+    return s
+
+
+def gold_answer_text(gold) -> str:
+    """Gold answers may be LaTeX (``$\\frac{1}{2}$``), lists (OlympiadBench) or numbers: one string."""
+    if isinstance(gold, (list, tuple)):
+        gold = gold[0] if len(gold) == 1 else ", ".join(map(str, gold))
+    gold = str(gold).strip()
+    if len(gold) >= 2 and gold.startswith("$") and gold.endswith("$"):
+        gold = gold.strip("$").strip()
+    return gold
+
+
+# --------------------------------------------------------------------------------------------------
+# comparison (runs inside a worker process)
+# --------------------------------------------------------------------------------------------------
+
+def _verify(pred: str, gold: str) -> bool:
+    """math-verify comparison of two extracted answers; its signal timeouts are off (we own the timeout)."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    configs = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
+
+    def _parse(ans: str):
+        return parse(f"\\boxed{{{ans}}}", extraction_config=configs, parsing_timeout=None,
+                     raise_on_error=False)
+
+    gold_parsed = _parse(gold)
+    if not gold_parsed:
+        gold_parsed = parse(gold, parsing_timeout=None)
+    pred_parsed = _parse(pred)
+    if not pred_parsed:
+        pred_parsed = parse(pred, parsing_timeout=None)
+    if not gold_parsed or not pred_parsed:
+        return False
+    return bool(verify(gold_parsed, pred_parsed, timeout_seconds=None))
+
+
+def compare(pred: str, gold: str) -> bool:
+    """True when ``pred`` and ``gold`` denote the same answer (no timeout: use :func:`grade`)."""
+    if strip_answer(pred) == strip_answer(gold):
+        return True
+    return _verify(pred, gold)
+
+
+def _grade_unsafe(text: str, gold: str) -> tuple[str | None, bool, str]:
+    pred = extract_answer(text)
+    if pred is None:
+        return None, False, "no_answer"
+    return pred, compare(pred, gold_answer_text(gold)), "ok"
+
+
+def _worker_main() -> None:
+    """Worker loop over stdin/stdout, one JSON line each way: "ready", then [text, gold] -> [pred, correct, status]."""
+    import logging as _logging
+    import sys
+    import warnings
+
+    _logging.getLogger("math_verify").setLevel(_logging.ERROR)  # "timeout disabled" notices
+    warnings.filterwarnings("ignore")
+    import math_verify  # noqa: F401  - import before "ready" so start-up never counts against a job
+
+    out = sys.stdout
+    sys.stdout = sys.stderr  # stray prints from libraries must not corrupt the protocol
+    out.write('"ready"\n')
+    out.flush()
+    for line in sys.stdin:
+        job = json.loads(line)
+        if job is None:
+            return
+        text, gold = job
+        try:
+            result = _grade_unsafe(text, gold)
+        except Exception as exc:  # noqa: BLE001 - a math-verify/SymPy failure on odd input: reported
+            result = (extract_answer(text), False, f"error:{type(exc).__name__}")
+        out.write(json.dumps(result) + "\n")
+        out.flush()
+
+
+class _Worker:
+    """One grading process (``python -m prm_lessons.grading --worker``) behind pipes.
+
+    A plain subprocess rather than multiprocessing: no fork (safe from threads and from processes
+    holding GPUs) and no re-import of the caller's ``__main__`` (safe from scripts without a main guard).
+    """
+
+    def __init__(self):
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        env = dict(os.environ)
+        src = str(Path(__file__).resolve().parents[1])  # works from a checkout without installing
+        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen([sys.executable, "-m", "prm_lessons.grading", "--worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                     text=True, bufsize=1)
+        self.conn = self.proc.stdout
+        self.ready = False
+        self.job: int | None = None
+        self.started = 0.0
+
+    def submit(self, idx: int, text: str, gold: str) -> None:
+        self.job, self.started = idx, time.monotonic()
+        self.proc.stdin.write(json.dumps([text, gold]) + "\n")
+        self.proc.stdin.flush()
+
+    def recv(self):
+        line = self.conn.readline()
+        if not line:
+            return None
+        return json.loads(line)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(5)
+        for fh in (self.proc.stdin, self.proc.stdout):
+            try:
+                fh.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.write("null\n")
+            self.proc.stdin.flush()
+            self.proc.wait(2)
+        except (BrokenPipeError, OSError, ValueError, Exception):  # noqa: BLE001 - best effort
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(2)
+        for fh in (self.proc.stdin, self.proc.stdout):
+            try:
+                fh.close()
+            except OSError:
+                pass
+
+
+class GradingPool:
+    """Worker processes for math-verify comparisons with a hard per-job time limit.
+
+    Hand-rolled on multiprocessing because concurrent.futures cannot stop a running task, and a
+    hung SymPy/regex call must be killed, not waited for. Workers persist across calls; a worker that
+    overruns is killed and replaced (a fresh one starts in the background).
+    """
+
+    def __init__(self, workers: int = 2):
+        self.size = max(1, int(workers))
+        self.workers: list[_Worker] = []
+        self.lock = threading.Lock()
+
+    def _top_up(self) -> None:
+        self.workers = [w for w in self.workers if w.proc.poll() is None]
+        while len(self.workers) < self.size:
+            self.workers.append(_Worker())
+
+    def run(self, jobs: list[tuple[int, str, str]], timeout_s: float, progress_every: int = 0
+            ) -> dict[int, GradeResult]:
+        """Compare (index, response text, gold) jobs; returns {index: GradeResult}."""
+        from multiprocessing.connection import wait
+
+        with self.lock:
+            texts = {i: t for i, t, _ in jobs}
+            queue = list(reversed(jobs))
+            out: dict[int, GradeResult] = {}
+            self._top_up()
+            while queue or any(w.job is not None for w in self.workers):
+                for w in self.workers:
+                    if w.ready and w.job is None and queue:
+                        w.submit(*queue.pop())
+                busy = [w for w in self.workers if w.job is not None]
+                waiting = [w for w in self.workers if w.job is not None or not w.ready]
+                deadline = min((w.started + timeout_s for w in busy), default=time.monotonic() + 60)
+                ready = wait([w.conn for w in waiting], timeout=max(0.0, deadline - time.monotonic()))
+                by_conn = {w.conn: w for w in waiting}
+                for conn in ready:
+                    w = by_conn[conn]
+                    try:
+                        msg = w.recv()
+                    except (EOFError, OSError, ValueError):  # the worker died (e.g. out of memory)
+                        msg = None
+                    if msg == "ready":
+                        w.ready = True
+                        continue
+                    job, w.job = w.job, None
+                    if msg is None:
+                        if job is not None:
+                            out[job] = GradeResult(extract_answer(texts[job]), False, "error")
+                            log.warning("grading worker died on response %d; counted incorrect", job)
+                        elif w.proc.poll() is not None:
+                            raise RuntimeError("grading worker failed to start (see its stderr)")
+                        self._replace(w)
+                        continue
+                    pred, correct, status = msg
+                    if status.startswith("error"):
+                        log.debug("grading error on response %d: %s", job, status)
+                        status = "error"
+                    out[job] = GradeResult(pred, bool(correct) and status == "ok", status)
+                now = time.monotonic()
+                for w in busy:
+                    if w.job is not None and now - w.started >= timeout_s:
+                        job = w.job
+                        out[job] = GradeResult(extract_answer(texts[job]), False, "timeout")
+                        log.warning("grading response %d (%d characters) timed out after %.1fs; "
+                                    "counted incorrect", job, len(texts[job] or ""), timeout_s)
+                        self._replace(w)
+                if progress_every and len(out) % progress_every == 0 and ready:
+                    log.info("graded %d/%d comparisons", len(out), len(jobs))
+            return out
+
+    def _replace(self, w: _Worker) -> None:
+        w.kill()
+        self.workers[self.workers.index(w)] = _Worker()
+
+    def close(self) -> None:
+        with self.lock:
+            for w in self.workers:
+                w.close()
+            self.workers = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+_SHARED: GradingPool | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared_pool() -> GradingPool:
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            import atexit
+
+            _SHARED = GradingPool(1)
+            atexit.register(_SHARED.close)
+        return _SHARED
+
+
+def grade_many(texts: Sequence[str | None], golds: Sequence, timeout_s: float = 5.0, workers: int = 2,
+               pool: GradingPool | None = None, progress_every: int = 0) -> list[GradeResult]:
+    """Grade many responses in worker processes; a job over ``timeout_s`` is killed (status timeout).
+
+    The worker that ran it is replaced, so one pathological response costs ``timeout_s`` and nothing
+    else. Responses with no extractable answer are settled here without a worker (status no_answer),
+    and so are answers equal to the gold after normalisation (the common case), so workers only see
+    real comparisons. ``pool`` reuses a :class:`GradingPool` across calls.
+    """
+    if len(texts) != len(golds):
+        raise ValueError(f"grade_many: {len(texts)} responses but {len(golds)} gold answers")
+    results: list[GradeResult | None] = [None] * len(texts)
+    jobs: list[tuple[int, str, str]] = []
+    for i, (text, gold) in enumerate(zip(texts, golds)):
+        pred = extract_answer(text) if isinstance(text, str) else None
+        if pred is None:
+            results[i] = GradeResult(None, False, "no_answer")
+            continue
+        gold_s = gold_answer_text(gold)
+        if strip_answer(pred) == strip_answer(gold_s):
+            results[i] = GradeResult(pred, True, "ok")
+            continue
+        jobs.append((i, text, gold_s))
+    if jobs:
+        own = pool is None
+        pool = pool or GradingPool(min(workers, len(jobs)))
+        try:
+            for i, res in pool.run(jobs, timeout_s, progress_every).items():
+                results[i] = res
+        finally:
+            if own:
+                pool.close()
+    return results  # type: ignore[return-value]
+
+
+def grade(text_or_pred: str | None, gold, timeout_s: float = 5.0) -> GradeResult:
+    """Grade one response (or a bare answer) against a gold answer, under a hard time limit.
+
+    ``text_or_pred`` may be a whole response (its final answer is extracted) or an answer already
+    extracted (a bare ``"5"`` or ``"\\frac{1}{2}"`` extracts to itself). Uses one persistent worker
+    process shared by all calls in this process; never hangs.
+    """
+    text = text_or_pred
+    if isinstance(text, str) and looks_like_bare_answer(text):
+        text = f"\\boxed{{{text.strip()}}}"
+    return grade_many([text], [gold], timeout_s=timeout_s, pool=_shared_pool())[0]
+
+
+def looks_like_bare_answer(text: str) -> bool:
+    """A short answer on its own ("\\frac{1}{2}", "5 cm", "x = 3") rather than a written response."""
+    if len(text) > 100 or "\n" in text.strip() or "boxed" in text or "fbox" in text or "answer is" in text:
+        return False
+    if not (re.search(r"[\d\\]", text) or len(text.strip()) <= 3):  # "5 cm", "\\pi", "A"
+        return False
+    prose = re.sub(r"\\[a-zA-Z]+\{[^{}]*\}", " ", text)  # \text{...}, \mathrm{...}
+    return len(re.findall(r"[A-Za-z]{2,}", prose)) < 3
+
+
+def summarize(results: Iterable[GradeResult]) -> dict:
+    results = list(results)
+    counts = Counter(r.status for r in results)
+    return {"n": len(results), "correct": sum(r.correct for r in results),
+            **{s: counts.get(s, 0) for s in STATUSES}}
+
+
+# --------------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------------
+
+def _read_jsonl(path: str) -> list[dict]:
+    rows = []
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
+    return rows
+
+
+def grade_rows(rows: list[dict], response_field: str = "response", answer_field: str = "answer",
+               timeout_s: float = 5.0, workers: int = 2) -> tuple[list[dict], dict]:
+    """Add ``pred``/``correct``/``grade_status`` to each row (lists of responses give lists)."""
+    flat_texts, flat_golds, where = [], [], []
+    for n, row in enumerate(rows):
+        row_id = row.get("id", row.get("idx", n))
+        if response_field not in row:
+            raise KeyError(f"row {row_id}: no field '{response_field}' (use --response-field)")
+        if answer_field not in row:
+            raise KeyError(f"row {row_id}: no field '{answer_field}' (use --answer-field)")
+        resp = row[response_field]
+        items = resp if isinstance(resp, list) else [resp]
+        for k, text in enumerate(items):
+            flat_texts.append(text if isinstance(text, str) else None)
+            flat_golds.append(row[answer_field])
+            where.append((n, k, isinstance(resp, list)))
+    results = grade_many(flat_texts, flat_golds, timeout_s=timeout_s, workers=workers)
+    out = [dict(r) for r in rows]
+    for (n, k, is_list), res in zip(where, results):
+        if is_list:
+            for key, val in (("pred", res.pred), ("correct", res.correct), ("grade_status", res.status)):
+                if k == 0:
+                    out[n][key] = []
+                out[n][key].append(val)
+        else:
+            out[n].update(pred=res.pred, correct=res.correct, grade_status=res.status)
+    for n, row in enumerate(rows):  # empty response lists
+        if isinstance(row[response_field], list) and not row[response_field]:
+            out[n].update(pred=[], correct=[], grade_status=[])
+    return out, summarize(results)
+
+
+def _cmd_grade(args) -> int:
+    rows = _read_jsonl(args.input)
+    out, summary = grade_rows(rows, args.response_field, args.answer_field, args.timeout, args.workers)
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "w") as fh:
+        for row in out:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    n = summary["n"]
+    print(f"graded {n} responses in {len(rows)} rows: {summary['correct']} correct "
+          f"({100.0 * summary['correct'] / max(n, 1):.1f}%), {summary['no_answer']} without an answer, "
+          f"{summary['timeout']} timed out (counted incorrect), {summary['error']} grading errors "
+          f"(counted incorrect) -> {args.output}")
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser(
+        "grade", help="extract final answers and grade them against gold answers (math-verify)",
+        description="Writes every input row plus `pred` (extracted answer or null), `correct` (bool) and "
+                    "`grade_status` (ok/no_answer/timeout/error). A response field holding a list of "
+                    "responses (e.g. the harness's `code`) gives lists of the same length.")
+    p.add_argument("--input", required=True, help="JSONL file, one row per problem or response")
+    p.add_argument("--output", required=True, help="JSONL file to write")
+    p.add_argument("--response-field", default="response", help="field with the response text (or a list of them)")
+    p.add_argument("--answer-field", default="answer", help="field with the gold answer")
+    p.add_argument("--timeout", type=float, default=5.0, help="seconds per response before it counts as incorrect")
+    p.add_argument("--workers", type=int, default=2, help="grading processes")
+    p.set_defaults(func=_cmd_grade)
+
+
+if __name__ == "__main__":
+    import sys as _sys
+
+    if _sys.argv[1:] == ["--worker"]:
+        _worker_main()
