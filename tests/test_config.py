@@ -1,0 +1,59 @@
+"""Config validation: both shipped configs pass; bad configs fail naming the key path."""
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prm_lessons.config import ConfigError, deep_update, load_config, model_path, validate_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def base():
+    return yaml.safe_load((ROOT / "config/config.yaml").read_text())
+
+
+def test_embedded_default_is_valid_and_gets_defaults():
+    cfg = validate_config(base())
+    assert cfg["models"]["smollm2"]["trust_remote_code"] is False
+    assert cfg["sampling"]["step_separator"] == "\n\n"
+    assert model_path(cfg, "policy") == "resources/models/smollm2"
+
+
+def test_paper_config_is_valid_layered_on_default():
+    cfg = load_config(ROOT / "config/config.yaml", ROOT / "config/paper.yaml")
+    assert cfg["sampling"]["n"] == 8
+    assert cfg["sampling"]["temperature"] == 0.7 and cfg["sampling"]["top_p"] == 0.8
+    assert model_path(cfg, "policy") == "Qwen/Qwen2.5-Math-7B-Instruct"
+    assert model_path(cfg, "judge") == "Qwen/Qwen2.5-72B-Instruct"
+    paper_benchmarks = {"gsm8k", "math", "minerva_math", "gaokao2023en", "olympiadbench", "college_math", "mmlu_stem"}
+    assert paper_benchmarks <= set(cfg["benchmarks"])
+
+
+@pytest.mark.parametrize("patch, path", [
+    ({"sampling": {"n_samplez": 3}}, "sampling.n_samplez"),
+    ({"sampling": {"n": "four"}}, "sampling.n"),
+    ({"sampling": {"top_p": 1.5}}, "sampling.top_p"),
+    ({"models": {"smollm2": {"dtype": "int3"}}}, "models.smollm2.dtype"),
+    ({"grading": {"timeout_s": 0}}, "grading.timeout_s"),
+    ({"bogus_section": {}}, "bogus_section"),
+])
+def test_bad_values_name_the_key_path(patch, path):
+    cfg = deep_update(base(), patch)
+    with pytest.raises(ConfigError, match=f"`{path}`"):
+        validate_config(cfg)
+
+
+def test_missing_required_value_is_named():
+    cfg = base()
+    del cfg["models"]["smollm2"]["id"]
+    with pytest.raises(ConfigError, match=r"`models\.smollm2\.id`: missing"):
+        validate_config(cfg)
+
+
+def test_role_must_name_a_defined_model():
+    cfg = copy.deepcopy(base())
+    cfg["roles"]["judge"] = "nonexistent"
+    with pytest.raises(ConfigError, match=r"`roles\.judge`"):
+        validate_config(cfg)

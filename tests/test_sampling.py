@@ -1,0 +1,77 @@
+"""Sampling stage: sharding covers every problem once, shard results don't depend on the layout,
+merge rejects duplicates, and the pass@N / maj@N definitions."""
+import pandas as pd
+import pytest
+
+from prm_lessons.generation import Completion, Engine, derive_seed
+from prm_lessons.sampling import baselines, sample_problems, shard_rows
+from prm_lessons.tables import TableError, check_table
+
+
+@pytest.mark.parametrize("n_rows, nshards", [(10, 3), (2, 4), (7, 7), (0, 2)])
+def test_shards_partition_rows(n_rows, nshards):
+    df = pd.DataFrame({"x": range(n_rows)})
+    parts = [shard_rows(df, i, nshards)["x"].tolist() for i in range(nshards)]
+    assert sorted(x for p in parts for x in p) == list(range(n_rows))
+
+
+class SeedEngine(Engine):
+    """Test double: output depends only on the request seed, like a seeded sampler."""
+    backend = "fake"
+
+    class Tok:
+        def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+            return "|".join(m["content"] for m in messages) + "|A:"
+
+    tokenizer = Tok()
+
+    def generate(self, prompts, spec, seeds=None):
+        return [[Completion(f"step one {s}\n\nso \\boxed{{{s % 3}}}", 5, "stop") for _ in range(spec.n)]
+                for s in seeds]
+
+
+def problems(n=6):
+    return pd.DataFrame({"problem_id": [f"d-{i:05d}" for i in range(n)], "dataset": "d",
+                         "question": [f"q{i}" for i in range(n)],
+                         "answer": [str(derive_seed(0, f"d-{i:05d}") % 3) if i % 2 else "7" for i in range(n)],
+                         "gold_steps": None})
+
+
+SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_tokens": 16, "seed": 0, "step_separator": "\n\n", "batch_size": 4}
+
+
+def test_shard_results_do_not_depend_on_layout():
+    probs = problems()
+    whole = sample_problems(SeedEngine(), probs, n=2, sampling=SAMPLING, grading={"timeout_s": 5})
+    parts = pd.concat([sample_problems(SeedEngine(), shard_rows(probs, i, 3), n=2, sampling=SAMPLING,
+                                       grading={"timeout_s": 5}) for i in range(3)], ignore_index=True)
+    cols = ["problem_id", "sample_idx", "response", "pred", "correct"]
+    pd.testing.assert_frame_equal(whole[cols], parts[cols])
+    check_table(whole, "samples")
+    assert whole["steps"].iloc[0] == [whole["response"].iloc[0].split("\n\n")[0], whole["response"].iloc[0].split("\n\n")[1]]
+    # odd problems have the gold answer the fake engine produces
+    assert whole.groupby("problem_id")["correct"].all().tolist() == [i % 2 == 1 for i in range(6)]
+
+
+def test_duplicate_rows_are_rejected():
+    df = pd.DataFrame({c: [1, 1] for c in ["problem_id", "sample_idx", "dataset", "question", "answer", "response",
+                                           "steps", "pred", "correct", "grade_status", "n_tokens", "finish_reason"]})
+    with pytest.raises(TableError, match="duplicate"):
+        check_table(df, "samples")
+
+
+def _samples(preds, corrects, pid="p"):
+    return pd.DataFrame({"problem_id": pid, "sample_idx": range(len(preds)), "pred": preds, "correct": corrects})
+
+
+def test_maj_tie_goes_to_first_appearing_answer_and_none_does_not_vote():
+    df = _samples(["2", None, "3", None, "3", "2"], [False, False, True, False, True, False])
+    assert baselines(df)["maj"] == 0.0  # "2" and "3" tie at 2 votes, "2" came first
+    df = _samples([None, None, "3"], [False, False, True])
+    assert baselines(df)["maj"] == 1.0
+
+
+def test_pass_and_first_n():
+    df = pd.concat([_samples(["1", "2"], [False, True], "a"), _samples(["1", "1"], [False, False], "b")])
+    assert baselines(df) ["pass"] == 0.5
+    assert baselines(df, n=1)["pass"] == 0.0
