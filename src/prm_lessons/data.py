@@ -456,3 +456,408 @@ def _replace_operator(step: str, start: int, end: int, new_lhs: str) -> str | No
     shown = {"*": "×" if m.group(0) == "×" else ("x" if m.group(0) == "x" else "*"),
              "/": "÷" if m.group(0) == "÷" else "/"}.get(new_sym, new_sym)
     return step[:start] + region[:m.start()] + shown + region[m.end():]
+
+
+# --------------------------------------------------------------------------------------------------
+# problem loaders
+# --------------------------------------------------------------------------------------------------
+
+ANSWER_FORMATS = ("plain", "gsm8k", "boxed", "choice")
+_CALC_RE = re.compile(r"<<[^<>]*>>")  # GSM8K calculator annotations "<<16-3-4=9>>"
+
+
+def gsm8k_answer(text: str) -> str:
+    """Final answer of a GSM8K solution: the text after the last '####' (thousands commas dropped)."""
+    if "####" not in str(text):
+        raise ValueError("no '####' in the answer text")
+    return str(text).rsplit("####", 1)[1].strip().replace(",", "")
+
+
+def gsm8k_steps(text: str) -> list[str]:
+    """A GSM8K worked solution as steps: one per line, calculator annotations removed, final boxed step."""
+    body, final = str(text).rsplit("####", 1)
+    steps = [_CALC_RE.sub("", line).strip() for line in body.splitlines()]
+    steps = [s for s in steps if s]
+    steps.append(f"The final answer is $\\boxed{{{final.strip().replace(',', '')}}}$.")
+    return steps
+
+
+def boxed_answer(solution: str) -> str:
+    """Final answer of a MATH-style solution: the content of its last \\boxed{...}."""
+    from prm_lessons.grading import last_boxed_content
+
+    ans = last_boxed_content(str(solution))
+    if ans is None or not ans.strip():
+        raise ValueError("no \\boxed{...} answer in the solution")
+    return ans.strip()
+
+
+def split_solution(text: str) -> list[str]:
+    """A worked solution split into steps on blank lines (the paper's step separator)."""
+    return [p.strip() for p in re.split(r"\n\s*\n", str(text)) if p.strip()]
+
+
+def _choice_question(question: str, choices: Sequence[str]) -> str:
+    # the Qwen2.5-Math harness's MMLU-STEM format
+    opts = " ".join(f"({'ABCDEFGHIJ'[i]}) {str(c).strip()}" for i, c in enumerate(choices))
+    return f"{question.strip()}\nAnswer Choices: {opts}"
+
+
+def _reasoning_gym_rows(spec: dict) -> list[dict]:
+    import reasoning_gym
+
+    generator = spec.get("generator")
+    if not generator:
+        raise ValueError("dataset spec with source reasoning_gym needs `generator`")
+    if not spec.get("size"):
+        raise ValueError(f"reasoning_gym dataset '{generator}' needs `size`")
+    ds = reasoning_gym.create_dataset(generator, size=int(spec["size"]), seed=int(spec.get("seed", 0)),
+                                      **(spec.get("params") or {}))
+    rows = []
+    for i, item in enumerate(ds):
+        meta = item.get("metadata") or {}
+        rows.append({"source_id": f"{generator}:{spec.get('seed', 0)}:{i}", "question": item.get("question"),
+                     "answer": item.get("answer"), "gold_steps": _reasoning_gym_steps(generator, item, meta)})
+    return rows
+
+
+def _reasoning_gym_steps(generator: str, item: dict, meta: dict) -> list[str] | None:
+    """Gold step-by-step solutions for reasoning-gym items.
+
+    gsm_symbolic carries a worked solution (``metadata.answer_cot``, GSM8K style: one line per step,
+    ``#### answer`` last). basic_arithmetic and chain_sum carry only the expression, so the solution is
+    built from it: one step per operation in evaluation order, then a boxed final answer. Other
+    generators: None (no gold steps).
+    """
+    if meta.get("answer_cot"):
+        cot = str(meta["answer_cot"])
+        if "####" not in cot:
+            cot = f"{cot}\n#### {item.get('answer')}"
+        return gsm8k_steps(cot)
+    if meta.get("expression") is not None and generator in ("basic_arithmetic", "chain_sum"):
+        try:
+            return arithmetic_gold_steps(str(meta["expression"]), str(item.get("answer")))
+        except ValueError as exc:
+            # reasoning-gym floors inexact divisions, so a few gold answers are not the exact value;
+            # such a problem keeps its question and answer but gets no gold steps
+            log.info("%s item %s: no gold steps (%s)", generator, meta.get("source_index"), exc)
+    return None
+
+
+def _hub_records(spec: dict) -> list[dict]:
+    import datasets
+
+    if not spec.get("id"):
+        raise ValueError("dataset spec with source hub needs `id`")
+    ds = datasets.load_dataset(spec["id"], spec.get("config"), split=spec.get("split", "test"))
+    return [dict(r) for r in ds]
+
+
+def _read_records(path: str | Path) -> list[dict]:
+    """Rows of a local .jsonl / .json (list of objects, or {"data": [...]}) / .parquet file."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
+    if suffix in (".jsonl", ".jsonl.gz"):
+        import gzip
+
+        opener = gzip.open if suffix.endswith(".gz") else open
+        rows = []
+        with opener(path, "rt") as fh:
+            for n, line in enumerate(fh, 1):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise ValueError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
+        return rows
+    if suffix == ".json":
+        with open(path) as fh:
+            data = json.load(fh)
+        if isinstance(data, dict):
+            data = data.get("data", data.get("rows"))
+        if not isinstance(data, list):
+            raise ValueError(f"{path}: expected a JSON list of objects (or {{'data': [...]}})")
+        return data
+    if suffix == ".parquet":
+        return pd.read_parquet(path).to_dict("records")
+    raise ValueError(f"{path}: unsupported file type '{suffix}' (use .jsonl, .json or .parquet)")
+
+
+def _missing(value) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and not value.strip()
+
+
+def _as_list(value):
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        value = value.tolist()
+    if isinstance(value, str) and value.strip().startswith("[") and value.strip().endswith("]"):
+        try:  # lists stored as strings (some jsonl exports)
+            parsed = json.loads(value)
+            if isinstance(parsed, list):
+                return parsed
+        except json.JSONDecodeError:
+            pass
+    return value
+
+
+def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
+    """One source record → {question, answer, gold_steps, source_id}, per the spec's field mapping."""
+    fields = {"question": "question", "answer": "answer", "gold_steps": None, "id": None, "choices": None,
+              **(spec.get("fields") or {})}
+    fmt = spec.get("answer_format", "plain")
+    if fmt not in ANSWER_FORMATS:
+        raise ValueError(f"unknown answer_format '{fmt}' (one of {', '.join(ANSWER_FORMATS)})")
+    qf, af = fields["question"], fields["answer"]
+    if qf not in rec:
+        raise ValueError(f"row {row_id}: no field '{qf}' (fields.question); fields present: {sorted(rec)}")
+    if af not in rec or _missing(rec[af]) if not isinstance(rec.get(af), (list, tuple)) else not rec[af]:
+        raise ValueError(f"row {row_id}: missing answer (field '{af}')")
+    question, raw_answer = rec[qf], _as_list(rec[af])
+    if _missing(question):
+        raise ValueError(f"row {row_id}: empty question (field '{qf}')")
+    question = str(question)
+    try:
+        if fmt == "gsm8k":
+            answer = gsm8k_answer(raw_answer)
+        elif fmt == "boxed":
+            answer = boxed_answer(raw_answer)
+        elif fmt == "choice":
+            if not fields.get("choices") or fields["choices"] not in rec:
+                raise ValueError("answer_format choice needs fields.choices naming the options field")
+            choices = _as_list(rec[fields["choices"]])
+            question = _choice_question(question, choices)
+            letter = str(raw_answer).strip()
+            answer = "ABCDEFGHIJ"[int(letter)] if letter.isdigit() else letter.upper()
+        else:
+            from prm_lessons.grading import gold_answer_text
+
+            answer = gold_answer_text(raw_answer)  # lists (OlympiadBench) → first; "$…$" unwrapped
+    except (ValueError, IndexError) as exc:
+        raise ValueError(f"row {row_id}: bad answer in field '{af}': {exc}") from None
+    if _missing(answer):
+        raise ValueError(f"row {row_id}: missing answer (field '{af}')")
+    gold_steps = None
+    if fields.get("gold_steps"):
+        gf = fields["gold_steps"]
+        if gf not in rec:
+            raise ValueError(f"row {row_id}: no field '{gf}' (fields.gold_steps)")
+        raw = _as_list(rec[gf])
+        if isinstance(raw, list):
+            gold_steps = [str(s).strip() for s in raw if str(s).strip()]
+        elif not _missing(raw):
+            gold_steps = gsm8k_steps(raw) if fmt == "gsm8k" and "####" in str(raw) else split_solution(raw)
+        if gold_steps is not None and not gold_steps:
+            raise ValueError(f"row {row_id}: empty gold steps (field '{gf}')")
+    elif fmt == "gsm8k":
+        gold_steps = gsm8k_steps(raw_answer)
+    source_id = rec.get(fields["id"]) if fields.get("id") else None
+    return {"question": question, "answer": str(answer).strip(), "gold_steps": gold_steps,
+            "source_id": None if source_id is None else str(source_id)}
+
+
+def load_problems(name: str, spec: dict) -> pd.DataFrame:
+    """The problems table for one dataset entry of the config (``problems:`` or ``benchmarks:``).
+
+    Columns: ``problem_id`` (``{name}-{i:05d}``, stable for a given spec), ``dataset`` (= name),
+    ``question``, ``answer`` (str), ``gold_steps`` (list of str, or None), and ``source_id`` (the
+    source's own id where known). A bad row (missing answer, empty question) raises ValueError
+    naming the row.
+    """
+    source = spec.get("source")
+    if source == "reasoning_gym":
+        records = _reasoning_gym_rows(spec)
+        mapped = []
+        for i, rec in enumerate(records):
+            row_id = f"{name}-{i:05d} ({rec['source_id']})"
+            if _missing(rec["question"]):
+                raise ValueError(f"row {row_id}: empty question")
+            if _missing(rec["answer"]):
+                raise ValueError(f"row {row_id}: missing answer")
+            mapped.append({**rec, "question": str(rec["question"]), "answer": str(rec["answer"]).strip()})
+    elif source in ("hub", "local"):
+        if source == "hub":
+            records = _hub_records(spec)
+        else:
+            if not spec.get("path"):
+                raise ValueError("dataset spec with source local needs `path`")
+            records = _read_records(spec["path"])
+        if spec.get("limit"):
+            records = records[: int(spec["limit"])]
+        id_field = (spec.get("fields") or {}).get("id")
+        mapped = [_map_record(rec, spec, f"{name}-{i:05d}" + (f" (id {rec.get(id_field)})" if id_field else ""))
+                  for i, rec in enumerate(records)]
+    else:
+        raise ValueError(f"dataset '{name}': unknown source {source!r} (reasoning_gym, hub or local)")
+    if not mapped:
+        raise ValueError(f"dataset '{name}': no problems")
+    df = pd.DataFrame(mapped)
+    df.insert(0, "problem_id", [f"{name}-{i:05d}" for i in range(len(df))])
+    df.insert(1, "dataset", name)
+    return df[PROBLEM_COLUMNS + ["source_id"]]
+
+
+def dataset_spec(config: dict, name: str) -> dict:
+    """The spec of a dataset named under ``problems:`` or ``benchmarks:`` (names must not clash)."""
+    found = [sec for sec in ("problems", "benchmarks") if name in (config.get(sec) or {})]
+    if not found:
+        raise KeyError(f"dataset '{name}' is not defined under `problems` or `benchmarks`")
+    if len(found) > 1:
+        raise ValueError(f"dataset name '{name}' is defined under both `problems` and `benchmarks`")
+    return config[found[0]][name]
+
+
+def rule_problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `problems`: results/problems/{dataset}.parquet from the dataset's config entry."""
+    from prm_lessons.tables import write_table
+
+    name = wildcards["dataset"]
+    df = load_problems(name, params["spec"])
+    n_steps = df["gold_steps"].map(lambda s: len(s) if s is not None else 0)
+    log.info("dataset %s: %d problems, %d with gold steps (mean %.1f steps)", name, len(df),
+             int((n_steps > 0).sum()), float(n_steps[n_steps > 0].mean()) if (n_steps > 0).any() else 0.0)
+    write_table(df, outputs["problems"], "problems", meta={"dataset": name, "spec": params["spec"]})
+
+
+# --------------------------------------------------------------------------------------------------
+# ProcessBench
+# --------------------------------------------------------------------------------------------------
+
+def _validate_cases(df: pd.DataFrame) -> pd.DataFrame:
+    for row in df.itertuples(index=False):
+        steps = row.steps
+        if _missing(row.problem):
+            raise ValueError(f"ProcessBench case {row.id}: empty problem")
+        if steps is None or len(steps) == 0 or any(_missing(s) for s in steps):
+            raise ValueError(f"ProcessBench case {row.id}: empty steps")
+        if not (-1 <= int(row.label) < len(steps)):
+            raise ValueError(f"ProcessBench case {row.id}: label {row.label} outside -1..{len(steps) - 1}")
+    if df["id"].duplicated().any():
+        raise ValueError(f"ProcessBench: duplicate case id {df.loc[df['id'].duplicated(), 'id'].iloc[0]}")
+    return df
+
+
+def _cases_from_records(records: Iterable[dict], subset: str) -> list[dict]:
+    out = []
+    for n, rec in enumerate(records):
+        cid = rec.get("id", f"{subset}-{n}")
+        missing = [k for k in ("problem", "steps", "final_answer_correct", "label") if k not in rec]
+        if missing:
+            raise ValueError(f"ProcessBench case {cid}: missing field(s) {missing}")
+        steps = _as_list(rec["steps"])
+        if not isinstance(steps, list):
+            raise ValueError(f"ProcessBench case {cid}: steps must be a list")
+        out.append({"id": str(cid), "subset": subset, "generator": str(rec.get("generator") or ""),
+                    "problem": rec["problem"], "steps": [str(s) for s in steps],
+                    "final_answer_correct": bool(rec["final_answer_correct"]), "label": int(rec["label"])})
+    return out
+
+
+def load_processbench(spec: dict) -> pd.DataFrame:
+    """ProcessBench cases: from the Hub (``Qwen/ProcessBench``, one split per subset) or a directory
+    of the official ``{subset}.json`` files. Columns: id, subset, generator, problem, steps (list),
+    final_answer_correct (bool), label (int; −1 = no erroneous step, else the 0-based first error).
+
+    spec: ``source`` (hub | local), ``id`` (hub), ``path`` (local directory), ``subsets`` (default all
+    four), ``limit`` (first N cases per subset, or null).
+    """
+    source = spec.get("source", "hub")
+    subsets = list(spec.get("subsets") or PROCESSBENCH_SUBSETS)
+    limit = spec.get("limit")
+    rows: list[dict] = []
+    for subset in subsets:
+        if source == "hub":
+            import datasets
+
+            records = [dict(r) for r in datasets.load_dataset(spec.get("id", "Qwen/ProcessBench"), split=subset)]
+        elif source == "local":
+            if not spec.get("path"):
+                raise ValueError("processbench source local needs `path` (a directory of {subset}.json files)")
+            path = Path(spec["path"])
+            files = [p for p in (path / f"{subset}.json", path / f"{subset}.jsonl", path / f"{subset}.parquet")
+                     if p.exists()]
+            if not files:
+                raise FileNotFoundError(f"{path}: no {subset}.json (or .jsonl/.parquet) for ProcessBench subset '{subset}'")
+            records = _read_records(files[0])
+        else:
+            raise ValueError(f"processbench: unknown source {source!r} (hub, local or constructed)")
+        if limit:
+            records = records[: int(limit)]
+        rows += _cases_from_records(records, subset)
+    df = pd.DataFrame(rows, columns=PROCESSBENCH_COLUMNS)
+    return _validate_cases(df)
+
+
+def build_constructed_processbench(problems: pd.DataFrame, n_per_subset: int = 12, seed: int = 0,
+                                   error_fraction: float = 0.5, keep_answer_fraction: float = 0.3,
+                                   subset_column: str = "dataset") -> pd.DataFrame:
+    """A ProcessBench-format set built by construction from problems with gold steps.
+
+    Per subset (one per value of ``subset_column``, e.g. one per benchmark generator), up to
+    ``n_per_subset`` cases: a share ``error_fraction`` gets one injected error at a known step
+    (:func:`corrupt_solution`; of those, a share ``keep_answer_fraction`` keeps the correct final
+    answer — the "correct answer, flawed process" case), the rest are the untouched gold solutions
+    (label −1, final answer correct). Problems whose solution admits no error are used untouched.
+    Deterministic for a given seed.
+    """
+    if problems.empty:
+        raise ValueError("constructed ProcessBench: no problems")
+    rnd = random.Random(seed)
+    rows = []
+    for subset, group in problems.groupby(subset_column, sort=True):
+        group = group[group["gold_steps"].map(lambda s: s is not None and len(s) > 0)]
+        if group.empty:
+            raise ValueError(f"constructed ProcessBench: subset '{subset}' has no problems with gold steps")
+        picked = group.iloc[:n_per_subset]
+        n = len(picked)
+        n_err = int(round(n * error_fraction))
+        n_keep = int(round(n_err * keep_answer_fraction))
+        kinds = ["keep"] * n_keep + ["error"] * (n_err - n_keep) + ["clean"] * (n - n_err)
+        rnd.shuffle(kinds)
+        for k, (row, kind) in enumerate(zip(picked.itertuples(index=False), kinds)):
+            gold = list(row.gold_steps)
+            steps, label, fac = gold, -1, True
+            if kind != "clean":
+                try:
+                    steps, label = corrupt_solution(gold, str(row.answer), rnd, keep_final_answer=(kind == "keep"))
+                    fac = kind == "keep"
+                except CorruptionError as exc:
+                    log.info("constructed ProcessBench: %s left untouched (%s)", row.problem_id, exc)
+            rows.append({"id": f"{subset}-{k}", "subset": str(subset), "generator": CONSTRUCTED_GENERATOR,
+                         "problem": row.question, "steps": steps, "final_answer_correct": fac,
+                         "label": int(label), "problem_id": row.problem_id})
+    df = pd.DataFrame(rows)
+    return _validate_cases(df[PROCESSBENCH_COLUMNS + ["problem_id"]])
+
+
+def rule_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `processbench`: results/processbench/cases.parquet from the config's `processbench:` section."""
+    from prm_lessons.tables import write_table
+
+    spec = dict(params["spec"])
+    source = spec.get("source", "constructed")
+    if source == "constructed":
+        frames = []
+        for subset, sub in (spec.get("constructed") or {}).get("subsets", {}).items():
+            problems = load_problems(subset, sub)
+            frames.append(problems)
+        if not frames:
+            raise ValueError("processbench.constructed.subsets: no subsets defined")
+        con = spec.get("constructed") or {}
+        cases = build_constructed_processbench(
+            pd.concat(frames, ignore_index=True), n_per_subset=int(con.get("n_per_subset", 12)),
+            seed=int(con.get("seed", 0)), error_fraction=float(con.get("error_fraction", 0.5)),
+            keep_answer_fraction=float(con.get("keep_answer_fraction", 0.3)))
+    else:
+        cases = load_processbench(spec)
+    err = cases["label"] != -1
+    log.info("processbench (%s): %d cases; per subset: %s; erroneous %d, correct %d, "
+             "correct answer with erroneous step %d", source, len(cases),
+             cases["subset"].value_counts().sort_index().to_dict(), int(err.sum()), int((~err).sum()),
+             int((err & cases["final_answer_correct"]).sum()))
+    write_table(cases, outputs["cases"], "processbench", meta={"spec": spec})
