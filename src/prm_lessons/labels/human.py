@@ -1,0 +1,253 @@
+"""Human step labels: PRM800K (Lightman et al. 2023) or, in the embedded default, labels by
+construction (gold solutions with one injected error, whose location is known exactly).
+
+PRM800K conversion (official jsonl, https://github.com/openai/prm800k, phases 1 and 2): one
+instance per labelled solution, following the solution trajectory the labeller took:
+
+* each step's chosen completion (``completions[chosen_completion]``) with its rating; when
+  ``chosen_completion`` is null, the ``human_completion`` (phase 1; written to be correct → +1);
+  when both are null the labelling stopped at this step: the first completion rated -1 is the
+  erroneous step (phase 2 "found_error"), otherwise the trajectory ends before it;
+* ratings -1 → negative, +1 → positive, 0 (neutral) → ``neutral`` policy (default positive, as the
+  Qwen2.5-Math-7B-PRM800K baseline; ``negative`` as TRL's converter); an unrated step ends the
+  trajectory;
+* labels are truncated after the first negative step;
+* solutions whose ``finish_reason`` is not in ``keep_finish_reasons`` (default: solution,
+  found_error; i.e. not bad_problem / give_up) and quality-control / screening duplicates
+  (``skip_quality_control``) are dropped;
+* instances whose question matches any evaluation problem (normalised text) are removed
+  (decontamination), and the count is reported.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import unicodedata
+from pathlib import Path
+from typing import Iterable, Sequence
+
+log = logging.getLogger(__name__)
+
+NEUTRAL_POLICIES = ("positive", "negative")
+
+
+# -- decontamination ---------------------------------------------------------------------------------
+
+_LATEX_SPACING = re.compile(r"\\[,!;: ]|\\quad|\\qquad")
+
+
+def normalize_question(text: str) -> str:
+    """Normalised problem text for decontamination: NFKC, lower case, LaTeX spacing commands, ``$``
+    and all whitespace removed (so re-wrapped or re-spaced copies of a problem still match)."""
+    t = unicodedata.normalize("NFKC", str(text or "")).lower()
+    t = _LATEX_SPACING.sub("", t)
+    t = t.replace("$", "")
+    return re.sub(r"\s+", "", t)
+
+
+def decontaminate(instances: list[dict], eval_questions: Iterable[str]) -> tuple[list[dict], int]:
+    """Drop instances whose normalised question equals a normalised evaluation question."""
+    banned = {normalize_question(q) for q in eval_questions if q}
+    kept = [x for x in instances if normalize_question(x["question"]) not in banned]
+    return kept, len(instances) - len(kept)
+
+
+# -- PRM800K ---------------------------------------------------------------------------------------------
+
+def _rating_label(rating, neutral: str) -> float | None:
+    if rating is None:
+        return None
+    r = int(rating)
+    if r == 1:
+        return 1.0
+    if r == -1:
+        return 0.0
+    if r == 0:
+        return 1.0 if neutral == "positive" else 0.0
+    raise ValueError(f"PRM800K rating must be -1, 0 or +1, got {rating!r}")
+
+
+def _text(obj) -> str | None:
+    if obj is None:
+        return None
+    if isinstance(obj, str):
+        return obj
+    return obj.get("text")
+
+
+def convert_prm800k_record(rec: dict, neutral: str = "positive", where: str = "") -> dict | None:
+    """One official PRM800K line → {question, steps, labels} (None when no step is usable)."""
+    if neutral not in NEUTRAL_POLICIES:
+        raise ValueError(f"human.neutral must be one of {NEUTRAL_POLICIES}, not {neutral!r}")
+    try:
+        question = rec["question"]["problem"]
+        steps_in = rec["label"]["steps"]
+    except (KeyError, TypeError):
+        raise ValueError(f"{where}: not a PRM800K record (needs question.problem and label.steps)") from None
+    steps: list[str] = []
+    labels: list[float] = []
+    for st in steps_in or []:
+        comps = st.get("completions") or []
+        chosen = st.get("chosen_completion")
+        if chosen is not None:
+            if not 0 <= int(chosen) < len(comps):
+                raise ValueError(f"{where}: chosen_completion {chosen} out of range ({len(comps)} completions)")
+            text, label = _text(comps[int(chosen)]), _rating_label(comps[int(chosen)].get("rating"), neutral)
+        elif st.get("human_completion") is not None:
+            text, label = _text(st["human_completion"]), 1.0
+        else:
+            bad = [c for c in comps if c.get("rating") is not None and int(c["rating"]) == -1]
+            if not bad:
+                break
+            text, label = _text(bad[0]), 0.0
+        if label is None or text is None:
+            break
+        steps.append(text)
+        labels.append(label)
+        if label == 0.0:
+            break
+    if not steps:
+        return None
+    return {"question": question, "steps": steps, "labels": labels}
+
+
+def convert_prm800k(records: Iterable[dict], neutral: str = "positive",
+                    keep_finish_reasons: Sequence[str] = ("solution", "found_error"),
+                    skip_quality_control: bool = True, source: str = "prm800k") -> tuple[list[dict], dict]:
+    """Convert official records; returns (instances, counts of what was dropped and why)."""
+    out: list[dict] = []
+    counts = {"records": 0, "finish_reason": 0, "quality_control": 0, "no_steps": 0}
+    for n, rec in enumerate(records):
+        counts["records"] += 1
+        label = rec.get("label") or {}
+        if keep_finish_reasons and label.get("finish_reason") not in keep_finish_reasons:
+            counts["finish_reason"] += 1
+            continue
+        if skip_quality_control and (rec.get("is_quality_control_question") or rec.get("is_initial_screening_question")):
+            counts["quality_control"] += 1
+            continue
+        inst = convert_prm800k_record(rec, neutral, where=f"{source} line {n + 1}")
+        if inst is None:
+            counts["no_steps"] += 1
+            continue
+        inst["instance_id"] = f"{source}-{n:07d}"
+        out.append(inst)
+    return out, counts
+
+
+def read_jsonl(path: str | Path) -> Iterable[dict]:
+    with open(path) as fh:
+        for ln, line in enumerate(fh, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path} line {ln}: not JSON ({exc.msg})") from None
+
+
+def prm800k_files(cfg: dict) -> list[tuple[str, str]]:
+    """(name, local path) of the PRM800K jsonl files to convert (downloaded from the Hub if asked)."""
+    p = cfg["prm800k"]
+    phases = p.get("phases", [1, 2])
+    names = [p["file_pattern"].format(phase=ph, split=p.get("split", "train")) for ph in phases]
+    if p["source"] == "local":
+        base = Path(p["path"])
+        return [(n, str(base / n)) for n in names]
+    from huggingface_hub import hf_hub_download  # the Hub client, as datasets uses
+
+    return [(n, hf_hub_download(p["id"], filename=n, repo_type="dataset", revision=p.get("revision")))
+            for n in names]
+
+
+# -- labels by construction --------------------------------------------------------------------------
+
+def construction_instances(problems, corrupted_per_problem: int = 1, include_gold: bool = True,
+                           seed: int = 0, keep_final_answer: bool = False) -> tuple[list[dict], dict]:
+    """Gold solutions with one injected error (labels [1]*e + [0]) plus untouched gold solutions (all
+    ones). `problems` is a problems table (DataFrame) with gold_steps; problems without gold steps,
+    or where no error can be placed, are skipped and counted."""
+    from ..data import CorruptionError, corrupt_solution
+    from . import clean_steps
+
+    out: list[dict] = []
+    counts = {"problems": 0, "no_gold_steps": 0, "not_corruptible": 0}
+    for row in problems.itertuples():
+        counts["problems"] += 1
+        gold = clean_steps(row.gold_steps if row.gold_steps is not None else [])
+        if not gold:
+            counts["no_gold_steps"] += 1
+            continue
+        if include_gold:
+            out.append({"instance_id": f"{row.problem_id}-gold", "question": row.question, "steps": gold,
+                        "labels": [1.0] * len(gold), "error_index": -1})
+        rnd = random.Random(f"construction-{seed}-{row.problem_id}")
+        made = set()
+        for c in range(corrupted_per_problem):
+            try:
+                steps, err = corrupt_solution(gold, str(row.answer), rnd, keep_final_answer=keep_final_answer)
+            except CorruptionError:
+                counts["not_corruptible"] += 1
+                break
+            key = tuple(steps)
+            if key in made:
+                continue
+            made.add(key)
+            steps = list(steps)[: err + 1]  # truncated after the first error, like every source
+            out.append({"instance_id": f"{row.problem_id}-err{c}", "question": row.question, "steps": steps,
+                        "labels": [1.0] * err + [0.0], "error_index": int(err)})
+    return out, counts
+
+
+# -- workflow rule -------------------------------------------------------------------------------------
+
+def eval_questions(paths: Sequence[str]) -> list[str]:
+    """Questions of every evaluation set (problems tables: question; ProcessBench cases: problem)."""
+    import pandas as pd
+
+    qs: list[str] = []
+    for p in paths:
+        df = pd.read_parquet(p)
+        col = "question" if "question" in df.columns else "problem" if "problem" in df.columns else None
+        if col is None:
+            raise ValueError(f"{p}: evaluation table without a question/problem column")
+        qs.extend(str(q) for q in df[col])
+    return qs
+
+
+def rule_human(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Human step labels (PRM800K or by construction), decontaminated → trainset-format table."""
+    import pandas as pd
+
+    from ..tables import read_table, write_table
+
+    cfg = params["human"]
+    evals = inputs.get("eval_sets", [])
+    evals = [evals] if isinstance(evals, str) else list(evals)
+    if cfg["source"] == "construction":
+        problems = read_table(inputs["problems"], "problems")
+        c = cfg["construction"]
+        inst, counts = construction_instances(problems, int(c["corrupted_per_problem"]), bool(c["include_gold"]),
+                                              int(c["seed"]), bool(c["keep_final_answer"]))
+    elif cfg["source"] == "prm800k":
+        inst, counts = [], {}
+        for name, path in prm800k_files(cfg):
+            part, cnt = convert_prm800k(read_jsonl(path), cfg["neutral"], cfg["keep_finish_reasons"],
+                                        bool(cfg["skip_quality_control"]), source=Path(name).stem)
+            inst.extend(part)
+            for key, v in cnt.items():
+                counts[f"{Path(name).stem}.{key}"] = v
+    else:
+        raise ValueError(f"human.source must be 'construction' or 'prm800k', not {cfg['source']!r}")
+    n_before = len(inst)
+    inst, removed = decontaminate(inst, eval_questions(evals))
+    summary = {"source": cfg["source"], "instances_before_decontamination": n_before,
+               "removed_by_decontamination": removed, "instances": len(inst), **counts}
+    print(f"human labels: {summary}", flush=True)
+    df = pd.DataFrame(inst, columns=["instance_id", "question", "steps", "labels"] +
+                      (["error_index"] if cfg["source"] == "construction" else []))
+    write_table(df, outputs["table"], "trainset", meta={"human": cfg, "summary": summary,
+                                                        "n_candidates": n_before})

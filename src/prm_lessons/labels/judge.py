@@ -1,0 +1,274 @@
+"""LLM-as-a-judge step labels (the paper's §3.1.2, App. C) and the ProcessBench critic protocol.
+
+Two prompt styles (``judge.style``):
+
+* ``paper`` — the paper's App. C judge: the problem in ``<math_problem>``, solution paragraphs in
+  ``<paragraph_1>`` … ``<paragraph_n>`` (1-indexed), an ``<analysis_i>`` per paragraph, stop after
+  the first erroneous paragraph, end with ``<conclusion>Correct|Incorrect</conclusion>``.
+  Verdict: Correct → -1; Incorrect → the last analysed paragraph (the judge stops there), 0-based.
+* ``processbench`` — the ProcessBench critic (Zheng et al. 2024, ``critique_template.txt``):
+  paragraphs ``<paragraph_0>`` … (0-indexed), the earliest erroneous index in ``\\boxed{}``, -1 for
+  none. Verdict: the last ``\\boxed{}`` (as the official ``run_eval.py``).
+
+The template texts below are written for this project following the structure the two papers
+describe; ``judge.template_path`` loads another text (e.g. the official file) with the same
+placeholders (``{tagged_problem}``/``{problem}`` and ``{tagged_response}``).
+
+Verdict parsing (:func:`parse_verdict`) never raises: a verdict that cannot be read — no conclusion,
+no box, a box without an integer, an index outside ``[-1, n_steps)`` — is ``None``; the caller
+records it, counts it, and excludes the response from judge-based training sets.
+
+With ``n > 1`` samples the verdict is the majority over the parsed samples (ties: the earliest
+sample's value, like ``collections.Counter.most_common``); unparsable samples do not vote.
+When a sample is unparsable and ``force_answer`` is on, the judge's own text is continued with the
+answer opening (``\\boxed{`` / ``<conclusion>``) for a few tokens; on vLLM that continuation is
+constrained by a regex (structured outputs), elsewhere it is parsed like any verdict.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Sequence
+
+from . import clean_steps
+
+log = logging.getLogger(__name__)
+
+STYLES = ("paper", "processbench")
+
+PAPER_TEMPLATE = """\
+The following is a math problem and a solution to it. The solution is split into paragraphs, \
+each enclosed in tags and numbered from 1.
+
+{tagged_problem}
+
+{tagged_response}
+
+Check the solution paragraph by paragraph. For each paragraph i, write your analysis inside \
+<analysis_i>...</analysis_i>: verify its claims, recalculate every computation, and reflect on \
+whether its reasoning follows from the problem and the previous paragraphs. When you reach the \
+first paragraph that contains an error, describe the error, give the correction, and stop: do not \
+analyse any later paragraph.
+
+Finish with your verdict on the whole solution: <conclusion>Correct</conclusion> if every \
+paragraph is correct, otherwise <conclusion>Incorrect</conclusion>."""
+
+PROCESSBENCH_TEMPLATE = """\
+Below is a math problem and a proposed solution. The solution is split into paragraphs, each \
+enclosed in tags and indexed from 0.
+
+[Math Problem]
+
+{problem}
+
+[Solution]
+
+{tagged_response}
+
+Review and critique the solution one paragraph at a time. If you find an error, return the index \
+of the paragraph where the earliest error occurs. If every paragraph is correct, return -1 \
+(meaning that no error was found).
+
+Put your final answer (the index) in \\boxed{{}}."""
+
+# continuation that forces an answer out of a judge that rambled without one, and the regex that
+# constrains it on engines with structured outputs
+FORCE = {
+    "processbench": ("\n\nSo the index of the paragraph with the earliest error is \\boxed{", r"-?[0-9]{1,3}\}"),
+    "paper": ("\n\n<conclusion>", r"(Correct|Incorrect)</conclusion>"),
+}
+
+
+def tag_steps(steps: Sequence[str], start: int) -> str:
+    return "\n\n".join(f"<paragraph_{i}>\n{s}\n</paragraph_{i}>" for i, s in enumerate(steps, start=start))
+
+
+def render_judge_prompt(question: str, steps: Sequence[str], style: str = "processbench",
+                        template: str | None = None) -> str:
+    """The judge's user message for (question, steps). `template` overrides the built-in text."""
+    if style not in STYLES:
+        raise ValueError(f"judge style must be one of {STYLES}, not {style!r}")
+    steps = list(steps)
+    if style == "paper":
+        tmpl = template or PAPER_TEMPLATE
+        return tmpl.format(tagged_problem=f"<math_problem>\n{question}\n</math_problem>",
+                           problem=question, tagged_response=tag_steps(steps, 1))
+    tmpl = template or PROCESSBENCH_TEMPLATE
+    return tmpl.format(problem=question, tagged_problem=question, tagged_response=tag_steps(steps, 0))
+
+
+_CONCLUSION_RE = re.compile(r"<\s*conclusion\s*>\s*[*_\s]*(correct|incorrect)\b", re.I)
+_CONCLUSION_LOOSE_RE = re.compile(r"\bconclusion\b\W{0,6}(correct|incorrect)\b", re.I)
+_ANALYSIS_RE = re.compile(r"<\s*analysis_(\d+)\s*>", re.I)
+_INT_RE = re.compile(r"^[+-]?\d+$")
+
+
+def _boxed_int(text: str) -> str | int | None:
+    from ..grading import last_boxed_content
+
+    content = last_boxed_content(text)
+    if content is None:
+        return None
+    c = content.strip().strip("$").strip()
+    c = re.sub(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}", r"\1", c).strip()
+    c = re.sub(r"^(?:paragraph[_\s]*|para\.?\s*|step\s*)", "", c, flags=re.I).strip()
+    c = c.replace("\u2212", "-")  # unicode minus
+    return int(c) if _INT_RE.match(c) else "bad"
+
+
+def parse_verdict_detail(text: str | None, n_steps: int, style: str = "processbench") -> tuple[int | None, str]:
+    """(first_error, status): status 'ok', 'no_verdict' (nothing readable) or 'out_of_range'."""
+    if style not in STYLES:
+        raise ValueError(f"judge style must be one of {STYLES}, not {style!r}")
+    if not text:
+        return None, "no_verdict"
+    if style == "processbench":
+        v = _boxed_int(text)
+        if v is None or v == "bad":
+            return None, "no_verdict"
+    else:
+        found = _CONCLUSION_RE.findall(text) or _CONCLUSION_LOOSE_RE.findall(text)
+        if not found:
+            return None, "no_verdict"
+        if found[-1].lower() == "correct":
+            return -1, "ok"
+        analysed = [int(m) for m in _ANALYSIS_RE.findall(text)]
+        if not analysed:  # "Incorrect" without saying where: the location is unknown
+            return None, "no_verdict"
+        v = max(analysed) - 1  # 1-indexed tags; the judge stops at the first error
+    if v == -1 or 0 <= v < n_steps:
+        return v, "ok"
+    return None, "out_of_range"
+
+
+def parse_verdict(text: str | None, n_steps: int, style: str = "processbench") -> int | None:
+    """First erroneous step (0-based), -1 for none, None when unreadable or out of range."""
+    return parse_verdict_detail(text, n_steps, style)[0]
+
+
+def vote(values: Sequence[int | None]) -> int | None:
+    """Majority over parsed verdicts; ties → the value seen first; None if nothing parsed."""
+    parsed = [v for v in values if v is not None]
+    return Counter(parsed).most_common(1)[0][0] if parsed else None
+
+
+def load_template(path: str | None) -> str | None:
+    return Path(path).read_text() if path else None
+
+
+def _guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | None):
+    """Short greedy continuation, regex-constrained where the engine is vLLM (structured outputs)."""
+    from ..generation import SamplingSpec
+
+    if regex and getattr(engine, "backend", "") == "vllm" and hasattr(engine, "llm"):
+        try:
+            from vllm import SamplingParams
+            from vllm.sampling_params import StructuredOutputsParams
+
+            params = SamplingParams(n=1, temperature=0.0, max_tokens=max_tokens,
+                                    structured_outputs=StructuredOutputsParams(regex=regex))
+            results = engine.llm.generate(prompts, params, use_tqdm=False)
+            return [r.outputs[0].text for r in results]
+        except Exception as exc:  # an engine without a structured-output backend: plain decoding
+            log.warning("guided decoding unavailable (%s); falling back to plain decoding", exc)
+    outs = engine.generate(prompts, SamplingSpec(n=1, temperature=0.0, max_tokens=max_tokens, seed=0))
+    return [o[0].text for o in outs]
+
+
+def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequence[str]], ids: Sequence[str], *,
+                    style: str = "processbench", n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
+                    max_tokens: int = 1024, seed: int = 0, template: str | None = None,
+                    system_prompt: str | None = None, force_answer: bool = True, force_max_tokens: int = 8,
+                    guided: bool = True) -> list[dict]:
+    """Judge every (question, steps); one row per item: first_error, verdicts (raw texts), parsed,
+    status, votes (parsed value per sample), n_forced, tokens_generated.
+
+    Items with no steps get no call (first_error None, status 'no_steps'). Each of the n samples is
+    its own request with a seed derived from (seed, id, j)."""
+    from ..generation import SamplingSpec, derive_seed, render_chat
+
+    steps_lists = [clean_steps(s) for s in steps_lists]
+    todo = [i for i, s in enumerate(steps_lists) if s]
+    reqs = [(i, j) for i in todo for j in range(n)]
+    prompts = {i: render_chat(engine.tokenizer, system_prompt, render_judge_prompt(questions[i], steps_lists[i], style,
+                                                                                   template)) for i in todo}
+    spec = SamplingSpec(n=1, temperature=temperature, top_p=top_p if temperature > 0 else 1.0,
+                        max_tokens=max_tokens, seed=None)
+    outs = engine.generate([prompts[i] for i, _ in reqs], spec,
+                           [derive_seed("judge", seed, ids[i], j) for i, j in reqs]) if reqs else []
+    texts = {rq: o[0].text for rq, o in zip(reqs, outs)}
+    tokens = {rq: int(o[0].n_tokens) for rq, o in zip(reqs, outs)}
+    parsed = {rq: parse_verdict_detail(texts[rq], len(steps_lists[rq[0]]), style) for rq in reqs}
+    forced: set = set()
+    if force_answer:
+        retry = [rq for rq in reqs if parsed[rq][1] == "no_verdict"]
+        if retry:
+            suffix, regex = FORCE[style]
+            conts = _guided_generate(engine, [prompts[i] + texts[(i, j)] + suffix for i, j in retry],
+                                     force_max_tokens, regex if guided else None)
+            for rq, cont in zip(retry, conts):
+                full = texts[rq] + suffix + cont
+                v = parse_verdict_detail(full, len(steps_lists[rq[0]]), style)
+                if v[1] != "no_verdict":
+                    texts[rq], parsed[rq] = full, v
+                    forced.add(rq)
+    rows = []
+    for i in range(len(steps_lists)):
+        if not steps_lists[i]:
+            rows.append({"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps",
+                         "votes": [], "n_forced": 0, "tokens_generated": 0})
+            continue
+        rq = [(i, j) for j in range(n)]
+        votes = [parsed[r][0] for r in rq]
+        fe = vote(votes)
+        statuses = [parsed[r][1] for r in rq]
+        status = "ok" if fe is not None else ("out_of_range" if "out_of_range" in statuses else "no_verdict")
+        rows.append({"first_error": fe, "verdicts": [texts[r] for r in rq], "parsed": fe is not None,
+                     "status": status, "votes": votes, "n_forced": sum(r in forced for r in rq),
+                     "tokens_generated": sum(tokens[r] for r in rq)})
+    return rows
+
+
+def rule_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Judge verdicts for one shard of a dataset's sampled responses → `judge` table."""
+    import pandas as pd
+
+    from ..generation import load_engine
+    from ..tables import read_table, write_table
+    from . import instance_id
+    from .mc import shard_rows
+
+    cfg = params["judge"]
+    samples = read_table(inputs["samples"], "samples")
+    shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
+    part = shard_rows(samples, shard, nshards)
+    steps = [clean_steps(s) for s in part["steps"]]
+    print(f"judge: {len(part)} responses in shard {shard} of {nshards}; style={cfg['style']}, n={cfg['n']}", flush=True)
+    rows: list[dict] = []
+    if any(steps):
+        engine = load_engine(params["model_dir"], params["model_entry"])
+        rows = judge_responses(
+            engine, list(part["question"]), steps, [instance_id(p, s) for p, s in zip(part["problem_id"], part["sample_idx"])],
+            style=cfg["style"], n=int(cfg["n"]), temperature=float(cfg["temperature"]), top_p=float(cfg["top_p"]),
+            max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]), template=load_template(cfg.get("template_path")),
+            system_prompt=cfg.get("system_prompt"), force_answer=bool(cfg["force_answer"]),
+            guided=bool(cfg["guided"]))
+    else:
+        rows = [{"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps", "votes": [],
+                 "n_forced": 0, "tokens_generated": 0} for _ in steps]
+    df = pd.DataFrame(rows, columns=["first_error", "verdicts", "parsed", "status", "votes", "n_forced",
+                                     "tokens_generated"])
+    df.insert(0, "sample_idx", part["sample_idx"].astype(int).values)
+    df.insert(0, "problem_id", part["problem_id"].values)
+    df.insert(2, "n_steps", [len(s) for s in steps])
+    df["first_error"] = df["first_error"].astype("Int64")
+    counts = df["status"].value_counts().to_dict()
+    summary = {"responses": len(df), "parsed": int(df["parsed"].sum()), "status_counts": counts,
+               "forced": int(df["n_forced"].sum()), "tokens_generated": int(df["tokens_generated"].sum())}
+    print(f"judge summary: {summary}", flush=True)
+    if len(df) and summary["parsed"] < len(df):
+        print(f"judge: {len(df) - summary['parsed']} responses without a readable verdict are excluded "
+              "from judge-based training sets", flush=True)
+    write_table(df, outputs["table"], "judge", meta={"judge": cfg, "summary": summary})

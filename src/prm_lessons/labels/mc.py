@@ -1,0 +1,409 @@
+"""Monte Carlo estimation of step labels (Math-Shepherd style; the paper's §2.1, §3.1.2, §3.1.4).
+
+For a response with steps s_0..s_{n-1} and a step i, the completer continues the prefix
+(question, s_0..s_i) K times; ``mc_value_i`` = share of the K completions whose final answer is the
+gold answer. Hard label at threshold t: ``mc_value > t`` (paper: t = 0, "any completion succeeds");
+soft label: ``mc_value``. Steps after the first negative step are dropped.
+
+The table keeps raw counts per step (``n_success``, ``n_total``; null where a step was not rolled
+out) so any threshold the counts decide can be applied later without regenerating.
+
+Cost (MC is the paper's dominant compute). Completions are generated for a step only while they can
+still change a label the configuration needs (:class:`Needs`, derived from the training-set
+variants):
+
+* hard labels at threshold t are *decided* once ``s > t·K`` (positive) or ``s + (K - n) ≤ t·K``
+  (negative): for t = 0 a step stops at its first success;
+* soft labels need all K completions of every step up to the first zero step;
+* steps after the first negative step are never rolled out;
+* protocol ``binary`` searches the first negative step by bisection (OmegaPRM, Luo et al. 2024).
+  It ASSUMES MONOTONE LABELS (a positive step implies every earlier step is positive): steps it
+  skips before the first error are marked ``inferred`` and get a positive hard label; it decides
+  one threshold only and gives no soft labels.
+
+Rounds batch across responses: each round makes ONE engine call holding every pending completion
+of every active response (``round_size`` completions per active step). Each completion is its own
+request with a fixed seed derived from (seed, problem_id, sample_idx, step, j), so the naive
+protocol (K completions for every step) and the early-stopped one draw identical completions and
+give identical hard labels; the engine shares the common prefix through prefix caching (vLLM
+``enable_prefix_caching``), which is what ``n`` completions per request would buy, while keeping
+the per-completion seed.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Callable, Sequence
+
+from . import clean_steps
+
+log = logging.getLogger(__name__)
+
+PROTOCOLS = ("early", "naive", "binary")
+
+
+class LabelError(ValueError):
+    """Labels that the stored counts cannot decide (names the response and what is missing)."""
+
+
+def as_fraction(t: float | str | Fraction) -> Fraction:
+    """Thresholds as exact fractions (0.125 → 1/8) so ``s > t·K`` has no float edge cases."""
+    return Fraction(str(t)).limit_denominator(1000) if not isinstance(t, Fraction) else t
+
+
+def decide(s: int, n: int, k: int, t: Fraction) -> bool | None:
+    """Hard label at threshold t from s successes in n of K completions; None if still undecided."""
+    if s > t * k:
+        return True
+    if s + (k - n) <= t * k:
+        return False
+    return None
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What the configured training sets need from MC: hard labels at these thresholds, and/or
+    exact counts (soft labels)."""
+
+    thresholds: tuple[Fraction, ...] = (Fraction(0),)
+    soft: bool = False
+
+    @classmethod
+    def from_params(cls, d: dict | None) -> "Needs":
+        d = d or {}
+        ts = tuple(sorted({as_fraction(t) for t in d.get("thresholds", [0])}))
+        return cls(thresholds=ts, soft=bool(d.get("soft", False)))
+
+    def to_params(self) -> dict:
+        return {"thresholds": [float(t) for t in self.thresholds], "soft": self.soft}
+
+
+@dataclass
+class MCInput:
+    problem_id: str
+    sample_idx: int
+    question: str
+    answer: str
+    steps: list[str]
+    correct: bool | None = None  # the response's own grade (for last_step="answer")
+
+
+@dataclass
+class _State:
+    """Per-response rollout state machine (one of the three protocols)."""
+
+    n_steps: int
+    k: int
+    needs: Needs
+    protocol: str
+    s: list = field(default_factory=list)
+    n: list = field(default_factory=list)
+    inferred: list = field(default_factory=list)
+    tokens: int = 0
+    completions: int = 0
+    truncated: int = 0
+
+    def __post_init__(self):
+        self.s = [None] * self.n_steps
+        self.n = [None] * self.n_steps
+        self.inferred = [False] * self.n_steps
+        self.live = set(self.needs.thresholds)
+        self.soft_live = self.needs.soft
+        self.cur = 0  # linear protocols: the step being rolled out
+        self.lo, self.hi = 0, self.n_steps  # binary: first negative lies in [lo, hi]
+        self.done = self.n_steps == 0
+        if self.protocol == "binary":
+            if self.needs.soft:
+                raise ValueError("mc.protocol 'binary' decides hard labels at one threshold only; "
+                                 "soft labels (mc_soft / consensus_soft variants) need 'early' or 'naive'")
+            self.t = min(self.needs.thresholds)
+
+    # -- which completions to request ------------------------------------------------------------
+    def _counts(self, i: int) -> tuple[int, int]:
+        return (self.s[i] or 0), (self.n[i] or 0)
+
+    def _needs_more(self, i: int) -> bool:
+        s, n = self._counts(i)
+        if n >= self.k:
+            return False
+        if self.protocol == "naive" or (self.protocol == "early" and self.soft_live):
+            return True
+        live = [self.t] if self.protocol == "binary" else self.live
+        return any(decide(s, n, self.k, t) is None for t in live)
+
+    def pending(self, round_size: int) -> list[tuple[int, int]]:
+        """(step, number of completions) to generate in the next round."""
+        if self.done:
+            return []
+        if self.protocol == "naive":  # every step, all K at once
+            return [(i, self.k - (self.n[i] or 0)) for i in range(self.n_steps) if (self.n[i] or 0) < self.k]
+        i = self.active_step()
+        return [(i, min(round_size, self.k - self._counts(i)[1]))]
+
+    def active_step(self) -> int:
+        return (self.lo + self.hi) // 2 if self.protocol == "binary" else self.cur
+
+    # -- results -----------------------------------------------------------------------------------
+    def record(self, i: int, successes: int, total: int) -> None:
+        self.s[i] = (self.s[i] or 0) + successes
+        self.n[i] = (self.n[i] or 0) + total
+        if self._needs_more(i):
+            return
+        if self.protocol == "naive":
+            self.done = all((x or 0) >= self.k for x in self.n)
+        elif self.protocol == "early":
+            s, n = self._counts(i)
+            for t in list(self.live):
+                if decide(s, n, self.k, t) is False:
+                    self.live.discard(t)
+            if self.soft_live and s == 0:
+                self.soft_live = False
+            self.cur += 1
+            self.done = (not self.live and not self.soft_live) or self.cur >= self.n_steps
+        else:  # binary
+            s, n = self._counts(i)
+            if decide(s, n, self.k, self.t):
+                for j in range(self.lo, i):
+                    if self.n[j] is None:
+                        self.inferred[j] = True
+                self.lo = i + 1
+            else:
+                self.hi = i
+            self.done = self.lo >= self.hi
+
+
+def spec_from_config(mc: dict):
+    from ..generation import SamplingSpec
+
+    return SamplingSpec(n=1, temperature=float(mc.get("temperature", 0.7)), top_p=float(mc.get("top_p", 0.8)),
+                        max_tokens=int(mc.get("max_tokens", 512)), seed=None)
+
+
+def completion_seed(base_seed: int, problem_id: str, sample_idx: int, step: int, j: int) -> int:
+    from ..generation import derive_seed
+
+    return derive_seed("mc", base_seed, problem_id, int(sample_idx), int(step), int(j))
+
+
+def run_mc(items: Sequence[MCInput], engine, *, k: int, needs: Needs, protocol: str = "early",
+           round_size: int = 1, seed: int = 0, spec=None,
+           prompt_fn: Callable[[str, str], str], grade_fn: Callable[[list[str], list[str]], list[bool]],
+           separator: str = "\n\n", last_step: str = "rollout") -> list[dict]:
+    """Label every response in `items`; return one row per response (the `mc` table's columns).
+
+    prompt_fn(question, assistant_prefix) renders the completer prompt (chat template, assistant turn
+    prefilled with the prefix); grade_fn(full_texts, gold_answers) → correct flags. The engine gets
+    one `generate` call per round with one request per completion (n=1, its own seed).
+    """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"mc.protocol must be one of {PROTOCOLS}, not {protocol!r}")
+    if k < 1 or round_size < 1:
+        raise ValueError("mc.completions and mc.round_size must be ≥ 1")
+    if last_step not in ("rollout", "answer"):
+        raise ValueError(f"mc.last_step must be 'rollout' or 'answer', not {last_step!r}")
+    spec = spec if spec is not None else spec_from_config({})
+    items = [MCInput(it.problem_id, int(it.sample_idx), it.question, str(it.answer), clean_steps(it.steps),
+                     it.correct) for it in items]
+    states = [_State(len(it.steps), k, needs, protocol) for it in items]
+    prefixes: dict[tuple[int, int], str] = {}
+
+    def prefix(r: int, i: int) -> str:
+        key = (r, i)
+        if key not in prefixes:
+            prefixes[key] = separator.join(items[r].steps[: i + 1]) + separator
+        return prefixes[key]
+
+    rounds = 0
+    t_start = time.perf_counter()
+    while True:
+        requests: list[tuple[int, int, int]] = []  # (response, step, completion index j)
+        progressed = False
+        for r, st in enumerate(states):
+            for i, m in st.pending(round_size):
+                if last_step == "answer" and i == st.n_steps - 1 and items[r].correct is not None:
+                    # the last step holds the final answer: label it by the response's own grade
+                    rest = st.k - (st.n[i] or 0)
+                    st.record(i, rest if items[r].correct else 0, rest)
+                    progressed = True
+                    continue
+                j0 = st.n[i] or 0
+                requests.extend((r, i, j) for j in range(j0, j0 + m))
+        if not requests:
+            if progressed:
+                continue
+            break
+        rounds += 1
+        prompts = [prompt_fn(items[r].question, prefix(r, i)) for r, i, _ in requests]
+        seeds = [completion_seed(seed, items[r].problem_id, items[r].sample_idx, i, j) for r, i, j in requests]
+        t0 = time.perf_counter()
+        outs = engine.generate(prompts, spec, seeds)
+        if len(outs) != len(prompts):
+            raise RuntimeError(f"engine returned {len(outs)} results for {len(prompts)} prompts")
+        comps = [o[0] for o in outs]
+        texts = [prefix(r, i) + c.text for (r, i, _), c in zip(requests, comps)]
+        ok = grade_fn(texts, [items[r].answer for r, _, _ in requests])
+        agg: dict[tuple[int, int], list[int]] = {}
+        for (r, i, _), c, good in zip(requests, comps, ok):
+            a = agg.setdefault((r, i), [0, 0])
+            a[0] += int(bool(good))
+            a[1] += 1
+            st = states[r]
+            st.tokens += int(c.n_tokens)
+            st.completions += 1
+            st.truncated += int(c.finish_reason == "length")
+        for (r, i), (succ, tot) in agg.items():
+            states[r].record(i, succ, tot)
+        log.info("mc round %d: %d completions for %d active responses, %d tokens, %.1fs",
+                 rounds, len(requests), len({r for r, _, _ in requests}),
+                 sum(c.n_tokens for c in comps), time.perf_counter() - t0)
+    log.info("mc done: %d responses, %d rounds, %d completions, %d tokens, %.1fs", len(items), rounds,
+             sum(st.completions for st in states), sum(st.tokens for st in states), time.perf_counter() - t_start)
+    return [{
+        "problem_id": it.problem_id, "sample_idx": it.sample_idx, "n_steps": st.n_steps, "k": k,
+        "n_success": list(st.s), "n_total": list(st.n), "inferred": list(st.inferred),
+        "tokens_generated": st.tokens, "n_completions": st.completions, "n_truncated": st.truncated,
+    } for it, st in zip(items, states)]
+
+
+# -- labels from counts ------------------------------------------------------------------------------
+
+def hard_labels(n_success: Sequence, n_total: Sequence, k: int, threshold, inferred: Sequence | None = None,
+                where: str = "") -> list[float] | None:
+    """Hard labels at `threshold`, truncated after the first negative step; None for 0 steps.
+
+    Raises LabelError when a needed step was not rolled out far enough to decide (the MC run was
+    configured for other thresholds)."""
+    t = as_fraction(threshold)
+    labels: list[float] = []
+    for i in range(len(n_total)):
+        if inferred is not None and inferred[i]:
+            labels.append(1.0)
+            continue
+        s, n = n_success[i], n_total[i]
+        verdict = None if n is None else decide(int(s), int(n), k, t)
+        if verdict is None:
+            raise LabelError(f"{where}: MC hard label of step {i} at threshold {float(t):g} is undecided "
+                             f"({s}/{n} of K={k}); rerun MC with this threshold among the needed ones")
+        labels.append(1.0 if verdict else 0.0)
+        if not verdict:
+            break
+    return labels or None
+
+
+def soft_labels(n_success: Sequence, n_total: Sequence, k: int, where: str = "") -> list[float] | None:
+    """Soft labels (mc_value = s/K) up to and including the first zero step; None for 0 steps."""
+    labels: list[float] = []
+    for i in range(len(n_total)):
+        s, n = n_success[i], n_total[i]
+        if n is None or int(n) < k:
+            raise LabelError(f"{where}: MC soft label of step {i} needs all K={k} completions, has {n}; "
+                             "soft labels need mc.protocol 'early' or 'naive' with a soft variant configured")
+        labels.append(int(s) / k)
+        if int(s) == 0:
+            break
+    return labels or None
+
+
+def first_error(n_success: Sequence, n_total: Sequence, k: int, threshold, inferred: Sequence | None = None,
+                where: str = "") -> int | None:
+    """0-based first negative step at `threshold` (-1: none); None for a response with no steps."""
+    labels = hard_labels(n_success, n_total, k, threshold, inferred, where)
+    if labels is None:
+        return None
+    return len(labels) - 1 if labels[-1] == 0.0 else -1
+
+
+# -- workflow rule -------------------------------------------------------------------------------------
+
+def shard_rows(df, shard: int, nshards: int):
+    """Rows of shard `shard` (0-based) of `nshards`: whole problems, assigned round-robin in sorted id
+    order (all samples of a problem share its question prefix in the engine's cache)."""
+    if not 0 <= shard < nshards:
+        raise ValueError(f"shard {shard} out of range for {nshards} shards")
+    pids = sorted(df["problem_id"].unique())
+    mine = {p for j, p in enumerate(pids) if j % nshards == shard}
+    return df[df["problem_id"].isin(mine)].reset_index(drop=True)
+
+
+def make_prompt_fn(tokenizer, system_prompt: str | None):
+    from ..generation import render_chat
+
+    return lambda question, prefix: render_chat(tokenizer, system_prompt, question, prefix)
+
+
+def make_grade_fn(timeout_s: float, workers: int | None = None):
+    from .. import grading
+
+    def grade_fn(texts, golds):
+        kwargs = {"timeout_s": timeout_s}
+        if workers is not None:
+            kwargs["workers"] = workers
+        try:
+            res = grading.grade_many(texts, golds, **kwargs)
+        except TypeError:  # grade_many without a workers argument
+            res = grading.grade_many(texts, golds, timeout_s=timeout_s)
+        return [bool(getattr(g, "correct", g)) for g in res]
+
+    return grade_fn
+
+
+def rule_mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Monte Carlo labels for one shard of a dataset's sampled responses → `mc` table."""
+    import pandas as pd
+
+    from ..generation import load_engine
+    from ..tables import read_table, write_table
+
+    mc = params["mc"]
+    needs = Needs.from_params(params.get("needs"))
+    samples = read_table(inputs["samples"], "samples")
+    shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
+    part = shard_rows(samples, shard, nshards)
+    items = [MCInput(r.problem_id, int(r.sample_idx), r.question, str(r.answer), list(r.steps),
+                     None if pd.isna(r.correct) else bool(r.correct)) for r in part.itertuples()]
+    print(f"mc: {len(items)} responses in shard {shard} of {nshards}; K={mc['completions']}, "
+          f"protocol={mc['protocol']}, needs={needs.to_params()}", flush=True)
+    n_empty = sum(1 for it in items if not clean_steps(it.steps))
+    if n_empty:
+        print(f"mc: {n_empty} responses have no steps; they get no labels and no rollouts", flush=True)
+    rows: list[dict] = []
+    engine_stats = {}
+    if any(clean_steps(it.steps) for it in items):
+        engine = load_engine(params["model_dir"], params["model_entry"])
+        rows = run_mc(items, engine, k=int(mc["completions"]), needs=needs, protocol=mc["protocol"],
+                      round_size=int(mc["round_size"]), seed=int(mc["seed"]), spec=spec_from_config(mc),
+                      prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
+                      grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)), params.get("grading_workers")),
+                      separator=params.get("separator", "\n\n"), last_step=mc.get("last_step", "rollout"))
+        engine_stats = {"engine_seconds": round(engine.stats.seconds, 2), "engine_calls": engine.stats.calls}
+    else:
+        rows = run_mc(items, None, k=int(mc["completions"]), needs=needs, protocol=mc["protocol"],
+                      prompt_fn=lambda q, p: "", grade_fn=lambda t, g: [])
+    df = pd.DataFrame(rows, columns=["problem_id", "sample_idx", "n_steps", "k", "n_success", "n_total", "inferred",
+                                     "tokens_generated", "n_completions", "n_truncated"])
+    summary = {"responses": len(df), "tokens_generated": int(df["tokens_generated"].sum()) if len(df) else 0,
+               "completions": int(df["n_completions"].sum()) if len(df) else 0,
+               "completions_truncated": int(df["n_truncated"].sum()) if len(df) else 0,
+               "responses_without_steps": n_empty, **engine_stats}
+    print(f"mc summary: {summary}", flush=True)
+    write_table(df, outputs["table"], "mc", meta={"k": int(mc["completions"]), "protocol": mc["protocol"],
+                                                  "needs": needs.to_params(), "mc": mc, "summary": summary})
+
+
+def rule_merge_shards(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Concatenate shard tables of one kind (mc or judge) into the dataset table."""
+    import pandas as pd
+
+    from ..tables import read_table, table_meta, write_table
+
+    kind = params["kind"]
+    shards = inputs["shards"] if isinstance(inputs["shards"], list) else [inputs["shards"]]
+    frames = [read_table(p, kind) for p in shards]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    meta = table_meta(shards[0]) if shards else {}
+    meta.pop("summary", None)
+    df = df.sort_values(["problem_id", "sample_idx"]).reset_index(drop=True)
+    print(f"merged {len(shards)} {kind} shards: {len(df)} rows", flush=True)
+    write_table(df, outputs["table"], kind, meta=meta)

@@ -1,0 +1,71 @@
+"""Test doubles for the label tests: a deterministic completer implementing the Engine.generate
+contract (outputs depend only on the prompt and the per-request seed) and a chat tokenizer."""
+from __future__ import annotations
+
+import random
+import re
+
+from prm_lessons.generation import Completion
+
+
+class FakeTokenizer:
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+        out = "".join(f"<|{m['role']}|>{m['content']}<|end|>" for m in messages)
+        return out + ("<|assistant|>" if add_generation_prompt else "")
+
+
+class SeededCompleter:
+    """MC completer: a completion succeeds (writes the gold answer) with probability p_ok unless the
+    prompt's prefix contains the marker BAD (then it never does). The draw depends only on the seed,
+    so the same (prompt, seed) always gives the same completion, whatever else is in the batch."""
+
+    backend = "fake"
+
+    def __init__(self, answer="42", p_ok=0.35, n_tokens=10, never_finish=False):
+        self.tokenizer = FakeTokenizer()
+        self.answer, self.p_ok, self.n_tokens, self.never_finish = answer, p_ok, n_tokens, never_finish
+        self.calls: list[int] = []
+
+    def generate(self, prompts, spec, seeds=None):
+        assert seeds is not None and len(seeds) == len(prompts)
+        assert spec.n == 1
+        self.calls.append(len(prompts))
+        out = []
+        for p, s in zip(prompts, seeds):
+            rnd = random.Random(s)
+            if self.never_finish:
+                out.append([Completion("and so on " * 5, self.n_tokens, "length")])
+                continue
+            ok = "BAD" not in p and rnd.random() < self.p_ok
+            text = f" so the answer is \\boxed{{{self.answer if ok else 'wrong'}}}"
+            out.append([Completion(text, self.n_tokens, "stop")])
+        return out
+
+
+def boxed_grade(texts, golds):
+    res = []
+    for t, g in zip(texts, golds):
+        m = re.findall(r"\\boxed\{([^}]*)\}", t)
+        res.append(bool(m) and m[-1] == g)
+    return res
+
+
+class ScriptedJudge:
+    """Judge double: returns the scripted texts in order of requests; continuations (forced answers)
+    come from `forced`."""
+
+    backend = "fake"
+
+    def __init__(self, texts, forced="3}"):
+        self.tokenizer = FakeTokenizer()
+        self.texts, self.forced, self.prompts = list(texts), forced, []
+
+    def generate(self, prompts, spec, seeds=None):
+        self.prompts.extend(prompts)
+        out = []
+        for _ in prompts:
+            if spec.max_tokens <= 16:
+                out.append([Completion(self.forced, 2, "stop")])
+            else:
+                out.append([Completion(self.texts.pop(0), 50, "stop")])
+        return out

@@ -1,0 +1,181 @@
+"""Monte Carlo labels: label rules (threshold, truncation, soft vs hard), the early-stopping
+equivalence with the naive protocol under per-completion seeds, binary search, batching across
+responses, and odd input (no steps, whitespace steps, one step, completions that never finish)."""
+from fractions import Fraction
+
+import pytest
+from labels_fakes import SeededCompleter, boxed_grade
+
+from prm_lessons.labels import clean_steps, labels_from_first_error
+from prm_lessons.labels.mc import (LabelError, MCInput, Needs, decide, first_error, hard_labels, run_mc,
+                                   soft_labels)
+
+
+def prompt_fn(q, prefix):
+    return f"Q: {q}\nA: {prefix}"
+
+
+def items(n=12, seed=0):
+    """Responses with 1-5 steps; some carry a BAD step after which no completion can succeed."""
+    import random
+
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        n_steps = rnd.randint(1, 5)
+        bad = rnd.choice([None, None] + list(range(n_steps)))
+        steps = [("BAD step" if bad is not None and j == bad else f"step {j} of {i}") for j in range(n_steps)]
+        out.append(MCInput(f"p-{i:03d}", i % 3, f"question {i}", "42", steps, correct=False))
+    return out
+
+
+def run(protocol, needs, k=8, round_size=1, engine=None, its=None, **kw):
+    engine = engine or SeededCompleter()
+    rows = run_mc(its or items(), engine, k=k, needs=needs, protocol=protocol, round_size=round_size, seed=3,
+                  prompt_fn=prompt_fn, grade_fn=boxed_grade, **kw)
+    return rows, engine
+
+
+# -- label rules ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("s,n,k,t,expected", [
+    (1, 1, 8, 0, True),            # first success decides t=0
+    (0, 7, 8, 0, None),            # one completion left: still undecided
+    (0, 8, 8, 0, False),
+    (1, 8, 8, Fraction(1, 8), False),   # 1/8 is not > 1/8
+    (2, 2, 8, Fraction(1, 8), True),
+    (3, 4, 8, Fraction(1, 2), None),
+    (0, 5, 8, Fraction(1, 2), False),   # at most 3 more: 3/8 ≤ 1/2
+    (8, 8, 8, Fraction(7, 8), True),
+    (7, 7, 8, Fraction(7, 8), None),
+])
+def test_decide(s, n, k, t, expected):
+    assert decide(s, n, k, t) is expected
+
+
+def test_hard_labels_threshold_and_truncation():
+    s, n = [3, 1, 0, 4], [4, 4, 4, 4]
+    assert hard_labels(s, n, 4, 0) == [1.0, 1.0, 0.0]          # steps after the first negative dropped
+    assert hard_labels(s, n, 4, 0.25) == [1.0, 0.0]             # 1/4 is not > 1/4
+    assert hard_labels(s, n, 4, 0.75) == [0.0]
+    assert first_error(s, n, 4, 0) == 2
+    assert first_error([4, 4], [4, 4], 4, 0) == -1
+    assert first_error([], [], 4, 0) is None
+
+
+def test_soft_labels_keep_values_up_to_first_zero():
+    assert soft_labels([3, 1, 0, 4], [4, 4, 4, 4], 4) == [0.75, 0.25, 0.0]
+    assert soft_labels([4, 2], [4, 4], 4) == [1.0, 0.5]
+    with pytest.raises(LabelError, match="needs all K=4"):
+        soft_labels([1], [1], 4)  # early-stopped counts cannot give soft labels
+
+
+def test_undecided_label_is_a_clear_error():
+    with pytest.raises(LabelError, match="p#0: MC hard label of step 0 at threshold 0.5"):
+        hard_labels([1], [1], 8, 0.5, where="p#0")
+
+
+def test_first_error_to_labels():
+    assert labels_from_first_error(-1, 3) == [1.0, 1.0, 1.0]
+    assert labels_from_first_error(1, 3) == [1.0, 0.0]
+    assert labels_from_first_error(3, 3) is None and labels_from_first_error(None, 3) is None
+    assert labels_from_first_error(-1, 0) is None
+
+
+def test_clean_steps():
+    assert clean_steps(["a", "  ", "", None, "b"]) == ["a", "b"]
+    assert clean_steps(None) == []
+
+
+# -- protocols -----------------------------------------------------------------------------------------
+
+def test_early_stopping_equals_naive_at_threshold_zero_and_costs_less():
+    naive, _ = run("naive", Needs.from_params({"thresholds": [0]}))
+    early, eng = run("early", Needs.from_params({"thresholds": [0]}))
+    for a, b in zip(naive, early):
+        assert hard_labels(a["n_success"], a["n_total"], 8, 0) == hard_labels(b["n_success"], b["n_total"], 8, 0)
+    assert sum(r["tokens_generated"] for r in early) < sum(r["tokens_generated"] for r in naive)
+
+
+def test_early_stop_rolls_out_until_first_success_and_never_past_first_negative():
+    early, _ = run("early", Needs.from_params({"thresholds": [0]}))
+    for r in early:
+        labels = hard_labels(r["n_success"], r["n_total"], 8, 0)
+        for i, (s, n) in enumerate(zip(r["n_success"], r["n_total"])):
+            if i < len(labels) - 1 or labels[-1] == 1.0:
+                assert s == 1  # positive steps stop at their first success
+            if i >= len(labels):
+                assert n is None  # nothing rolled out after the first negative
+
+
+@pytest.mark.parametrize("round_size", [1, 3, 8])
+def test_several_thresholds_and_soft_equal_naive(round_size):
+    needs = Needs.from_params({"thresholds": [0, 0.125, 0.5, 0.875], "soft": True})
+    naive, _ = run("naive", needs)
+    early, _ = run("early", needs, round_size=round_size)
+    for a, b in zip(naive, early):
+        for t in (0, 0.125, 0.5, 0.875):
+            assert hard_labels(a["n_success"], a["n_total"], 8, t) == hard_labels(b["n_success"], b["n_total"], 8, t)
+        assert soft_labels(a["n_success"], a["n_total"], 8) == soft_labels(b["n_success"], b["n_total"], 8)
+
+
+def test_binary_search_finds_the_same_first_error_on_monotone_labels():
+    # monotone by construction: once the prefix holds BAD no completion succeeds; elsewhere p_ok = 1
+    its = items(30, seed=5)
+    eng = SeededCompleter(p_ok=1.0)
+    naive, _ = run("naive", Needs(), its=its, engine=SeededCompleter(p_ok=1.0))
+    binary, _ = run("binary", Needs(), its=its, engine=eng)
+    for a, b in zip(naive, binary):
+        assert first_error(a["n_success"], a["n_total"], 8, 0) == \
+            first_error(b["n_success"], b["n_total"], 8, 0, b["inferred"])
+    assert any(any(b["inferred"]) for b in binary)  # some steps were inferred, not rolled out
+
+
+def test_binary_rejects_soft_labels():
+    with pytest.raises(ValueError, match="binary"):
+        run("binary", Needs.from_params({"thresholds": [0], "soft": True}))
+
+
+def test_one_engine_call_per_round_batches_across_responses():
+    _, eng = run("early", Needs(), round_size=2)
+    assert len(eng.calls) <= 5 * 4  # at most steps × ceil(K / round_size) rounds
+    assert eng.calls[0] == 2 * len(items())  # the first round holds every response
+
+
+# -- odd input -----------------------------------------------------------------------------------------
+
+def test_empty_and_whitespace_steps_and_one_step_responses():
+    its = [MCInput("p-a", 0, "q", "42", [], False), MCInput("p-b", 0, "q", "42", ["  ", "\n"], False),
+           MCInput("p-c", 0, "q", "42", ["only step"], False),
+           MCInput("p-d", 0, "q", "42", ["one", " ", "two"], False)]
+    rows, eng = run("early", Needs(), its=its, k=4)
+    assert rows[0]["n_steps"] == 0 and rows[0]["n_success"] == [] and rows[0]["tokens_generated"] == 0
+    assert rows[1]["n_steps"] == 0
+    assert hard_labels(rows[0]["n_success"], rows[0]["n_total"], 4, 0) is None
+    assert rows[2]["n_steps"] == 1 and rows[2]["n_total"][0] >= 1
+    assert rows[3]["n_steps"] == 2  # the whitespace step is not a step
+
+
+def test_no_responses_no_engine_call():
+    rows, eng = run("early", Needs(), its=[MCInput("p", 0, "q", "1", [], None)])
+    assert eng.calls == [] and rows[0]["n_completions"] == 0
+
+
+def test_completions_that_never_finish_count_as_failures_and_are_reported():
+    eng = SeededCompleter(never_finish=True)
+    rows, _ = run("early", Needs(), engine=eng, k=4)
+    for r in rows:
+        assert first_error(r["n_success"], r["n_total"], 4, 0) == 0
+        assert r["n_truncated"] == r["n_completions"] == 4
+
+
+def test_last_step_by_answer_needs_no_generation():
+    its = [MCInput("p", 0, "q", "42", ["a", "b"], correct=True)]
+    rows, eng = run("early", Needs(), its=its, engine=SeededCompleter(p_ok=1.0), k=4, last_step="answer")
+    assert rows[0]["n_success"] == [1, 4] and rows[0]["n_total"] == [1, 4]
+    assert sum(eng.calls) == 1
+
+
+def test_bad_protocol_is_rejected():
+    with pytest.raises(ValueError, match="mc.protocol"):
+        run("greedy", Needs())
