@@ -1,0 +1,702 @@
+"""Step scoring: every step of a response scored in ONE forward pass, batched and length-sorted.
+
+An adapter turns (question, steps) into token ids plus the positions whose outputs carry each step's
+score, and reads the score there. Adapters (the `adapter` key of a `prms.models` entry):
+
+| adapter        | models                               | step format / readout |
+|----------------|--------------------------------------|-----------------------|
+| `trained`      | the PRMs this workflow trains        | `steps.build_prm_input` with the PRM's own StepFormat (saved with it); P(class 1) of its 2-class head |
+| `qwen_prm`     | Qwen2.5-Math-PRM-7B / -72B           | `build_prm_input`: system + user, `<extra_0>` after each step in the assistant turn; softmax over the 2 head logits, index 1 |
+| `math_shepherd`| peiyi9979/math-shepherd-mistral-7b-prm | `"{question} Step 1: s1 ки\\nStep 2: s2 ки"`; softmax over the (+, −) token logits at each `ки`, P(+) |
+| `rlhflow`      | RLHFlow/Llama3.1-8B-PRM-*            | chat: user = question + "\\n\\n" + step 1, then one user turn per step, assistant "+" after each; one pass over the whole conversation, P(+) of (+, −) at the token before each assistant "+" |
+| `skywork`      | Skywork-o1-Open-PRM-Qwen-2.5-*       | `bos + question + "\\n"`, then each step's ids + the "\\n" token id; sigmoid of the value head at those tokens |
+| `eurus`        | PRIME-RL/EurusPRM-Stage1/2           | chat (user, assistant = steps joined by "\\n\\n"); implicit PRM: β·(log π − log π_ref) per response token, summed up to each step's last token (cumulative q, as the model card prints) or per step; optional sigmoid |
+| `qwen_orm`     | Qwen2.5-Math-RM-72B (outcome RM)     | chat (system, user, assistant = steps joined by "\\n\\n"); score head at the last token: ONE score per response; on ProcessBench one instance per prefix |
+
+Released checkpoints whose class lives in Hub code (Qwen PRM/ORM, Skywork) are loaded WITHOUT running
+that code unless the model entry sets `trust_remote_code: true`: the transformer body loads through
+transformers' own class for its `model_type`, the head (`score.*`, `v_head.summary.*`) is built here
+and its weights read from the checkpoint (vLLM does the same for Qwen2ForProcessRewardModel).
+Outputs: tables `step_scores` / `pb_scores` (docs/architecture.md). A response longer than
+`max_length` keeps its whole leading steps only; `n_steps_scored` < number of steps says so.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+log = logging.getLogger(__name__)
+
+ADAPTERS = ("trained", "qwen_prm", "math_shepherd", "rlhflow", "skywork", "eurus", "qwen_orm")
+QWEN_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
+
+
+@dataclass
+class Encoded:
+    input_ids: list[int]
+    positions: list[int]  # token index whose output carries step k's score (kept steps only)
+    n_steps: int
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_kept(self) -> int:
+        return len(self.positions)
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------------
+
+def _encode_marked(tokenizer, text: str, marks: Sequence[int],
+                   add_special_tokens: bool = False) -> tuple[list[int], list[int]]:
+    """Tokenise `text` once and map each character offset in `marks` to the token covering it
+    (chat-rendered text: add_special_tokens False, the template already holds them)."""
+    enc = tokenizer(text, add_special_tokens=add_special_tokens, return_offsets_mapping=True)
+    ids, offsets = list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
+    starts = [s for s, _ in offsets]
+    positions = []
+    for m in marks:
+        k = bisect.bisect_right(starts, m) - 1
+        while k >= 0 and not (offsets[k][0] <= m < max(offsets[k][1], offsets[k][0] + 1)):
+            k -= 1
+        if k < 0:
+            raise ValueError(f"no token covers character {m} of the scoring input")
+        positions.append(k)
+    return ids, positions
+
+
+def _truncate(enc: Encoded, max_length: int | None) -> Encoded:
+    """Keep whole leading steps: causal attention makes the cut exact for the kept positions."""
+    if max_length is None or len(enc.input_ids) <= max_length:
+        return enc
+    keep = [p for p in enc.positions if p < max_length]
+    cut = (keep[-1] + 1) if keep else min(max_length, len(enc.input_ids))
+    return Encoded(enc.input_ids[:cut], keep, enc.n_steps, dict(enc.extra))
+
+
+def _chat(tokenizer, messages, add_generation_prompt: bool) -> str:
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+
+
+def _token_pair(tokenizer, good: str, bad: str) -> tuple[int, int]:
+    """Ids of the (+, −) label tokens as the model cards compute them: encode "good bad"."""
+    ids = tokenizer.encode(f"{good} {bad}", add_special_tokens=False)
+    if len(ids) == 2:
+        return ids[0], ids[1]
+    g, b = tokenizer.convert_tokens_to_ids(good), tokenizer.convert_tokens_to_ids(bad)
+    if g is None or b is None or g == tokenizer.unk_token_id or b == tokenizer.unk_token_id:
+        raise ValueError(f"label tokens {good!r}/{bad!r} are not single tokens of this tokenizer")
+    return g, b
+
+
+# ----------------------------------------------------------------------------------------------
+# models with a head built here (no Hub code)
+# ----------------------------------------------------------------------------------------------
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def make_head(kind: str, hidden: int):
+    """Heads of the released checkpoints: qwen_prm → score = Linear(h,h)·ReLU·Linear(h,2);
+    qwen_orm → score = Linear(h,h)·ReLU·Linear(h,1); skywork → v_head.summary = Linear(h,1)."""
+    nn = _torch().nn
+    if kind in ("qwen_prm", "qwen_orm"):
+        return nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 2 if kind == "qwen_prm" else 1))
+    if kind == "skywork":
+        m = nn.Module()
+        m.summary = nn.Linear(hidden, 1)
+        return m
+    raise ValueError(f"no head for adapter '{kind}'")
+
+
+HEAD_PREFIX = {"qwen_prm": "score", "qwen_orm": "score", "skywork": "v_head"}
+
+
+def _head_model_class():
+    torch = _torch()
+
+    class _HeadModel(torch.nn.Module):
+        """base transformer (last hidden state) → head; forward returns head outputs [B, T, k]."""
+
+        def __init__(self, base, head, kind):
+            super().__init__()
+            self.model, self.kind = base, kind
+            setattr(self, HEAD_PREFIX[kind], head)
+
+        def forward(self, input_ids, attention_mask=None):
+            h = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            head = getattr(self, HEAD_PREFIX[self.kind])
+            out = head.summary(h) if self.kind == "skywork" else head(h)
+            return out.float()
+
+    return _HeadModel
+
+
+def build_head_model(base, kind: str):
+    """Wrap a base transformer with a freshly initialised head (tests build tiny released-style PRMs)."""
+    hidden = base.config.hidden_size
+    head = make_head(kind, hidden).to(dtype=next(base.parameters()).dtype)
+    return _head_model_class()(base, head, kind)
+
+
+def _checkpoint_tensors(path: str, prefix: str) -> dict:
+    """Tensors whose name starts with `prefix.` from a checkpoint dir's safetensors (sharded or not)."""
+    from safetensors import safe_open
+
+    files = sorted(Path(path).glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{path}: no *.safetensors files (needed for the {prefix} head)")
+    out = {}
+    for f in files:
+        with safe_open(str(f), framework="pt") as fh:
+            for k in fh.keys():
+                if k.startswith(prefix + "."):
+                    out[k[len(prefix) + 1:]] = fh.get_tensor(k)
+    if not out:
+        raise ValueError(f"{path}: checkpoint has no '{prefix}.*' weights for this adapter")
+    return out
+
+
+def _resolve_dir(path_or_id: str) -> str:
+    if Path(path_or_id).exists():
+        return str(path_or_id)
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(path_or_id, allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja"])
+
+
+def _dtype(name: str | None):
+    torch = _torch()
+    return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}.get(name or "", "auto")
+
+
+def load_head_model(path: str, kind: str, dtype=None, trust_remote_code: bool = False):
+    """Released PRM/ORM with a head: remote class when allowed, else base + head built here."""
+    from transformers import AutoModel
+
+    path = _resolve_dir(path)
+    if trust_remote_code:
+        model = AutoModel.from_pretrained(path, dtype=_dtype(dtype), trust_remote_code=True)
+        return _RemoteOutputs(model)
+    base = AutoModel.from_pretrained(path, dtype=_dtype(dtype))
+    m = build_head_model(base, kind)
+    head = getattr(m, HEAD_PREFIX[kind])
+    missing, unexpected = head.load_state_dict(_checkpoint_tensors(path, HEAD_PREFIX[kind]), strict=False)
+    if missing or unexpected:
+        raise ValueError(f"{path}: head weights do not match adapter '{kind}' "
+                         f"(missing {missing}, unexpected {unexpected})")
+    return m
+
+
+class _RemoteOutputs:
+    """Hub-code PRM/ORM (trust_remote_code): its first output is the head output."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __call__(self, input_ids, attention_mask=None):
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
+        t = out[0] if isinstance(out, (tuple, list)) else getattr(out, "logits", out[0])
+        return t.float()
+
+    def eval(self):
+        self.model.eval()
+        return self
+
+    def parameters(self):
+        return self.model.parameters()
+
+
+# ----------------------------------------------------------------------------------------------
+# adapters
+# ----------------------------------------------------------------------------------------------
+
+class Adapter:
+    """Encodes (question, steps) and reads per-step scores from one forward pass of a batch."""
+
+    kind = "base"
+    outcome = False  # True: one score per response (an ORM)
+
+    def __init__(self, model, tokenizer, max_length: int | None = None, **params):
+        self.model, self.tokenizer, self.max_length, self.params = model, tokenizer, max_length, params
+
+    # -- to implement
+    def encode(self, question: str, steps: list[str]) -> Encoded:
+        raise NotImplementedError
+
+    def forward(self, input_ids, attention_mask):
+        """Per-token values [B, T] (or [B, T, k] the readout understands)."""
+        raise NotImplementedError
+
+    def readout(self, values, enc: Encoded) -> list[float]:
+        return [float(values[p]) for p in enc.positions]
+
+    # -- shared
+    @property
+    def device(self):
+        return next(self.model.parameters()).device
+
+    def pad_id(self) -> int:
+        t = self.tokenizer
+        return t.pad_token_id if t.pad_token_id is not None else (t.eos_token_id or 0)
+
+
+class StepHeadAdapter(Adapter):
+    """PRMs with a 2-class head at step-token positions, input from THE step-format contract."""
+
+    kind = "qwen_prm"
+
+    def __init__(self, model, tokenizer, max_length=None, step_format=None, **params):
+        super().__init__(model, tokenizer, max_length, **params)
+        from prm_lessons.steps import StepFormat
+
+        if isinstance(step_format, dict):
+            step_format = StepFormat.from_dict(step_format)
+        self.fmt = step_format or StepFormat("<extra_0>", QWEN_SYSTEM, True)
+
+    def encode(self, question, steps):
+        from prm_lessons.steps import build_prm_input
+
+        p = build_prm_input(self.tokenizer, question, steps, self.fmt, self.max_length)
+        return Encoded(p.input_ids, p.step_positions, p.n_steps)
+
+    def forward(self, input_ids, attention_mask):
+        torch = _torch()
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
+        logits = out if torch.is_tensor(out) else (out.logits if hasattr(out, "logits") else out[0])
+        logits = logits.float()
+        if logits.shape[-1] == 1:  # a 1-logit (regression / BCE) head
+            return torch.sigmoid(logits[..., 0])
+        return torch.softmax(logits, dim=-1)[..., 1]
+
+
+class TrainedAdapter(StepHeadAdapter):
+    kind = "trained"
+
+
+class MathShepherdAdapter(Adapter):
+    kind = "math_shepherd"
+
+    def __init__(self, model, tokenizer, max_length=None, step_tag="ки", good_token="+", bad_token="-", **params):
+        super().__init__(model, tokenizer, max_length, **params)
+        self.step_tag = step_tag
+        self.good, self.bad = _token_pair(tokenizer, good_token, bad_token)
+
+    def encode(self, question, steps):
+        text, marks = f"{question} ", []
+        for i, s in enumerate(steps):
+            text += f"Step {i + 1}: {s} "
+            marks.append(len(text))
+            text += self.step_tag + ("\n" if i < len(steps) - 1 else "")
+        # the card tokenises with tokenizer.encode(text): the tokenizer's own special tokens (BOS)
+        ids, pos = _encode_marked(self.tokenizer, text, marks, add_special_tokens=True)
+        return _truncate(Encoded(ids, pos, len(steps)), self.max_length)
+
+    def forward(self, input_ids, attention_mask):
+        return _pair_probability(self.model, input_ids, attention_mask, self.good, self.bad)
+
+
+def _pair_probability(model, input_ids, attention_mask, good: int, bad: int):
+    """softmax over the (good, bad) token logits at every position → P(good) [B, T]. Only the two
+    rows of the LM head are applied (no [B, T, vocab] tensor)."""
+    torch = _torch()
+    h = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    head = model.get_output_embeddings()
+    w = head.weight[[good, bad]]
+    logits = h @ w.T
+    if getattr(head, "bias", None) is not None:
+        logits = logits + head.bias[[good, bad]]
+    return torch.softmax(logits.float(), dim=-1)[..., 0]
+
+
+class RLHFlowAdapter(Adapter):
+    """One pass over the full multi-turn conversation; P(+) at the token before each assistant "+"."""
+
+    kind = "rlhflow"
+
+    def __init__(self, model, tokenizer, max_length=None, good_token="+", bad_token="-", **params):
+        super().__init__(model, tokenizer, max_length, **params)
+        self.good_text = good_token
+        self.good, self.bad = _token_pair(tokenizer, good_token, bad_token)
+
+    def encode(self, question, steps):
+        msgs, marks = [], []
+        for i, s in enumerate(steps):
+            msgs.append({"role": "user", "content": (question + "\n\n" + s) if i == 0 else s})
+            prompt = _chat(self.tokenizer, msgs, True)
+            marks.append(len(prompt))
+            msgs.append({"role": "assistant", "content": self.good_text})
+        text = _chat(self.tokenizer, msgs, False)
+        for m in marks:
+            if not text[m:].startswith(self.good_text):
+                raise ValueError("the chat template does not render conversation prefixes as prefixes; "
+                                 "cannot locate the assistant turns in one pass")
+        ids, pos = _encode_marked(self.tokenizer, text, marks)
+        pos = [p - 1 for p in pos]  # the logits that predict the assistant's "+"
+        return _truncate(Encoded(ids, pos, len(steps)), self.max_length)
+
+    def forward(self, input_ids, attention_mask):
+        return _pair_probability(self.model, input_ids, attention_mask, self.good, self.bad)
+
+
+class SkyworkAdapter(Adapter):
+    kind = "skywork"
+
+    def __init__(self, model, tokenizer, max_length=None, step_token="\n", **params):
+        super().__init__(model, tokenizer, max_length, **params)
+        self.step_token_id = tokenizer.encode(step_token, add_special_tokens=False)[-1]
+
+    def encode(self, question, steps):
+        tok = self.tokenizer
+        ids = list(tok.encode((tok.bos_token or "") + question + "\n", add_special_tokens=False))
+        pos = []
+        for s in steps:
+            ids.extend(tok.encode(s, add_special_tokens=False))
+            pos.append(len(ids))
+            ids.append(self.step_token_id)
+        return _truncate(Encoded(ids, pos, len(steps)), self.max_length)
+
+    def forward(self, input_ids, attention_mask):
+        torch = _torch()
+        return torch.sigmoid(self.model(input_ids=input_ids, attention_mask=attention_mask)[..., 0])
+
+
+class QwenORMAdapter(Adapter):
+    """Outcome RM: one score (the head at the last token) per response."""
+
+    kind = "qwen_orm"
+    outcome = True
+
+    def __init__(self, model, tokenizer, max_length=None, system_prompt=QWEN_SYSTEM, separator="\n\n", **params):
+        super().__init__(model, tokenizer, max_length, **params)
+        self.system_prompt, self.separator = system_prompt, separator
+
+    def encode(self, question, steps):
+        msgs = ([{"role": "system", "content": self.system_prompt}] if self.system_prompt else []) + [
+            {"role": "user", "content": question}, {"role": "assistant", "content": self.separator.join(steps)}]
+        ids = self.tokenizer(_chat(self.tokenizer, msgs, False), add_special_tokens=False)["input_ids"]
+        if self.max_length is not None and len(ids) > self.max_length:
+            # an ORM reads the end of the response: keep its tail (never silently: reported as 0 kept)
+            return Encoded(list(ids[-self.max_length:]), [self.max_length - 1], len(steps), {"truncated": True})
+        return Encoded(list(ids), [len(ids) - 1], len(steps))
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask)[..., 0]
+
+    def readout(self, values, enc):
+        v = float(values[enc.positions[0]])
+        return [1 / (1 + math.exp(-v)) if self.params.get("sigmoid", False) else v]
+
+
+class EurusAdapter(Adapter):
+    """Implicit PRM (EurusPRM model card): r_t = β·(log π(y_t|y<t) − log π_ref(y_t|y<t)) on response
+    tokens; step score = Σ r_t up to the step's last token (`reward: cumulative`, what the card prints)
+    or over the step's own tokens (`reward: step`); `sigmoid: true` maps it into (0, 1) (the ORM
+    objective σ(β log π/π_ref), so 0.5 ⇔ q = 0)."""
+
+    kind = "eurus"
+
+    def __init__(self, model, tokenizer, max_length=None, ref_model=None, beta=0.001, reward="cumulative",
+                 sigmoid=True, separator="\n\n", **params):
+        super().__init__(model, tokenizer, max_length, **params)
+        if ref_model is None:
+            raise ValueError("adapter 'eurus' needs a reference model (prms entry key `ref_model`)")
+        if reward not in ("cumulative", "step"):
+            raise ValueError(f"eurus reward must be 'cumulative' or 'step', not {reward!r}")
+        self.ref_model, self.beta, self.reward, self.sigmoid, self.separator = ref_model, beta, reward, sigmoid, separator
+
+    def encode(self, question, steps):
+        user = [{"role": "user", "content": question}]
+        start = len(_chat(self.tokenizer, user, True))
+        body = self.separator.join(steps)
+        text = _chat(self.tokenizer, user + [{"role": "assistant", "content": body}], False)
+        if text[start:start + len(body)] != body:
+            raise ValueError("chat template does not place the assistant text after the generation prompt")
+        ends, off = [], start
+        for s in steps:
+            off += len(s)
+            ends.append(off - 1 if s else off)  # last character of the step
+            off += len(self.separator)
+        ids, pos = _encode_marked(self.tokenizer, text, [start] + ends)
+        enc = Encoded(ids, pos[1:], len(steps), {"response_start": pos[0]})
+        return _truncate(enc, self.max_length)
+
+    def _logps(self, model, input_ids, attention_mask):
+        torch = _torch()
+        h = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        head = model.get_output_embeddings()
+        out = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
+        for b in range(input_ids.shape[0]):  # per row: never a [B, T, vocab] tensor
+            lp = torch.log_softmax(head(h[b, :-1]).float(), dim=-1)
+            out[b, 1:] = lp.gather(-1, input_ids[b, 1:, None])[:, 0]
+        return out  # out[t] = log p(x_t | x_<t); out[0] = 0
+
+    def forward(self, input_ids, attention_mask):
+        return self.beta * (self._logps(self.model, input_ids, attention_mask)
+                            - self._logps(self.ref_model, input_ids, attention_mask))
+
+    def readout(self, values, enc):
+        s0 = enc.extra["response_start"]
+        q = values[s0:].cumsum(0)
+        cum = [float(q[p - s0]) for p in enc.positions]
+        vals = cum if self.reward == "cumulative" else [c - (cum[i - 1] if i else 0.0) for i, c in enumerate(cum)]
+        return [1 / (1 + math.exp(-v)) for v in vals] if self.sigmoid else vals
+
+
+ADAPTER_CLASSES = {"trained": TrainedAdapter, "qwen_prm": StepHeadAdapter, "math_shepherd": MathShepherdAdapter,
+                   "rlhflow": RLHFlowAdapter, "skywork": SkyworkAdapter, "eurus": EurusAdapter,
+                   "qwen_orm": QwenORMAdapter}
+
+
+# ----------------------------------------------------------------------------------------------
+# batched scoring
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class ScoreStats:
+    responses: int = 0
+    forward_passes: int = 0
+    tokens: int = 0
+    truncated: int = 0
+    seconds: float = 0.0
+
+
+def score_encoded(adapter: Adapter, encs: list[Encoded], batch_tokens: int = 16384, batch_size: int = 64,
+                  stats: ScoreStats | None = None) -> list[list[float]]:
+    """One forward pass per batch; batches of length-sorted inputs (longest first), padded to the
+    batch's longest, at most batch_tokens padded tokens and batch_size rows."""
+    torch = _torch()
+    stats = stats if stats is not None else ScoreStats()
+    t0 = time.perf_counter()
+    order = sorted(range(len(encs)), key=lambda i: -len(encs[i].input_ids))
+    results: list[list[float] | None] = [None] * len(encs)
+    dev, pad = adapter.device, adapter.pad_id()
+    k = 0
+    with torch.inference_mode():
+        while k < len(order):
+            longest = max(1, len(encs[order[k]].input_ids))
+            rows = max(1, min(batch_size, batch_tokens // longest))
+            batch = order[k:k + rows]
+            k += rows
+            T = max(len(encs[i].input_ids) for i in batch)
+            ids = torch.full((len(batch), T), pad, dtype=torch.long)
+            mask = torch.zeros((len(batch), T), dtype=torch.long)
+            for r, i in enumerate(batch):  # right padding: positions of real tokens are unchanged
+                L = len(encs[i].input_ids)
+                ids[r, :L] = torch.tensor(encs[i].input_ids, dtype=torch.long)
+                mask[r, :L] = 1
+            values = adapter.forward(ids.to(dev), mask.to(dev)).float().cpu()
+            stats.forward_passes += 1
+            stats.tokens += int(mask.sum())
+            for r, i in enumerate(batch):
+                results[i] = adapter.readout(values[r], encs[i]) if encs[i].positions else []
+    stats.responses += len(encs)
+    stats.truncated += sum(1 for e in encs if e.n_kept < e.n_steps and not adapter.outcome)
+    stats.seconds += time.perf_counter() - t0
+    return results  # type: ignore[return-value]
+
+
+def score_responses(adapter: Adapter, questions: Sequence[str], steps_list: Sequence[list[str]],
+                    batch_tokens: int = 16384, batch_size: int = 64,
+                    stats: ScoreStats | None = None) -> list[list[float]]:
+    """Step scores of each response (an ORM: [one score]). A response without steps gets []."""
+    encs = [adapter.encode(q, list(s)) if len(s) else Encoded([], [], 0) for q, s in zip(questions, steps_list)]
+    keep = [i for i, e in enumerate(encs) if e.input_ids]
+    scored = score_encoded(adapter, [encs[i] for i in keep], batch_tokens, batch_size, stats)
+    out: list[list[float]] = [[] for _ in encs]
+    for i, s in zip(keep, scored):
+        out[i] = s
+    return out
+
+
+def score_prefixes(adapter: Adapter, questions: Sequence[str], steps_list: Sequence[list[str]],
+                   batch_tokens: int = 16384, batch_size: int = 64,
+                   stats: ScoreStats | None = None) -> list[list[float]]:
+    """Outcome RMs on ProcessBench: each prefix steps[:k+1] is its own instance; returns per case the
+    list of prefix scores (one per step)."""
+    flat_q, flat_s, owner = [], [], []
+    for c, (q, steps) in enumerate(zip(questions, steps_list)):
+        for k in range(len(steps)):
+            flat_q.append(q)
+            flat_s.append(list(steps[:k + 1]))
+            owner.append(c)
+    scored = score_responses(adapter, flat_q, flat_s, batch_tokens, batch_size, stats)
+    out: list[list[float]] = [[] for _ in steps_list]
+    for c, s in zip(owner, scored):
+        out[c].extend(s)
+    return out
+
+
+def score_naive_per_prefix(adapter: Adapter, question: str, steps: list[str]) -> list[float]:
+    """The quadratic baseline (one forward per step prefix, reading the prefix's last step). Kept for
+    the speed benchmark and as a test oracle that one-pass scoring equals it."""
+    out = []
+    for k in range(len(steps)):
+        enc = adapter.encode(question, steps[:k + 1])
+        out.append(score_encoded(adapter, [enc], batch_size=1)[0][-1])
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# building adapters from config
+# ----------------------------------------------------------------------------------------------
+
+def _device():
+    torch = _torch()
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _tokenizer(path: str, trust_remote_code: bool = False):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(_resolve_dir(path), trust_remote_code=trust_remote_code)
+
+
+def _causal_lm(path: str, dtype, trust_remote_code: bool = False):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(_resolve_dir(path), dtype=_dtype(dtype),
+                                                trust_remote_code=trust_remote_code)
+
+
+def load_adapter(spec: dict) -> Adapter:
+    """Build an adapter from a resolved spec (see `resolve_prm_specs`): adapter, path, dtype,
+    trust_remote_code, max_length, params (+ ref_path/ref_dtype for eurus)."""
+    kind = spec["adapter"]
+    if kind not in ADAPTER_CLASSES:
+        raise ValueError(f"unknown scoring adapter '{kind}' (allowed: {', '.join(ADAPTERS)})")
+    path, dtype, trc = spec["path"], spec.get("dtype"), bool(spec.get("trust_remote_code", False))
+    params = dict(spec.get("params") or {})
+    dev = _device()
+    if kind == "trained":
+        from prm_lessons import training
+
+        loaded = training.load_prm(path)
+        model, tok, fmt = _unpack_trained(loaded, path)
+        return TrainedAdapter(model.to(dev).eval(), tok, spec.get("max_length"), step_format=fmt, **params)
+    tok = _tokenizer(path, trc)
+    if kind in ("qwen_prm", "qwen_orm", "skywork"):
+        model = load_head_model(path, kind, dtype, trc)
+    else:
+        model = _causal_lm(path, dtype, trc)
+    model = model.to(dev) if hasattr(model, "to") else model
+    model.eval()
+    if kind == "eurus":
+        ref = _causal_lm(spec["ref_path"], spec.get("ref_dtype", dtype), bool(spec.get("ref_trust_remote_code", False)))
+        params["ref_model"] = ref.to(dev).eval()
+    return ADAPTER_CLASSES[kind](model, tok, spec.get("max_length"), **params)
+
+
+def _unpack_trained(loaded, path):
+    """training.load_prm(path) → model, tokenizer, step format (tuple, dict or object forms)."""
+    if isinstance(loaded, tuple):
+        model, tok, fmt = (list(loaded) + [None, None])[:3]
+    elif isinstance(loaded, dict):
+        model, tok, fmt = loaded["model"], loaded["tokenizer"], loaded.get("step_format")
+    else:
+        model, tok = loaded.model, loaded.tokenizer
+        fmt = getattr(loaded, "step_format", None) or getattr(loaded, "fmt", None)
+    if fmt is None:
+        meta = Path(path) / "step_format.json"
+        if meta.exists():
+            fmt = json.loads(meta.read_text())
+    return model, tok, fmt
+
+
+def trained_variants(config: dict) -> list[str]:
+    """Training-set variants (one trained PRM each); [] when the labels stage is not present."""
+    if not config.get("prms", {}).get("include_trained", True):
+        return []
+    try:
+        from prm_lessons.labels.trainsets import variant_names
+    except ImportError:
+        log.warning("prm_lessons.labels.trainsets not importable: no trained PRMs are scored")
+        return []
+    return list(variant_names(config))
+
+
+def resolve_prm_specs(config: dict) -> dict[str, dict]:
+    """All PRMs to evaluate, name → spec: one per training-set variant (named after it, model under
+    results/prms/{variant}) plus the released models of `prms.models` (model entries under `models`)."""
+    from prm_lessons.config import model_entry, model_path
+
+    cfg = config.get("prms", {}) or {}
+    out: dict[str, dict] = {}
+    for v in trained_variants(config):
+        out[v] = {"adapter": "trained", "path": f"results/prms/{v}", "max_length": cfg.get("max_length"),
+                  "params": {}, "threshold": None, "trained": True}
+    for name, e in (cfg.get("models") or {}).items():
+        if name in out:
+            raise ValueError(f"config error at `prms.models.{name}`: name clashes with a trained PRM variant")
+        ent = model_entry(config, e["model"])
+        spec = {"adapter": e["adapter"], "path": model_path(config, e["model"]), "dtype": ent.get("dtype"),
+                "trust_remote_code": bool(ent.get("trust_remote_code", False)),
+                "max_length": e.get("max_length", cfg.get("max_length")) or ent.get("max_model_len"),
+                "params": dict(e.get("params") or {}), "threshold": e.get("threshold"), "trained": False,
+                "label": e.get("label", name)}
+        if e["adapter"] == "eurus":
+            if not e.get("ref_model"):
+                raise ValueError(f"config error at `prms.models.{name}.ref_model`: adapter eurus needs a reference model")
+            ref = model_entry(config, e["ref_model"])
+            spec.update(ref_path=model_path(config, e["ref_model"]), ref_dtype=ref.get("dtype"),
+                        ref_trust_remote_code=bool(ref.get("trust_remote_code", False)))
+        out[name] = spec
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# rule functions
+# ----------------------------------------------------------------------------------------------
+
+def _score_frame(adapter, questions, steps_list, cfg, prefixes=False):
+    stats = ScoreStats()
+    fn = score_prefixes if prefixes else score_responses
+    scores = fn(adapter, questions, steps_list, cfg.get("batch_tokens", 16384), cfg.get("batch_size", 64), stats)
+    rate = stats.responses / stats.seconds if stats.seconds else float("nan")
+    log.info("scored %d inputs in %d forward passes, %d tokens, %.1f s (%.2f inputs/s); %d truncated",
+             stats.responses, stats.forward_passes, stats.tokens, stats.seconds, rate, stats.truncated)
+    return scores, stats
+
+
+def rule_score_samples(*, inputs, outputs, params, wildcards, threads) -> None:
+    """results/samples/{dataset}.parquet → results/scores/{prm}/{dataset}.parquet (step_scores)."""
+    from prm_lessons.tables import read_table, write_table
+
+    spec, cfg = params["spec"], params.get("scoring", {})
+    df = read_table(inputs["samples"], "samples")
+    adapter = load_adapter(spec)
+    steps = [list(s) if s is not None else [] for s in df["steps"]]
+    scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
+    df = df.copy()
+    df["step_scores"] = scores
+    df["n_steps_scored"] = [len(s) for s in scores]
+    write_table(df, outputs["scores"], "step_scores",
+                meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": adapter.outcome,
+                      "truncated": stats.truncated, "seconds": stats.seconds})
+
+
+def rule_score_processbench(*, inputs, outputs, params, wildcards, threads) -> None:
+    """results/processbench/cases.parquet → results/scores/{prm}/processbench.parquet (pb_scores).
+    Outcome RMs score every prefix as its own response."""
+    from prm_lessons.tables import read_table, write_table
+    import pandas as pd
+
+    spec, cfg = params["spec"], params.get("scoring", {})
+    cases = read_table(inputs["cases"], "processbench")
+    adapter = load_adapter(spec)
+    steps = [list(s) for s in cases["steps"]]
+    scores, stats = _score_frame(adapter, cases["problem"].tolist(), steps, cfg, prefixes=adapter.outcome)
+    out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["subset"], "step_scores": scores,
+                        "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
+    write_table(out, outputs["scores"], "pb_scores",
+                meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": adapter.outcome,
+                      "truncated": stats.truncated, "seconds": stats.seconds})
