@@ -842,15 +842,25 @@ def rule_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: d
     spec = dict(params["spec"])
     source = spec.get("source", "constructed")
     if source == "constructed":
+        con = spec.get("constructed") or {}
+        # held out: drop any problem whose question also appears among the training problems
+        seen = set()
+        for name, train_spec in (params.get("exclude") or {}).items():
+            seen |= set(load_problems(name, train_spec)["question"])
         frames = []
-        for subset, sub in (spec.get("constructed") or {}).get("subsets", {}).items():
-            problems = load_problems(subset, sub)
-            frames.append(problems)
+        for subset, sub in (con.get("subsets") or {}).items():
+            problems = load_problems(f"processbench-{subset}", sub)
+            problems["subset"] = subset
+            overlap = problems["question"].isin(seen)
+            if overlap.any():
+                log.info("processbench subset %s: %d problem(s) also among the training problems, dropped",
+                         subset, int(overlap.sum()))
+            frames.append(problems[~overlap])
         if not frames:
             raise ValueError("processbench.constructed.subsets: no subsets defined")
-        con = spec.get("constructed") or {}
         cases = build_constructed_processbench(
-            pd.concat(frames, ignore_index=True), n_per_subset=int(con.get("n_per_subset", 12)),
+            pd.concat(frames, ignore_index=True), subset_column="subset",
+            n_per_subset=int(con.get("n_per_subset", 12)),
             seed=int(con.get("seed", 0)), error_fraction=float(con.get("error_fraction", 0.5)),
             keep_answer_fraction=float(con.get("keep_answer_fraction", 0.3)))
     else:
