@@ -121,7 +121,9 @@ def convert_prm800k(records: Iterable[dict], neutral: str = "positive",
     counts = {"records": 0, "finish_reason": 0, "quality_control": 0, "no_steps": 0}
     for n, rec in enumerate(records):
         counts["records"] += 1
-        label = rec.get("label") or {}
+        if not isinstance(rec, dict) or not isinstance(rec.get("label"), dict) or not isinstance(rec.get("question"), dict):
+            raise ValueError(f"{source} line {n + 1}: not a PRM800K record (needs question.problem and label.steps)")
+        label = rec["label"]
         if keep_finish_reasons and label.get("finish_reason") not in keep_finish_reasons:
             counts["finish_reason"] += 1
             continue

@@ -105,10 +105,26 @@ _ANALYSIS_RE = re.compile(r"<\s*analysis_(\d+)\s*>", re.I)
 _INT_RE = re.compile(r"^[+-]?\d+$")
 
 
-def _boxed_int(text: str) -> str | int | None:
-    from ..grading import last_boxed_content
+def last_closed_boxed(text: str) -> str | None:
+    r"""Content of the last *closed* ``\boxed{...}`` (nested braces matched). Like the official
+    ProcessBench regex ``\boxed\{([^}]*)\}`` an unclosed box (a truncated critique) is skipped,
+    but braces inside the box (``\boxed{\text{2}}``) are kept whole."""
+    found = None
+    for m in re.finditer(r"\\boxed\s*\{", text):
+        depth, start = 1, m.end()
+        for i in range(start, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    found = text[start:i]
+                    break
+    return found
 
-    content = last_boxed_content(text)
+
+def _boxed_int(text: str) -> str | int | None:
+    content = last_closed_boxed(text)
     if content is None:
         return None
     c = content.strip().strip("$").strip()
