@@ -449,48 +449,28 @@ def predictions_from_rows(rows: Iterable[dict], threshold: float) -> tuple[dict,
 # Loading
 # ----------------------------------------------------------------------------------------------
 
-PB_SUBSETS = ("gsm8k", "math", "olympiadbench", "omnimath")
-
-
 def load_processbench_cases(source: str) -> pd.DataFrame:
     """ProcessBench cases (id, subset, label, steps, …) from a directory of {subset}.json/.jsonl/
-    .parquet files, a cases.parquet table, or a Hub dataset id (Qwen/ProcessBench)."""
-    try:  # the data stage's loader (local dir or Hub) when present
-        from prm_lessons.data import load_processbench  # type: ignore[attr-defined]
-    except ImportError:
-        load_processbench = None
+    .parquet files (every file is a subset), a cases.parquet table, or a Hub dataset id
+    (Qwen/ProcessBench) — through the data stage's `load_processbench`."""
+    from prm_lessons.data import load_processbench
+
     p = Path(source)
     if p.is_file() and p.suffix == ".parquet":
         df = pd.read_parquet(p)
-    elif load_processbench is not None:
-        df = load_processbench(source)
-        df = df if isinstance(df, pd.DataFrame) else pd.DataFrame(df)
     elif p.is_dir():
-        frames = []
-        for f in sorted(p.iterdir()):
-            if f.suffix in (".json", ".jsonl", ".parquet"):
-                d = (pd.read_parquet(f) if f.suffix == ".parquet"
-                     else pd.read_json(f, lines=f.suffix == ".jsonl", dtype=False))
-                if "subset" not in d.columns:
-                    d["subset"] = f.stem
-                frames.append(d)
-        if not frames:
+        subsets = sorted({f.stem for f in p.iterdir() if f.suffix in (".json", ".jsonl", ".parquet")})
+        if not subsets:
             raise FileNotFoundError(f"{source}: no ProcessBench {{subset}}.json files")
-        df = pd.concat(frames, ignore_index=True)
-    elif p.exists() or "/" not in source:
-        raise FileNotFoundError(f"{source}: not a ProcessBench directory, table or Hub id")
+        df = load_processbench({"source": "local", "path": str(p), "subsets": subsets})
+    elif p.exists() or source.count("/") != 1:
+        raise FileNotFoundError(f"{source}: not a ProcessBench directory, cases.parquet or Hub id")
     else:
-        import datasets
-
-        frames = []
-        for s in PB_SUBSETS:
-            d = datasets.load_dataset(source, split=s).to_pandas()
-            d["subset"] = s
-            frames.append(d)
-        df = pd.concat(frames, ignore_index=True)
+        df = load_processbench({"source": "hub", "id": source})
     for c in ("id", "subset", "label"):
         if c not in df.columns:
             raise ValueError(f"{source}: ProcessBench data lacks column '{c}'")
+    df = df.copy()
     df["id"] = df["id"].astype(str)
     return df
 
@@ -620,3 +600,100 @@ def add_cli(subparsers) -> None:
     bon.add_argument("--seed", type=int, default=0)
     bon.add_argument("--output", required=True, help="metrics JSON")
     bon.set_defaults(func=_cli_bon)
+
+
+# ----------------------------------------------------------------------------------------------
+# rule functions (workflow/rules/evaluation.smk)
+# ----------------------------------------------------------------------------------------------
+
+def _as_list(x) -> list:
+    return [x] if isinstance(x, (str, Path)) else list(x)
+
+
+def rule_bon_metrics(*, inputs, outputs, params, wildcards, threads) -> None:
+    """results/scores/{prm}/{benchmark}.parquet (all benchmarks) → results/metrics/bon/{prm}.json.
+    Outcome RMs (one score per response) give orm@N instead of prm_<agg>."""
+    from prm_lessons.tables import read_table, table_meta
+
+    cfg = params["bon"]
+    frames, outcome = [], False
+    for path in _as_list(inputs["scores"]):
+        df = read_table(path, "step_scores")
+        df = df.assign(benchmark=Path(path).stem)
+        outcome = outcome or bool(table_meta(path).get("outcome", False))
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    aggs = [] if outcome else list(cfg["aggregations"])
+    if outcome:
+        df["orm_score"] = [s[0] if s is not None and len(s) else None for s in df["step_scores"]]
+    m = bon_metrics(df, aggs, n=cfg.get("n"), maj_grouping=cfg["maj_grouping"],
+                    orm_column="orm_score" if outcome else None, bootstrap=int(cfg["bootstrap"]["samples"]),
+                    seed=int(cfg["bootstrap"]["seed"]), confidence=float(cfg["bootstrap"]["confidence"]))
+    m["prm"] = wildcards.get("prm")
+    m["run_label"] = params.get("run_label")
+    write_json(m, outputs["metrics"])
+    log.info("bon %s: %s", m["prm"], {k: v for k, v in m["average"].items() if k != "ci"})
+
+
+def _pb_threshold(params) -> float | str:
+    t = params.get("threshold")
+    return params["processbench_eval"]["threshold"] if t is None else t
+
+
+def rule_processbench_metrics(*, inputs, outputs, params, wildcards, threads) -> None:
+    """cases + results/scores/{prm}/processbench.parquet (step scores) or a critic's predictions →
+    results/metrics/processbench/{prm}.json and {prm}_predictions.parquet."""
+    from prm_lessons.tables import read_table
+
+    cfg = params["processbench_eval"]
+    cases = read_table(inputs["cases"], "processbench")
+    src = pd.read_parquet(inputs["scores"])
+    if "prediction" in src.columns:  # a critic: predictions given (null = unparsable)
+        preds = {str(i): (None if pd.isna(p) else int(p)) for i, p in zip(src["id"], src["prediction"])}
+        scores: dict = {}
+        threshold: float | str = 0.5
+    else:
+        scores = {str(i): [float(x) for x in s] for i, s in zip(src["id"], src["step_scores"])}
+        threshold = _pb_threshold(params)
+        t0 = 0.5 if threshold == "tune" else float(threshold)
+        preds = {i: first_error(s, t0) for i, s in scores.items()}
+    m, per_case = evaluate_processbench(cases, preds, scores, threshold, cfg["tune_subset"],
+                                        bootstrap=int(cfg["bootstrap"]["samples"]),
+                                        seed=int(cfg["bootstrap"]["seed"]),
+                                        confidence=float(cfg["bootstrap"]["confidence"]))
+    if "n_steps_scored" in src.columns and "n_steps" in src.columns:
+        m["n_truncated"] = int((src["n_steps_scored"] < src["n_steps"]).sum())
+    m["prm"] = wildcards.get("prm")
+    m["run_label"] = params.get("run_label")
+    write_json(m, outputs["metrics"])
+    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
+    per_case.to_parquet(outputs["predictions"], index=False)
+    log.info("processbench %s: average F1 %.3f (threshold %s)", m["prm"], m["average_f1"], m["threshold"])
+
+
+TABLE_COLUMNS = {
+    "bon": ["prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high"],
+    "processbench": ["prm", "subset", "n", "error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high",
+                     "n_unparsed", "threshold"],
+}
+
+
+def _table_rule(inputs, outputs, params, kind: str, rows_fn) -> None:
+    rows = []
+    for path in _as_list(inputs.get("metrics", [])):
+        m = json.loads(Path(path).read_text())
+        rows += rows_fn(m, m.get("prm") or Path(path).stem)
+    df = pd.DataFrame(rows, columns=TABLE_COLUMNS[kind])
+    df["run"] = params.get("run_label", "")  # what produced the numbers (as the sampling tables)
+    Path(outputs["table"]).parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(outputs["table"], index=False)
+
+
+def rule_bon_table(*, inputs, outputs, params, wildcards, threads) -> None:
+    """All results/metrics/bon/*.json → results/tables/bon.csv (long format)."""
+    _table_rule(inputs, outputs, params, "bon", bon_long_rows)
+
+
+def rule_processbench_table(*, inputs, outputs, params, wildcards, threads) -> None:
+    """All results/metrics/processbench/*.json → results/tables/processbench.csv (long format)."""
+    _table_rule(inputs, outputs, params, "processbench", processbench_long_rows)

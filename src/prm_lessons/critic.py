@@ -1,0 +1,63 @@
+"""LLM critics on ProcessBench: the ProcessBench critic protocol (paper (2) §4.1, `run_eval.py`).
+
+The prompt, the verdict parsing (last `\\boxed{}` → int) and the vote are the labels stage's
+(`prm_lessons.labels.judge`, style `processbench`), so the critic rows of Table 7 and the judge labels
+of Tables 3/4 come from one implementation. Greedy (n = 1, temperature 0) or a majority vote over n
+samples (ties → the value seen first). Official protocol: an unparsable answer is wrong — by default
+no "force the answer" continuation is made (`critics.force_answer`), the prediction is None, the
+metric counts it wrong and reports the count (`n_unparsed`).
+
+Output (one row per case, `results/critics/{judge}/processbench.parquet`): id, subset, label,
+prediction (Int64; null = unparsable), parsed, status, votes, n_forced, tokens_generated, verdicts.
+"""
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def critic_predictions(engine, cases, *, n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
+                       max_tokens: int = 2048, seed: int = 42, system_prompt: str | None = None,
+                       template: str | None = None, force_answer: bool = False):
+    """Run the critic over ProcessBench cases (a `processbench` table) → per-case predictions frame."""
+    import pandas as pd
+
+    from prm_lessons.labels.judge import judge_responses  # lazy: the labels stage owns the protocol
+
+    rows = judge_responses(engine, cases["problem"].tolist(), [list(s) for s in cases["steps"]],
+                           [str(i) for i in cases["id"]], style="processbench", n=n,
+                           temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed,
+                           template=template, system_prompt=system_prompt, force_answer=force_answer)
+    out = pd.DataFrame(rows)
+    out.insert(0, "label", cases["label"].astype(int).values)
+    out.insert(0, "subset", cases["subset"].values)
+    out.insert(0, "id", cases["id"].astype(str).values)
+    out = out.rename(columns={"first_error": "prediction"})
+    out["prediction"] = out["prediction"].astype("Int64")
+    return out
+
+
+def rule_critic_processbench(*, inputs, outputs, params, wildcards, threads) -> None:
+    """results/processbench/cases.parquet → results/critics/{judge}/processbench.parquet."""
+    from prm_lessons.generation import load_engine
+    from prm_lessons.labels.judge import load_template
+    from prm_lessons.tables import read_table
+
+    cfg = params["critics"]
+    cases = read_table(inputs["cases"], "processbench")
+    engine = load_engine(params["model_dir"], params["model_entry"])
+    n = int(cfg["n"])
+    df = critic_predictions(engine, cases, n=n, temperature=float(cfg["temperature"]) if n > 1 else 0.0,
+                            top_p=float(cfg["top_p"]) if n > 1 else 1.0, max_tokens=int(cfg["max_tokens"]),
+                            seed=int(cfg["seed"]), system_prompt=cfg.get("system_prompt"),
+                            template=load_template(cfg.get("template_path")),
+                            force_answer=bool(cfg.get("force_answer", False)))
+    unparsed = int(df["prediction"].isna().sum())
+    print(f"critic {wildcards.get('judge')}: {len(df)} cases, n={n}, unparsable {unparsed} "
+          f"({100 * unparsed / max(len(df), 1):.1f}%; counted wrong)", flush=True)
+    outputs_path = outputs["predictions"]
+    from pathlib import Path
+
+    Path(outputs_path).parent.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(outputs_path, index=False)
