@@ -1,0 +1,307 @@
+"""Problem loaders, ProcessBench loader, error injection and the constructed ProcessBench set."""
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from prm_lessons.data import (
+    CorruptionError,
+    _checkable_equations,
+    _final_answer_text,
+    arithmetic_gold_steps,
+    build_constructed_processbench,
+    corrupt_solution,
+    eval_arith,
+    load_problems,
+    load_processbench,
+    rule_problems,
+    rule_processbench,
+)
+from prm_lessons.tables import read_table
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "data"
+SHARED = Path(os.environ.get("PRM_LESSONS_SHARED", Path(__file__).resolve().parents[1] / ".." / "shared"))
+ARITH = {"source": "reasoning_gym", "generator": "basic_arithmetic", "size": 12, "seed": 3,
+         "params": {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 2}}
+CHAIN = {"source": "reasoning_gym", "generator": "chain_sum", "size": 12, "seed": 4,
+         "params": {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 2}}
+
+
+# ---------------------------------------------------------------------------------------- gold steps
+
+def test_arithmetic_gold_steps_one_step_per_operation_and_boxed_answer():
+    steps = arithmetic_gold_steps("-( 32 / 8 ) - 15", "-19")
+    assert steps == ["First, 32 / 8 = 4, so the expression becomes -4 - 15.",
+                     "Finally, -4 - 15 = -19.",
+                     "Therefore, the final answer is $\\boxed{-19}$."]
+    # precedence: multiplication before the addition on its left
+    steps = arithmetic_gold_steps("2 + 3 * 4", "14")
+    assert steps[0].startswith("First, 3 * 4 = 12")
+    assert len(steps) == 3
+
+
+def test_arithmetic_gold_steps_every_step_is_a_true_equation():
+    for expr in ["( -4 - -29 / 1 )", "-( 67 - -42 - -81 )", "3 * (4 + 5) - 2 / 1", "94 - 77 + 95"]:
+        value = eval_arith(expr)
+        steps = arithmetic_gold_steps(expr)
+        for step in steps[:-1]:
+            eqs = _checkable_equations(step)
+            assert len(eqs) == 1, step  # each operation step holds one checkable equation
+        assert _final_answer_text(steps) == str(value.numerator)
+
+
+def test_arithmetic_gold_steps_rejects_wrong_answer():
+    with pytest.raises(ValueError, match="not the answer"):
+        arithmetic_gold_steps("2 + 2", "5")
+
+
+# ---------------------------------------------------------------------------------- error injection
+
+def _errors_in(step: str) -> bool:
+    """True when the step holds an equation whose sides differ (a visible miscalculation)."""
+    import re
+    for m in re.finditer(r"(-?\d+) ([-+*/]) (-?\d+) = (-?\d+(?:\.\d+)?)", step):
+        a, op, b, c = m.groups()
+        if eval_arith(f"{a} {op} {b}") != eval_arith(c):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("spec", [ARITH, CHAIN], ids=["basic_arithmetic", "chain_sum"])
+def test_corrupt_solution_propagates_to_a_wrong_final_answer(spec):
+    df = load_problems("t", spec)
+    for seed, row in enumerate(df.itertuples()):
+        gold = list(row.gold_steps)
+        steps, k = corrupt_solution(gold, row.answer, random.Random(seed))
+        assert len(steps) == len(gold)
+        assert steps[:k] == gold[:k]                       # earlier steps untouched
+        assert steps[k] != gold[k]                         # the error is at k
+        final = _final_answer_text(steps)
+        assert eval_arith(final) != eval_arith(row.answer)  # propagated to the final answer
+        # later steps carry the wrong value consistently: no further miscalculation after k
+        assert not any(_errors_in(s) for s in steps[k + 1:]), steps
+
+
+@pytest.mark.parametrize("spec", [ARITH, CHAIN], ids=["basic_arithmetic", "chain_sum"])
+def test_corrupt_solution_keep_final_answer(spec):
+    df = load_problems("t", spec)
+    for seed, row in enumerate(df.itertuples()):
+        gold = list(row.gold_steps)
+        steps, k = corrupt_solution(gold, row.answer, seed, keep_final_answer=True)
+        assert steps[:k] == gold[:k] and steps[k] != gold[k] and steps[k + 1:] == gold[k + 1:]
+        assert _final_answer_text(steps) == _final_answer_text(gold)  # correct answer, flawed process
+
+
+def test_corrupt_solution_step_is_really_wrong():
+    """A miscalculation leaves a false equation; an operation swap computes the wrong operation."""
+    gold = arithmetic_gold_steps("67 + 75 + 85", "227")
+    kinds = set()
+    for seed in range(60):
+        steps, k = corrupt_solution(gold, "227", random.Random(seed))
+        if _errors_in(steps[k]):
+            kinds.add("miscalculation")
+        else:
+            assert " - " in steps[k].split("=")[0], steps[k]  # + became -: consistent but the wrong operation
+            kinds.add("operation")
+    assert kinds == {"miscalculation", "operation"}
+
+
+def test_corrupt_solution_gsm_style_text_with_units():
+    gold = ["James's youth club will pay 950 * 1/2 = €475 for his science fair.",
+            "In total James has covered 475 + 70 = €545 for his science fair.",
+            "Therefore, James needs 950 - 545 = €405 more.",
+            "The final answer is $\\boxed{405}$."]
+    for seed in range(10):
+        steps, k = corrupt_solution(gold, "405", seed)
+        assert steps[:k] == gold[:k]
+        assert _final_answer_text(steps) != "405"
+
+
+def test_corrupt_solution_is_deterministic_and_accepts_numpy_rng():
+    import numpy as np
+
+    gold = arithmetic_gold_steps("12 + 30 - 7", "35")
+    assert corrupt_solution(gold, "35", random.Random(5)) == corrupt_solution(gold, "35", random.Random(5))
+    steps, k = corrupt_solution(gold, "35", np.random.default_rng(0))
+    assert 0 <= k < len(gold)
+
+
+def test_corrupt_solution_without_checkable_step_raises():
+    with pytest.raises(CorruptionError):
+        corrupt_solution(["Let $x$ be the number of apples.", "So $\\boxed{x}$."], "x", 0)
+    with pytest.raises(ValueError):  # CorruptionError is a ValueError
+        corrupt_solution([], "1", 0)
+
+
+# ----------------------------------------------------------------------------------------- loaders
+
+def test_reasoning_gym_loader_stable_ids_and_gold_steps():
+    a = load_problems("arith", ARITH)
+    b = load_problems("arith", ARITH)
+    pd.testing.assert_frame_equal(a, b)
+    assert list(a["problem_id"][:2]) == ["arith-00000", "arith-00001"]
+    assert set(a["dataset"]) == {"arith"}
+    assert all(isinstance(s, list) and s for s in a["gold_steps"])
+    for row in a.itertuples():
+        assert _final_answer_text(row.gold_steps) == row.answer
+
+
+def test_reasoning_gym_gsm_symbolic_uses_worked_solution():
+    df = load_problems("gsm", {"source": "reasoning_gym", "generator": "gsm_symbolic", "size": 2, "seed": 1})
+    for row in df.itertuples():
+        assert len(row.gold_steps) >= 2
+        assert row.gold_steps[-1] == f"The final answer is $\\boxed{{{row.answer}}}$."
+        assert not any("####" in s for s in row.gold_steps)
+
+
+def test_local_jsonl_with_field_mapping_and_boxed_answers():
+    spec = {"source": "local", "path": str(FIX / "local_problems.jsonl"), "answer_format": "boxed",
+            "fields": {"question": "problem", "answer": "solution", "gold_steps": "solution", "id": "uid"}}
+    df = load_problems("loc", spec)
+    assert list(df["answer"]) == ["2", "\\frac{1}{2}", "12"]
+    assert list(df["source_id"]) == ["p1", "p2", "p3"]
+    assert df["gold_steps"][0] == ["We add.", "$1 + 1 = 2$, so the answer is $\\boxed{2}$."]
+    assert len(df["gold_steps"][1]) == 2  # several blank lines are one separator
+    spec["limit"] = 2
+    assert len(load_problems("loc", spec)) == 2
+
+
+def test_local_gsm8k_format():
+    spec = {"source": "local", "path": str(FIX / "gsm8k_style.jsonl"), "answer_format": "gsm8k"}
+    df = load_problems("g", spec)
+    assert list(df["answer"]) == ["9", "2400"]
+    assert df["gold_steps"][0] == ["She has 16 - 3 = 13 after breakfast.", "Then 13 - 4 = 9 are left.",
+                                   "The final answer is $\\boxed{9}$."]
+
+
+def test_local_choice_format_mmlu_style():
+    spec = {"source": "local", "path": str(FIX / "mmlu_style.jsonl"), "answer_format": "choice",
+            "fields": {"choices": "choices"}}
+    df = load_problems("m", spec)
+    assert df["answer"][0] == "C"
+    assert df["question"][0].endswith("Answer Choices: (A) 4 (B) 6 (C) 7 (D) 9")
+
+
+def test_local_parquet_and_json(tmp_path):
+    rows = [{"question": "1+1?", "answer": "$2$"}, {"question": "Pick", "answer": ["3", "4"]}]
+    pd.DataFrame([rows[0]]).to_parquet(tmp_path / "p.parquet")
+    (tmp_path / "p.json").write_text(json.dumps(rows))
+    assert load_problems("x", {"source": "local", "path": str(tmp_path / "p.parquet")})["answer"][0] == "2"
+    df = load_problems("x", {"source": "local", "path": str(tmp_path / "p.json")})
+    assert list(df["answer"]) == ["2", "3, 4"]
+
+
+def test_bad_row_names_the_row():
+    spec = {"source": "local", "path": str(FIX / "bad_problems.jsonl"),
+            "fields": {"question": "q", "answer": "a", "id": "uid"}}
+    with pytest.raises(ValueError, match=r"row b-00001 \(id bad-7\): missing answer"):
+        load_problems("b", spec)
+
+
+def test_empty_question_and_unknown_field_are_errors(tmp_path):
+    path = tmp_path / "e.jsonl"
+    path.write_text(json.dumps({"question": "  ", "answer": "1"}) + "\n")
+    with pytest.raises(ValueError, match=r"row e-00000: empty question"):
+        load_problems("e", {"source": "local", "path": str(path)})
+    with pytest.raises(ValueError, match=r"no field 'problem'"):
+        load_problems("e", {"source": "local", "path": str(path), "fields": {"question": "problem"}})
+    with pytest.raises(ValueError, match=r"no \\boxed"):
+        load_problems("e", {"source": "local", "path": str(FIX / "gsm8k_style.jsonl"), "answer_format": "boxed"})
+    with pytest.raises(FileNotFoundError):
+        load_problems("e", {"source": "local", "path": str(tmp_path / "missing.jsonl")})
+
+
+def test_rule_problems_writes_a_valid_table(tmp_path):
+    out = tmp_path / "results" / "problems" / "arith.parquet"
+    rule_problems(inputs={}, outputs={"problems": str(out)}, params={"spec": ARITH},
+                  wildcards={"dataset": "arith"}, threads=1)
+    df = read_table(out, "problems")
+    assert len(df) == 12 and isinstance(df["gold_steps"][0], list)
+
+
+@pytest.mark.skipif(not (SHARED / "data" / "bon").exists(), reason="../shared not present")
+def test_harness_files_load_with_their_field_names():
+    bon = SHARED / "data" / "bon"
+    gsm = load_problems("gsm8k", {"source": "local", "path": str(bon / "gsm8k.jsonl"), "answer_format": "gsm8k",
+                                  "limit": 50})
+    assert gsm["answer"][0] == "18"
+    minerva = load_problems("minerva_math", {"source": "local", "path": str(bon / "minerva_math.jsonl"),
+                                             "answer_format": "boxed", "limit": 20,
+                                             "fields": {"question": "problem", "answer": "solution"}})
+    assert len(minerva) == 20
+    oly = load_problems("olympiadbench", {"source": "local", "path": str(bon / "olympiadbench.jsonl"),
+                                          "limit": 5, "fields": {"answer": "final_answer"}})
+    assert oly["answer"][0] == "2"
+    mmlu = load_problems("mmlu_stem", {"source": "local", "path": str(bon / "mmlu_stem.jsonl"), "limit": 5,
+                                       "answer_format": "choice", "fields": {"choices": "choices"}})
+    assert set(mmlu["answer"]) <= set("ABCD")
+
+
+# -------------------------------------------------------------------------------------- ProcessBench
+
+def test_processbench_local_directory():
+    df = load_processbench({"source": "local", "path": str(FIX / "processbench"), "subsets": ["gsm8k", "math"]})
+    assert list(df.columns) == ["id", "subset", "generator", "problem", "steps", "final_answer_correct", "label"]
+    assert list(df["subset"]) == ["gsm8k", "gsm8k", "math"]
+    assert list(df["label"]) == [1, -1, -1]
+    with pytest.raises(FileNotFoundError, match="olympiadbench"):
+        load_processbench({"source": "local", "path": str(FIX / "processbench")})
+
+
+def test_processbench_empty_steps_names_the_case():
+    with pytest.raises(ValueError, match="case math-9: empty steps"):
+        load_processbench({"source": "local", "path": str(FIX / "processbench_bad"), "subsets": ["math"]})
+
+
+@pytest.mark.skipif(not (SHARED / "data" / "processbench").exists(), reason="../shared not present")
+def test_official_processbench_counts():
+    df = load_processbench({"source": "local", "path": str(SHARED / "data" / "processbench")})
+    assert len(df) == 3400
+    assert df["subset"].value_counts().to_dict() == {"gsm8k": 400, "math": 1000, "olympiadbench": 1000,
+                                                     "omnimath": 1000}
+    err = df["label"] != -1
+    assert err.groupby(df["subset"]).sum().to_dict() == {"gsm8k": 207, "math": 594, "olympiadbench": 661,
+                                                         "omnimath": 759}
+    # Table 5 of the paper: correct final answer, erroneous process
+    t5 = (err & df["final_answer_correct"]).groupby(df["subset"]).sum().to_dict()
+    assert t5 == {"gsm8k": 7, "math": 94, "olympiadbench": 161, "omnimath": 259}
+
+
+def test_constructed_processbench_format_and_labels():
+    problems = pd.concat([load_problems("arith", ARITH), load_problems("chain", CHAIN)], ignore_index=True)
+    cases = build_constructed_processbench(problems, n_per_subset=10, seed=0)
+    assert cases["subset"].value_counts().to_dict() == {"arith": 10, "chain": 10}
+    assert cases["id"].is_unique
+    for row in cases.itertuples():
+        gold = problems.set_index("problem_id").loc[row.problem_id]
+        if row.label == -1:
+            assert list(row.steps) == list(gold.gold_steps) and row.final_answer_correct
+        else:
+            assert list(row.steps[:row.label]) == list(gold.gold_steps[:row.label])
+            assert row.steps[row.label] != gold.gold_steps[row.label]
+            same = _final_answer_text(row.steps) == gold.answer
+            assert row.final_answer_correct == same
+    per = cases.groupby("subset")
+    assert (per["label"].apply(lambda s: (s != -1).sum()) == 5).all()          # half erroneous
+    assert (cases["final_answer_correct"] & (cases["label"] != -1)).sum() >= 2  # some keep the answer
+    again = build_constructed_processbench(problems, n_per_subset=10, seed=0)
+    pd.testing.assert_frame_equal(cases, again)
+
+
+def test_rule_processbench_constructed_is_held_out(tmp_path):
+    spec = {"source": "constructed",
+            "constructed": {"n_per_subset": 6, "seed": 1, "subsets": {"arith": ARITH}}}
+    out = tmp_path / "cases.parquet"
+    # the training problems are the very same generator and seed: every case must be dropped
+    with pytest.raises(ValueError, match="no problems with gold steps|no problems"):
+        rule_processbench(inputs={}, outputs={"cases": str(out)}, params={"spec": spec, "exclude": {"train": ARITH}},
+                          wildcards={}, threads=1)
+    rule_processbench(inputs={}, outputs={"cases": str(out)}, params={"spec": spec, "exclude": {}},
+                      wildcards={}, threads=1)
+    df = read_table(out, "processbench")
+    assert len(df) == 6 and set(df["subset"]) == {"arith"}
