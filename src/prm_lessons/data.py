@@ -712,6 +712,12 @@ def dataset_spec(config: dict, name: str) -> dict:
     return config[found[0]][name]
 
 
+def local_source_inputs(spec: dict | None) -> list[str]:
+    """Rule inputs for a spec: its local file or directory (so replacing it reruns the rule), else none."""
+    spec = spec or {}
+    return [spec["path"]] if spec.get("source") == "local" and spec.get("path") else []
+
+
 def rule_problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `problems`: results/problems/{dataset}.parquet from the dataset's config entry."""
     from prm_lessons.tables import write_table
