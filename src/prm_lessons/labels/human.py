@@ -230,7 +230,11 @@ def rule_human(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, th
     evals = inputs.get("eval_sets", [])
     evals = [evals] if isinstance(evals, str) else list(evals)
     if cfg["source"] == "construction":
-        problems = read_table(inputs["problems"], "problems")
+        paths = inputs.get("problems") or []
+        paths = [paths] if isinstance(paths, str) else list(paths)
+        if not paths:
+            raise ValueError("human.source 'construction' needs the training problem tables (problems:)")
+        problems = pd.concat([read_table(p, "problems") for p in paths], ignore_index=True)
         c = cfg["construction"]
         inst, counts = construction_instances(problems, int(c["corrupted_per_problem"]), bool(c["include_gold"]),
                                               int(c["seed"]), bool(c["keep_final_answer"]))

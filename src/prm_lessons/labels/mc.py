@@ -140,7 +140,10 @@ class _State:
         if self.protocol == "naive":  # every step, all K at once
             return [(i, self.k - (self.n[i] or 0)) for i in range(self.n_steps) if (self.n[i] or 0) < self.k]
         i = self.active_step()
-        return [(i, min(round_size, self.k - self._counts(i)[1]))]
+        left = self.k - self._counts(i)[1]
+        if self.protocol == "early" and self.soft_live:
+            return [(i, left)]  # exact counts needed: every remaining completion at once
+        return [(i, min(round_size, left))]
 
     def active_step(self) -> int:
         return (self.lo + self.hi) // 2 if self.protocol == "binary" else self.cur
