@@ -305,3 +305,26 @@ def test_rule_processbench_constructed_is_held_out(tmp_path):
                       wildcards={}, threads=1)
     df = read_table(out, "processbench")
     assert len(df) == 6 and set(df["subset"]) == {"arith"}
+
+
+def test_hub_sources_call_load_dataset_with_id_config_split(monkeypatch):
+    """No network here: datasets.load_dataset is replaced; the loader's mapping is what is tested."""
+    import datasets
+
+    calls = []
+
+    def fake_load_dataset(path, name=None, split=None, **kw):
+        calls.append((path, name, split))
+        if path == "Qwen/ProcessBench":
+            return [{"id": f"{split}-0", "generator": "g", "problem": "P", "steps": ["a", "b"],
+                     "final_answer_correct": False, "label": 1}]
+        return [{"question": "Q1", "answer": "Work.\n#### 1,000"}]
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    df = load_problems("gsm8k", {"source": "hub", "id": "openai/gsm8k", "config": "main", "split": "test",
+                                 "answer_format": "gsm8k"})
+    assert calls[-1] == ("openai/gsm8k", "main", "test")
+    assert df["answer"][0] == "1000" and df["problem_id"][0] == "gsm8k-00000"
+    pb = load_processbench({"source": "hub", "id": "Qwen/ProcessBench", "subsets": ["gsm8k", "math"]})
+    assert [c[2] for c in calls[-2:]] == ["gsm8k", "math"]
+    assert list(pb["id"]) == ["gsm8k-0", "math-0"] and list(pb["label"]) == [1, 1]
