@@ -148,6 +148,12 @@ def build_head_model(base, kind: str):
     return _head_model_class()(base, head, kind)
 
 
+def _last_device(base):
+    devs = list(getattr(base, "hf_device_map", {}).values())
+    d = devs[-1] if devs else 0
+    return f"cuda:{d}" if isinstance(d, int) else d
+
+
 def _checkpoint_tensors(path: str, prefix: str) -> dict:
     """Tensors whose name starts with `prefix.` from a checkpoint dir's safetensors (sharded or not)."""
     from safetensors import safe_open
@@ -185,10 +191,13 @@ def load_head_model(path: str, kind: str, dtype=None, trust_remote_code: bool = 
 
     path = _resolve_dir(path)
     if trust_remote_code:
-        model = AutoModel.from_pretrained(path, dtype=_dtype(dtype), trust_remote_code=True)
+        model = AutoModel.from_pretrained(path, dtype=_dtype(dtype), trust_remote_code=True, **_placement())
         return _RemoteOutputs(model)
-    base = AutoModel.from_pretrained(path, dtype=_dtype(dtype))
+    base = AutoModel.from_pretrained(path, dtype=_dtype(dtype), **_placement())
     m = build_head_model(base, kind)
+    if _on_gpu():  # the head sits with the last layer's output
+        m.to(next(base.parameters()).device) if not hasattr(base, "hf_device_map") else \
+            getattr(m, HEAD_PREFIX[kind]).to(_last_device(base))
     head = getattr(m, HEAD_PREFIX[kind])
     missing, unexpected = head.load_state_dict(_checkpoint_tensors(path, HEAD_PREFIX[kind]), strict=False)
     if missing or unexpected:
@@ -551,8 +560,16 @@ def score_naive_per_prefix(adapter: Adapter, question: str, steps: list[str]) ->
 # ----------------------------------------------------------------------------------------------
 
 def _device():
-    torch = _torch()
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" if _on_gpu() else "cpu"
+
+
+def _on_gpu() -> bool:
+    return _torch().cuda.is_available()
+
+
+def _placement() -> dict:
+    """On GPU nodes weights are spread over the visible GPUs (device_map auto: 72B models)."""
+    return {"device_map": "auto"} if _on_gpu() else {}
 
 
 def _tokenizer(path: str, trust_remote_code: bool = False):
@@ -565,7 +582,7 @@ def _causal_lm(path: str, dtype, trust_remote_code: bool = False):
     from transformers import AutoModelForCausalLM
 
     return AutoModelForCausalLM.from_pretrained(_resolve_dir(path), dtype=_dtype(dtype),
-                                                trust_remote_code=trust_remote_code)
+                                                trust_remote_code=trust_remote_code, **_placement())
 
 
 def load_adapter(spec: dict) -> Adapter:
@@ -580,19 +597,21 @@ def load_adapter(spec: dict) -> Adapter:
     if kind == "trained":
         from prm_lessons import training
 
-        loaded = training.load_prm(path)
+        loaded = training.load_prm(path)  # (ProcessRewardModel, tokenizer, StepFormat), on its device
         model, tok, fmt = _unpack_trained(loaded, path)
-        return TrainedAdapter(model.to(dev).eval(), tok, spec.get("max_length"), step_format=fmt, **params)
+        max_length = spec.get("max_length") or getattr(model, "max_length", None)
+        return TrainedAdapter(model.eval(), tok, max_length, step_format=fmt, **params)
     tok = _tokenizer(path, trc)
     if kind in ("qwen_prm", "qwen_orm", "skywork"):
         model = load_head_model(path, kind, dtype, trc)
     else:
         model = _causal_lm(path, dtype, trc)
-    model = model.to(dev) if hasattr(model, "to") else model
+    if not _on_gpu():
+        model = model.to(dev) if hasattr(model, "to") else model
     model.eval()
     if kind == "eurus":
         ref = _causal_lm(spec["ref_path"], spec.get("ref_dtype", dtype), bool(spec.get("ref_trust_remote_code", False)))
-        params["ref_model"] = ref.to(dev).eval()
+        params["ref_model"] = (ref if _on_gpu() else ref.to(dev)).eval()
     return ADAPTER_CLASSES[kind](model, tok, spec.get("max_length"), **params)
 
 
@@ -638,7 +657,8 @@ def resolve_prm_specs(config: dict) -> dict[str, dict]:
         if name in out:
             raise ValueError(f"config error at `prms.models.{name}`: name clashes with a trained PRM variant")
         ent = model_entry(config, e["model"])
-        spec = {"adapter": e["adapter"], "path": model_path(config, e["model"]), "dtype": ent.get("dtype"),
+        spec = {"adapter": e["adapter"], "model": e["model"], "path": model_path(config, e["model"]),
+                "dtype": ent.get("dtype"),
                 "trust_remote_code": bool(ent.get("trust_remote_code", False)),
                 "max_length": e.get("max_length", cfg.get("max_length")) or ent.get("max_model_len"),
                 "params": dict(e.get("params") or {}), "threshold": e.get("threshold"), "trained": False,
@@ -647,7 +667,7 @@ def resolve_prm_specs(config: dict) -> dict[str, dict]:
             if not e.get("ref_model"):
                 raise ValueError(f"config error at `prms.models.{name}.ref_model`: adapter eurus needs a reference model")
             ref = model_entry(config, e["ref_model"])
-            spec.update(ref_path=model_path(config, e["ref_model"]), ref_dtype=ref.get("dtype"),
+            spec.update(ref_model=e["ref_model"], ref_path=model_path(config, e["ref_model"]), ref_dtype=ref.get("dtype"),
                         ref_trust_remote_code=bool(ref.get("trust_remote_code", False)))
         out[name] = spec
     return out

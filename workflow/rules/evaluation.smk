@@ -1,0 +1,201 @@
+# Evaluation: step scoring per (PRM, benchmark) and per PRM on ProcessBench, LLM critics per judge
+# model, Best-of-N and ProcessBench metrics, long tables for the analysis stage.
+# Logic: prm_lessons.scoring / metrics / critic. Outputs are documented in docs/architecture.md
+# ("Evaluation outputs").
+import re
+
+from prm_lessons.scoring import resolve_prm_specs  # noqa: E402
+
+PRM_SPECS = resolve_prm_specs(config)  # name -> spec: trained variants + released models (prms.models)
+CRITICS = list(config["critics"]["judges"])
+CRITIC_NAMES = [f"critic-{j}" for j in CRITICS]
+BON_BENCHMARKS = list(config["benchmarks"])
+
+
+def _alternatives(names):
+    """Wildcard regex matching exactly these names (never matches when there are none)."""
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
+def prm_model_input(wc):
+    """What a scoring job needs on disk: the trained PRM directory, or the converted embedded
+    weights of a released-model entry (Hub ids are fetched by the job itself)."""
+    spec = PRM_SPECS[wc.prm]
+    if spec["trained"]:
+        return [spec["path"]]
+    entries = [spec["model"]] + ([spec["ref_model"]] if spec.get("ref_model") else [])
+    return [p for e in entries for p in model_input(e)]
+
+
+def prm_gpus(wc):
+    spec = PRM_SPECS[wc.prm]
+    return gpus("policy") if spec["trained"] else gpus(spec["model"])
+
+
+SCORING_CFG = {k: config["prms"][k] for k in ("batch_tokens", "batch_size")}
+
+
+rule score_samples:
+    input:
+        pkg("scoring", "steps", "training"),
+        samples="results/samples/{dataset}.parquet",
+        model=prm_model_input,
+    output:
+        scores="results/scores/{prm}/{dataset}.parquet",
+    wildcard_constraints:
+        prm=_alternatives(PRM_SPECS),
+        dataset=_alternatives(BON_BENCHMARKS),
+    params:
+        func="scoring:rule_score_samples",
+        spec=lambda wc: PRM_SPECS[wc.prm],
+        scoring=SCORING_CFG,
+    threads: 2
+    resources:
+        gpu=prm_gpus,
+    log:
+        "logs/score_samples/{prm}/{dataset}.log",
+    conda:
+        "../../envs/training.yaml"
+    script:
+        RUN
+
+
+rule score_processbench:
+    input:
+        pkg("scoring", "steps", "training"),
+        cases="results/processbench/cases.parquet",
+        model=prm_model_input,
+    output:
+        scores="results/scores/{prm}/processbench.parquet",
+    wildcard_constraints:
+        prm=_alternatives(PRM_SPECS),
+    params:
+        func="scoring:rule_score_processbench",
+        spec=lambda wc: PRM_SPECS[wc.prm],
+        scoring=SCORING_CFG,
+    threads: 2
+    resources:
+        gpu=prm_gpus,
+    log:
+        "logs/score_processbench/{prm}.log",
+    conda:
+        "../../envs/training.yaml"
+    script:
+        RUN
+
+
+rule critic_processbench:
+    input:
+        pkg("critic", "generation", "labels/__init__", "labels/judge"),
+        cases="results/processbench/cases.parquet",
+        model=lambda wc: model_input(wc.judge),
+    output:
+        predictions="results/critics/{judge}/processbench.parquet",
+    wildcard_constraints:
+        judge=_alternatives(CRITICS),
+    params:
+        func="critic:rule_critic_processbench",
+        critics=config["critics"],
+        model_entry=lambda wc: model_entry(config, wc.judge),
+        model_dir=lambda wc: model_dir(wc.judge),
+    threads: 2
+    resources:
+        gpu=lambda wc: gpus(wc.judge),
+    log:
+        "logs/critic_processbench/{judge}.log",
+    conda:
+        "../../envs/sampling.yaml"
+    script:
+        RUN
+
+
+rule bon_metrics:
+    input:
+        pkg("metrics"),
+        scores=expand("results/scores/{{prm}}/{dataset}.parquet", dataset=BON_BENCHMARKS),
+    output:
+        metrics="results/metrics/bon/{prm}.json",
+    wildcard_constraints:
+        prm=_alternatives(PRM_SPECS),
+    params:
+        func="metrics:rule_bon_metrics",
+        bon=config["bon"],
+        run_label=config["run"]["label"],
+    log:
+        "logs/bon_metrics/{prm}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    localrule: True
+    script:
+        RUN
+
+
+def _pb_source(wc):
+    if wc.prm in PRM_SPECS:
+        return f"results/scores/{wc.prm}/processbench.parquet"
+    return f"results/critics/{wc.prm[len('critic-'):]}/processbench.parquet"
+
+
+rule processbench_metrics:
+    input:
+        pkg("metrics"),
+        cases="results/processbench/cases.parquet",
+        scores=_pb_source,
+    output:
+        metrics="results/metrics/processbench/{prm}.json",
+        predictions="results/metrics/processbench/{prm}_predictions.parquet",
+    wildcard_constraints:
+        prm=_alternatives(list(PRM_SPECS) + CRITIC_NAMES),
+    params:
+        func="metrics:rule_processbench_metrics",
+        processbench_eval=config["processbench_eval"],
+        threshold=lambda wc: PRM_SPECS[wc.prm].get("threshold") if wc.prm in PRM_SPECS else None,
+        run_label=config["run"]["label"],
+    log:
+        "logs/processbench_metrics/{prm}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    localrule: True
+    script:
+        RUN
+
+
+rule bon_table:
+    input:
+        pkg("metrics"),
+        metrics=expand("results/metrics/bon/{prm}.json", prm=list(PRM_SPECS)),
+    output:
+        table="results/tables/bon.csv",
+    params:
+        func="metrics:rule_bon_table",
+        run_label=config["run"]["label"],
+    log:
+        "logs/bon_table.log",
+    conda:
+        "../../envs/analysis.yaml"
+    localrule: True
+    script:
+        RUN
+
+
+rule processbench_table:
+    input:
+        pkg("metrics"),
+        metrics=expand("results/metrics/processbench/{prm}.json", prm=list(PRM_SPECS) + CRITIC_NAMES),
+    output:
+        table="results/tables/processbench.csv",
+    params:
+        func="metrics:rule_processbench_table",
+        run_label=config["run"]["label"],
+    log:
+        "logs/processbench_table.log",
+    conda:
+        "../../envs/analysis.yaml"
+    localrule: True
+    script:
+        RUN
+
+
+TARGETS.extend(["results/tables/bon.csv", "results/tables/processbench.csv"]
+               + expand("results/metrics/processbench/{prm}_predictions.parquet",
+                        prm=list(PRM_SPECS) + CRITIC_NAMES))
