@@ -1,0 +1,78 @@
+"""Tiny random-weight base models + tokenizers for the training tests (no downloads), and a trainset
+with a learnable signal: a step containing "wrong" is labelled 0, every other step 1."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CORPUS = ["Janet has 16 eggs. She eats 3 and bakes with 4. How many are left?",
+          "Step 1: 16 - 3 = 13. Step 2: 13 - 4 = 9. The answer is 9.",
+          "Please reason step by step, and put your final answer within \\boxed{}.",
+          "We compute 2 + 3 = 5 and then 5 * 4 = 20, so the total is \\boxed{20}.",
+          "this step is right. this step is wrong. correct wrong paragraph solution problem"] * 3
+
+
+def tiny_tokenizer(with_step_token: bool):
+    """Byte-level BPE with a ChatML template; `<extra_0>` in the vocabulary (Qwen-like) or not (SmolLM2-like)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    t = Tokenizer(models.BPE())
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    t.decoder = decoders.ByteLevel()
+    specials = ["<pad>", "<|im_start|>", "<|im_end|>"] + (["<extra_0>"] if with_step_token else [])
+    t.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=300, special_tokens=specials,
+                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=t, pad_token="<pad>", eos_token="<|im_end|>")
+    fast.chat_template = CHATML
+    return fast
+
+
+def tiny_base(path: Path, with_step_token: bool = False, arch: str = "llama", seed: int = 0,
+              spare_rows: int | None = None) -> Path:
+    """Save a random-weight causal LM (hidden 32, 2 layers) + tokenizer to `path`, as a base model dir.
+    Qwen-like bases get spare embedding rows (as the real Qwen checkpoints: more rows than tokens)."""
+    import torch
+    import transformers
+
+    tok = tiny_tokenizer(with_step_token)
+    cfg_cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config}[arch]
+    spare = (8 if arch == "qwen2" else 0) if spare_rows is None else spare_rows
+    cfg = cfg_cls(vocab_size=len(tok) + spare, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                  pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(cfg)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def signal_rows(n: int = 24, seed: int = 0, soft: bool = False) -> list[dict]:
+    """Instances whose step labels are learnable from the text: "wrong" steps are bad, others good."""
+    rnd = random.Random(seed)
+    rows = []
+    for i in range(n):
+        a, b = rnd.randint(1, 9), rnd.randint(1, 9)
+        k = rnd.randint(2, 4)
+        steps, labels = [], []
+        for j in range(k):
+            bad = rnd.random() < 0.4
+            steps.append(f"Step {j + 1}: {a} + {b} = {a + b + (1 if bad else 0)}, this step is "
+                         f"{'wrong' if bad else 'right'}.")
+            good = 0.0 if bad else 1.0
+            labels.append(good if not soft else (0.125 if bad else 0.875))
+        rows.append({"instance_id": f"t-{i:03d}", "question": f"What is {a} + {b}?", "steps": steps,
+                     "labels": labels})
+    return rows
+
+
+def write_trainset(path: Path, rows: list[dict]) -> Path:
+    import pandas as pd
+
+    from prm_lessons.tables import write_table
+
+    write_table(pd.DataFrame(rows), path, "trainset")
+    return path

@@ -1,0 +1,266 @@
+"""PRM training on tiny random-weight models (no downloads): the loss goes down in every mode, the saved
+directory loads and scores, hard/soft losses, bad rows fail naming the row, truncation is reported,
+checkpoints resume after an interruption, and the defaults agree with the config schema."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from _prm_tiny import signal_rows, tiny_base, write_trainset  # noqa: E402
+
+from prm_lessons import training as T  # noqa: E402
+from prm_lessons.steps import build_prm_input  # noqa: E402
+
+FAST = {"epochs": 6, "batch_size": 4, "learning_rate": 3e-3, "save_steps": 0, "max_length": 256,
+        "logging_steps": 1, "gradient_checkpointing": True}
+
+
+@pytest.fixture(scope="module")
+def base_plain(tmp_path_factory):
+    """SmolLM2-like: the tokenizer has no <extra_0>, training must add it."""
+    return tiny_base(tmp_path_factory.mktemp("base_plain"), with_step_token=False)
+
+
+@pytest.fixture(scope="module")
+def base_qwen(tmp_path_factory):
+    """Qwen-like: <extra_0> already in the vocabulary."""
+    return tiny_base(tmp_path_factory.mktemp("base_qwen"), with_step_token=True, arch="qwen2")
+
+
+@pytest.fixture(scope="module")
+def trainset(tmp_path_factory):
+    return write_trainset(tmp_path_factory.mktemp("ts") / "hard.parquet", signal_rows(24))
+
+
+def _went_down(hist, k=4):
+    assert len(hist) >= 2 * k, hist
+    first, last = sum(hist[:k]) / k, sum(hist[-k:]) / k
+    return last < first - 0.05
+
+
+@pytest.mark.parametrize("mode,lr", [("head", 1e-2), ("lora", 3e-3), ("full", 1e-3)])
+def test_loss_goes_down_and_dir_loads(tmp_path, base_plain, trainset, mode, lr):
+    out = tmp_path / "prm"
+    m = T.train_prm(str(trainset), str(base_plain), str(out), {**FAST, "mode": mode, "learning_rate": lr},
+                    "hard", checkpoint_dir=str(tmp_path / "ckpt"), threads=1)
+    assert _went_down(m["loss_history"]), m["loss_history"]
+    for f in ("config.json", "model.safetensors", "tokenizer.json", T.HEAD_FILE, T.FORMAT_FILE, T.METRICS_FILE):
+        assert (out / f).exists(), f
+    saved = json.loads((out / T.METRICS_FILE).read_text())
+    for k in ("loss_history", "train_tokens", "tokens_per_second", "wall_seconds", "hardware"):
+        assert k in saved
+    assert saved["train_tokens"] > 0 and saved["tokens_per_second"] > 0 and saved["hardware"]["device"] == "cpu"
+    assert saved["mode"] == mode and saved["data"]["steps_dropped"] == 0
+    assert not (tmp_path / "ckpt").exists()  # checkpoints removed after success (keep_checkpoints false)
+
+    model, tok, fmt = T.load_prm(out)
+    assert fmt.step_token == "<extra_0>" and "<extra_0>" in tok.get_vocab()
+    rows = signal_rows(5, seed=7)
+    scores = T.score_steps(model, tok, fmt, [(r["question"], r["steps"]) for r in rows])
+    assert [len(s) for s in scores] == [len(r["steps"]) for r in rows]
+    assert all(0.0 <= x <= 1.0 for s in scores for x in s)
+    # one forward per batch == one forward per response (padding does not change scores)
+    alone = [T.score_steps(model, tok, fmt, [(r["question"], r["steps"])])[0] for r in rows]
+    for a, b in zip(scores, alone):
+        assert a == pytest.approx(b, abs=2e-2 if mode == "head" else 1e-4)
+    # per-token logits (the scoring adapters' call) agree with score_steps at the step positions
+    enc = build_prm_input(tok, rows[0]["question"], rows[0]["steps"], fmt, None)
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([enc.input_ids]))
+    probs = torch.softmax(logits[0, enc.step_positions], -1)[:, 1].tolist()
+    assert probs == pytest.approx(alone[0], abs=1e-4)
+
+
+def test_head_is_the_released_architecture(tmp_path, base_plain, trainset):
+    out = tmp_path / "prm"
+    T.train_prm(str(trainset), str(base_plain), str(out), {**FAST, "mode": "head", "epochs": 1}, "hard")
+    from safetensors.torch import load_file
+
+    head = load_file(str(out / T.HEAD_FILE))
+    h = json.loads((out / "config.json").read_text())["hidden_size"]
+    assert {k: tuple(v.shape) for k, v in head.items()} == {
+        "net.0.weight": (h, h), "net.0.bias": (h,), "net.2.weight": (2, h), "net.2.bias": (2,)}
+    meta = json.loads((out / T.FORMAT_FILE).read_text())
+    assert meta["head"] == {"type": "linear-relu-linear", "hidden_size": h, "num_labels": 2, "positive_index": 1}
+
+
+def test_step_token_added_only_when_missing(tmp_path, base_plain, base_qwen, trainset):
+    from transformers import AutoTokenizer
+
+    n_plain = len(AutoTokenizer.from_pretrained(base_plain))
+    rows_plain = json.loads((base_plain / "config.json").read_text())["vocab_size"]
+    rows_qwen = json.loads((base_qwen / "config.json").read_text())["vocab_size"]
+    assert rows_plain == n_plain  # no spare embedding rows: adding the token must resize
+    m1 = T.train_prm(str(trainset), str(base_plain), str(tmp_path / "a"), {**FAST, "mode": "head", "epochs": 1})
+    m2 = T.train_prm(str(trainset), str(base_qwen), str(tmp_path / "b"), {**FAST, "mode": "head", "epochs": 1})
+    assert m1["step_token_added"] and not m2["step_token_added"]
+    cfg_a = json.loads((tmp_path / "a" / "config.json").read_text())
+    cfg_b = json.loads((tmp_path / "b" / "config.json").read_text())
+    tok_a = AutoTokenizer.from_pretrained(tmp_path / "a")
+    assert cfg_a["vocab_size"] == n_plain + 1 and len(tok_a) == n_plain + 1
+    assert tok_a.convert_tokens_to_ids("<extra_0>") == n_plain
+    assert cfg_b["vocab_size"] == rows_qwen
+
+
+@pytest.mark.parametrize("soft_loss", ["bce", "mse"])
+def test_soft_labels_train(tmp_path, base_plain, soft_loss):
+    ts = write_trainset(tmp_path / "soft.parquet", signal_rows(24, soft=True))
+    m = T.train_prm(str(ts), str(base_plain), str(tmp_path / "prm"),
+                    {**FAST, "mode": "head", "learning_rate": 1e-2, "soft_loss": soft_loss}, "soft")
+    assert m["label_type"] == "soft" and m["soft_loss"] == soft_loss
+    assert _went_down(m["loss_history"], k=4)
+
+
+def test_loss_definitions():
+    logits = torch.tensor([[0.3, 1.2], [2.0, -1.0], [0.0, 0.0]])
+    hard = torch.tensor([1.0, 0.0, 1.0])
+    ce = T.step_loss(logits, hard, "hard")
+    assert float(ce) == pytest.approx(float(torch.nn.functional.cross_entropy(logits, hard.long())))
+    # BCE on P(good) equals 2-class CE for 0/1 targets
+    assert float(T.step_loss(logits, hard, "soft", "bce")) == pytest.approx(float(ce), abs=1e-6)
+    soft = torch.tensor([0.25, 0.5, 1.0])
+    p = torch.softmax(logits, -1)[:, 1]
+    assert float(T.step_loss(logits, soft, "soft", "mse")) == pytest.approx(float(((p - soft) ** 2).mean()))
+    bce = -(soft * p.log() + (1 - soft) * (1 - p).log()).mean()
+    assert float(T.step_loss(logits, soft, "soft", "bce")) == pytest.approx(float(bce), abs=1e-6)
+
+
+@pytest.mark.parametrize("labels,label_type,match", [
+    ([1.0, 0.0], "hard", "2 steps but 3 labels"),
+    ([1.0, 0.5, 1.0], "hard", "hard-label"),
+    ([1.0, 1.5, 1.0], "soft", "outside"),
+    ([1.0, float("nan"), 1.0], "soft", "outside"),
+    ([1.0, "x", 1.0], "soft", "not a number"),
+])
+def test_bad_rows_name_the_instance(labels, label_type, match, base_plain):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(base_plain)
+    T.ensure_step_token(tok, None, "<extra_0>")
+    steps = ["a", "b"] if len(labels) == 2 else ["a", "b", "c"]
+    if match.startswith("2 steps"):
+        steps, labels = ["a", "b"], [1.0, 0.0, 1.0]
+    rows = [{"instance_id": "ok-1", "question": "q", "steps": ["a"], "labels": [1.0]},
+            {"instance_id": "bad-7", "question": "q", "steps": steps, "labels": labels}]
+    with pytest.raises(T.TrainingError, match=f"bad-7.*{match}"):
+        T.prepare_instances(rows, tok, T.step_format(T.settings_from({})), None, label_type)
+
+
+def test_bad_settings_name_the_key():
+    with pytest.raises(T.TrainingError, match="training.mode"):
+        T.settings_from({"mode": "qlora"})
+    with pytest.raises(T.TrainingError, match="training.soft_loss"):
+        T.settings_from({"soft_loss": "hinge"})
+
+
+def test_truncation_is_reported_not_silent(tmp_path, base_plain, trainset):
+    m = T.train_prm(str(trainset), str(base_plain), str(tmp_path / "prm"),
+                    {**FAST, "mode": "head", "epochs": 1, "max_length": 100}, "hard")
+    d = m["data"]
+    assert d["steps_dropped"] > 0 and d["instances_truncated"] > 0
+    assert d["steps_used"] + d["steps_dropped"] == d["steps"]
+    saved = json.loads((tmp_path / "prm" / T.METRICS_FILE).read_text())
+    assert saved["data"]["steps_dropped"] == d["steps_dropped"]
+    with pytest.raises(T.TrainingError, match="no trainable instance"):
+        T.train_prm(str(trainset), str(base_plain), str(tmp_path / "prm2"),
+                     {**FAST, "mode": "head", "max_length": 5}, "hard")
+
+
+def test_score_steps_marks_cut_steps_nan(tmp_path, base_plain, trainset):
+    out = tmp_path / "prm"
+    T.train_prm(str(trainset), str(base_plain), str(out), {**FAST, "mode": "head", "epochs": 1})
+    model, tok, fmt = T.load_prm(out)
+    r = signal_rows(1, seed=3)[0]
+    full = T.score_steps(model, tok, fmt, [(r["question"], r["steps"])], max_length=10_000)[0]
+    enc = build_prm_input(tok, r["question"], r["steps"], fmt, None)
+    cut = T.score_steps(model, tok, fmt, [(r["question"], r["steps"])], max_length=enc.step_positions[0] + 2)[0]
+    assert len(cut) == len(full) and cut[0] == pytest.approx(full[0], abs=2e-2)
+    assert all(math.isnan(x) for x in cut[1:])
+
+
+def test_seeded_runs_repeat(tmp_path, base_plain, trainset):
+    a = T.train_prm(str(trainset), str(base_plain), str(tmp_path / "a"), {**FAST, "mode": "head", "epochs": 2})
+    b = T.train_prm(str(trainset), str(base_plain), str(tmp_path / "b"), {**FAST, "mode": "head", "epochs": 2})
+    assert a["loss_history"] == b["loss_history"]
+
+
+class _Preempt(Exception):
+    pass
+
+
+def _preempt_at(step):
+    from transformers import TrainerCallback
+
+    class Preempt(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == step:
+                raise _Preempt(f"preempted at step {step}")
+
+    return Preempt()
+
+
+def test_resume_after_preemption(tmp_path, base_plain, trainset):
+    """A job killed after checkpoint-4 resumes there when rerun with the same settings and data (what a
+    SLURM requeue does); changed settings never resume a stale checkpoint."""
+    s = {**FAST, "mode": "lora", "epochs": 2, "save_steps": 4, "keep_checkpoints": False}
+    ckpt = tmp_path / "ckpt"
+    with pytest.raises(_Preempt):
+        T.train_prm(str(trainset), str(base_plain), str(tmp_path / "prm"), s, "hard", checkpoint_dir=str(ckpt),
+                    callbacks=[_preempt_at(6)])
+    assert (ckpt / "checkpoint-4").is_dir()
+    m = T.train_prm(str(trainset), str(base_plain), str(tmp_path / "prm"), s, "hard", checkpoint_dir=str(ckpt))
+    assert m["resumed_from"].endswith("checkpoint-4")
+    assert m["global_steps"] == 12
+    assert m["loss_history_steps"] == list(range(1, 13))  # history restored from the checkpoint, no repeats
+    # stale checkpoint + different settings: start over
+    with pytest.raises(_Preempt):
+        T.train_prm(str(trainset), str(base_plain), str(tmp_path / "prm"), s, "hard", checkpoint_dir=str(ckpt),
+                    callbacks=[_preempt_at(5)])
+    m2 = T.train_prm(str(trainset), str(base_plain), str(tmp_path / "prm"), {**s, "learning_rate": 1e-3}, "hard",
+                     checkpoint_dir=str(ckpt))
+    assert m2["resumed_from"] is None and m2["global_steps"] == 12
+    assert m["train_tokens"] < m2["train_tokens"]  # the resumed run trained only steps 5-12
+
+
+def test_rule_function_writes_declared_outputs(tmp_path, base_plain, trainset):
+    out = tmp_path / "results" / "prms" / "v1"
+    T.rule_train_prm(inputs={"trainset": str(trainset)},
+                     outputs={"model": str(out), "metrics": str(out / T.METRICS_FILE)},
+                     params={"base_dir": str(base_plain), "training": {**FAST, "mode": "head", "epochs": 1},
+                             "label_type": "hard", "checkpoint_dir": str(tmp_path / "ck")},
+                     wildcards={"variant": "v1"}, threads=1)
+    assert (out / T.METRICS_FILE).exists() and (out / T.FORMAT_FILE).exists()
+
+
+def test_multi_gpu_launch_command():
+    cmd = T.distributed_command("/x/spec.json", 4)
+    assert cmd[1:4] == ["-m", "accelerate.commands.launch", "--multi_gpu"]
+    assert cmd[cmd.index("--num_processes") + 1] == "4"
+    assert cmd[-4:] == ["-m", "prm_lessons.training", "--spec", "/x/spec.json"]
+
+
+def test_defaults_match_schema():
+    from prm_lessons.config import load_schema
+
+    props = load_schema()["properties"]["training"]["properties"]
+    assert set(props) == set(T.DEFAULTS)
+    for k, v in T.DEFAULTS.items():
+        if k == "lora":
+            assert {kk: vv["default"] for kk, vv in props["lora"]["properties"].items()} == v
+        else:
+            assert props[k]["default"] == v, k
+        assert props[k].get("description"), k
+
+
+def test_deepspeed_zero3_config_is_valid_json():
+    root = Path(__file__).resolve().parents[1]
+    cfg = json.loads((root / "config" / "deepspeed" / "zero3.json").read_text())
+    assert cfg["zero_optimization"]["stage"] == 3
+    assert cfg["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True
+    assert cfg["bf16"]["enabled"] == "auto" and cfg["train_micro_batch_size_per_gpu"] == "auto"
