@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import re
 
-from prm_lessons.generation import Completion
+from prm_lessons.generation import Completion, Engine
 
 
 class FakeTokenizer:
@@ -14,7 +14,7 @@ class FakeTokenizer:
         return out + ("<|assistant|>" if add_generation_prompt else "")
 
 
-class SeededCompleter:
+class SeededCompleter(Engine):
     """MC completer: a completion succeeds (writes the gold answer) with probability p_ok unless the
     prompt's prefix contains the marker BAD (then it never does). The draw depends only on the seed,
     so the same (prompt, seed) always gives the same completion, whatever else is in the batch."""
@@ -22,6 +22,7 @@ class SeededCompleter:
     backend = "fake"
 
     def __init__(self, answer="42", p_ok=0.35, n_tokens=10, never_finish=False):
+        super().__init__()
         self.tokenizer = FakeTokenizer()
         self.answer, self.p_ok, self.n_tokens, self.never_finish = answer, p_ok, n_tokens, never_finish
         self.calls: list[int] = []
@@ -50,13 +51,14 @@ def boxed_grade(texts, golds):
     return res
 
 
-class ScriptedJudge:
+class ScriptedJudge(Engine):
     """Judge double: returns the scripted texts in order of requests; continuations (forced answers)
     come from `forced`."""
 
     backend = "fake"
 
     def __init__(self, texts, forced="3}"):
+        super().__init__()
         self.tokenizer = FakeTokenizer()
         self.texts, self.forced, self.prompts = list(texts), forced, []
 

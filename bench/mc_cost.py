@@ -1,0 +1,116 @@
+"""MC labelling cost: the early-stopped protocol vs the naive one (K completions for every step), side
+by side in one run on the same responses with the same per-completion seeds.
+
+Prints generated tokens per labelled response for both protocols, their ratio (goal ≥ 3×) and
+whether the hard labels at threshold 0 are identical.
+
+Responses: the embedded default's sampled training responses (results/samples/train.parquet) when
+they exist, else a small sample generated here with the embedded model (resources/models/smollm2)
+on reasoning-gym basic_arithmetic problems.
+
+    python bench/mc_cost.py [--samples results/samples/train.parquet] [--responses 16] [--k 4]
+
+Small enough for a few minutes on 2 CPU cores (vLLM CPU backend, or transformers when vLLM is absent).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def load_responses(args, engine, config):
+    import pandas as pd
+
+    from prm_lessons.tables import read_table
+
+    path = Path(args.samples)
+    if path.exists():
+        df = read_table(path, "samples")
+        src = str(path)
+    else:
+        from prm_lessons.data import load_problems
+        from prm_lessons.sampling import sample_problems
+
+        spec = dict(config["problems"]["train"])
+        spec["size"] = max(1, args.responses // args.samples_per_problem)
+        problems = load_problems("train", spec)
+        df = sample_problems(engine, problems, n=args.samples_per_problem,
+                             sampling={**config["sampling"], "max_tokens": args.response_tokens},
+                             grading=config["grading"])
+        src = f"generated here ({len(problems)} basic_arithmetic problems × {args.samples_per_problem})"
+    df = df[df["steps"].map(len) > 0].sort_values(["problem_id", "sample_idx"])
+    return df.head(args.responses).reset_index(drop=True), src
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default=str(ROOT / "config" / "config.yaml"))
+    ap.add_argument("--samples", default=str(ROOT / "results" / "samples" / "train.parquet"))
+    ap.add_argument("--model-dir", default=None, help="default: the completer of --config")
+    ap.add_argument("--responses", type=int, default=16)
+    ap.add_argument("--samples-per-problem", type=int, default=2)
+    ap.add_argument("--response-tokens", type=int, default=160)
+    ap.add_argument("--k", type=int, default=None, help="completions per step (default: mc.completions)")
+    ap.add_argument("--max-tokens", type=int, default=None, help="tokens per completion (default: mc.max_tokens)")
+    ap.add_argument("--round-size", type=int, default=1)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+
+    from prm_lessons.config import load_config, model_entry, model_path
+    from prm_lessons.generation import load_engine
+    from prm_lessons.labels.mc import MCInput, Needs, hard_labels, make_grade_fn, make_prompt_fn, run_mc, \
+        spec_from_config
+
+    config = load_config(args.config)
+    completer = config["roles"].get("completer") or config["roles"]["policy"]
+    model_dir = args.model_dir or str(ROOT / model_path(config, completer))
+    if not Path(model_dir).exists():
+        print(f"model directory {model_dir} not found (build it with the workflow's embedded_model rule)")
+        return 1
+    mc = dict(config["mc"])
+    k = args.k or int(mc["completions"])
+    if args.max_tokens:
+        mc["max_tokens"] = args.max_tokens
+    t0 = time.perf_counter()
+    engine = load_engine(model_dir, model_entry(config, completer))
+    print(f"engine: {engine.backend}, loaded in {time.perf_counter() - t0:.0f}s")
+    df, src = load_responses(args, engine, config)
+    items = [MCInput(r.problem_id, int(r.sample_idx), r.question, str(r.answer), list(r.steps), bool(r.correct))
+             for r in df.itertuples()]
+    n_steps = sum(len(it.steps) for it in items)
+    print(f"responses: {len(items)} from {src}; {n_steps} steps; accuracy {df['correct'].mean():.2f}; "
+          f"K={k}, max_tokens={mc['max_tokens']}")
+
+    common = dict(k=k, needs=Needs.from_params({"thresholds": [0.0], "soft": False}), seed=int(mc["seed"]),
+                  spec=spec_from_config(mc), prompt_fn=make_prompt_fn(engine.tokenizer, config["sampling"]["system_prompt"]),
+                  grade_fn=make_grade_fn(config["grading"]["timeout_s"], config["grading"].get("workers")),
+                  separator=config["sampling"]["step_separator"], round_size=args.round_size)
+    results = {}
+    for protocol in ("naive", "early"):
+        t0 = time.perf_counter()
+        calls0 = engine.stats.calls
+        rows = run_mc(items, engine, protocol=protocol, **common)
+        results[protocol] = rows
+        tok = sum(r["tokens_generated"] for r in rows)
+        comp = sum(r["n_completions"] for r in rows)
+        print(f"{protocol:>6}: {tok:7d} tokens, {comp:5d} completions, {engine.stats.calls - calls0:3d} engine calls, "
+              f"{tok / len(rows):8.1f} tokens per labelled response, {time.perf_counter() - t0:6.1f}s")
+    tn = sum(r["tokens_generated"] for r in results["naive"])
+    te = sum(r["tokens_generated"] for r in results["early"])
+    same = [hard_labels(a["n_success"], a["n_total"], k, 0) == hard_labels(b["n_success"], b["n_total"], k, 0)
+            for a, b in zip(results["naive"], results["early"])]
+    pos = [x for r in results["early"] for x in (hard_labels(r["n_success"], r["n_total"], k, 0) or [])]
+    print(f"ratio naive/early tokens: {tn / max(te, 1):.2f}x (goal >= 3x)")
+    print(f"hard labels at threshold 0 identical: {all(same)} ({sum(same)}/{len(same)} responses); "
+          f"labelled steps kept {len(pos)} of {n_steps}, positive rate {sum(pos) / max(len(pos), 1):.2f}")
+    return 0
+
+
+if __name__ == "__main__":  # vLLM spawns worker processes
+    sys.exit(main())
