@@ -205,8 +205,9 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
     its own request with a seed derived from (seed, id, j)."""
     from ..generation import SamplingSpec, derive_seed, render_chat
 
-    steps_lists = [clean_steps(s) for s in steps_lists]
-    todo = [i for i, s in enumerate(steps_lists) if s]
+    # indices refer to the steps as given (ProcessBench labels do); callers clean sample steps first
+    steps_lists = [[str(x) for x in s] if s is not None else [] for s in steps_lists]
+    todo = [i for i, s in enumerate(steps_lists) if clean_steps(s)]
     reqs = [(i, j) for i in todo for j in range(n)]
     prompts = {i: render_chat(engine.tokenizer, system_prompt, render_judge_prompt(questions[i], steps_lists[i], style,
                                                                                    template)) for i in todo}
@@ -232,7 +233,7 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
                     forced.add(rq)
     rows = []
     for i in range(len(steps_lists)):
-        if not steps_lists[i]:
+        if i not in prompts:
             rows.append({"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps",
                          "votes": [], "n_forced": 0, "tokens_generated": 0})
             continue
