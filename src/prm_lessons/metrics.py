@@ -514,8 +514,10 @@ def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, thresh
     threshold: a number, or "tune" (maximise F1 on `tune_subset`, apply to all) — then every case
     needs step scores."""
     if threshold == "tune":
-        if len(scores) != len(preds):
-            raise ValueError("threshold tuning needs step_scores for every case")
+        lacking = [str(i) for i in cases["id"] if str(i) not in scores]
+        if lacking:
+            raise ValueError(f"threshold tuning needs step_scores for every case; none for "
+                             f"{', '.join(lacking[:10])}" + (" …" if len(lacking) > 10 else ""))
         t = tune_threshold(cases, scores, tune_subset)
         preds = {i: first_error(s, t) for i, s in scores.items()}
         threshold_used: float | None = t
