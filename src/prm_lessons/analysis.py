@@ -1,0 +1,225 @@
+"""The three Best-of-N bias analyses of the paper (§3.2), on the workflow's own outputs.
+
+1. Unreliable policy (Figure 6): among responses whose final answer is correct, the share whose process
+   is flawed — judged by the configured LLM judge on the workflow's own policy samples
+   (`first_error != -1`), beside ProcessBench's own annotation of its cases
+   (`final_answer_correct & label != -1` among `final_answer_correct`).
+2. PRM tolerance (Table 5, Figure 7): a PRM's accuracy on the ProcessBench cases whose final answer is
+   correct but a step is wrong (prediction == label); Figure 7 sets it against Best-of-N accuracy.
+3. Where minimum scores fall (Figure 8): among the responses Best-of-N selects (aggregation as in the
+   BoN metric, ties → lowest sample_idx), the share whose lowest step score is on the final step.
+
+Inputs are the documented tables (docs/architecture.md); a missing PRM, dataset or subset is skipped
+with a logged note, never a crash. Rates are percentages (the paper's unit).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+
+def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval for a binomial share, in percent (NaN for n = 0). Hand-rolled: three lines,
+    and the project does not otherwise depend on scipy/statsmodels."""
+    if n <= 0:
+        return (float("nan"), float("nan"))
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (100 * max(0.0, centre - half), 100 * min(1.0, centre + half))
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. Unreliable policy: correct answer, flawed process
+# ------------------------------------------------------------------------------------------------
+
+def policy_flaw_rate(samples: pd.DataFrame, judge: pd.DataFrame, dataset: str) -> dict:
+    """Flawed-process share among correct-answer responses of one dataset, by the judge's verdicts.
+
+    Responses the judge could not parse (`parsed` false or `first_error` null) are excluded and
+    counted (`n_unparsed`); correct responses without any judge row are counted as `n_unjudged`."""
+    need_s = [c for c in ("problem_id", "sample_idx", "correct") if c not in samples.columns]
+    need_j = [c for c in ("problem_id", "sample_idx", "first_error") if c not in judge.columns]
+    if need_s or need_j:
+        raise ValueError(f"dataset '{dataset}': samples lack {need_s} / judge labels lack {need_j}")
+    correct = samples.loc[samples["correct"].fillna(False).astype(bool), ["problem_id", "sample_idx"]]
+    j = judge[["problem_id", "sample_idx", "first_error"] + (["parsed"] if "parsed" in judge.columns else [])]
+    merged = correct.merge(j, on=["problem_id", "sample_idx"], how="left", indicator=True)
+    unjudged = merged["_merge"] == "left_only"
+    ok = ~unjudged & merged["first_error"].notna()
+    if "parsed" in merged.columns:
+        ok &= merged["parsed"].fillna(False).astype(bool)
+    n_judged = int(ok.sum())
+    flawed = int((merged.loc[ok, "first_error"].astype(int) != -1).sum())
+    lo, hi = wilson_interval(flawed, n_judged)
+    return {"dataset": dataset, "source": "policy_judge", "n_responses": int(len(samples)),
+            "n_correct": int(len(correct)), "n_judged": n_judged,
+            "n_unparsed": int((~unjudged & ~ok).sum()), "n_unjudged": int(unjudged.sum()),
+            "n_flawed": flawed, "rate": 100 * flawed / n_judged if n_judged else float("nan"),
+            "ci_low": lo, "ci_high": hi}
+
+
+def processbench_flaw_rates(cases: pd.DataFrame) -> pd.DataFrame:
+    """ProcessBench's own annotated rate per subset: label != -1 among final_answer_correct cases."""
+    need = [c for c in ("subset", "final_answer_correct", "label") if c not in cases.columns]
+    if need:
+        raise ValueError(f"ProcessBench cases lack column(s) {need}")
+    rows = []
+    for subset, g in cases.groupby("subset", sort=True):
+        fac = g[g["final_answer_correct"].fillna(False).astype(bool)]
+        flawed = int((fac["label"].astype(int) != -1).sum())
+        lo, hi = wilson_interval(flawed, len(fac))
+        rows.append({"dataset": str(subset), "source": "processbench_annotation",
+                     "n_responses": int(len(g)), "n_correct": int(len(fac)), "n_judged": int(len(fac)),
+                     "n_unparsed": 0, "n_unjudged": 0, "n_flawed": flawed,
+                     "rate": 100 * flawed / len(fac) if len(fac) else float("nan"),
+                     "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(rows)
+
+
+def flaw_rates(samples: Mapping[str, pd.DataFrame], judges: Mapping[str, pd.DataFrame],
+               cases: pd.DataFrame | None) -> pd.DataFrame:
+    """Figure 6 data: the judge-based rate per policy dataset + ProcessBench's rate per subset."""
+    rows = []
+    for ds, s in samples.items():
+        if ds not in judges:
+            log.warning("flawed-process rate: no judge labels for dataset '%s'; skipped", ds)
+            continue
+        r = policy_flaw_rate(s, judges[ds], ds)
+        if r["n_unparsed"] or r["n_unjudged"]:
+            log.info("dataset '%s': %d correct responses with unparsable verdicts, %d without a verdict "
+                     "(excluded)", ds, r["n_unparsed"], r["n_unjudged"])
+        rows.append(r)
+    out = pd.DataFrame(rows)
+    if cases is not None and len(cases):
+        out = pd.concat([out, processbench_flaw_rates(cases)], ignore_index=True)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. PRM tolerance: accuracy on answer-correct / process-wrong ProcessBench cases
+# ------------------------------------------------------------------------------------------------
+
+def tolerance_accuracy(predictions: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Table 5 values: per PRM and subset, accuracy (prediction == label) on cases with
+    final_answer_correct and label != -1, plus the unweighted mean over subsets (`average`).
+    A null prediction (unparsable critic output) counts as wrong."""
+    rows = []
+    for prm, df in predictions.items():
+        need = [c for c in ("subset", "label", "final_answer_correct", "prediction") if c not in df.columns]
+        if need:
+            raise ValueError(f"ProcessBench predictions of '{prm}' lack column(s) {need}")
+        fac = df["final_answer_correct"]
+        if fac.isna().all():
+            log.warning("ProcessBench predictions of '%s' carry no final_answer_correct; skipped", prm)
+            continue
+        sel = df[fac.fillna(False).astype(bool) & (df["label"].astype(int) != -1)]
+        per = []
+        for subset, g in sel.groupby("subset", sort=True):
+            pred = g["prediction"]
+            hit = (pred.notna() & (pred.astype("Float64") == g["label"].astype("Float64"))).fillna(False)
+            acc = 100 * float(hit.mean())
+            per.append(acc)
+            rows.append({"prm": prm, "subset": str(subset), "n": int(len(g)), "n_correct": int(hit.sum()),
+                         "accuracy": acc})
+        if per:
+            rows.append({"prm": prm, "subset": "average", "n": int(len(sel)),
+                         "n_correct": int(sum(r["n_correct"] for r in rows[-len(per):])),
+                         "accuracy": float(np.mean(per))})
+        else:
+            log.warning("ProcessBench predictions of '%s': no answer-correct/process-wrong cases", prm)
+    return pd.DataFrame(rows, columns=["prm", "subset", "n", "n_correct", "accuracy"])
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. Where the minimum step score falls among Best-of-N-selected responses
+# ------------------------------------------------------------------------------------------------
+
+def min_at_last(step_scores) -> bool | None:
+    """True when the final step's score is strictly below every earlier step's (a one-step response
+    counts as True); None for a response without scores. Strict: a response whose scores are all equal
+    (e.g. every step 1.0) does not show the ORM-like behaviour the analysis looks for."""
+    if step_scores is None or len(step_scores) == 0:
+        return None
+    s = np.asarray(step_scores, dtype=float)
+    if np.isnan(s).any():
+        return None
+    return bool(len(s) == 1 or s[-1] < s[:-1].min())
+
+
+def selected_responses(scores: pd.DataFrame, aggregation: str = "product", n: int | None = None) -> pd.DataFrame:
+    """The response Best-of-N picks per problem: highest aggregated score, ties → lowest sample_idx,
+    over the first n responses (by sample_idx) — the same rule as prm_lessons.metrics."""
+    from prm_lessons.metrics import aggregate, best_index
+
+    need = [c for c in ("problem_id", "sample_idx", "step_scores") if c not in scores.columns]
+    if need:
+        raise ValueError(f"step-score table lacks column(s) {need}")
+    df = scores.sort_values(["problem_id", "sample_idx"], kind="stable")
+    if n is not None:
+        df = df.groupby("problem_id", sort=False, group_keys=False).head(n)
+    picks = []
+    for _, g in df.groupby("problem_id", sort=False):
+        agg = [aggregate(s, aggregation) for s in g["step_scores"].tolist()]
+        picks.append(g.index[best_index(agg)])
+    return df.loc[picks]
+
+
+def min_at_last_shares(scores: Mapping[tuple[str, str], pd.DataFrame], aggregation: str = "product",
+                       n: int | None = None) -> pd.DataFrame:
+    """Figure 8 data: per (PRM, benchmark) and per PRM over all benchmarks (`benchmark` = "all"), the
+    share (%) of selected responses whose minimum step score is on the final step."""
+    rows = []
+    for (prm, bench), df in scores.items():
+        sel = selected_responses(df, aggregation, n)
+        flags = [min_at_last(s) for s in sel["step_scores"].tolist()]
+        n_steps = [0 if s is None else len(s) for s in sel["step_scores"].tolist()]
+        valid = [f for f in flags if f is not None]
+        k = int(sum(valid))
+        lo, hi = wilson_interval(k, len(valid))
+        rows.append({"prm": prm, "benchmark": bench, "n_selected": len(sel), "n_scored": len(valid),
+                     "n_single_step": int(sum(1 for x in n_steps if x == 1)), "n_min_at_last": k,
+                     "share": 100 * k / len(valid) if valid else float("nan"), "ci_low": lo, "ci_high": hi})
+    out = pd.DataFrame(rows, columns=["prm", "benchmark", "n_selected", "n_scored", "n_single_step",
+                                      "n_min_at_last", "share", "ci_low", "ci_high"])
+    pooled = []
+    for prm, g in out.groupby("prm", sort=False):
+        k, m = int(g["n_min_at_last"].sum()), int(g["n_scored"].sum())
+        lo, hi = wilson_interval(k, m)
+        pooled.append({"prm": prm, "benchmark": "all", "n_selected": int(g["n_selected"].sum()),
+                       "n_scored": m, "n_single_step": int(g["n_single_step"].sum()), "n_min_at_last": k,
+                       "share": 100 * k / m if m else float("nan"), "ci_low": lo, "ci_high": hi})
+    return pd.concat([out, pd.DataFrame(pooled, columns=out.columns)], ignore_index=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Loading helpers: named inputs whose key says what they are (rule inputs are named per item)
+# ------------------------------------------------------------------------------------------------
+
+def _named(inputs: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """Inputs named `<prefix>__<name>` → {name: path}; files that do not exist are skipped with a note."""
+    out = {}
+    for key, path in inputs.items():
+        if key.startswith(prefix + "__"):
+            if Path(path).exists():
+                out[key[len(prefix) + 2:]] = path
+            else:
+                log.warning("input %s (%s) does not exist; skipped", key, path)
+    return out
+
+
+def read_parquet_list_columns(path: str | Path) -> pd.DataFrame:
+    """Parquet → DataFrame with list columns as Python lists (Parquet gives numpy arrays)."""
+    df = pd.read_parquet(path)
+    for col in df.columns:
+        if len(df) and isinstance(df[col].iloc[0], np.ndarray):
+            df[col] = df[col].map(lambda v: v.tolist() if isinstance(v, np.ndarray) else v)
+    return df

@@ -1,0 +1,224 @@
+"""Published-vs-reproduced tables and the paper's figures (prm_lessons.figures)."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis_synth import PRMS, SWEEP, analysis_params, bon_frame, processbench_frame, rule_inputs, write_upstream
+from prm_lessons import figures as F
+from prm_lessons.paper import ARTIFACTS, artifact_paths
+
+PUB = F.load_published()
+BON7 = ["gsm8k", "math", "minerva_math", "gaokao2023en", "olympiadbench", "college_math", "mmlu_stem"]
+
+
+# ---------------------------------------------------------------- the published numbers as data
+
+def test_published_has_every_reproduced_artifact_and_citation():
+    assert set(ARTIFACTS) <= set(PUB["tables"])
+    assert "2501.07301" in PUB["citation"]["url"] and PUB["citation"]["text"]
+    assert PUB["bon_n"] == 8
+
+
+@pytest.mark.parametrize("tid", ["table3", "table6", "table13"])
+def test_published_bon_average_is_mean_of_seven_benchmarks(tid):
+    """The paper's Avg. column is the unweighted mean of the 7 benchmarks (a transcription check)."""
+    for r in PUB["tables"][tid]["rows"]:
+        vals = dict(zip(PUB["tables"][tid]["columns"], r["values"]))
+        assert abs(np.mean([vals[b] for b in BON7]) - vals["average"]) <= 0.051, (tid, r["label"], r.get("aggregation"))
+
+
+# cells the research notes flag as typos in the paper (kept as printed)
+TYPOS = {("table7", "llama33_70b_instruct", "math"), ("table7", "skywork_prm_7b", "math"),
+         ("table7", "rlhflow_prm_deepseek_8b", "omnimath"), ("table7", "human", "omnimath")}
+
+
+@pytest.mark.parametrize("tid", ["table4", "table7"])
+def test_published_processbench_f1_is_harmonic_mean_and_average_is_mean(tid):
+    t = PUB["tables"][tid]
+    for r in t["rows"]:
+        vals = dict(zip(t["columns"], r["values"]))
+        f1s = []
+        for sub in ("gsm8k", "math", "olympiadbench", "omnimath"):
+            e, c, f = vals[f"{sub}/error_acc"], vals[f"{sub}/correct_acc"], vals[f"{sub}/f1"]
+            f1s.append(f)
+            if (tid, r["key"], sub) not in TYPOS:
+                assert abs(2 * e * c / (e + c) - f) <= 0.11, (tid, r["label"], sub)
+        assert abs(np.mean(f1s) - vals["average/f1"]) <= 0.051, (tid, r["label"])
+
+
+def test_published_table5_average_and_figure_consistency():
+    t5 = PUB["tables"]["table5"]
+    for r in t5["rows"]:
+        assert abs(np.mean(r["values"][:4]) - r["values"][4]) <= 0.051, r["label"]
+    # Figure 7's tolerance values are Table 5 averages; its BoN values are Table 3's
+    t5avg = {r["key"]: r["values"][-1] for r in t5["rows"]}
+    t3avg = {r["key"]: r["values"][-1] for r in PUB["tables"]["table3"]["rows"]}
+    for r in PUB["tables"]["fig7"]["rows"]:
+        bon, tol = r["values"]
+        assert bon == t3avg[r["key"]]
+        if r["key"] in t5avg:
+            assert tol == t5avg[r["key"]]
+
+
+def test_published_row_length_mismatch_is_an_error(tmp_path):
+    bad = {"citation": {}, "tables": {"x": {"columns": ["a", "b"], "rows": [{"key": "k", "label": "K", "values": [1]}]}}}
+    p = tmp_path / "p.yaml"
+    p.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="x row 'k' has 1 values for 2 columns"):
+        F.load_published(p)
+
+
+# ---------------------------------------------------------------- cells: published column and difference
+
+def _bon_paper(prms=("human", "maj"), n=8, benches=BON7, acc=0.5):
+    rows = []
+    for p in prms:
+        for b in benches + ["average"]:
+            for m in ("pass", "maj", "prm_product", "prm_min", "prm_last"):
+                rows.append(dict(prm=p, benchmark=b, metric=m, N=n, accuracy=acc, ci_low=acc - .01, ci_high=acc + .01))
+    return F.load_bon(_csv(pd.DataFrame(rows)))
+
+
+def _csv(df):
+    import tempfile
+
+    f = tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False)
+    df.to_csv(f.name, index=False)
+    return f.name
+
+
+def test_bon_cells_paper_setup_gives_published_and_diff():
+    bon = _bon_paper(("human",))
+    cells = F.build_table3(bon, PUB, analysis_params()).set_index("column")
+    assert cells.loc["gsm8k", "value"] == pytest.approx(50.0)           # fractions → percent
+    assert cells.loc["gsm8k", "published"] == 96.9
+    assert cells.loc["gsm8k", "diff"] == pytest.approx(50.0 - 96.9)
+    assert cells.loc["average", "published"] == 64.9 and cells.loc["average", "comparable"]
+    assert cells.loc["average", "label"] == "Human annotation (PRM800K), 264k"
+
+
+def test_bon_cells_not_comparable_with_other_n_or_benchmarks():
+    cells = F.build_table3(_bon_paper(("human",), n=4), PUB, analysis_params()).set_index("column")
+    assert cells["published"].notna().all() and not cells["comparable"].any() and cells["diff"].isna().all()
+    emb = F.build_table3(F.load_bon(_csv(bon_frame(["human"]))), PUB, analysis_params()).set_index("column")
+    assert emb.loc["average", "published"] == 64.9          # shown for orientation …
+    assert np.isnan(emb.loc["average", "diff"])              # … never diffed: different benchmarks
+    assert emb.loc["arith", "published"] != emb.loc["arith", "published"]  # NaN: no such column in the paper
+
+
+def test_subset_of_benchmarks_changes_average_and_drops_ci():
+    bon = F.load_bon(_csv(bon_frame(["human"])))
+    cells = F.build_table3(bon, PUB, analysis_params(benchmarks=["arith"])).set_index("column")
+    assert set(cells.index) == {"arith", "average"}
+    assert cells.loc["average", "value"] == pytest.approx(cells.loc["arith", "value"])
+    assert np.isnan(cells.loc["average", "ci_low"])
+
+
+def test_paper_rows_and_columns_mapping_from_config():
+    bon = F.load_bon(_csv(bon_frame(["my_prm"], benches=("g8k",))))
+    none = F.build_table6(bon, PUB, analysis_params())
+    assert none.loc[none["row"] == "my_prm", "published"].isna().all()
+    mapped = F.build_table6(bon, PUB, analysis_params(paper_rows={"my_prm": "qwen25_math_prm_7b"},
+                                                    paper_columns={"g8k": "gsm8k"}))
+    cell = mapped[(mapped["row"] == "my_prm") & (mapped["column"] == "g8k")].iloc[0]
+    assert cell["paper_column"] == "gsm8k" and cell["published"] == 97.1
+
+
+def test_table6_has_baselines_and_orm_uses_orm_metric():
+    bon = F.load_bon(_csv(pd.concat([bon_frame(["human"]), pd.DataFrame([
+        dict(prm="qwen25_math_rm_72b", benchmark=b, metric="orm", N=4, accuracy=.3, ci_low=.2, ci_high=.4)
+        for b in ("arith", "chain_sum", "average")])])))
+    cells = F.build_table6(bon, PUB, analysis_params())
+    assert list(dict.fromkeys(cells["row"]))[:2] == ["pass@4", "maj@4"]
+    orm = cells[cells["row"] == "qwen25_math_rm_72b"].set_index("column")
+    assert orm.loc["arith", "value"] == pytest.approx(30.0)
+    assert orm.loc["average", "published"] == 68.9
+
+
+def test_table13_rows_per_aggregation_with_their_published_numbers():
+    bon = _bon_paper(("human",))
+    cells = F.build_table13(bon, PUB, analysis_params())
+    avg = cells[(cells["row"] == "human") & (cells["column"] == "average")].set_index("aggregation")
+    assert avg.loc["last", "published"] == 64.7 and avg.loc["min", "published"] == 65.6
+
+
+def test_processbench_cells_and_average_comparability():
+    pb = F.load_processbench_table(_csv(processbench_frame(["judge"], subsets=("gsm8k", "math"))))
+    cells = F.build_table4(pb, PUB, analysis_params()).set_index("column")
+    assert cells.loc["gsm8k/f1", "published"] == 60.9 and cells.loc["gsm8k/f1", "comparable"]
+    assert cells.loc["average/f1", "published"] == 46.5 and not cells.loc["average/f1", "comparable"]
+
+
+def test_fig5_rows_matched_to_paper_thresholds():
+    bon = F.load_bon(_csv(bon_frame()))
+    pb = F.load_processbench_table(_csv(processbench_frame()))
+    cells = F.build_fig5(bon, pb, SWEEP, PUB, analysis_params())
+    by = cells.drop_duplicates("row").set_index("row")
+    assert by.loc["mc_hard", "key"] == "t0" and by.loc["mc_hard_t1of2", "key"] == "t4/8"
+    pubs = cells.set_index(["row", "column"])["published"]
+    assert pubs[("mc_hard_t1of2", "processbench_f1")] == 36.6
+    # a trainsets.csv frame works too; no sweep at all gives no rows, not an error
+    ts = pd.DataFrame({"variant": ["mc_hard", "mc_hard_t1of2", "judge"], "source": ["mc", "mc", "judge"],
+                       "label_type": ["hard", "hard", "hard"], "threshold": [0.0, 0.5, np.nan]})
+    assert len(F.build_fig5(bon, pb, ts, PUB, analysis_params())) == len(cells)
+    assert F.build_fig5(bon, pb, [], PUB, analysis_params()).empty
+
+
+def test_summary_figures_select_rows_by_paper_key():
+    bon = F.load_bon(_csv(bon_frame()))
+    pb = F.load_processbench_table(_csv(processbench_frame()))
+    fig2 = F.build_summary_figure("fig2", bon, pb, PUB, analysis_params())
+    assert set(fig2["row"]) == {"mc_hard", "judge", "consensus_hard"}
+    fig3 = F.build_summary_figure("fig3", bon, pb, PUB, analysis_params())
+    stage = fig3.drop_duplicates("row").set_index("row")[["stage", "labels"]]
+    assert tuple(stage.loc["consensus_soft"]) == ("after", "soft") and tuple(stage.loc["mc_hard"]) == ("before", "hard")
+
+
+def test_display_frame_has_paper_and_delta_rows():
+    cells = F.build_table3(_bon_paper(("human",)), PUB, analysis_params())
+    d = F.display_frame(cells, "table3", PUB)
+    assert list(d["row"]) == ["human", "paper: Human annotation (PRM800K), 264k", "Δ"]
+    assert list(d.columns)[1:3] == ["GSM8K", "MATH"] and d.columns[-1] == "Avg."
+    assert d.iloc[2, 1] == "-46.9"
+
+
+# ---------------------------------------------------------------- rule functions end to end
+
+def _run_all(tmp_path, monkeypatch, prms=PRMS, only=None, **params):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PRM_LESSONS_CONFIG_MD5", "0123456789abcdef")
+    inputs = rule_inputs(prms)
+    for aid in only or ARTIFACTS:
+        getattr(F, f"rule_{aid}")(inputs=inputs, outputs=artifact_paths(aid), params=analysis_params(**params),
+                                  wildcards={}, threads=1)
+    return inputs
+
+
+def test_every_artifact_written_with_provenance(tmp_path, monkeypatch):
+    write_upstream(tmp_path)
+    _run_all(tmp_path, monkeypatch)
+    for aid in ARTIFACTS:
+        for kind, path in artifact_paths(aid).items():
+            assert (tmp_path / path).stat().st_size > 0, (aid, kind)
+        prov = json.loads((tmp_path / artifact_paths(aid)["provenance"]).read_text())
+        assert prov["config_md5"] == "0123456789abcdef" and prov["run"]["name"] == "synthetic"
+        assert all(f["sha256"] for f in prov["inputs"] if f["bytes"])
+        cells = pd.read_csv(tmp_path / artifact_paths(aid)["csv"])
+        assert {"published", "diff", "run"} <= set(cells.columns)
+    tex = (tmp_path / artifact_paths("table3")["tex"]).read_text()
+    assert "Synthetic test run" in tex and "config 01234567" in tex and r"\toprule" in tex
+
+
+def test_missing_variants_and_inputs_never_crash(tmp_path, monkeypatch, caplog):
+    """Only two PRMs were evaluated and several inputs are absent: every artifact is still written."""
+    write_upstream(tmp_path, prms=["judge", "other"])
+    (tmp_path / "results/tables/processbench.csv").unlink()
+    (tmp_path / "results/labels/judge/train.parquet").unlink()
+    _run_all(tmp_path, monkeypatch, prms=PRMS + ["other"], only=["table4", "table5", "fig2", "fig5", "fig6"])
+    fig5 = pd.read_csv(tmp_path / artifact_paths("fig5")["csv"])
+    assert fig5.empty
+    assert "(no rows in this run)" in (tmp_path / artifact_paths("table4")["tex"]).read_text()
+    assert "does not exist; skipped" in caplog.text
+    assert (tmp_path / artifact_paths("fig2")["png"]).exists()
