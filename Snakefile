@@ -1,14 +1,21 @@
 # prm-lessons: the experiments of "The Lessons of Developing Process Reward Models in Mathematical
 # Reasoning" (arXiv 2501.07301) as one workflow. Logic lives in src/prm_lessons; rules are thin.
+from pathlib import Path
+
 from snakemake.utils import min_version
 
 min_version("9.19")
 
 
-configfile: "config/config.yaml"
+# The embedded default applies when no --configfile is given. A --configfile list replaces it
+# (files merge left to right, later wins): `--configfile config/paper.yaml` is the paper alone, and
+# an ablation layers on a base: `--configfile config/config.yaml config/ablations/mc_threshold.yaml`.
+if not workflow.overwrite_configfiles:
+
+    configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
 
-report: "workflow/report/workflow.rst"
+report: str(Path(workflow.basedir) / "workflow" / "report" / "workflow.rst")
 
 
 include: "workflow/rules/common.smk"

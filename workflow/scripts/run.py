@@ -8,7 +8,9 @@ import logging
 import sys
 import traceback
 
-snakemake = globals()["snakemake"]  # injected by Snakemake
+# Injected by Snakemake. Absent when vLLM's spawned workers re-import this file as __mp_main__;
+# they must import it without side effects, hence .get and the __main__ guard below.
+snakemake = globals().get("snakemake")
 
 
 def main() -> None:
