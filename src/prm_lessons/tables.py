@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 # kind -> required columns (extra columns are allowed and kept)
@@ -74,9 +75,8 @@ def read_table(path: str | Path, kind: str) -> pd.DataFrame:
     df = pd.read_parquet(path)
     # Parquet gives numpy arrays for list columns; the contract is Python lists
     for col in df.columns:
-        if len(df) and isinstance(df[col].iloc[0], (list, tuple)) is False and hasattr(df[col].iloc[0], "tolist") \
-                and getattr(df[col].iloc[0], "ndim", 0) == 1:
-            df[col] = df[col].map(lambda v: v.tolist() if v is not None and hasattr(v, "tolist") else v)
+        if df[col].dtype == object and any(isinstance(v, np.ndarray) for v in df[col].head(20)):
+            df[col] = df[col].map(lambda v: v.tolist() if isinstance(v, np.ndarray) else v)
     return check_table(df, kind, str(path))
 
 

@@ -1,0 +1,114 @@
+"""Workflow-level tests: dry runs of both profiles plan the right DAG, and the tiny config runs end to
+end (slow; a real model). Snakemake runs as a subprocess, as users run it."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def smk(*args, cwd=ROOT, timeout=600, check=True):
+    proc = subprocess.run([*SNAKEMAKE, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def job_counts(out: str) -> dict[str, int]:
+    block = out.split("Job stats:")[1].split("\n\n")[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.M)}
+
+
+def test_embedded_dry_run_plans_every_stage():
+    out = smk("-n", "--cores", "2", "--directory", str(ROOT)).stdout
+    counts = job_counts(out)
+    for rule in ("problems", "sample", "merge_samples", "bon_baselines", "mc", "judge", "trainset",
+                 "train_prm", "score_samples", "bon_metrics", "processbench_metrics"):
+        assert counts.get(rule, 0) >= 1, f"rule {rule} missing from the embedded DAG: {counts}"
+
+
+def test_paper_dry_run_plans_full_sampling_dag():
+    out = smk("-n", "--cores", "2", "--configfile", "config/paper.yaml", "--forceall").stdout
+    counts = job_counts(out)
+    import yaml
+
+    paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    n_sets = len(paper["benchmarks"]) + len(paper["problems"])
+    assert counts["sample"] == n_sets * paper["sampling"]["shards"]
+    assert counts["merge_samples"] == n_sets
+    assert "embedded_model" not in counts  # Hub models only
+
+
+def test_bad_config_stops_before_any_job(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sampling:\n  n_samplez: 3\n")
+    proc = smk("-n", "--cores", "1", "--configfile", "config/config.yaml", str(bad), check=False)
+    assert proc.returncode != 0
+    assert "sampling.n_samplez" in proc.stdout + proc.stderr
+    assert "Job stats" not in proc.stdout
+
+
+def _workdir(tmp_path: Path) -> Path:
+    """A scratch run directory reusing the converted embedded model when the repo has one."""
+    wd = tmp_path / "run"
+    wd.mkdir()
+    model = ROOT / "resources/models/smollm2"
+    if (model / "model.safetensors").exists():
+        (wd / "resources/models").mkdir(parents=True)
+        shutil.copytree(model, wd / "resources/models/smollm2")
+    return wd
+
+
+TEST_CFG = ["--configfile", str(ROOT / "config/config.yaml"), str(ROOT / "config/test.yaml")]
+
+
+@pytest.mark.slow
+def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path):
+    wd = _workdir(tmp_path)
+    target = "results/samples/arith.parquet"
+    base = [*SNAKEMAKE, target, "--cores", "1", "--directory", str(wd), *TEST_CFG]
+    smk(target.replace("samples/arith.parquet", "problems/arith.parquet"), "--cores", "1", "--directory", str(wd), *TEST_CFG)
+    if not (wd / "resources/models/smollm2").exists():
+        smk("resources/models/smollm2", "--cores", "1", "--directory", str(wd), *TEST_CFG, timeout=900)
+    proc = subprocess.Popen(base, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    shard0 = wd / "results/samples/arith/shard0of2.parquet"
+    deadline = time.time() + 900
+    while not shard0.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(1)
+    assert shard0.exists(), "first shard never finished"
+    os.killpg(proc.pid, signal.SIGKILL)  # kill the run while the second shard is in flight
+    proc.wait()
+    assert not (wd / target).exists()
+    mtime0 = shard0.stat().st_mtime
+    smk(target, "--cores", "1", "--directory", str(wd), "--rerun-incomplete", *TEST_CFG, timeout=900)
+    assert shard0.stat().st_mtime == mtime0, "the finished shard was redone"
+    df = pd.read_parquet(wd / target)
+    problems = pd.read_parquet(wd / "results/problems/arith.parquet")
+    assert not df.duplicated(["problem_id", "sample_idx"]).any()
+    assert set(df["problem_id"]) == set(problems["problem_id"])
+
+
+@pytest.mark.slow
+def test_tiny_config_end_to_end(tmp_path):
+    wd = _workdir(tmp_path)
+    smk("--cores", "2", "--directory", str(wd), *TEST_CFG, timeout=2400)
+    base = pd.read_csv(wd / "results/tables/bon_baselines.csv")
+    assert {"arith", "chain_sum", "average"} <= set(base["benchmark"])
+    assert base[["pass", "maj"]].apply(lambda c: c.between(0, 100)).all().all()
+    assert (base["pass"] >= base["maj"]).all()
+    for p in ("results/tables/trainsets.csv", "results/tables/bon.csv", "results/tables/processbench.csv",
+              "paper/report.md"):
+        assert (wd / p).exists(), p
