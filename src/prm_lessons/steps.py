@@ -86,7 +86,9 @@ def build_prm_input(tokenizer, question: str, steps: list[str], fmt: StepFormat,
     positions: list[int] = []
     kept = 0
     for step in steps:
-        piece = tokenizer(step, add_special_tokens=False)["input_ids"]
+        # step text is text: a literal "<extra_0>" (or "<|im_end|>") inside a step must not become a special
+        # token, or the model would see a step boundary / turn end that is not there
+        piece = tokenizer(step, add_special_tokens=False, split_special_tokens=True)["input_ids"]
         if max_length is not None and len(ids) + len(piece) + 1 > max_length:
             break
         ids.extend(piece)
