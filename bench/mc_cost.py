@@ -59,6 +59,10 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=None, help="completions per step (default: mc.completions)")
     ap.add_argument("--max-tokens", type=int, default=None, help="tokens per completion (default: mc.max_tokens)")
     ap.add_argument("--round-size", type=int, default=1)
+    ap.add_argument("--backend", default="auto", choices=["auto", "vllm", "transformers"],
+                    help="transformers generates seeded requests one at a time: batch-invariant, so both "
+                         "protocols see bit-identical completions; vLLM batches them (bf16 batch effects)")
+    ap.add_argument("--dtype", default=None, help="override the model entry's dtype (e.g. float32)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -78,8 +82,11 @@ def main() -> int:
     if args.max_tokens:
         mc["max_tokens"] = args.max_tokens
     t0 = time.perf_counter()
-    engine = load_engine(model_dir, model_entry(config, completer))
-    print(f"engine: {engine.backend}, loaded in {time.perf_counter() - t0:.0f}s")
+    entry = model_entry(config, completer)
+    if args.dtype:
+        entry["dtype"] = args.dtype
+    engine = load_engine(model_dir, entry, args.backend)
+    print(f"engine: {engine.backend} ({entry['dtype']}), loaded in {time.perf_counter() - t0:.0f}s")
     df, src = load_responses(args, engine, config)
     items = [MCInput(r.problem_id, int(r.sample_idx), r.question, str(r.answer), list(r.steps), bool(r.correct))
              for r in df.itertuples()]

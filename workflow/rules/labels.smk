@@ -4,58 +4,34 @@
 # problem set (mc.shards / judge.shards): a killed job loses only its shard.
 import re
 
-from prm_lessons.labels.trainsets import (  # noqa: E402
-    label_needs as _label_needs,
-    variant_datasets as _variant_datasets,
-    variants as _trainset_variants,
-)
+from prm_lessons.labels import trainsets as _ts  # noqa: E402
 
-TRAINSET_VARIANTS = _trainset_variants(config)
-_LABEL_CODE = ("labels.__init__",)
-
-
-def _role(role):
-    """Model name for a role; completer and judge default to the policy."""
-    roles = config["roles"]
-    return roles.get(role) or roles["policy"]
-
-
-def _label_shards(kind):
-    def shards(wc):
-        n = int(config[kind]["shards"])
-        return [f"results/labels/{kind}/{wc.dataset}/shard{i}of{n}.parquet" for i in range(n)]
-
-    return shards
-
-
-def _eval_sets():
-    """Every evaluation problem set, for decontaminating human labels."""
-    paths = [f"results/problems/{b}.parquet" for b in config.get("benchmarks") or {}]
-    if config.get("processbench"):
-        paths.append("results/processbench/cases.parquet")
-    return paths
+TRAINSET_VARIANTS = _ts.variants(config)
+COMPLETER = _ts.role_model(config, "completer")
+JUDGE = _ts.role_model(config, "judge")
+HUMAN = config["human"]
 
 
 rule mc:
     input:
-        pkg(*_LABEL_CODE, "labels.mc", "generation", "grading", "steps"),
+        pkg("labels.__init__", "labels.mc", "generation", "grading", "steps"),
         samples="results/samples/{dataset}.parquet",
-        model=model_input(_role("completer")),
+        model=model_input(COMPLETER),
     output:
         table="results/labels/mc/{dataset}/shard{shard}of{nshards}.parquet",
     params:
         func="labels.mc:rule_mc",
         mc=config["mc"],
-        needs=_label_needs(config),  # what the configured training sets need decided
+        needs=_ts.label_needs(config),  # what the configured training sets need decided
         system_prompt=config["sampling"]["system_prompt"],
         separator=config["sampling"]["step_separator"],
         grading_timeout_s=config["grading"]["timeout_s"],
         grading_workers=config["grading"]["workers"],
-        model_entry=model_entry(config, _role("completer")),
-        model_dir=model_dir(_role("completer")),
+        model_entry=model_entry(config, COMPLETER),
+        model_dir=lambda wc, input: input.model[0] if len(input.model) else model_dir(COMPLETER),
     threads: 2
     resources:
-        gpu=gpus(_role("completer")),
+        gpu=gpus(COMPLETER),
     log:
         "logs/labels/mc/{dataset}/shard{shard}of{nshards}.log",
     conda:
@@ -66,20 +42,20 @@ rule mc:
 
 rule judge:
     input:
-        pkg(*_LABEL_CODE, "labels.judge", "labels.mc", "generation", "grading"),
+        pkg("labels.__init__", "labels.judge", "labels.mc", "generation", "grading"),
         samples="results/samples/{dataset}.parquet",
-        model=model_input(_role("judge")),
+        model=model_input(JUDGE),
         template=[config["judge"]["template_path"]] if config["judge"].get("template_path") else [],
     output:
         table="results/labels/judge/{dataset}/shard{shard}of{nshards}.parquet",
     params:
         func="labels.judge:rule_judge",
         judge=config["judge"],
-        model_entry=model_entry(config, _role("judge")),
-        model_dir=model_dir(_role("judge")),
+        model_entry=model_entry(config, JUDGE),
+        model_dir=lambda wc, input: input.model[0] if len(input.model) else model_dir(JUDGE),
     threads: 2
     resources:
-        gpu=gpus(_role("judge")),
+        gpu=gpus(JUDGE),
     log:
         "logs/labels/judge/{dataset}/shard{shard}of{nshards}.log",
     conda:
@@ -90,8 +66,8 @@ rule judge:
 
 rule merge_mc:
     input:
-        pkg(*_LABEL_CODE, "labels.mc"),
-        shards=_label_shards("mc"),
+        pkg("labels.__init__", "labels.mc"),
+        shards=lambda wc: _ts.label_shard_paths(config, "mc", wc.dataset),
     output:
         table="results/labels/mc/{dataset}.parquet",
     params:
@@ -108,8 +84,8 @@ rule merge_mc:
 
 rule merge_judge:
     input:
-        pkg(*_LABEL_CODE, "labels.mc"),
-        shards=_label_shards("judge"),
+        pkg("labels.__init__", "labels.mc"),
+        shards=lambda wc: _ts.label_shard_paths(config, "judge", wc.dataset),
     output:
         table="results/labels/judge/{dataset}.parquet",
     params:
@@ -126,17 +102,17 @@ rule merge_judge:
 
 rule human_labels:
     input:
-        pkg(*_LABEL_CODE, "labels.human", "data"),
+        pkg("labels.__init__", "labels.human", "data"),
         problems=[f"results/problems/{d}.parquet" for d in config.get("problems") or {}]
-        if config["human"]["source"] == "construction" else [],
-        eval_sets=_eval_sets(),
-        local=[config["human"]["prm800k"]["path"]]
-        if config["human"]["source"] == "prm800k" and config["human"]["prm800k"]["source"] == "local" else [],
+        if HUMAN["source"] == "construction" else [],
+        eval_sets=_ts.eval_set_paths(config),
+        local=[HUMAN["prm800k"]["path"]]
+        if HUMAN["source"] == "prm800k" and HUMAN["prm800k"]["source"] == "local" else [],
     output:
         table="results/labels/human.parquet",
     params:
         func="labels.human:rule_human",
-        human=config["human"],
+        human=HUMAN,
     log:
         "logs/labels/human.log",
     conda:
@@ -148,7 +124,7 @@ rule human_labels:
 
 rule consensus:
     input:
-        pkg(*_LABEL_CODE, "labels.consensus", "labels.mc"),
+        pkg("labels.__init__", "labels.consensus", "labels.mc"),
         mc="results/labels/mc/{dataset}.parquet",
         judge="results/labels/judge/{dataset}.parquet",
     output:
@@ -166,26 +142,10 @@ rule consensus:
         RUN
 
 
-def _trainset_inputs(wc):
-    spec = TRAINSET_VARIANTS[wc.variant]
-    src = spec["source"]
-    if src == "human":
-        return {"human": "results/labels/human.parquet"}
-    ds = _variant_datasets(config, wc.variant)
-    inputs = {"samples": [f"results/samples/{d}.parquet" for d in ds]}
-    if src in ("mc", "consensus"):
-        inputs["mc"] = [f"results/labels/mc/{d}.parquet" for d in ds]
-    if src == "judge":
-        inputs["judge"] = [f"results/labels/judge/{d}.parquet" for d in ds]
-    if src == "consensus":
-        inputs["consensus"] = [f"results/labels/consensus/{d}.parquet" for d in ds]
-    return inputs
-
-
 rule trainset:
     input:
-        pkg(*_LABEL_CODE, "labels.trainsets", "labels.mc"),
-        unpack(_trainset_inputs),
+        pkg("labels.__init__", "labels.trainsets", "labels.mc"),
+        unpack(lambda wc: _ts.trainset_inputs(config, wc.variant)),
     output:
         table="results/trainsets/{variant}.parquet",
         stats="results/trainsets/{variant}.json",
@@ -208,7 +168,7 @@ rule trainset:
 
 rule trainsets_table:
     input:
-        pkg(*_LABEL_CODE, "labels.trainsets"),
+        pkg("labels.__init__", "labels.trainsets"),
         stats=expand("results/trainsets/{variant}.json", variant=list(TRAINSET_VARIANTS)),
     output:
         csv="results/tables/trainsets.csv",

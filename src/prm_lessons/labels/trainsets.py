@@ -118,6 +118,45 @@ def variant_datasets(config: dict, name: str) -> list[str]:
     return names
 
 
+# -- workflow helpers (labels.smk) -------------------------------------------------------------------------
+
+def role_model(config: dict, role: str) -> str:
+    """Model name for a role; the completer and the judge default to the policy."""
+    roles = config["roles"]
+    return roles.get(role) or roles["policy"]
+
+
+def label_shard_paths(config: dict, kind: str, dataset: str) -> list[str]:
+    """Shard tables of `kind` (mc / judge) for one problem set."""
+    n = int(config[kind]["shards"])
+    return [f"results/labels/{kind}/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
+
+
+def eval_set_paths(config: dict) -> list[str]:
+    """Every evaluation problem set (benchmarks + ProcessBench cases), for decontaminating human labels."""
+    paths = [f"results/problems/{b}.parquet" for b in config.get("benchmarks") or {}]
+    if config.get("processbench"):
+        paths.append("results/processbench/cases.parquet")
+    return paths
+
+
+def trainset_inputs(config: dict, variant: str) -> dict:
+    """Named inputs of one variant's trainset rule."""
+    spec = variants(config)[variant]
+    src = spec["source"]
+    if src == "human":
+        return {"human": "results/labels/human.parquet"}
+    ds = variant_datasets(config, variant)
+    inputs = {"samples": [f"results/samples/{d}.parquet" for d in ds]}
+    if src in ("mc", "consensus"):
+        inputs["mc"] = [f"results/labels/mc/{d}.parquet" for d in ds]
+    if src == "judge":
+        inputs["judge"] = [f"results/labels/judge/{d}.parquet" for d in ds]
+    if src == "consensus":
+        inputs["consensus"] = [f"results/labels/consensus/{d}.parquet" for d in ds]
+    return inputs
+
+
 # -- building one variant -------------------------------------------------------------------------------
 
 def _instances_from_labels(samples: pd.DataFrame, labels: dict, source: str) -> list[dict]:
