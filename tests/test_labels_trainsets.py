@@ -161,4 +161,4 @@ def test_trainsets_csv_columns(tmp_path):
     rule_trainsets_table(inputs={"stats": paths}, outputs={"csv": str(tmp_path / "t.csv")}, params={},
                          wildcards={}, threads=1)
     df = pd.read_csv(tmp_path / "t.csv")
-    assert list(df.columns) == CSV_COLUMNS and len(df) == len(out)
+    assert list(df.columns) == CSV_COLUMNS + ["run"] and len(df) == len(out)

@@ -174,6 +174,7 @@ rule trainsets_table:
         csv="results/tables/trainsets.csv",
     params:
         func="labels.trainsets:rule_trainsets_table",
+        run_label=config["run"]["label"],
     log:
         "logs/trainsets/table.log",
     conda:

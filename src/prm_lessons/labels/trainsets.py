@@ -17,7 +17,7 @@ trained twice.
 ``results/tables/trainsets.csv``: variant, source, label_type, threshold, n_instances, n_steps,
 positive_rate (share of positive steps; for soft labels the mean label), retained_fraction
 (n_instances / candidate responses: all sampled responses for mc/judge/consensus; instances before
-decontamination for human).
+decontamination for human); a last column ``run`` holds the run label (provenance).
 """
 from __future__ import annotations
 
@@ -278,6 +278,7 @@ def rule_trainsets_table(*, inputs: dict, outputs: dict, params: dict, wildcards
         if c not in df.columns:
             df[c] = None
     df = df[CSV_COLUMNS]
+    df["run"] = params.get("run_label", "")  # provenance: which configuration made these numbers
     Path(outputs["csv"]).parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(outputs["csv"], index=False)
     print(df.to_string(index=False), flush=True)
