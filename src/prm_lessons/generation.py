@@ -84,6 +84,14 @@ class VLLMEngine(Engine):
         if on_cpu:
             # vLLM's CPU backend sizes its KV cache from this variable (GiB), not from GPU memory
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+            if "VLLM_CPU_OMP_THREADS_BIND" not in os.environ and entry.get("tensor_parallel_size", 1) == 1:
+                # vLLM's auto-binding pins one core and reserves the rest; on a 2-core machine that halves
+                # throughput and stacks concurrent engines on core 0. Bind to the cores this job may use
+                # (Snakemake's `threads` arrive as OMP_NUM_THREADS; SLURM sets the affinity).
+                cpus = sorted(os.sched_getaffinity(0))
+                cpus = cpus[:max(1, int(os.environ.get("OMP_NUM_THREADS", len(cpus))))]
+                os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus))
+                os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
         self.llm = LLM(
             model=model_dir,
             dtype=entry.get("dtype", "bfloat16"),
