@@ -535,8 +535,9 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         "final_train_loss": float(result.training_loss) if result.training_loss is not None else None,
         "global_steps": int(trainer.state.global_step), "epochs": float(trainer.state.epoch or 0.0),
         "resumed_from": resume,
-        # tokens this process ran through the model: trained tokens (+ the one feature pass in head mode)
-        "train_tokens": int(trainer.train_tokens) + int(feature_tokens),
+        # non-padding tokens of the instances in all optimizer steps of this process (x epochs); in head
+        # mode each instance went through the frozen base once (feature_tokens, feature_seconds)
+        "train_tokens": int(trainer.train_tokens), "feature_tokens": int(feature_tokens),
         "train_seconds": train_seconds, "feature_seconds": feature_seconds,
         "data": data_stats, "precision": "bf16" if bf16 else ("bf16-frozen-base" if dtype == torch.bfloat16 else "fp32"),
         "hardware": hardware(), "settings": settings,

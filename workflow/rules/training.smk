@@ -32,7 +32,8 @@ rule train_prm:
     params:
         func="training:rule_train_prm",
         training=_TRAIN_PARAMS,
-        base_dir=model_dir(_TRAIN["base"]),
+        # the converted embedded model is an input (path from it); a Hub id is loaded by the job itself
+        base_dir=lambda wc, input: str(input.base[0]) if len(input.base) else model_dir(_TRAIN["base"]),
         label_type=lambda wc: PRM_VARIANTS[wc.variant]["label_type"],
         # outside the output directory: Snakemake empties that before a (re)run, checkpoints must survive
         checkpoint_dir=lambda wc: f"results/checkpoints/prms/{wc.variant}",
