@@ -53,6 +53,12 @@ ARTIFACTS: dict[str, dict] = {
     "fig9": {"kind": "figure", "stem": "fig9_scoring_strategies", "source": "Figure 9",
              "title": "Best-of-N mean accuracy by scoring strategy (min / product / last) per training-data source"},
 }
+for _aid, _section in {"table3": "Data sources", "table4": "Data sources", "fig2": "Data sources",
+                       "fig3": "Hard vs soft labels", "fig4": "Hard vs soft labels", "fig5": "MC threshold",
+                       "fig6": "Best-of-N bias", "table5": "Best-of-N bias", "fig7": "Best-of-N bias",
+                       "fig8": "Best-of-N bias", "fig9": "Scoring strategy", "table13": "Scoring strategy",
+                       "table6": "Main results", "table7": "Main results"}.items():
+    ARTIFACTS[_aid]["section"] = _section  # report subcategory
 ORIGIN_RUN, ORIGIN_PAPER = "this run", "paper"
 
 
@@ -76,6 +82,22 @@ def artifact_paths(aid: str) -> dict[str, str]:
 def config_md5(config: Mapping) -> str:
     """Hash of a (validated) config: JSON with sorted keys, so key order does not matter."""
     return hashlib.md5(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def export_provenance_env(config: Mapping, configfiles) -> None:
+    """Called by workflow/rules/analysis.smk while parsing: the invocation's config hash and config files
+    for the jobs' provenance records (inherited by local jobs through the environment)."""
+    os.environ["PRM_LESSONS_CONFIG_MD5"] = config_md5(config)
+    os.environ["PRM_LESSONS_CONFIGFILES"] = os.pathsep.join(str(c) for c in configfiles)
+
+
+def report_entry(aid: str) -> tuple[str, dict]:
+    """(output key registered in the Snakemake report, report() keyword arguments) of one artifact:
+    the PNG of a figure, the CSV of a table; caption workflow/report/<stem>.rst."""
+    a = ARTIFACTS[aid]
+    return ("png" if a["kind"] == "figure" else "csv",
+            {"caption": f"../report/{a['stem']}.rst", "category": "Figures" if a["kind"] == "figure" else "Tables",
+             "subcategory": a["section"], "labels": {"artifact": a["source"]}})
 
 
 def _sha256(path: Path, limit: int = 1 << 30) -> str | None:
@@ -160,7 +182,9 @@ def latex_table(display, title: str, source: str, run: Mapping, label: str, note
              r"\caption{" + tex_escape(title) + ". Reproduced by this workflow (" + tex_escape(stamp(run))
              + r"); rows marked \emph{paper} are " + tex_escape(source)
              + r" of Zhang et al.\ (2025), arXiv:2501.07301v2.}",
-             r"\label{tab:" + label + "}", r"\resizebox{\linewidth}{!}{%", r"\begin{tabular}{" + spec + "}",
+             r"\label{tab:" + label + "}",
+             r"\begin{adjustbox}{max width=\linewidth, max totalheight=0.8\textheight, keepaspectratio}",
+             r"\begin{tabular}{" + spec + "}",
              r"\toprule", " & ".join(tex_escape(c) for c in cols) + r" \\", r"\midrule"]
     for _, row in display.iterrows():
         cells = [tex_escape(v) for v in row.tolist()]
@@ -169,7 +193,7 @@ def latex_table(display, title: str, source: str, run: Mapping, label: str, note
             cells = [r"\textit{" + c + "}" if c else c for c in cells]
             cells[0] = r"\quad " + cells[0].replace("Δ", r"$\Delta$")
         lines.append(" & ".join(cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}}"]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{adjustbox}"]
     for note in notes or []:
         lines.append(r"\par\smallskip{\footnotesize " + tex_escape(note) + "}")
     lines.append(r"\end{table}")

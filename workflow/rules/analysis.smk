@@ -3,15 +3,13 @@
 # Logic: prm_lessons.analysis (the analyses), prm_lessons.figures (tables/figures, one rule function
 # per artifact: figures:rule_<id>), prm_lessons.paper (names, provenance, LaTeX/Markdown).
 # Names and paths: prm_lessons.paper.ARTIFACTS; outputs documented in docs/architecture.md.
-import os
-
 from prm_lessons.labels.trainsets import threshold_sweep_variants  # noqa: E402
-from prm_lessons.paper import ARTIFACTS, artifact_paths, config_md5  # noqa: E402
+from prm_lessons.paper import ARTIFACTS, artifact_paths, export_provenance_env, report_entry  # noqa: E402
 
-# Provenance of the invocation, read by the jobs (paper.provenance). Passed through the environment,
-# not as params: a params change reruns a job, and an unrelated config edit must not redraw every figure.
-os.environ["PRM_LESSONS_CONFIG_MD5"] = config_md5(config)
-os.environ["PRM_LESSONS_CONFIGFILES"] = os.pathsep.join(str(c) for c in workflow.configfiles)
+# Provenance of the invocation (config hash, config files), read by the jobs through the environment:
+# not rule params, because a params change reruns a job and an unrelated config edit must not redraw
+# every figure.
+export_provenance_env(config, workflow.configfiles)
 
 ANALYSIS = config["analysis"]
 ANALYSIS_PRMS = list(PRM_SPECS)  # every scored PRM (trained variants + released models), evaluation.smk
@@ -40,32 +38,6 @@ ANALYSIS_INPUTS = {
     "fig8": {f"scores__{p}__{b}": f"results/scores/{p}/{b}.parquet" for p in ANALYSIS_PRMS for b in FIG8_BENCHMARKS},
     "fig9": _BON,
 }
-_SECTION = {"table3": "Data sources", "table4": "Data sources", "fig2": "Data sources",
-            "fig3": "Hard vs soft labels", "fig4": "Hard vs soft labels", "fig5": "MC threshold",
-            "fig6": "Best-of-N bias", "table5": "Best-of-N bias", "fig7": "Best-of-N bias",
-            "fig8": "Best-of-N bias", "fig9": "Scoring strategy", "table13": "Scoring strategy",
-            "table6": "Main results", "table7": "Main results"}
-
-
-def _artifact_outputs(aid):
-    """Output files of one artifact; figures (PNG) and tables (CSV) are registered in the report."""
-    paths = artifact_paths(aid)
-    stem = ARTIFACTS[aid]["stem"]
-    caption = f"../report/{stem}.rst"
-    labels = {"artifact": ARTIFACTS[aid]["source"]}
-    out = {"provenance": paths["provenance"]}
-    if ARTIFACTS[aid]["kind"] == "figure":
-        out["csv"] = paths["csv"]
-        out["pdf"] = paths["pdf"]
-        out["png"] = report(paths["png"], caption=caption, category="Figures", subcategory=_SECTION[aid],
-                            labels=labels)
-    else:
-        out["csv"] = report(paths["csv"], caption=caption, category="Tables", subcategory=_SECTION[aid],
-                            labels=labels)
-        out["tex"] = paths["tex"]
-    return out
-
-
 # One rule per artifact, named after it (e.g. `fig6_flawed_process` → figures:rule_fig6).
 for _aid in ARTIFACTS:
 
@@ -77,7 +49,8 @@ for _aid in ARTIFACTS:
             str(PKG / "published.yaml"),
             **ANALYSIS_INPUTS[_aid],
         output:
-            **_artifact_outputs(_aid),
+            **{k: (report(v, **report_entry(_aid)[1]) if k == report_entry(_aid)[0] else v)
+               for k, v in artifact_paths(_aid).items()},
         params:
             func=f"figures:rule_{_aid}",
             run=config["run"],
