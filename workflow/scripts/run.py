@@ -7,6 +7,7 @@ import importlib
 import logging
 import sys
 import traceback
+from pathlib import Path
 
 # Injected by Snakemake. Absent when vLLM's spawned workers re-import this file as __mp_main__;
 # they must import it without side effects, hence .get and the __main__ guard below.
@@ -14,6 +15,8 @@ snakemake = globals().get("snakemake")
 
 
 def main() -> None:
+    # the package from this checkout, also inside conda envs where Snakemake blocks PYTHONPATH
+    sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))
     log_path = snakemake.log[0] if snakemake.log else None
     stream = open(log_path, "a", buffering=1) if log_path else sys.stderr
     sys.stdout = sys.stderr = stream
