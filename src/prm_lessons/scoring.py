@@ -720,3 +720,24 @@ def rule_score_processbench(*, inputs, outputs, params, wildcards, threads) -> N
     write_table(out, outputs["scores"], "pb_scores",
                 meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": adapter.outcome,
                       "truncated": stats.truncated, "seconds": stats.seconds})
+
+
+# ----------------------------------------------------------------------------------------------
+# DAG helpers (workflow/rules/evaluation.smk)
+# ----------------------------------------------------------------------------------------------
+
+def wildcard_alternatives(names) -> str:
+    """Wildcard regex matching exactly these names (never matches when there are none)."""
+    import re
+
+    names = list(names)
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
+def spec_inputs(spec: dict, model_input) -> list[str]:
+    """What a scoring job needs on disk: the trained PRM directory, or (through `model_input`, the
+    common.smk helper) the converted weights of embedded model entries; Hub ids are fetched by the job."""
+    if spec["trained"]:
+        return [spec["path"]]
+    entries = [spec["model"]] + ([spec["ref_model"]] if spec.get("ref_model") else [])
+    return [p for e in entries for p in model_input(e)]

@@ -2,36 +2,13 @@
 # model, Best-of-N and ProcessBench metrics, long tables for the analysis stage.
 # Logic: prm_lessons.scoring / metrics / critic. Outputs are documented in docs/architecture.md
 # ("Evaluation outputs").
-import re
-
-from prm_lessons.scoring import resolve_prm_specs  # noqa: E402
+from prm_lessons.scoring import resolve_prm_specs, spec_inputs, wildcard_alternatives  # noqa: E402
 
 PRM_SPECS = resolve_prm_specs(config)  # name -> spec: trained variants + released models (prms.models)
 CRITICS = list(config["critics"]["judges"])
 CRITIC_NAMES = [f"critic-{j}" for j in CRITICS]
 BON_BENCHMARKS = list(config["benchmarks"])
-
-
-def _alternatives(names):
-    """Wildcard regex matching exactly these names (never matches when there are none)."""
-    return "|".join(re.escape(n) for n in names) if names else "(?!)"
-
-
-def prm_model_input(wc):
-    """What a scoring job needs on disk: the trained PRM directory, or the converted embedded
-    weights of a released-model entry (Hub ids are fetched by the job itself)."""
-    spec = PRM_SPECS[wc.prm]
-    if spec["trained"]:
-        return [spec["path"]]
-    entries = [spec["model"]] + ([spec["ref_model"]] if spec.get("ref_model") else [])
-    return [p for e in entries for p in model_input(e)]
-
-
-def prm_gpus(wc):
-    spec = PRM_SPECS[wc.prm]
-    return gpus("policy") if spec["trained"] else gpus(spec["model"])
-
-
+PRM_RE = wildcard_alternatives(PRM_SPECS)
 SCORING_CFG = {k: config["prms"][k] for k in ("batch_tokens", "batch_size")}
 
 
@@ -39,19 +16,19 @@ rule score_samples:
     input:
         pkg("scoring", "steps", "training"),
         samples="results/samples/{dataset}.parquet",
-        model=prm_model_input,
+        model=lambda wc: spec_inputs(PRM_SPECS[wc.prm], model_input),
     output:
         scores="results/scores/{prm}/{dataset}.parquet",
     wildcard_constraints:
-        prm=_alternatives(PRM_SPECS),
-        dataset=_alternatives(BON_BENCHMARKS),
+        prm=PRM_RE,
+        dataset=wildcard_alternatives(BON_BENCHMARKS),
     params:
         func="scoring:rule_score_samples",
         spec=lambda wc: PRM_SPECS[wc.prm],
         scoring=SCORING_CFG,
     threads: 2
     resources:
-        gpu=prm_gpus,
+        gpu=lambda wc: gpus("policy" if PRM_SPECS[wc.prm]["trained"] else PRM_SPECS[wc.prm]["model"]),
     log:
         "logs/score_samples/{prm}/{dataset}.log",
     conda:
@@ -64,18 +41,18 @@ rule score_processbench:
     input:
         pkg("scoring", "steps", "training"),
         cases="results/processbench/cases.parquet",
-        model=prm_model_input,
+        model=lambda wc: spec_inputs(PRM_SPECS[wc.prm], model_input),
     output:
         scores="results/scores/{prm}/processbench.parquet",
     wildcard_constraints:
-        prm=_alternatives(PRM_SPECS),
+        prm=PRM_RE,
     params:
         func="scoring:rule_score_processbench",
         spec=lambda wc: PRM_SPECS[wc.prm],
         scoring=SCORING_CFG,
     threads: 2
     resources:
-        gpu=prm_gpus,
+        gpu=lambda wc: gpus("policy" if PRM_SPECS[wc.prm]["trained"] else PRM_SPECS[wc.prm]["model"]),
     log:
         "logs/score_processbench/{prm}.log",
     conda:
@@ -92,7 +69,7 @@ rule critic_processbench:
     output:
         predictions="results/critics/{judge}/processbench.parquet",
     wildcard_constraints:
-        judge=_alternatives(CRITICS),
+        judge=wildcard_alternatives(CRITICS),
     params:
         func="critic:rule_critic_processbench",
         critics=config["critics"],
@@ -116,7 +93,7 @@ rule bon_metrics:
     output:
         metrics="results/metrics/bon/{prm}.json",
     wildcard_constraints:
-        prm=_alternatives(PRM_SPECS),
+        prm=PRM_RE,
     params:
         func="metrics:rule_bon_metrics",
         bon=config["bon"],
@@ -130,22 +107,17 @@ rule bon_metrics:
         RUN
 
 
-def _pb_source(wc):
-    if wc.prm in PRM_SPECS:
-        return f"results/scores/{wc.prm}/processbench.parquet"
-    return f"results/critics/{wc.prm[len('critic-'):]}/processbench.parquet"
-
-
 rule processbench_metrics:
     input:
         pkg("metrics"),
         cases="results/processbench/cases.parquet",
-        scores=_pb_source,
+        scores=lambda wc: (f"results/scores/{wc.prm}/processbench.parquet" if wc.prm in PRM_SPECS
+                          else f"results/critics/{wc.prm[len('critic-'):]}/processbench.parquet"),
     output:
         metrics="results/metrics/processbench/{prm}.json",
         predictions="results/metrics/processbench/{prm}_predictions.parquet",
     wildcard_constraints:
-        prm=_alternatives(list(PRM_SPECS) + CRITIC_NAMES),
+        prm=wildcard_alternatives(list(PRM_SPECS) + CRITIC_NAMES),
     params:
         func="metrics:rule_processbench_metrics",
         processbench_eval=config["processbench_eval"],
