@@ -427,15 +427,9 @@ def summarize(results: Iterable[GradeResult]) -> dict:
 # --------------------------------------------------------------------------------------------------
 
 def _read_jsonl(path: str) -> list[dict]:
-    rows = []
-    with open(path) as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
-    return rows
+    from .data import _read_records  # one JSONL reader (line-numbered errors) for the whole package
+
+    return _read_records(path)
 
 
 def grade_rows(rows: list[dict], response_field: str = "response", answer_field: str = "answer",

@@ -83,9 +83,14 @@ def best_index(scores: Sequence[float]) -> int:
 _WS = re.compile(r"\s+")
 
 
+def _no_answer(ans) -> bool:
+    # pandas turns a missing pred (None) into NaN in object columns; both mean "no answer"
+    return ans is None or (isinstance(ans, float) and math.isnan(ans))
+
+
 def normalize_answer(ans) -> str | None:
     """Answer key for `normalized` majority grouping (None for no answer)."""
-    if ans is None:
+    if _no_answer(ans):
         return None
     s = _WS.sub("", str(ans))
     s = s.strip("$").rstrip(".").lower()
@@ -93,7 +98,7 @@ def normalize_answer(ans) -> str | None:
 
 
 def _exact_key(ans) -> str | None:
-    if ans is None:
+    if _no_answer(ans):
         return None
     s = str(ans)
     return s if s.strip() else None

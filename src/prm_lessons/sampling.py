@@ -95,35 +95,22 @@ def rule_merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     log.info("%s: %d responses over %d problems", wildcards["dataset"], len(df), df["problem_id"].nunique())
 
 
-def _normalise_answer(pred) -> str | None:
-    if pred is None or (isinstance(pred, float) and pd.isna(pred)):
-        return None
-    return " ".join(str(pred).split())
+def baselines(samples: pd.DataFrame, n: int | None = None, grouping: str = "normalized") -> dict:
+    """pass@N (any of the first N correct) and maj@N (metrics.majority_index: most frequent extracted
+    answer among the first N, ties to the answer seen first; responses without an answer do not vote)."""
+    from .metrics import majority_index
 
-
-def baselines(samples: pd.DataFrame, n: int | None = None) -> dict:
-    """pass@N (any of the first N correct) and maj@N (most frequent extracted answer among the first N;
-    ties go to the answer that appears first; responses without an answer do not vote)."""
     per_problem = []
     for _, grp in samples.sort_values("sample_idx").groupby("problem_id", sort=True):
         g = grp.head(n) if n else grp
-        answers = [_normalise_answer(p) for p in g["pred"]]
-        counts: dict[str, int] = {}
-        for a in answers:
-            if a is not None:
-                counts[a] = counts.get(a, 0) + 1
-        maj_ok = False
-        if counts:
-            best = max(counts.values())
-            winner = next(a for a in answers if a is not None and counts[a] == best)
-            maj_ok = bool(g["correct"].iloc[answers.index(winner)])
-        per_problem.append({"pass": bool(g["correct"].any()), "maj": maj_ok, "n": len(g),
-                            "mean_acc": float(g["correct"].mean())})
-    pp = pd.DataFrame(per_problem)
-    return {"n_problems": len(pp), "N": int(pp["n"].max()) if len(pp) else 0,
-            "pass": float(pp["pass"].mean()) if len(pp) else float("nan"),
-            "maj": float(pp["maj"].mean()) if len(pp) else float("nan"),
-            "mean_acc": float(pp["mean_acc"].mean()) if len(pp) else float("nan")}
+        winner = majority_index(list(g["pred"]), grouping)
+        per_problem.append({"pass": bool(g["correct"].any()),
+                            "maj": winner is not None and bool(g["correct"].iloc[winner]),
+                            "n": len(g), "mean_acc": float(g["correct"].mean())})
+    pp = pd.DataFrame(per_problem, columns=["pass", "maj", "n", "mean_acc"])
+    empty = len(pp) == 0
+    return {"n_problems": len(pp), "N": 0 if empty else int(pp["n"].max()),
+            **{k: float("nan") if empty else float(pp[k].mean()) for k in ("pass", "maj", "mean_acc")}}
 
 
 def rule_bon_baselines(*, inputs, outputs, params, wildcards, threads) -> None:
