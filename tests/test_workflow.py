@@ -32,7 +32,7 @@ def job_counts(out: str) -> dict[str, int]:
 
 
 def test_embedded_dry_run_plans_every_stage():
-    out = smk("-n", "--cores", "2", "--directory", str(ROOT)).stdout
+    out = smk("-n", "--cores", "2", "--forceall").stdout
     counts = job_counts(out)
     for rule in ("problems", "sample", "merge_samples", "bon_baselines", "mc", "judge", "trainset",
                  "train_prm", "score_samples", "bon_metrics", "processbench_metrics"):
@@ -93,6 +93,7 @@ def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path):
     proc.wait()
     assert not (wd / target).exists()
     mtime0 = shard0.stat().st_mtime
+    smk("--unlock", "--cores", "1", "--directory", str(wd), *TEST_CFG)  # a SIGKILLed Snakemake leaves its lock
     smk(target, "--cores", "1", "--directory", str(wd), "--rerun-incomplete", *TEST_CFG, timeout=900)
     assert shard0.stat().st_mtime == mtime0, "the finished shard was redone"
     df = pd.read_parquet(wd / target)
