@@ -85,10 +85,13 @@ def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path):
     proc = subprocess.Popen(base, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     shard0 = wd / "results/samples/arith/shard0of2.parquet"
+    # with one core the second shard's job starts (its log appears) only after Snakemake has recorded
+    # the first one as finished; killing before that would rightly count the first shard incomplete
+    shard1_log = wd / "logs/sample/arith/shard1of2.log"
     deadline = time.time() + 900
-    while not shard0.exists() and time.time() < deadline and proc.poll() is None:
+    while not shard1_log.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(1)
-    assert shard0.exists(), "first shard never finished"
+    assert shard0.exists() and shard1_log.exists(), "first shard never finished"
     os.killpg(proc.pid, signal.SIGKILL)  # kill the run while the second shard is in flight
     proc.wait()
     assert not (wd / target).exists()
