@@ -36,6 +36,12 @@ def model_input(role_or_name):
     return [path] if path.startswith("resources/") else []
 
 
+def sample_shards(wc):
+    """The shard files of one problem set (sampling.shards jobs)."""
+    n = int(config["sampling"]["shards"])
+    return [f"results/samples/{wc.dataset}/shard{i}of{n}.parquet" for i in range(n)]
+
+
 def gpus(role_or_name):
     """GPUs a model's jobs ask for: its tensor-parallel size, none for the CPU-only embedded model."""
     entry = model_entry(config, role_or_name)

@@ -1,11 +1,6 @@
 # Policy sampling (sharded; one job per shard, then a merge) and the Best-of-N baselines.
 
 
-def sample_shards(wc):
-    n = int(config["sampling"]["shards"])
-    return [f"results/samples/{wc.dataset}/shard{i}of{n}.parquet" for i in range(n)]
-
-
 rule sample:
     input:
         pkg("generation", "sampling", "steps", "grading"),
@@ -19,7 +14,7 @@ rule sample:
         sampling=config["sampling"],
         grading=config["grading"],
         model=model_entry(config, "policy"),
-        model_dir=model_dir("policy"),
+        model_dir=lambda wc, input: input.model[0] if len(input.model) else model_dir("policy"),
         n=lambda wc: samples_per_problem(config, wc.dataset),
     threads: 2
     resources:
