@@ -6,6 +6,7 @@ prefill the assistant turn with a step prefix and the engine can share that pref
 """
 from __future__ import annotations
 
+import abc
 import hashlib
 import logging
 import os
@@ -56,15 +57,16 @@ def render_chat(tokenizer, system: str | None, user: str, assistant_prefix: str 
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) + assistant_prefix
 
 
-class Engine:
+class Engine(abc.ABC):
     tokenizer = None
     backend = "none"
 
     def __init__(self):
         self.stats = EngineStats()
 
+    @abc.abstractmethod
     def generate(self, prompts: list[str], spec: SamplingSpec, seeds: list[int] | None = None) -> list[list[Completion]]:
-        raise NotImplementedError  # pragma: no cover - interface
+        """One list of spec.n completions per prompt; per-prompt seeds override spec.seed."""
 
     def _account(self, outs: list[list[Completion]], n_prompts: int, t0: float) -> None:
         self.stats.calls += 1

@@ -22,6 +22,8 @@ Outputs: tables `step_scores` / `pb_scores` (docs/architecture.md). A response l
 """
 from __future__ import annotations
 
+import abc
+
 import bisect
 import json
 import logging
@@ -229,7 +231,7 @@ class _RemoteOutputs:
 # adapters
 # ----------------------------------------------------------------------------------------------
 
-class Adapter:
+class Adapter(abc.ABC):
     """Encodes (question, steps) and reads per-step scores from one forward pass of a batch."""
 
     kind = "base"
@@ -238,13 +240,13 @@ class Adapter:
     def __init__(self, model, tokenizer, max_length: int | None = None, **params):
         self.model, self.tokenizer, self.max_length, self.params = model, tokenizer, max_length, params
 
-    # -- to implement
+    @abc.abstractmethod
     def encode(self, question: str, steps: list[str]) -> Encoded:
-        raise NotImplementedError
+        """Token ids plus the positions whose values carry the step scores."""
 
+    @abc.abstractmethod
     def forward(self, input_ids, attention_mask):
         """Per-token values [B, T] (or [B, T, k] the readout understands)."""
-        raise NotImplementedError
 
     def readout(self, values, enc: Encoded) -> list[float]:
         return [float(values[p]) for p in enc.positions]
