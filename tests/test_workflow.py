@@ -82,16 +82,30 @@ def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path):
     smk(target.replace("samples/arith.parquet", "problems/arith.parquet"), "--cores", "1", "--directory", str(wd), *TEST_CFG)
     if not (wd / "resources/models/smollm2").exists():
         smk("resources/models/smollm2", "--cores", "1", "--directory", str(wd), *TEST_CFG, timeout=900)
-    proc = subprocess.Popen(base, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
-    shard0 = wd / "results/samples/arith/shard0of2.parquet"
-    # with one core the second shard's job starts (its log appears) only after Snakemake has recorded
-    # the first one as finished; killing before that would rightly count the first shard incomplete
-    shard1_log = wd / "logs/sample/arith/shard1of2.log"
+    out_path = tmp_path / "killed_run.out"  # a file, not a pipe: an unread pipe can block Snakemake
+    proc = subprocess.Popen(base, cwd=ROOT, env=ENV, stdout=out_path.open("w"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    shards = [wd / f"results/samples/arith/shard{i}of2.parquet" for i in range(2)]
+    logs = [wd / f"logs/sample/arith/shard{i}of2.log" for i in range(2)]
+    # with one core the second job starts (its log appears) only after Snakemake has recorded the first
+    # one as finished; killing before that would rightly count the first shard incomplete. Snakemake
+    # may schedule either shard first, so wait until one shard exists and the other's log appeared.
+    def first_done():
+        for i in range(2):
+            if shards[i].exists() and logs[1 - i].exists():
+                return i
+        return None
+
     deadline = time.time() + 900
-    while not shard1_log.exists() and time.time() < deadline and proc.poll() is None:
+    while first_done() is None and time.time() < deadline and proc.poll() is None:
         time.sleep(1)
-    assert shard0.exists() and shard1_log.exists(), "first shard never finished"
+    done = first_done()
+    if done is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        out = out_path.read_text()
+        raise AssertionError(f"no shard finished while the other was in flight:\n{out[-4000:]}")
+    shard0 = shards[done]
     os.killpg(proc.pid, signal.SIGKILL)  # kill the run while the second shard is in flight
     proc.wait()
     assert not (wd / target).exists()
