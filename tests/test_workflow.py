@@ -39,6 +39,20 @@ def test_embedded_dry_run_plans_every_stage():
         assert counts.get(rule, 0) >= 1, f"rule {rule} missing from the embedded DAG: {counts}"
 
 
+def test_head_mode_shares_base_features_once_per_table(tmp_path):
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    counts = job_counts(smk("-n", "--cores", "2", "--forceall").stdout)
+    assert cfg["training"]["mode"] == "head"
+    assert counts["step_features"] == len(cfg["benchmarks"]) + 1  # each benchmark + ProcessBench
+    full = tmp_path / "full.yaml"
+    full.write_text("training:\n  mode: full\n")
+    counts = job_counts(smk("-n", "--cores", "2", "--forceall", "--configfile", "config/config.yaml",
+                            str(full)).stdout)
+    assert "step_features" not in counts and counts["score_samples"] >= 1
+
+
 def test_paper_dry_run_plans_full_sampling_dag():
     out = smk("-n", "--cores", "2", "--configfile", "config/paper.yaml", "--forceall").stdout
     counts = job_counts(out)

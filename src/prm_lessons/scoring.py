@@ -689,20 +689,43 @@ def _score_frame(adapter, questions, steps_list, cfg, prefixes=False):
     return scores, stats
 
 
+def _from_features(inputs, spec, row_ids):
+    """Head-only trained PRMs: scores from the frozen base's stored step features (rule step_features)
+    plus this PRM's head; None when the rule gave no features input (any other PRM)."""
+    feats = inputs.get("features")
+    if not feats:
+        return None
+    from prm_lessons import features
+
+    t0 = time.perf_counter()
+    scores, truncated = features.score_with_features(spec["path"], feats if isinstance(feats, str) else feats[0],
+                                                     row_ids, spec.get("max_length"))
+    stats = ScoreStats(responses=len(scores), truncated=truncated, seconds=time.perf_counter() - t0)
+    log.info("scored %d inputs from the frozen base's step features (%s) in %.2f s; %d truncated",
+             len(scores), feats, stats.seconds, truncated)
+    return scores, stats
+
+
 def rule_score_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     """results/samples/{dataset}.parquet → results/scores/{prm}/{dataset}.parquet (step_scores)."""
+    from prm_lessons.features import row_ids
     from prm_lessons.tables import read_table, write_table
 
     spec, cfg = params["spec"], params.get("scoring", {})
     df = read_table(inputs["samples"], "samples")
-    adapter = load_adapter(spec)
     steps = [list(s) if s is not None else [] for s in df["steps"]]
-    scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
+    done = _from_features(inputs, spec, row_ids(df))
+    if done:
+        (scores, stats), outcome = done, False
+    else:
+        adapter = load_adapter(spec)
+        scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
+        outcome = adapter.outcome
     df = df.copy()
     df["step_scores"] = scores
     df["n_steps_scored"] = [len(s) for s in scores]
     write_table(df, outputs["scores"], "step_scores",
-                meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": adapter.outcome,
+                meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
                       "truncated": stats.truncated, "seconds": stats.seconds})
 
 
@@ -714,13 +737,18 @@ def rule_score_processbench(*, inputs, outputs, params, wildcards, threads) -> N
 
     spec, cfg = params["spec"], params.get("scoring", {})
     cases = read_table(inputs["cases"], "processbench")
-    adapter = load_adapter(spec)
     steps = [list(s) for s in cases["steps"]]
-    scores, stats = _score_frame(adapter, cases["problem"].tolist(), steps, cfg, prefixes=adapter.outcome)
+    done = _from_features(inputs, spec, cases["id"].astype(str).tolist())
+    if done:
+        (scores, stats), outcome = done, False
+    else:
+        adapter = load_adapter(spec)
+        scores, stats = _score_frame(adapter, cases["problem"].tolist(), steps, cfg, prefixes=adapter.outcome)
+        outcome = adapter.outcome
     out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["subset"], "step_scores": scores,
                         "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
     write_table(out, outputs["scores"], "pb_scores",
-                meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": adapter.outcome,
+                meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
                       "truncated": stats.truncated, "seconds": stats.seconds})
 
 

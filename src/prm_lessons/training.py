@@ -195,7 +195,13 @@ def ensure_step_token(tokenizer, backbone, step_token: str) -> bool:
     tokenizer.add_tokens([step_token], special_tokens=True)
     # real checkpoints often have spare embedding rows (Qwen: 152064 rows, 151665 tokens): resize only if needed
     if backbone is not None and len(tokenizer) > backbone.get_input_embeddings().num_embeddings:
-        backbone.resize_token_embeddings(len(tokenizer))
+        old = backbone.get_input_embeddings().num_embeddings
+        # the new row is the mean of the old ones, not transformers' random draw: every job that adds the
+        # token gets the same base (head-only PRMs share precomputed base features, prm_lessons.features)
+        backbone.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+        with torch.no_grad():
+            emb = backbone.get_input_embeddings().weight
+            emb[old:] = emb[:old].float().mean(dim=0).to(emb.dtype)
     return True
 
 
@@ -397,6 +403,15 @@ def prepare_checkpoint_dir(ckpt_dir: Path, fingerprint: str) -> str | None:
     return None
 
 
+def head_base_dtype(settings: dict) -> torch.dtype:
+    """dtype of the frozen base in head mode (training and `features.frozen_base` agree on it). Frozen or
+    adapter-wrapped bases can be held in bf16 on GPU (full fine-tuning keeps fp32 master weights under
+    bf16 autocast); on CPU the frozen base runs in bf16 (forward only: ~3x fp32 here)."""
+    if torch.cuda.is_available():
+        return torch.bfloat16 if _use_bf16(settings) else torch.float32
+    return torch.bfloat16
+
+
 def _load_base(base_dir: str, dtype: torch.dtype):
     from transformers import AutoModel, AutoTokenizer
 
@@ -471,17 +486,16 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     with args.main_process_first(local=False, desc="checkpoint directory"):
         resume = prepare_checkpoint_dir(ckpt, _fingerprint(settings, label_type, base_dir, trainset))
 
-    # Frozen or adapter-wrapped bases can be held in bf16 on GPU; full fine-tuning keeps fp32 master weights
-    # under bf16 autocast. On CPU the frozen base of head mode runs in bf16 (forward only: ~3x fp32 here).
-    if mode == "full":
-        dtype = torch.float32
-    elif on_gpu:
-        dtype = torch.bfloat16 if bf16 else torch.float32
-    else:
-        dtype = torch.bfloat16 if mode == "head" else torch.float32
+    dtype = head_base_dtype(settings) if mode == "head" else (
+        torch.bfloat16 if (mode == "lora" and on_gpu and bf16) else torch.float32)
     backbone, tokenizer = _load_base(base_dir, dtype)
     added = ensure_step_token(tokenizer, backbone, fmt.step_token)
     hidden = int(backbone.config.hidden_size)
+    fingerprint = None
+    if mode == "head":
+        from .features import base_fingerprint
+
+        fingerprint = base_fingerprint(backbone, tokenizer, fmt.step_token)
 
     df = _read_trainset(trainset)
     instances, data_stats = prepare_instances(df.to_dict("records"), tokenizer, fmt, settings["max_length"], label_type)
@@ -559,7 +573,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     if not trainer.is_world_process_zero():
         return metrics
     meta = {"max_length": settings["max_length"], "label_type": label_type, "soft_loss": settings["soft_loss"],
-            "mode": mode, "base": str(base_dir)}
+            "mode": mode, "base": str(base_dir), "base_fingerprint": fingerprint}
     save_prm(out, save_backbone, tokenizer, head_sd, fmt, meta, state_dict=state_dict,
              dtype=torch.float32 if settings["precision"] == "fp32" else torch.bfloat16)
     wall = time.time() - t0

@@ -2,6 +2,8 @@
 # model, Best-of-N and ProcessBench metrics, long tables for the analysis stage.
 # Logic: prm_lessons.scoring / metrics / critic. Outputs are documented in docs/architecture.md
 # ("Evaluation outputs").
+import re
+
 from prm_lessons.scoring import resolve_prm_specs, spec_inputs, wildcard_alternatives  # noqa: E402
 
 PRM_SPECS = resolve_prm_specs(config)  # name -> spec: trained variants + released models (prms.models)
@@ -10,13 +12,55 @@ CRITIC_NAMES = [f"critic-{j}" for j in CRITICS]
 BON_BENCHMARKS = list(config["benchmarks"])
 PRM_RE = wildcard_alternatives(PRM_SPECS)
 SCORING_CFG = {k: config["prms"][k] for k in ("batch_tokens", "batch_size")}
+# head-only trained PRMs share one frozen base: its step features are computed once per text table
+SHARED_FEATURES = bool(config["prms"]["shared_base_features"]) and _TRAIN["mode"] == "head"
+
+
+def features_input(prm, source):
+    """The frozen base's step features of results/{source}.parquet, for head-only trained PRMs."""
+    return [f"results/features/{source}.safetensors"] if SHARED_FEATURES and PRM_SPECS[prm]["trained"] else []
+
+
+def scoring_gpus(prm):
+    if features_input(prm, "x"):
+        return 0  # the head alone runs on the CPU
+    return gpus("policy" if PRM_SPECS[prm]["trained"] else PRM_SPECS[prm]["model"])
+
+
+rule step_features:
+    input:
+        pkg("features", "training", "steps"),
+        texts="results/{source}.parquet",
+        base=model_input(_TRAIN["base"]),
+    output:
+        features="results/features/{source}.safetensors",
+    wildcard_constraints:
+        source="|".join([*(f"samples/{re.escape(b)}" for b in BON_BENCHMARKS), "processbench/cases"]),
+    params:
+        func="features:rule_step_features",
+        training=_TRAIN_PARAMS,
+        base_dir=lambda wc, input: str(input.base[0]) if len(input.base) else model_dir(_TRAIN["base"]),
+        # what the scoring of a trained PRM uses: prms.max_length, else the PRM's training max_length
+        max_length=config["prms"]["max_length"] or _TRAIN["max_length"],
+        batch_size=config["prms"]["batch_size"],
+    threads: 2
+    resources:
+        gpu=1 if _TRAIN["gpus"] else 0,
+    log:
+        "logs/step_features/{source}.log",
+    conda:
+        "../../envs/training.yaml"
+    script:
+        RUN
+
 
 
 rule score_samples:
     input:
-        pkg("scoring", "steps", "training"),
+        pkg("scoring", "steps", "training", "features"),
         samples="results/samples/{dataset}.parquet",
         model=lambda wc: spec_inputs(PRM_SPECS[wc.prm], model_input),
+        features=lambda wc: features_input(wc.prm, f"samples/{wc.dataset}"),
     output:
         scores="results/scores/{prm}/{dataset}.parquet",
     wildcard_constraints:
@@ -30,7 +74,7 @@ rule score_samples:
     # jobs side by side beat one job with two threads
     threads: 1
     resources:
-        gpu=lambda wc: gpus("policy" if PRM_SPECS[wc.prm]["trained"] else PRM_SPECS[wc.prm]["model"]),
+        gpu=lambda wc: scoring_gpus(wc.prm),
     log:
         "logs/score_samples/{prm}/{dataset}.log",
     conda:
@@ -41,9 +85,10 @@ rule score_samples:
 
 rule score_processbench:
     input:
-        pkg("scoring", "steps", "training"),
+        pkg("scoring", "steps", "training", "features"),
         cases="results/processbench/cases.parquet",
         model=lambda wc: spec_inputs(PRM_SPECS[wc.prm], model_input),
+        features=lambda wc: features_input(wc.prm, "processbench/cases"),
     output:
         scores="results/scores/{prm}/processbench.parquet",
     wildcard_constraints:
@@ -56,7 +101,7 @@ rule score_processbench:
     # jobs side by side beat one job with two threads
     threads: 1
     resources:
-        gpu=lambda wc: gpus("policy" if PRM_SPECS[wc.prm]["trained"] else PRM_SPECS[wc.prm]["model"]),
+        gpu=lambda wc: scoring_gpus(wc.prm),
     log:
         "logs/score_processbench/{prm}.log",
     conda:
