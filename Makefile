@@ -45,4 +45,4 @@ test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 clean-results:
-	rm -rf results/samples results/problems results/labels results/trainsets results/prms results/scores results/metrics results/tables figures/fig* logs
+	rm -rf results/*/ figures/fig* logs resources/models paper/tables/*.tex paper/figures paper/report.md paper/main.pdf
