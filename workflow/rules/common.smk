@@ -46,3 +46,16 @@ def gpus(role_or_name):
     """GPUs a model's jobs ask for: its tensor-parallel size, none for the CPU-only embedded model."""
     entry = model_entry(config, role_or_name)
     return 0 if entry["source"] == "embedded" else int(entry.get("tensor_parallel_size", 1))
+
+
+def features_input(prm, source):
+    """Head-only trained PRMs: the frozen base's step features of results/{source}.parquet (rule
+    step_features; SHARED_FEATURES and PRM_SPECS are set in evaluation.smk)."""
+    return [f"results/features/{source}.safetensors"] if SHARED_FEATURES and PRM_SPECS[prm]["trained"] else []
+
+
+def scoring_gpus(prm):
+    """GPUs of a scoring job: none when only a head is applied to stored features."""
+    if features_input(prm, "x"):
+        return 0
+    return gpus("policy" if PRM_SPECS[prm]["trained"] else PRM_SPECS[prm]["model"])

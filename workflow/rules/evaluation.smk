@@ -16,16 +16,6 @@ SCORING_CFG = {k: config["prms"][k] for k in ("batch_tokens", "batch_size")}
 SHARED_FEATURES = bool(config["prms"]["shared_base_features"]) and _TRAIN["mode"] == "head"
 
 
-def features_input(prm, source):
-    """The frozen base's step features of results/{source}.parquet, for head-only trained PRMs."""
-    return [f"results/features/{source}.safetensors"] if SHARED_FEATURES and PRM_SPECS[prm]["trained"] else []
-
-
-def scoring_gpus(prm):
-    if features_input(prm, "x"):
-        return 0  # the head alone runs on the CPU
-    return gpus("policy" if PRM_SPECS[prm]["trained"] else PRM_SPECS[prm]["model"])
-
 
 rule step_features:
     input:
