@@ -76,8 +76,7 @@ def compute_features(backbone, tokenizer, fmt, questions: Sequence[str], steps_l
     hidden = int(backbone.config.hidden_size)
     feats = training.step_features(backbone, instances, training.pad_id(tokenizer), batch_size, device) \
         if instances else []
-    by_row = {i: f["step_features"] for i, f in zip(kept, feats)}
-    parts = [by_row[i] for i in range(len(encs)) if i in by_row]
+    parts = [f["step_features"] for f in feats]  # row order: `kept` is ascending
     return {"features": torch.cat(parts) if parts else torch.zeros((0, hidden), dtype=torch.float32),
             "n_steps": torch.tensor([e.n_steps for e in encs], dtype=torch.int64),
             "n_kept": torch.tensor([e.n_steps_kept for e in encs], dtype=torch.int64),
