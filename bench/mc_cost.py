@@ -1,17 +1,21 @@
 """MC labelling cost: the early-stopped protocol vs the naive one (K completions for every step), side
 by side in one run on the same responses with the same per-completion seeds.
 
-Prints generated tokens per labelled response for both protocols, their ratio (goal ≥ 3×) and
-whether the hard labels at threshold 0 are identical.
+Three runs: `naive` (its completions are recorded), `early` (fresh from the engine: the cost measured)
+and `early-replay` (the early protocol again, served the naive run's own completions for the same
+prompt and seed). Prints generated tokens per labelled response, their ratio (goal ≥ 3×) and whether
+the hard labels at threshold 0 are identical. The replay is the exact check of "same completions ->
+same labels"; the fresh run's labels may differ where vLLM's batched bf16 kernels drew other tokens for
+a seed (the bench prints how many fresh completions equal the naive ones).
 
 Responses: the embedded default's sampled training responses (results/samples/train.parquet) when
 they exist, else a small sample generated here with the embedded model (resources/models/smollm2)
 on reasoning-gym basic_arithmetic problems.
 
-    python bench/mc_cost.py [--samples results/samples/train.parquet] [--responses N] [--k 4] [--batch-invariant]
+    python bench/mc_cost.py [--samples results/samples/train.parquet] [--responses N] [--k 8] [--batch-invariant]
 
-A few minutes on 2 CPU cores with vLLM's batched CPU backend; with --batch-invariant (one sequence at a
-time, so both protocols draw bit-identical completions and the label comparison is exact) about 15.
+About 12 minutes on 2 CPU cores at K=8 for all 64 responses (the naive run is most of it); with
+--batch-invariant (one sequence at a time, so the fresh run also draws bit-identical completions) far longer.
 """
 from __future__ import annotations
 
@@ -52,20 +56,26 @@ def load_responses(args, engine, config):
 class RecordedEngine:
     """Wraps the engine: records every seeded completion of the naive run, then replays them, so the
     early protocol can be run a second time on exactly the completions the naive one drew. A batched
-    engine (vLLM bf16) can draw slightly different tokens for the same seed in another batch; the replay
-    checks the protocol's claim (same completions -> same hard labels) without that engine noise, and
-    fails loudly if the early protocol asks for a completion the naive one never drew."""
+    engine (vLLM bf16) draws different tokens for the same seed in another batch (kernels vary with the
+    batch shape); the replay checks the protocol's claim (same completions -> same hard labels) without
+    that engine noise, and fails loudly if the early protocol asks for a completion the naive one never
+    drew. Only the naive run records: a later fresh run must not overwrite what the replay reuses."""
 
     def __init__(self, engine):
         self.engine, self.tokenizer, self.stats = engine, engine.tokenizer, engine.stats
         self.store: dict = {}
-        self.replay = False
+        self.mode = "record"  # record | pass | replay
+        self.fresh_same = self.fresh_total = 0  # fresh completions equal to the naive run's (same prompt, seed)
 
     def generate(self, prompts, spec, seeds=None):
-        if self.replay:
+        if self.mode == "replay":
             return [self.store[(p, s)] for p, s in zip(prompts, seeds)]
         outs = self.engine.generate(prompts, spec, seeds)
-        self.store.update({(p, s): o for p, s, o in zip(prompts, seeds, outs)})
+        if self.mode == "record":
+            self.store.update({(p, s): o for p, s, o in zip(prompts, seeds, outs)})
+        else:
+            self.fresh_total += len(outs)
+            self.fresh_same += sum(self.store.get((p, s)) == o for p, s, o in zip(prompts, seeds, outs))
         return outs
 
 
@@ -125,8 +135,18 @@ def main() -> int:
                   separator=config["sampling"]["step_separator"], round_size=args.round_size)
     recorded = RecordedEngine(engine)
     results = {}
+    graded: dict[str, dict] = {}  # per run: (text, gold) -> correct, to find texts graded differently
+    grade_fn = common["grade_fn"]
+
+    def recording_grade_fn(texts, golds):
+        ok = grade_fn(texts, golds)
+        graded[label].update(zip(zip(texts, golds), ok))
+        return ok
+
+    common["grade_fn"] = recording_grade_fn
     for protocol, label in (("naive", "naive"), ("early", "early"), ("early", "early-replay")):
-        recorded.replay = label == "early-replay"
+        recorded.mode = {"naive": "record", "early": "pass", "early-replay": "replay"}[label]
+        graded[label] = {}
         t0 = time.perf_counter()
         calls0 = engine.stats.calls
         rows = run_mc(items, recorded, protocol=protocol, **common)
@@ -149,6 +169,14 @@ def main() -> int:
         if labels([a]) != labels([b]):  # same completions, different labels: show the counts per step
             print(f"  differs {it.problem_id}#{it.sample_idx}: naive successes/total "
                   f"{list(zip(a['n_success'], a['n_total']))} vs early {list(zip(b['n_success'], b['n_total']))}")
+    print(f"fresh early completions identical to the naive run's for the same (prompt, seed): "
+          f"{recorded.fresh_same}/{recorded.fresh_total} (the rest: batched bf16 kernels, not the protocol)")
+    regraded = [(key, ok) for key, ok in graded["early-replay"].items()
+                if key in graded["naive"] and graded["naive"][key] != ok]
+    print(f"distinct texts graded: naive {len(graded['naive'])}, replay {len(graded['early-replay'])}, in both "
+          f"{len(set(graded['naive']) & set(graded['early-replay']))}; graded differently: {len(regraded)}")
+    for (text, gold), ok in regraded[:10]:
+        print(f"  gold {gold!r}: naive {graded['naive'][(text, gold)]}, replay {ok}; text tail {text[-300:]!r}")
     pos = [x for ls in labels(results["early"]) for x in (ls or [])]
     print(f"labelled steps kept {len(pos)} of {n_steps}, positive rate {sum(pos) / max(len(pos), 1):.2f}; "
           "'early' draws its completions fresh from the engine (the cost measured), 'early-replay' reuses the "
