@@ -193,7 +193,7 @@ def load_head_model(path: str, kind: str, dtype=None, trust_remote_code: bool = 
 
     path = _resolve_dir(path)
     if trust_remote_code:
-        model = AutoModel.from_pretrained(path, dtype=_dtype(dtype), trust_remote_code=True, **_placement())
+        model = AutoModel.from_pretrained(path, dtype=_dtype(dtype), trust_remote_code=trust_remote_code, **_placement())
         return _RemoteOutputs(model)
     base = AutoModel.from_pretrained(path, dtype=_dtype(dtype), **_placement())
     m = build_head_model(base, kind)
