@@ -57,10 +57,11 @@ class ScriptedJudge(Engine):
 
     backend = "fake"
 
-    def __init__(self, texts, forced="3}"):
+    def __init__(self, texts, forced="3}", cut=()):
         super().__init__()
         self.tokenizer = FakeTokenizer()
         self.texts, self.forced, self.prompts = list(texts), forced, []
+        self.cut, self.served = set(cut), 0  # indices of texts returned as cut off at max_tokens
 
     def generate(self, prompts, spec, seeds=None):
         self.prompts.extend(prompts)
@@ -69,5 +70,6 @@ class ScriptedJudge(Engine):
             if spec.max_tokens <= 16:
                 out.append([Completion(self.forced, 2, "stop")])
             else:
-                out.append([Completion(self.texts.pop(0), 50, "stop")])
+                out.append([Completion(self.texts.pop(0), 50, "length" if self.served in self.cut else "stop")])
+                self.served += 1
         return out

@@ -61,7 +61,7 @@ def test_judge_responses_majority_force_and_no_steps():
     # sample 1 rambled → forced "\boxed{0}"; sample 2 out of range → no vote → majority of [0] = 0
     assert rows[1]["votes"] == [0, None] and rows[1]["first_error"] == 0 and rows[1]["n_forced"] == 1
     assert rows[2] == {"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps", "votes": [],
-                       "n_forced": 0, "tokens_generated": 0}
+                       "n_forced": 0, "n_truncated": 0, "tokens_generated": 0}
     assert rows[3]["first_error"] == 0 and rows[3]["n_forced"] == 2
     assert len(rows[1]["verdicts"]) == 2
 
@@ -72,3 +72,17 @@ def test_unparsable_without_forcing_is_recorded_not_raised():
     assert rows[0]["first_error"] is None and rows[0]["status"] == "no_verdict" and not rows[0]["parsed"]
     assert rows[1]["first_error"] is None and rows[1]["status"] == "out_of_range"
     assert rows[0]["verdicts"] == ["no verdict at all"]
+
+
+def test_cut_off_verdict_is_not_forced_but_counted():
+    # sample 0 was cut off at max_tokens mid-analysis, sample 1 ended on its own without an answer:
+    # only the latter may be forced; the former stays unread and is counted as truncated
+    eng = ScriptedJudge(["<paragraph_0> looks fine, now paragraph 1 ...", "I am done."], forced="0}", cut={0})
+    rows = judge_responses(eng, ["q", "q"], [["a", "b"], ["a", "b"]], ["i", "j"], force_answer=True)
+    assert rows[0]["first_error"] is None and rows[0]["status"] == "truncated"
+    assert rows[0]["n_truncated"] == 1 and rows[0]["n_forced"] == 0
+    assert rows[1]["first_error"] == 0 and rows[1]["n_forced"] == 1 and rows[1]["n_truncated"] == 0
+    # the opt-in keeps the old behaviour
+    eng = ScriptedJudge(["<paragraph_0> looks fine ..."], forced="1}", cut={0})
+    rows = judge_responses(eng, ["q"], [["a", "b"]], ["i"], force_answer=True, force_truncated=True)
+    assert rows[0]["first_error"] == 1 and rows[0]["n_forced"] == 1 and rows[0]["n_truncated"] == 0

@@ -8,7 +8,8 @@ no "force the answer" continuation is made (`critics.force_answer`), the predict
 metric counts it wrong and reports the count (`n_unparsed`).
 
 Output (one row per case, `results/critics/{judge}/processbench.parquet`): id, subset, label,
-prediction (Int64; null = unparsable), parsed, status, votes, n_forced, tokens_generated, verdicts.
+prediction (Int64; null = unparsable), parsed, status, votes, n_forced, n_truncated, tokens_generated,
+verdicts.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ log = logging.getLogger(__name__)
 
 def critic_predictions(engine, cases, *, n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
                        max_tokens: int = 2048, seed: int = 42, system_prompt: str | None = None,
-                       template: str | None = None, force_answer: bool = False):
+                       template: str | None = None, force_answer: bool = False, force_truncated: bool = False):
     """Run the critic over ProcessBench cases (a `processbench` table) → per-case predictions frame."""
     import pandas as pd
 
@@ -28,7 +29,8 @@ def critic_predictions(engine, cases, *, n: int = 1, temperature: float = 0.0, t
     rows = judge_responses(engine, cases["problem"].tolist(), [list(s) for s in cases["steps"]],
                            [str(i) for i in cases["id"]], style="processbench", n=n,
                            temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed,
-                           template=template, system_prompt=system_prompt, force_answer=force_answer)
+                           template=template, system_prompt=system_prompt, force_answer=force_answer,
+                           force_truncated=force_truncated)
     out = pd.DataFrame(rows)
     out.insert(0, "label", cases["label"].astype(int).values)
     out.insert(0, "subset", cases["subset"].values)
@@ -52,10 +54,12 @@ def rule_critic_processbench(*, inputs, outputs, params, wildcards, threads) -> 
                             top_p=float(cfg["top_p"]) if n > 1 else 1.0, max_tokens=int(cfg["max_tokens"]),
                             seed=int(cfg["seed"]), system_prompt=cfg.get("system_prompt"),
                             template=load_template(cfg.get("template_path")),
-                            force_answer=bool(cfg.get("force_answer", False)))
+                            force_answer=bool(cfg.get("force_answer", False)),
+                            force_truncated=bool(cfg.get("force_truncated", False)))
     unparsed = int(df["prediction"].isna().sum())
     print(f"critic {wildcards.get('judge')}: {len(df)} cases, n={n}, unparsable {unparsed} "
-          f"({100 * unparsed / max(len(df), 1):.1f}%; counted wrong)", flush=True)
+          f"({100 * unparsed / max(len(df), 1):.1f}%; counted wrong); samples cut off at max_tokens "
+          f"and left unread: {int(df['n_truncated'].sum())}", flush=True)
     outputs_path = outputs["predictions"]
     from pathlib import Path
 

@@ -23,6 +23,9 @@ sample's value, like ``collections.Counter.most_common``); unparsable samples do
 When a sample is unparsable and ``force_answer`` is on, the judge's own text is continued with the
 answer opening (``\\boxed{`` / ``<conclusion>``) for a few tokens; on vLLM that continuation is
 constrained by a regex (structured outputs), elsewhere it is parsed like any verdict.
+Only a sample the model ended itself is forced: one cut off at ``max_tokens`` (finish reason
+``length``) stopped mid-analysis, so forcing it would invent a first-error location. It stays
+unparsed with status ``truncated`` and is counted (``n_truncated``) unless ``force_truncated`` is on.
 """
 from __future__ import annotations
 
@@ -197,9 +200,9 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
                     style: str = "processbench", n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
                     max_tokens: int = 1024, seed: int = 0, template: str | None = None,
                     system_prompt: str | None = None, force_answer: bool = True, force_max_tokens: int = 8,
-                    guided: bool = True) -> list[dict]:
+                    guided: bool = True, force_truncated: bool = False) -> list[dict]:
     """Judge every (question, steps); one row per item: first_error, verdicts (raw texts), parsed,
-    status, votes (parsed value per sample), n_forced, tokens_generated.
+    status, votes (parsed value per sample), n_forced, n_truncated, tokens_generated.
 
     Items with no steps get no call (first_error None, status 'no_steps'). Each of the n samples is
     its own request with a seed derived from (seed, id, j)."""
@@ -217,10 +220,11 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
                            [derive_seed("judge", seed, ids[i], j) for i, j in reqs]) if reqs else []
     texts = {rq: o[0].text for rq, o in zip(reqs, outs)}
     tokens = {rq: int(o[0].n_tokens) for rq, o in zip(reqs, outs)}
+    cut = {rq for rq, o in zip(reqs, outs) if o[0].finish_reason == "length"}
     parsed = {rq: parse_verdict_detail(texts[rq], len(steps_lists[rq[0]]), style) for rq in reqs}
     forced: set = set()
     if force_answer:
-        retry = [rq for rq in reqs if parsed[rq][1] == "no_verdict"]
+        retry = [rq for rq in reqs if parsed[rq][1] == "no_verdict" and (rq not in cut or force_truncated)]
         if retry:
             suffix, regex = FORCE[style]
             conts = _guided_generate(engine, [prompts[i] + texts[(i, j)] + suffix for i, j in retry],
@@ -235,15 +239,18 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
     for i in range(len(steps_lists)):
         if i not in prompts:
             rows.append({"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps",
-                         "votes": [], "n_forced": 0, "tokens_generated": 0})
+                         "votes": [], "n_forced": 0, "n_truncated": 0, "tokens_generated": 0})
             continue
         rq = [(i, j) for j in range(n)]
         votes = [parsed[r][0] for r in rq]
         fe = vote(votes)
-        statuses = [parsed[r][1] for r in rq]
-        status = "ok" if fe is not None else ("out_of_range" if "out_of_range" in statuses else "no_verdict")
+        # a cut-off sample that stayed unread is "truncated", not just "no_verdict"
+        statuses = ["truncated" if (r in cut and parsed[r][1] == "no_verdict") else parsed[r][1] for r in rq]
+        status = "ok" if fe is not None else next(
+            (s for s in ("out_of_range", "truncated") if s in statuses), "no_verdict")
         rows.append({"first_error": fe, "verdicts": [texts[r] for r in rq], "parsed": fe is not None,
                      "status": status, "votes": votes, "n_forced": sum(r in forced for r in rq),
+                     "n_truncated": sum(r in cut and r not in forced for r in rq),
                      "tokens_generated": sum(tokens[r] for r in rq)})
     return rows
 
@@ -271,19 +278,20 @@ def rule_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, th
             style=cfg["style"], n=int(cfg["n"]), temperature=float(cfg["temperature"]), top_p=float(cfg["top_p"]),
             max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]), template=load_template(cfg.get("template_path")),
             system_prompt=cfg.get("system_prompt"), force_answer=bool(cfg["force_answer"]),
-            guided=bool(cfg["guided"]))
+            guided=bool(cfg["guided"]), force_truncated=bool(cfg.get("force_truncated", False)))
     else:
         rows = [{"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps", "votes": [],
-                 "n_forced": 0, "tokens_generated": 0} for _ in steps]
+                 "n_forced": 0, "n_truncated": 0, "tokens_generated": 0} for _ in steps]
     df = pd.DataFrame(rows, columns=["first_error", "verdicts", "parsed", "status", "votes", "n_forced",
-                                     "tokens_generated"])
+                                     "n_truncated", "tokens_generated"])
     df.insert(0, "sample_idx", part["sample_idx"].astype(int).values)
     df.insert(0, "problem_id", part["problem_id"].values)
     df.insert(2, "n_steps", [len(s) for s in steps])
     df["first_error"] = df["first_error"].astype("Int64")
     counts = df["status"].value_counts().to_dict()
     summary = {"responses": len(df), "parsed": int(df["parsed"].sum()), "status_counts": counts,
-               "forced": int(df["n_forced"].sum()), "tokens_generated": int(df["tokens_generated"].sum())}
+               "forced": int(df["n_forced"].sum()), "truncated_unparsed": int(df["n_truncated"].sum()),
+               "tokens_generated": int(df["tokens_generated"].sum())}
     print(f"judge summary: {summary}", flush=True)
     if len(df) and summary["parsed"] < len(df):
         print(f"judge: {len(df) - summary['parsed']} responses without a readable verdict are excluded "
