@@ -1,0 +1,106 @@
+"""`make rehearsal`: the paper configuration executed for real on CPU.
+
+config/paper.yaml runs unchanged but for the overlay config/rehearsal.yaml (sizes, GPUs -> 0, where
+weights and data files come from). Weights are random-weight stand-ins of each Hub model's
+architecture in a local Hugging Face cache (`hub_cache`), under the Hub id and pinned revision, so
+rule download_model and every loader run the code a cluster runs, offline. Data: the harness and
+ProcessBench files in ../shared/data, and a small PRM800K file in the official format.
+
+Layout (all under --out, default results/rehearsal/):
+  hf-home/      HF_HOME holding the stand-in cache
+  work/         the Snakemake working directory (results/, logs/, resources/ of the run);
+                work/shared -> the shared data directory, work/data/prm800k/ -> the PRM800K stand-in
+  plan.txt      the dry run's job table before the run
+  report.json   what ran and what it read (prm_lessons.rehearsal.report)
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+log = logging.getLogger("prm_lessons.rehearsal")
+REPO = Path(__file__).resolve().parents[3]
+
+
+def find_shared(explicit: str | None = None) -> Path:
+    """The shared data directory: --shared, $PRM_SHARED, or ../shared beside the checkout."""
+    for cand in (explicit, os.environ.get("PRM_SHARED"), REPO.parent / "shared"):
+        if cand and (Path(cand) / "data").is_dir():
+            return Path(cand).resolve()
+    raise SystemExit("rehearsal: no shared data directory (pass --shared DIR or set PRM_SHARED; it must hold "
+                     "data/bon/*.jsonl and data/processbench/*.json)")
+
+
+def snakemake_cmd(work: Path, configfiles: list[Path], cores: int, extra: list[str]) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+            "--cores", str(cores), "--configfile", *map(str, configfiles), *extra]
+
+
+def prepare(out: Path, shared: Path, fresh: bool = True) -> dict:
+    """Stand-in Hub cache, PRM800K file and the working directory; returns the environment to run in."""
+    from .hub_cache import build_hub_cache, write_prm800k
+
+    work, hf_home = out / "work", out / "hf-home"
+    if fresh:
+        shutil.rmtree(out, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
+    link = work / "shared"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(shared, target_is_directory=True)
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    t0 = time.time()
+    built = build_hub_cache(paper, hf_home)
+    write_prm800k(work / "data" / "prm800k")
+    log.info("stand-in Hub cache: %d repos in %.1fs", len(built) if built else 0, time.time() - t0)
+    env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "PYTHONUNBUFFERED": "1"}
+    env.pop("HF_HUB_CACHE", None)  # the stand-in cache lives under HF_HOME
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m prm_lessons.rehearsal.run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="results/rehearsal", help="rehearsal directory (wiped unless --resume)")
+    ap.add_argument("--shared", default=None, help="shared data directory (default: ../shared beside the checkout)")
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--resume", action="store_true", help="keep --out and continue an interrupted rehearsal")
+    ap.add_argument("snakemake_args", nargs="*", help="extra Snakemake arguments (after --)")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    out = Path(args.out).resolve()
+    shared = find_shared(args.shared)
+    env = prepare(out, shared, fresh=not args.resume)
+    configs = [REPO / "config" / "paper.yaml", REPO / "config" / "rehearsal.yaml"]
+    work = out / "work"
+    # the plan of a fresh run: which rules the paper DAG has and how many jobs each
+    plan = subprocess.run(snakemake_cmd(work, configs, args.cores, ["-n", "--quiet", "rules"]), env=env,
+                          capture_output=True, text=True)
+    (out / "plan.txt").write_text(plan.stdout + plan.stderr)
+    if plan.returncode:
+        print(plan.stdout[-4000:], plan.stderr[-4000:], file=sys.stderr)
+        raise SystemExit(f"rehearsal: the dry run failed (see {out / 'plan.txt'})")
+    t0 = time.time()
+    run = subprocess.run(snakemake_cmd(work, configs, args.cores, ["--rerun-incomplete", "--show-failed-logs",
+                                                                   *args.snakemake_args]), env=env)
+    wall = time.time() - t0
+    from .report import write_report
+
+    report = write_report(out, configs, env, wall_seconds=wall, returncode=run.returncode)
+    print(f"rehearsal: snakemake exit {run.returncode} after {wall / 60:.1f} min; report {out / 'report.json'}: "
+          f"{len(report['rules_ran'])}/{len(report['rules_planned'])} rules ran, "
+          f"{'all' if not report['rules_missing'] else 'missing ' + ', '.join(report['rules_missing'])}")
+    return run.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
