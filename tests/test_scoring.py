@@ -94,15 +94,16 @@ def adapters(tok):
     return _adapters(tok)
 
 
-@pytest.mark.parametrize("kind", ["qwen_prm", "trained", "math_shepherd", "rlhflow", "skywork", "eurus"])
+# eurus is not here: the card's readout for a step before the last runs into the next step's first
+# token, so a prefix's last step reads differently (test_scoring_real.py checks it against the card)
+@pytest.mark.parametrize("kind", ["qwen_prm", "trained", "math_shepherd", "rlhflow", "skywork"])
 def test_one_pass_equals_per_prefix(adapters, kind):
     a = adapters[kind]
     one = scoring.score_responses(a, [QUESTION], [STEPS])[0]
     naive = scoring.score_naive_per_prefix(a, QUESTION, STEPS)
     assert len(one) == len(STEPS)
     assert one == pytest.approx(naive, abs=1e-5)
-    if kind != "eurus":
-        assert all(0.0 <= s <= 1.0 for s in one)
+    assert all(0.0 <= s <= 1.0 for s in one)
     assert max(one) - min(one) > 1e-6  # scores are not a constant: positions differ per step
 
 
@@ -255,9 +256,9 @@ def test_resolve_prm_specs_from_config():
                     "models": {"qwen_prm_7b": {"adapter": "qwen_prm", "model": "prm7b"},
                                "eurus_stage2": {"adapter": "eurus", "model": "eurus2", "ref_model": "ref"}}}}
     specs = scoring.resolve_prm_specs(cfg)
-    assert specs["qwen_prm_7b"]["path"] == "Qwen/Qwen2.5-Math-PRM-7B"
+    assert specs["qwen_prm_7b"]["path"] == "resources/hub/prm7b"  # linked there by rule download_model
     assert specs["qwen_prm_7b"]["trust_remote_code"] is False
-    assert specs["eurus_stage2"]["ref_path"] == "Qwen/Qwen2.5-Math-7B-Instruct"
+    assert specs["eurus_stage2"]["ref_path"] == "resources/hub/ref"
     del cfg["prms"]["models"]["eurus_stage2"]["ref_model"]
     with pytest.raises(ValueError, match="ref_model"):
         scoring.resolve_prm_specs(cfg)

@@ -7,16 +7,19 @@ score, and reads the score there. Adapters (the `adapter` key of a `prms.models`
 |----------------|--------------------------------------|-----------------------|
 | `trained`      | the PRMs this workflow trains        | `steps.build_prm_input` with the PRM's own StepFormat (saved with it); P(class 1) of its 2-class head |
 | `qwen_prm`     | Qwen2.5-Math-PRM-7B / -72B           | `build_prm_input`: system + user, `<extra_0>` after each step in the assistant turn; softmax over the 2 head logits, index 1 |
-| `math_shepherd`| peiyi9979/math-shepherd-mistral-7b-prm | `"{question} Step 1: s1 ки\\nStep 2: s2 ки"`; softmax over the (+, −) token logits at each `ки`, P(+) |
-| `rlhflow`      | RLHFlow/Llama3.1-8B-PRM-*            | chat: user = question + "\\n\\n" + step 1, then one user turn per step, assistant "+" after each; one pass over the whole conversation, P(+) of (+, −) at the token before each assistant "+" |
+| `math_shepherd`| peiyi9979/math-shepherd-mistral-7b-prm | `"{question} Step 1: s1 ки\\nStep 2: s2 ки"`; softmax over the card's `encode("+ -")[1:]` logits at each `ки` (`encode("ки")[-1]`), P(+) |
+| `rlhflow`      | RLHFlow/Llama3.1-8B-PRM-*            | chat: user = question + "\\n\\n" + step 1, then one user turn per step, assistant "+" after each; one pass over the whole conversation, P(+) of (`encode('+')[-1]`, `encode('-')[-1]`) at the token before each assistant "+" |
 | `skywork`      | Skywork-o1-Open-PRM-Qwen-2.5-*       | `bos + question + "\\n"`, then each step's ids + the "\\n" token id; sigmoid of the value head at those tokens |
-| `eurus`        | PRIME-RL/EurusPRM-Stage1/2           | chat (user, assistant = steps joined by "\\n\\n"); implicit PRM: β·(log π − log π_ref) per response token, summed up to each step's last token (cumulative q, as the model card prints) or per step; optional sigmoid |
+| `eurus`        | PRIME-RL/EurusPRM-Stage1/2           | chat (user, assistant = steps joined by "\\n\\n"); implicit PRM: β·(log π − log π_ref) per token, cumulated and gathered at the card's `step_last_tokens` (raw values, as the card prints; `sigmoid` optional) or per step |
 | `qwen_orm`     | Qwen2.5-Math-RM-72B (outcome RM)     | chat (system, user, assistant = steps joined by "\\n\\n"); score head at the last token: ONE score per response; on ProcessBench one instance per prefix |
 
 Released checkpoints whose class lives in Hub code (Qwen PRM/ORM, Skywork) are loaded WITHOUT running
 that code unless the model entry sets `trust_remote_code: true`: the transformer body loads through
 transformers' own class for its `model_type`, the head (`score.*`, `v_head.summary.*`) is built here
-and its weights read from the checkpoint (vLLM does the same for Qwen2ForProcessRewardModel).
+and its weights read from the checkpoint (vLLM does the same for Qwen2ForProcessRewardModel), from
+safetensors or, where a repo ships only those (Math-Shepherd, Skywork), pytorch_model*.bin. Each adapter
+exposes the token ids its readout uses (`step_tag_id`, `label_token_ids`; `token_info()`), written into
+the score tables' metadata.
 Outputs: tables `step_scores` / `pb_scores` (docs/architecture.md). A response longer than
 `max_length` keeps its whole leading steps only; `n_steps_scored` < number of steps says so.
 """
@@ -86,15 +89,26 @@ def _chat(tokenizer, messages, add_generation_prompt: bool) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
 
 
-def _token_pair(tokenizer, good: str, bad: str) -> tuple[int, int]:
-    """Ids of the (+, −) label tokens as the model cards compute them: encode "good bad"."""
-    ids = tokenizer.encode(f"{good} {bad}", add_special_tokens=False)
-    if len(ids) == 2:
-        return ids[0], ids[1]
-    g, b = tokenizer.convert_tokens_to_ids(good), tokenizer.convert_tokens_to_ids(bad)
-    if g is None or b is None or g == tokenizer.unk_token_id or b == tokenizer.unk_token_id:
-        raise ValueError(f"label tokens {good!r}/{bad!r} are not single tokens of this tokenizer")
-    return g, b
+def _drop_bos(tokenizer, ids: list[int]) -> list[int]:
+    """`ids[1:]` of the model cards, which assume the tokenizer prepends BOS (a tokenizer without one
+    keeps its first id)."""
+    bos = tokenizer.bos_token_id
+    return ids[1:] if ids and bos is not None and ids[0] == bos else ids
+
+
+def math_shepherd_tokens(tokenizer, good: str = "+", bad: str = "-", step_tag: str = "ки"):
+    """As the Math-Shepherd card: candidate_tokens = encode(f"{good} {bad}")[1:] ([648, 387] with the
+    Mistral v1 tokenizer: "▁+" and "▁-"), step_tag_id = encode(step_tag)[-1] (12902, "▁ки")."""
+    pair = _drop_bos(tokenizer, tokenizer.encode(f"{good} {bad}"))
+    if len(pair) != 2:
+        raise ValueError(f"'{good} {bad}' is not two tokens of this tokenizer ({pair}): not a Math-Shepherd tokenizer")
+    return (pair[0], pair[1]), tokenizer.encode(step_tag)[-1]
+
+
+def rlhflow_tokens(tokenizer, good: str = "+", bad: str = "-") -> tuple[int, int]:
+    """As RLHFlow's inference code (RLHF-Reward-Modeling math-rm/prm_evaluate.py): encode('+')[-1],
+    encode('-')[-1]: the bare tokens the assistant turn holds (Llama 3: 10 and 12, not " -" = 482)."""
+    return tokenizer.encode(good)[-1], tokenizer.encode(bad)[-1]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -156,30 +170,67 @@ def _last_device(base):
     return f"cuda:{d}" if isinstance(d, int) else d
 
 
-def _checkpoint_tensors(path: str, prefix: str) -> dict:
-    """Tensors whose name starts with `prefix.` from a checkpoint dir's safetensors (sharded or not)."""
-    from safetensors import safe_open
+# pickled trainer state some repos ship beside their weights: never weights
+_NOT_WEIGHTS = {"training_args.bin"}
 
-    files = sorted(Path(path).glob("*.safetensors"))
+
+def _weight_files(path: str) -> list[Path]:
+    """A checkpoint dir's weight files: safetensors when it has any, else pytorch_model*.bin (the
+    Math-Shepherd and Skywork PRM repos ship only .bin). With an index, only the shards it names."""
+    d = Path(path)
+    for ext, index in (("safetensors", "model.safetensors.index.json"), ("bin", "pytorch_model.bin.index.json")):
+        if (d / index).exists():
+            shards = sorted(set(json.loads((d / index).read_text())["weight_map"].values()))
+            return [d / s for s in shards]
+        files = sorted(f for f in d.glob(f"*.{ext}") if f.name not in _NOT_WEIGHTS)
+        if files:
+            return files
+    return []
+
+
+def _bin_state(f: Path) -> dict:
+    torch = _torch()
+    try:  # mmap: a 7B shard is not read whole to pick a head out of it
+        return torch.load(str(f), map_location="cpu", weights_only=True, mmap=True)
+    except RuntimeError:  # legacy (non-zip) pickles cannot be mmapped
+        return torch.load(str(f), map_location="cpu", weights_only=True)
+
+
+def _checkpoint_tensors(path: str, prefix: str) -> dict:
+    """Tensors whose name starts with `prefix.` from a checkpoint dir's weights: safetensors or
+    pytorch_model*.bin (torch.load with weights_only), sharded (per its index) or single."""
+    files = _weight_files(path)
     if not files:
-        raise FileNotFoundError(f"{path}: no *.safetensors files (needed for the {prefix} head)")
+        raise FileNotFoundError(f"{path}: no *.safetensors or pytorch_model*.bin files (needed for the {prefix} head)")
     out = {}
     for f in files:
-        with safe_open(str(f), framework="pt") as fh:
-            for k in fh.keys():
-                if k.startswith(prefix + "."):
-                    out[k[len(prefix) + 1:]] = fh.get_tensor(k)
+        if f.suffix == ".safetensors":
+            from safetensors import safe_open
+
+            with safe_open(str(f), framework="pt") as fh:
+                for k in fh.keys():
+                    if k.startswith(prefix + "."):
+                        out[k[len(prefix) + 1:]] = fh.get_tensor(k)
+        else:
+            state = _bin_state(f)
+            out.update({k[len(prefix) + 1:]: v.clone() for k, v in state.items() if k.startswith(prefix + ".")})
+            del state
     if not out:
         raise ValueError(f"{path}: checkpoint has no '{prefix}.*' weights for this adapter")
     return out
 
 
-def _resolve_dir(path_or_id: str) -> str:
+def _resolve_dir(path_or_id: str, trust_remote_code: bool = False, revision: str | None = None) -> str:
+    """A local directory as is; a Hub id snapshotted with the files a job needs (hub.select_files:
+    safetensors, else *.bin; *.py only when remote code is allowed). The workflow hands jobs local
+    directories (rule download_model); a Hub id here is for interactive use."""
     if Path(path_or_id).exists():
         return str(path_or_id)
+    from prm_lessons import hub
     from huggingface_hub import snapshot_download
 
-    return snapshot_download(path_or_id, allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja"])
+    files = hub.select_files(hub.repo_files(path_or_id, revision or "main"), trust_remote_code)
+    return snapshot_download(path_or_id, revision=revision, allow_patterns=files)
 
 
 def _dtype(name: str | None):
@@ -191,7 +242,7 @@ def load_head_model(path: str, kind: str, dtype=None, trust_remote_code: bool = 
     """Released PRM/ORM with a head: remote class when allowed, else base + head built here."""
     from transformers import AutoModel
 
-    path = _resolve_dir(path)
+    path = _resolve_dir(path, trust_remote_code)
     if trust_remote_code:
         model = AutoModel.from_pretrained(path, dtype=_dtype(dtype), trust_remote_code=trust_remote_code, **_placement())
         return _RemoteOutputs(model)
@@ -251,6 +302,22 @@ class Adapter(abc.ABC):
     def readout(self, values, enc: Encoded) -> list[float]:
         return [float(values[p]) for p in enc.positions]
 
+    # token ids the readout depends on (None: not used by this adapter); reports print them
+    step_tag_id: int | None = None
+    label_token_ids: tuple[int, int] | None = None
+
+    def token_info(self) -> dict:
+        """The adapter's step-tag / label token ids, with the tokens they decode to."""
+        t = self.tokenizer
+        info = {"adapter": self.kind}
+        if self.step_tag_id is not None:
+            info["step_tag_id"] = int(self.step_tag_id)
+            info["step_tag"] = t.convert_ids_to_tokens(int(self.step_tag_id))
+        if self.label_token_ids is not None:
+            info["label_token_ids"] = [int(i) for i in self.label_token_ids]
+            info["label_tokens"] = t.convert_ids_to_tokens([int(i) for i in self.label_token_ids])
+        return info
+
     # -- shared
     @property
     def device(self):
@@ -273,6 +340,9 @@ class StepHeadAdapter(Adapter):
         if isinstance(step_format, dict):
             step_format = StepFormat.from_dict(step_format)
         self.fmt = step_format or StepFormat("<extra_0>", QWEN_SYSTEM, True)
+        # the card: step_sep_id = tokenizer.encode("<extra_0>")[0] (151651 in the Qwen2.5-Math-PRM repos)
+        sid = tokenizer.convert_tokens_to_ids(self.fmt.step_token)
+        self.step_tag_id = sid if sid is not None and sid != tokenizer.unk_token_id else None
 
     def encode(self, question, steps):
         from prm_lessons.steps import build_prm_input
@@ -300,7 +370,8 @@ class MathShepherdAdapter(Adapter):
     def __init__(self, model, tokenizer, max_length=None, step_tag="ки", good_token="+", bad_token="-", **params):
         super().__init__(model, tokenizer, max_length, **params)
         self.step_tag = step_tag
-        self.good, self.bad = _token_pair(tokenizer, good_token, bad_token)
+        self.label_token_ids, self.step_tag_id = math_shepherd_tokens(tokenizer, good_token, bad_token, step_tag)
+        self.good, self.bad = self.label_token_ids
 
     def encode(self, question, steps):
         text, marks = f"{question} ", []
@@ -310,6 +381,10 @@ class MathShepherdAdapter(Adapter):
             text += self.step_tag + ("\n" if i < len(steps) - 1 else "")
         # the card tokenises with tokenizer.encode(text): the tokenizer's own special tokens (BOS)
         ids, pos = _encode_marked(self.tokenizer, text, marks, add_special_tokens=True)
+        if any(ids[p] != self.step_tag_id for p in pos):
+            # the card reads where input_ids == step_tag_id: a step tag that did not become that token
+            # would be skipped there
+            log.warning("math_shepherd: a step tag %r did not tokenise to id %d", self.step_tag, self.step_tag_id)
         return _truncate(Encoded(ids, pos, len(steps)), self.max_length)
 
     def forward(self, input_ids, attention_mask):
@@ -337,7 +412,8 @@ class RLHFlowAdapter(Adapter):
     def __init__(self, model, tokenizer, max_length=None, good_token="+", bad_token="-", **params):
         super().__init__(model, tokenizer, max_length, **params)
         self.good_text = good_token
-        self.good, self.bad = _token_pair(tokenizer, good_token, bad_token)
+        self.label_token_ids = rlhflow_tokens(tokenizer, good_token, bad_token)
+        self.good, self.bad = self.label_token_ids
 
     def encode(self, question, steps):
         msgs, marks = [], []
@@ -364,7 +440,8 @@ class SkyworkAdapter(Adapter):
 
     def __init__(self, model, tokenizer, max_length=None, step_token="\n", **params):
         super().__init__(model, tokenizer, max_length, **params)
-        self.step_token_id = tokenizer.encode(step_token, add_special_tokens=False)[-1]
+        # prepare_input of SkyworkAI/skywork-o1-prm-inference: the "\n" id after each step
+        self.step_token_id = self.step_tag_id = tokenizer.encode(step_token, add_special_tokens=False)[-1]
 
     def encode(self, question, steps):
         tok = self.tokenizer
@@ -409,15 +486,22 @@ class QwenORMAdapter(Adapter):
 
 
 class EurusAdapter(Adapter):
-    """Implicit PRM (EurusPRM model card): r_t = β·(log π(y_t|y<t) − log π_ref(y_t|y<t)) on response
-    tokens; step score = Σ r_t up to the step's last token (`reward: cumulative`, what the card prints)
-    or over the step's own tokens (`reward: step`); `sigmoid: true` maps it into (0, 1) (the ORM
-    objective σ(β log π/π_ref), so 0.5 ⇔ q = 0)."""
+    """Implicit PRM as the EurusPRM model card computes it: r_t = β·(log π(y_t|y<t) − log π_ref(y_t|y<t))
+    (β = `beta`, the card's coef 0.001), cumulated over the response from the card's start index;
+    step k's score is the cumulative sum gathered at the card's index for step k.
+
+    The card's indices (`step_last_tokens`): for k = 0..n it renders the chat with the assistant
+    holding steps[:k] joined by "\n\n", strips it, appends "\n\n" when 0 < k < n, and takes
+    len(tokens) − 2. Its rewards are shifted by one token (logits[:-1] against labels[1:]), so with
+    i_k those indices, step k's score = β Σ_{t = i_0}^{i_k + 1} (log π − log π_ref)(token t): for a
+    step before the last that runs past the step's end to the first token of the next one, for the
+    last step up to <|im_end|>. The card prints these raw values (no sigmoid: `sigmoid` false is the
+    card; true maps them through σ, the ORM objective). `reward: step` gives per-step differences."""
 
     kind = "eurus"
 
     def __init__(self, model, tokenizer, max_length=None, ref_model=None, beta=0.001, reward="cumulative",
-                 sigmoid=True, separator="\n\n", **params):
+                 sigmoid=False, separator="\n\n", **params):
         super().__init__(model, tokenizer, max_length, **params)
         if ref_model is None:
             raise ValueError("adapter 'eurus' needs a reference model (prms entry key `ref_model`)")
@@ -425,20 +509,26 @@ class EurusAdapter(Adapter):
             raise ValueError(f"eurus reward must be 'cumulative' or 'step', not {reward!r}")
         self.ref_model, self.beta, self.reward, self.sigmoid, self.separator = ref_model, beta, reward, sigmoid, separator
 
+    def card_indices(self, question: str, steps: list[str]) -> list[int]:
+        """The card's `step_last_tokens` (n + 1 indices: the response start, then one per step)."""
+        tok, out = self.tokenizer, []
+        for k in range(len(steps) + 1):
+            msgs = [{"role": "user", "content": question},
+                    {"role": "assistant", "content": self.separator.join(steps[:k])}]
+            text = _chat(tok, msgs, False).strip()
+            if 0 < k < len(steps):
+                text += self.separator
+            out.append(len(tok.encode(text, add_special_tokens=False)) - 2)
+        return out
+
     def encode(self, question, steps):
-        user = [{"role": "user", "content": question}]
-        start = len(_chat(self.tokenizer, user, True))
-        body = self.separator.join(steps)
-        text = _chat(self.tokenizer, user + [{"role": "assistant", "content": body}], False)
-        if text[start:start + len(body)] != body:
-            raise ValueError("chat template does not place the assistant text after the generation prompt")
-        ends, off = [], start
-        for s in steps:
-            off += len(s)
-            ends.append(off - 1 if s else off)  # last character of the step
-            off += len(self.separator)
-        ids, pos = _encode_marked(self.tokenizer, text, [start] + ends)
-        enc = Encoded(ids, pos[1:], len(steps), {"response_start": pos[0]})
+        msgs = [{"role": "user", "content": question},
+                {"role": "assistant", "content": self.separator.join(steps)}]
+        ids = list(self.tokenizer(_chat(self.tokenizer, msgs, False), add_special_tokens=False)["input_ids"])
+        idx = self.card_indices(question, steps)
+        # the card gathers cumsum[i_k] of rewards shifted by one: the last token summed is i_k + 1
+        pos = [min(i + 1, len(ids) - 1) for i in idx[1:]]
+        enc = Encoded(ids, pos, len(steps), {"response_start": idx[0]})
         return _truncate(enc, self.max_length)
 
     def _logps(self, model, input_ids, attention_mask):
@@ -574,16 +664,37 @@ def _placement() -> dict:
     return {"device_map": "auto"} if _on_gpu() else {}
 
 
+def _hub_tokenizer_class(model_dir: str):
+    """The transformers class the repo's tokenizer_config.json names (None: none named, unknown, or Hub
+    code). transformers 5's AutoTokenizer maps model_type mistral to MistralCommonBackend and, for a repo
+    without Mistral's own tokenizer files, falls back to a generic converter that ignores the repo's
+    LlamaTokenizer: for Math-Shepherd "+ -" then encodes to [28806, 387], not the card's [648, 387]."""
+    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+    cfg_file = Path(model_dir) / "tokenizer_config.json"
+    if not cfg_file.exists():
+        return None
+    cfg = json.loads(cfg_file.read_text())
+    name = cfg.get("tokenizer_class")
+    if not name or cfg.get("auto_map"):
+        return None
+    return tokenizer_class_from_name(name) or (None if name.endswith("Fast") else tokenizer_class_from_name(name + "Fast"))
+
+
 def _tokenizer(path: str, trust_remote_code: bool = False):
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(_resolve_dir(path), trust_remote_code=trust_remote_code)
+    d = _resolve_dir(path, trust_remote_code)
+    cls = _hub_tokenizer_class(d)
+    if cls is not None:
+        return cls.from_pretrained(d)
+    return AutoTokenizer.from_pretrained(d, trust_remote_code=trust_remote_code)
 
 
 def _causal_lm(path: str, dtype, trust_remote_code: bool = False):
     from transformers import AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_pretrained(_resolve_dir(path), dtype=_dtype(dtype),
+    return AutoModelForCausalLM.from_pretrained(_resolve_dir(path, trust_remote_code), dtype=_dtype(dtype),
                                                 trust_remote_code=trust_remote_code, **_placement())
 
 
@@ -614,7 +725,9 @@ def load_adapter(spec: dict) -> Adapter:
     if kind == "eurus":
         ref = _causal_lm(spec["ref_path"], spec.get("ref_dtype", dtype), bool(spec.get("ref_trust_remote_code", False)))
         params["ref_model"] = (ref if _on_gpu() else ref.to(dev)).eval()
-    return ADAPTER_CLASSES[kind](model, tok, spec.get("max_length"), **params)
+    adapter = ADAPTER_CLASSES[kind](model, tok, spec.get("max_length"), **params)
+    log.info("adapter %s on %s: %s", kind, path, json.dumps(adapter.token_info(), ensure_ascii=False))
+    return adapter
 
 
 def _unpack_trained(loaded, path):
@@ -715,18 +828,19 @@ def rule_score_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     df = read_table(inputs["samples"], "samples")
     steps = [list(s) if s is not None else [] for s in df["steps"]]
     done = _from_features(inputs, spec, row_ids(df))
+    tokens = None
     if done:
         (scores, stats), outcome = done, False
     else:
         adapter = load_adapter(spec)
         scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
-        outcome = adapter.outcome
+        outcome, tokens = adapter.outcome, adapter.token_info()
     df = df.copy()
     df["step_scores"] = scores
     df["n_steps_scored"] = [len(s) for s in scores]
     write_table(df, outputs["scores"], "step_scores",
                 meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
-                      "truncated": stats.truncated, "seconds": stats.seconds})
+                      "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
 
 
 def rule_score_processbench(*, inputs, outputs, params, wildcards, threads) -> None:
@@ -739,17 +853,18 @@ def rule_score_processbench(*, inputs, outputs, params, wildcards, threads) -> N
     cases = read_table(inputs["cases"], "processbench")
     steps = [list(s) for s in cases["steps"]]
     done = _from_features(inputs, spec, cases["id"].astype(str).tolist())
+    tokens = None
     if done:
         (scores, stats), outcome = done, False
     else:
         adapter = load_adapter(spec)
         scores, stats = _score_frame(adapter, cases["problem"].tolist(), steps, cfg, prefixes=adapter.outcome)
-        outcome = adapter.outcome
+        outcome, tokens = adapter.outcome, adapter.token_info()
     out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["subset"], "step_scores": scores,
                         "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
     write_table(out, outputs["scores"], "pb_scores",
                 meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
-                      "truncated": stats.truncated, "seconds": stats.seconds})
+                      "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
 
 
 # ----------------------------------------------------------------------------------------------
