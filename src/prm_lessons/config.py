@@ -78,6 +78,13 @@ def _check_cross_references(cfg: dict) -> None:
     for role, name in cfg.get("roles", {}).items():
         if name not in models:
             raise ConfigError(f"config error at `roles.{role}`: model '{name}' is not defined under `models`")
+    for name in sorted(used_models(cfg)):
+        entry = models[name]
+        if entry.get("source") == "hub" and not entry.get("revision"):
+            # an unpinned Hub model would be whatever `main` is on the day each job starts
+            raise ConfigError(f"config error at `models.{name}.revision`: Hub model '{entry.get('id')}' is used "
+                              "but names no revision (a 40-hex commit; `main` is resolved once by rule "
+                              "download_model)")
     for key in ("benchmarks",):
         for name in cfg.get("analysis", {}).get(key, []) or []:
             if name not in cfg.get("benchmarks", {}):
@@ -115,9 +122,32 @@ def model_entry(config: dict, role_or_name: str) -> dict:
     return entry
 
 
+def used_models(cfg: dict) -> set[str]:
+    """Model entries some rule loads: the roles, the training base, released PRMs (and their reference
+    models) and the critics."""
+    models, roles = cfg.get("models", {}), cfg.get("roles", {}) or {}
+    names = set(roles.values())
+    base = (cfg.get("training") or {}).get("base")
+    if base:
+        names.add(roles.get(base, base))
+    for e in ((cfg.get("prms") or {}).get("models") or {}).values():
+        names.update(n for n in (e.get("model"), e.get("ref_model")) if n)
+    names.update((cfg.get("critics") or {}).get("judges") or [])
+    return {n for n in names if n in models}
+
+
+def hub_models_dir(config: dict) -> str:
+    """Directory holding one linked snapshot per Hub model (rule download_model)."""
+    return str((config.get("hub") or {}).get("models_dir") or "resources/hub").rstrip("/")
+
+
 def model_path(config: dict, role_or_name: str) -> str:
-    """Where to load a model from: embedded models are converted into resources/models/<name>."""
+    """Where a job loads a model from: a local directory for every source. Embedded models are converted
+    into resources/models/<name>, Hub models linked into {hub.models_dir}/<name> by rule download_model,
+    local models are their own directory."""
     entry = model_entry(config, role_or_name)
     if entry["source"] == "embedded":
         return f"resources/models/{entry['name']}"
+    if entry["source"] == "hub":
+        return f"{hub_models_dir(config)}/{entry['name']}"
     return entry["id"]

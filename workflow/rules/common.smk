@@ -3,7 +3,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # works from a checkout without install
-from prm_lessons.config import validate_config, model_entry, model_path as _model_path  # noqa: E402
+from prm_lessons.config import validate_config, model_entry, hub_models_dir, model_path as _model_path  # noqa: E402
 from prm_lessons.sampling import samples_per_problem  # noqa: E402
 
 config = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
@@ -26,14 +26,15 @@ def pkg(*modules):
 
 
 def model_dir(role_or_name):
-    """Directory a rule loads a model from (embedded models are built by rule embedded_model)."""
+    """Directory a rule loads a model from (built by rule embedded_model or download_model)."""
     return _model_path(config, role_or_name)
 
 
 def model_input(role_or_name):
-    """Input for rules that need a model: the converted directory for embedded models, nothing for Hub ids."""
-    path = _model_path(config, role_or_name)
-    return [path] if path.startswith("resources/") else []
+    """Input for rules that need a model: the directory rule embedded_model or download_model makes
+    (so the download runs on the submit host before any GPU job); nothing for `source: local`."""
+    entry = model_entry(config, role_or_name)
+    return [_model_path(config, role_or_name)] if entry["source"] in ("embedded", "hub") else []
 
 
 def sample_shards(wc):
@@ -48,6 +49,19 @@ def gpus(role_or_name):
     return 0 if entry["source"] == "embedded" else int(entry.get("tensor_parallel_size", 1))
 
 
+def gpu_mem_mb(role_or_name, per_gpu=64000):
+    """Host memory of a model's jobs: 64 GB per GPU (a 72B TP-4 job: 256 GB), within the per-GPU share
+    of a standard 4- or 8-GPU node; a CPU-only job gets one share."""
+    return per_gpu * max(1, gpus(role_or_name))
+
+
+def engine_threads(role_or_name, pool=0):
+    """CPUs of a vLLM job (sbatch --cpus-per-task): the rule's process, vLLM's engine core, one worker
+    per GPU, and `pool` grading processes. The embedded CPU model keeps 2 (the 2-core default)."""
+    n = gpus(role_or_name)
+    return 2 if n == 0 else 2 + n + int(pool)
+
+
 def features_input(prm, source):
     """Head-only trained PRMs: the frozen base's step features of results/{source}.parquet (rule
     step_features; SHARED_FEATURES and PRM_SPECS are set in evaluation.smk)."""
@@ -55,7 +69,11 @@ def features_input(prm, source):
 
 
 def scoring_gpus(prm):
-    """GPUs of a scoring job: none when only a head is applied to stored features."""
+    """GPUs of a scoring job: none when only a head is applied to stored features; a trained PRM gets
+    training.gpus_scoring, else its base model's tensor-parallel size (load_prm spreads it over them)."""
     if features_input(prm, "x"):
         return 0
-    return gpus("policy" if PRM_SPECS[prm]["trained"] else PRM_SPECS[prm]["model"])
+    if PRM_SPECS[prm]["trained"]:
+        asked = config["training"].get("gpus_scoring")
+        return int(asked) if asked is not None else gpus(config["training"]["base"])
+    return gpus(PRM_SPECS[prm]["model"])

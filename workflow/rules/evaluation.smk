@@ -36,6 +36,9 @@ rule step_features:
     threads: 2
     resources:
         gpu=1 if _TRAIN["gpus"] else 0,
+        nodes=1,
+        mem_mb=64000,
+        runtime=lambda wc, attempt: 120 * attempt,
     log:
         "logs/step_features/{source}.log",
     conda:
@@ -60,11 +63,15 @@ rule score_samples:
         func="scoring:rule_score_samples",
         spec=lambda wc: PRM_SPECS[wc.prm],
         scoring=SCORING_CFG,
-    # one thread: the forward work is small (or on the GPU) and per-job start-up dominates, so two
-    # jobs side by side beat one job with two threads
-    threads: 1
+    # on CPU one thread: the forward work is small and per-job start-up dominates, so two jobs side by
+    # side beat one job with two threads; on GPU two per GPU (tokenising, data loading)
+    threads: lambda wc: max(1, 2 * scoring_gpus(wc.prm))
     resources:
         gpu=lambda wc: scoring_gpus(wc.prm),
+        nodes=1,  # a 72B PRM spreads over 4 GPUs of one node (device_map="auto")
+        mem_mb=lambda wc: 64000 * max(1, scoring_gpus(wc.prm)),
+        # a 72B PRM in transformers runs one GPU at a time (~2 h for MATH on H100, more on A100)
+        runtime=lambda wc, attempt: 240 * attempt * (2 if scoring_gpus(wc.prm) > 1 else 1),
     log:
         "logs/score_samples/{prm}/{dataset}.log",
     conda:
@@ -87,11 +94,14 @@ rule score_processbench:
         func="scoring:rule_score_processbench",
         spec=lambda wc: PRM_SPECS[wc.prm],
         scoring=SCORING_CFG,
-    # one thread: the forward work is small (or on the GPU) and per-job start-up dominates, so two
-    # jobs side by side beat one job with two threads
-    threads: 1
+    # on CPU one thread: the forward work is small and per-job start-up dominates, so two jobs side by
+    # side beat one job with two threads; on GPU two per GPU (tokenising, data loading)
+    threads: lambda wc: max(1, 2 * scoring_gpus(wc.prm))
     resources:
         gpu=lambda wc: scoring_gpus(wc.prm),
+        nodes=1,
+        mem_mb=lambda wc: 64000 * max(1, scoring_gpus(wc.prm)),
+        runtime=lambda wc, attempt: 120 * attempt * (2 if scoring_gpus(wc.prm) > 1 else 1),
     log:
         "logs/score_processbench/{prm}.log",
     conda:
@@ -114,9 +124,12 @@ rule critic_processbench:
         critics=config["critics"],
         model_entry=lambda wc: model_entry(config, wc.judge),
         model_dir=lambda wc: model_dir(wc.judge),
-    threads: 2
+    threads: lambda wc: engine_threads(wc.judge)
     resources:
         gpu=lambda wc: gpus(wc.judge),
+        nodes=1,
+        mem_mb=lambda wc: gpu_mem_mb(wc.judge),
+        runtime=lambda wc, attempt: 480 * attempt,
     log:
         "logs/critic_processbench/{judge}.log",
     conda:

@@ -29,9 +29,12 @@ rule mc:
         grading_workers=config["grading"]["workers"],
         model_entry=model_entry(config, COMPLETER),
         model_dir=lambda wc, input: input.model[0] if len(input.model) else model_dir(COMPLETER),
-    threads: 2
+    threads: engine_threads(COMPLETER, pool=config["grading"]["workers"])
     resources:
         gpu=gpus(COMPLETER),
+        nodes=1,
+        mem_mb=gpu_mem_mb(COMPLETER),
+        runtime=lambda wc, attempt: 720 * attempt,
     log:
         "logs/labels/mc/{dataset}/shard{shard}of{nshards}.log",
     conda:
@@ -53,9 +56,12 @@ rule judge:
         judge=config["judge"],
         model_entry=model_entry(config, JUDGE),
         model_dir=lambda wc, input: input.model[0] if len(input.model) else model_dir(JUDGE),
-    threads: 2
+    threads: engine_threads(JUDGE)
     resources:
         gpu=gpus(JUDGE),
+        nodes=1,  # tensor parallelism over 4 GPUs needs them on one node
+        mem_mb=gpu_mem_mb(JUDGE),
+        runtime=lambda wc, attempt: 720 * attempt,
     log:
         "logs/labels/judge/{dataset}/shard{shard}of{nshards}.log",
     conda:

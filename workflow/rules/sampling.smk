@@ -16,9 +16,12 @@ rule sample:
         model=model_entry(config, "policy"),
         model_dir=lambda wc, input: input.model[0] if len(input.model) else model_dir("policy"),
         n=lambda wc: samples_per_problem(config, wc.dataset),
-    threads: 2
+    threads: engine_threads("policy", pool=config["grading"]["workers"])
     resources:
         gpu=gpus("policy"),
+        nodes=1,  # a multi-GPU request must not be split over nodes: one process drives all GPUs
+        mem_mb=gpu_mem_mb("policy"),
+        runtime=lambda wc, attempt: 240 * attempt,
     log:
         "logs/sample/{dataset}/shard{shard}of{nshards}.log",
     conda:

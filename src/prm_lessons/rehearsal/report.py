@@ -72,11 +72,11 @@ def adapter_rows(work: Path, config: dict) -> dict:
         if path.exists():
             df = pd.read_parquet(path)
             meta = table_meta(path)
-            info = meta.get("adapter_info") or {}
+            info = meta.get("tokens") or {}
             row.update({"cases_scored": int(len(df)), "scores_finite": _finite(df["step_scores"]),
                         "n_scores": int(sum(len(s) for s in df["step_scores"])),
                         "step_tag_id": info.get("step_tag_id"), "label_token_ids": info.get("label_token_ids"),
-                        "tokenizer": info.get("tokenizer")})
+                        "label_tokens": info.get("label_tokens"), "step_tag": info.get("step_tag")})
         rows[name] = row
     return rows
 
