@@ -239,10 +239,184 @@ def test_rule_function_writes_declared_outputs(tmp_path, base_plain, trainset):
 
 
 def test_multi_gpu_launch_command():
-    cmd = T.distributed_command("/x/spec.json", 4)
-    assert cmd[1:4] == ["-m", "accelerate.commands.launch", "--multi_gpu"]
-    assert cmd[cmd.index("--num_processes") + 1] == "4"
+    cmd = T.distributed_command("/x/spec.json", 4, 23456)
+    assert cmd[1:3] == ["-m", "torch.distributed.run"]
+    assert cmd[cmd.index("--nproc_per_node") + 1] == "4" and cmd[cmd.index("--nnodes") + 1] == "1"
+    assert cmd[cmd.index("--master_port") + 1] == "23456"
     assert cmd[-4:] == ["-m", "prm_lessons.training", "--spec", "/x/spec.json"]
+
+
+def test_free_port_is_free_and_per_job(monkeypatch):
+    """Two trainings on one node must not meet on the same rendezvous port (the old launcher used 29500)."""
+    import socket
+
+    monkeypatch.setenv("SLURM_JOB_ID", "1234567")
+    derived = 20000 + 1234567 % 20000
+    with socket.socket() as held:
+        try:
+            held.bind(("", derived))
+        except OSError:  # pragma: no cover - someone else holds it: then it must not be returned either
+            pass
+        port = T.free_port()
+        assert port != derived  # taken: another one
+        with socket.socket() as s:
+            s.bind(("", port))  # and that one is free
+    assert T.free_port() == derived  # free again: the job's own port
+    monkeypatch.delenv("SLURM_JOB_ID")
+    assert T.free_port() > 0
+
+
+def test_launched_processes_import_the_checkout(tmp_path):
+    """The launcher's children run `-m prm_lessons.training` in environments where the package is not
+    installed (conda envs): the launch environment alone must make it importable, from any directory."""
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    probe = [sys.executable, "-S", "-c", "import prm_lessons, sys; print(prm_lessons.__file__)"]  # -S: no site, no .pth
+    without = subprocess.run(probe, cwd=tmp_path, env=clean, capture_output=True, text=True)
+    assert without.returncode != 0  # the control: this environment lacks the package
+    env = T.launcher_env(cpu=True, base=clean)
+    ok = subprocess.run(probe, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert Path(ok.stdout.strip()).resolve() == Path(T.__file__).resolve().parent / "__init__.py"
+    assert env["CUDA_VISIBLE_DEVICES"] == ""  # CPU ranks never grab a GPU
+
+
+def test_run_training_launches_with_the_package_env(tmp_path, monkeypatch, base_plain, trainset):
+    """processes > 1 on CPU goes through the launcher, with PYTHONPATH and a free port."""
+    import subprocess
+
+    seen = {}
+
+    def fake_run(cmd, check, env):
+        seen.update(cmd=cmd, env=env)
+        out = Path(json.loads(Path(cmd[-1]).read_text())["out_dir"])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / T.METRICS_FILE).write_text(json.dumps({"world_size": 2}))
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    m = T.run_training(str(trainset), str(base_plain), str(tmp_path / "prm"), {**FAST, "processes": 2}, "hard",
+                       checkpoint_dir=str(tmp_path / "ck"), threads=2)
+    assert m == {"world_size": 2}
+    assert seen["cmd"][seen["cmd"].index("--nproc_per_node") + 1] == "2"
+    src = str(Path(T.__file__).resolve().parents[1])
+    assert seen["env"]["PYTHONPATH"].split(__import__("os").pathsep)[0] == src
+
+
+def test_gpus_asked_and_none_found_stops(tmp_path, base_plain, trainset):
+    """No silent CPU fallback: the old code warned and trained on CPU."""
+    from prm_lessons.hardware import GPUNotFoundError
+
+    asked = torch.cuda.device_count() + 2
+    with pytest.raises(GPUNotFoundError, match=rf"train_prm.*{asked} GPU"):
+        T.run_training(str(trainset), str(base_plain), str(tmp_path / "prm"), {**FAST, "gpus": asked}, "hard",
+                       checkpoint_dir=str(tmp_path / "ck"))
+    assert not (tmp_path / "prm").exists()
+
+
+def test_rank_nonzero_gathers_but_does_not_write(tmp_path, monkeypatch, base_plain, trainset):
+    """Under ZeRO-3 `get_state_dict` is a collective that returns the weights on rank 0 and None on the
+    other ranks: those must take part in it, then write nothing and not fail."""
+    import accelerate
+    import transformers
+
+    calls = []
+
+    def gather(self, model, unwrap=True):
+        calls.append(type(model).__name__)
+        return None
+
+    monkeypatch.setattr(accelerate.Accelerator, "get_state_dict", gather)
+    monkeypatch.setattr(transformers.Trainer, "is_world_process_zero", lambda self: False)
+    out = tmp_path / "prm"
+    m = T.train_prm(str(trainset), str(base_plain), str(out), {**FAST, "mode": "full", "max_steps": 2}, "hard",
+                    checkpoint_dir=str(tmp_path / "ck"))
+    assert calls  # took part in the gather
+    assert m["saved_by_rank"] is None and m["world_size"] == 1 and m["global_steps"] == 2
+    assert not out.exists() or not list(out.iterdir())  # wrote nothing
+
+
+def test_rank_zero_records_who_saved(tmp_path, base_plain, trainset):
+    out = tmp_path / "prm"
+    T.train_prm(str(trainset), str(base_plain), str(out), {**FAST, "mode": "lora", "max_steps": 2}, "hard",
+                checkpoint_dir=str(tmp_path / "ck"))
+    saved = json.loads((out / T.METRICS_FILE).read_text())
+    assert saved["world_size"] == 1 and saved["saved_by_rank"] == 0
+    model, tok, fmt = T.load_prm(out, device="cpu")
+    assert all(0 <= p <= 1 for p in T.score_steps(model, tok, fmt, [("What is 1 + 2?", ["1 + 2 = 3."])])[0])
+
+
+def test_save_steps_fraction_of_the_run(tmp_path, base_plain, trainset):
+    """save_steps 0.25 of 12 steps: checkpoints at 3, 6, 9, 12 (int(0.25) == 0 used to mean: never)."""
+    ckpt = tmp_path / "ck"
+    T.train_prm(str(trainset), str(base_plain), str(tmp_path / "prm"),
+                {**FAST, "mode": "head", "epochs": 2, "save_steps": 0.25, "save_total_limit": 10,
+                 "keep_checkpoints": True}, "hard", checkpoint_dir=str(ckpt))
+    assert sorted(p.name for p in ckpt.glob("checkpoint-*")) == [f"checkpoint-{i}" for i in (12, 3, 6, 9)]
+    with pytest.raises(T.TrainingError, match="save_steps"):
+        T.settings_from({"save_steps": 1.5})
+
+
+def test_incomplete_checkpoint_is_never_resumed(tmp_path):
+    """A save cut off by SIGKILL (after SLURM's KillWait) leaves a checkpoint without trainer_state.json or
+    with the JIT sentinel: resume from the last complete one, and only rank 0 changes the directory."""
+    ck = tmp_path / "ck"
+    for name, files in {"checkpoint-4": ["trainer_state.json"], "checkpoint-6": ["trainer_state.json", T.JIT_SENTINEL],
+                        "checkpoint-8": ["model.safetensors"]}.items():
+        (ck / name).mkdir(parents=True)
+        for f in files:
+            (ck / name / f).write_text("{}")
+    (ck / T.FINGERPRINT_FILE).write_text(json.dumps({"fingerprint": "fp"}))
+    assert T.find_checkpoint(ck, "fp").endswith("checkpoint-4")
+    assert T.find_checkpoint(ck, "other") is None and (ck / "checkpoint-8").exists()  # readers change nothing
+    assert T.prepare_checkpoint_dir(ck, "fp").endswith("checkpoint-4")
+    assert sorted(p.name for p in ck.glob("checkpoint-*")) == ["checkpoint-4"]
+    assert T.prepare_checkpoint_dir(ck, "other") is None and not list(ck.glob("checkpoint-*"))
+
+
+_KILLED_CHILD = """
+import json, os, signal, sys, time
+from transformers import TrainerCallback
+from prm_lessons import training as T
+
+trainset, base, out, ckpt, settings = sys.argv[1:6]
+
+class SigtermAt6(TrainerCallback):
+    def on_step_end(self, args, state, control, **kw):
+        if state.global_step == 6:
+            os.kill(os.getpid(), signal.SIGTERM)  # what SLURM sends on preemption / requeue
+            time.sleep(3.5)  # transformers' JIT handler waits 3 s before it asks for the checkpoint
+
+T.train_prm(trainset, base, out, json.loads(settings), "hard", checkpoint_dir=ckpt, callbacks=[SigtermAt6()])
+"""
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_sigterm_mid_run_then_rerun_resumes(tmp_path, base_plain, trainset, jit):
+    """A training killed by SIGTERM at step 6 of 12 (a separate process, as a SLURM job) fails without
+    saving a PRM; its rerun resumes from the last checkpoint (the JIT one at 6, else the periodic one at 4)
+    and completes all steps."""
+    import subprocess
+    import sys
+
+    s = {**FAST, "mode": "lora", "epochs": 2, "save_steps": 4, "jit_checkpoint": jit}
+    out, ckpt = tmp_path / "prm", tmp_path / "ck"
+    script = tmp_path / "child.py"
+    script.write_text(_KILLED_CHILD)
+    src = str(Path(T.__file__).resolve().parents[1])
+    env = {**__import__("os").environ, "PYTHONPATH": src, "CUDA_VISIBLE_DEVICES": ""}
+    r = subprocess.run([sys.executable, str(script), str(trainset), str(base_plain), str(out), str(ckpt),
+                        json.dumps(s)], env=env, capture_output=True, text=True)
+    assert r.returncode != 0, r.stderr[-2000:]
+    if jit:
+        assert "TrainingInterrupted" in r.stderr
+    else:
+        assert r.returncode == -15  # killed by the signal itself
+    assert not (out / T.METRICS_FILE).exists()  # no half-trained PRM passes for a result
+    m = T.train_prm(str(trainset), str(base_plain), str(out), s, "hard", checkpoint_dir=str(ckpt))
+    assert m["resumed_from"] is not None and m["resumed_from"].endswith("checkpoint-6" if jit else "checkpoint-4")
+    assert m["global_steps"] == 12 and m["loss_history_steps"] == list(range(1, 13))
 
 
 def test_defaults_match_schema():
@@ -264,3 +438,57 @@ def test_deepspeed_zero3_config_is_valid_json():
     assert cfg["zero_optimization"]["stage"] == 3
     assert cfg["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True
     assert cfg["bf16"]["enabled"] == "auto" and cfg["train_micro_batch_size_per_gpu"] == "auto"
+
+
+def test_trained_prm_scoring_jobs_ask_for_gpus_scoring(tmp_path):
+    """A trained PRM is scored on as many GPUs as training.gpus_scoring says (default: its base's tensor-
+    parallel size); the old rule always asked for the policy's. Released models keep their own."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    overlay = tmp_path / "o.yaml"
+    overlay.write_text("training:\n  gpus_scoring: 3\n")
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--forceall", "--configfile",
+                        "config/paper.yaml", str(overlay)], cwd=root, capture_output=True, text=True,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    gpu_of = {}
+    for block in re.split(r"^(?=rule )", r.stdout + r.stderr, flags=re.M):  # the job list goes to stderr
+        rule = re.match(r"rule (score_\w+):", block)
+        prm = re.search(r"wildcards: prm=([\w.\-]+)", block)
+        gpu = re.search(r"resources: .*\bgpu=(\d+)", block)
+        if rule and prm and gpu:
+            gpu_of.setdefault(prm.group(1), set()).add(int(gpu.group(1)))
+    variants = yaml.safe_load((root / "config/paper.yaml").read_text())["trainsets"]["variants"]
+    for v in variants:
+        assert gpu_of.get(v) == {3}, (v, gpu_of.get(v))
+    assert gpu_of["skywork_prm_1_5b"] == {1}
+
+
+def test_load_prm_spreads_over_several_gpus(tmp_path, monkeypatch, base_plain, trainset):
+    """With more than one visible GPU a trained PRM is placed by device_map auto (a 72B-size PRM needs
+    several); with one, or an explicit device, it is moved as a whole."""
+    import transformers
+
+    out = tmp_path / "prm"
+    T.train_prm(str(trainset), str(base_plain), str(out), {**FAST, "mode": "head", "max_steps": 1}, "hard")
+    real = transformers.AutoModel.from_pretrained
+    seen = []
+
+    def fake_from_pretrained(path, **kw):
+        seen.append(kw.pop("device_map", None))
+        return real(path, **kw)  # placed on the CPU here; the call is what matters
+
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", fake_from_pretrained)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    model, tok, fmt = T.load_prm(out)
+    assert seen == ["auto"]
+    assert next(model.head.parameters()).device == next(model.backbone.parameters()).device
+    T.load_prm(out, device="cpu")
+    assert seen == ["auto", None]

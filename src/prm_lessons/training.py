@@ -21,8 +21,13 @@ Output directory (a Hugging Face directory the scoring code loads with `load_prm
 Checkpoints go to a separate directory (Snakemake deletes a job's outputs before it runs, so checkpoints
 inside the output directory would not survive a requeue). A rerun with the same settings and trainset
 resumes from the last checkpoint there (SLURM requeue after preemption); different settings start over.
-Multi-GPU: with `gpus > 1` the rule function relaunches itself through `accelerate launch`; DeepSpeed
-ZeRO-3 (config/deepspeed/zero3.json) is switched on by `training.deepspeed`.
+A job stopped by SIGTERM (JIT checkpoint) raises TrainingInterrupted instead of saving a half-trained PRM.
+Several processes: with `gpus > 1` (one process per GPU) or, on CPU, `processes > 1` (gloo), the rule
+function relaunches this module through `torchrun` on one node, on a free rendezvous port; DeepSpeed ZeRO-3
+(config/deepspeed/zero3.json) is switched on by `training.deepspeed`. What fits: full fine-tuning of a
+7B base with ZeRO-3 on one node of 8x80 GB GPUs (~16 bytes of weights + Adam state per parameter, ~15 GB
+per GPU). A 72B base (~1.2 TB of such state, ~145 GB per GPU on 8 GPUs) does not fit in one node: it
+needs several nodes or CPU offload, which this launcher does not do.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ import math
 import os
 import platform
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -85,6 +91,8 @@ DEFAULTS: dict[str, Any] = {
     "lora": {"r": 16, "alpha": 32, "dropout": 0.05, "target_modules": "all-linear"},
     "deepspeed": None,
     "gpus": 0,
+    "processes": 1,
+    "gpus_scoring": None,
     "mem_mb": 8000,
     "runtime": 60,
     "threads": 2,
@@ -98,6 +106,11 @@ class TrainingError(ValueError):
     """Bad training input (trainset rows, settings); the message names the row id or key."""
 
 
+class TrainingInterrupted(RuntimeError):
+    """Training stopped before its last step (SIGTERM -> JIT checkpoint): nothing is saved as the PRM, the
+    job fails and its rerun resumes from the checkpoint."""
+
+
 def settings_from(training: dict | None) -> dict:
     s = {**DEFAULTS, **(training or {})}
     s["lora"] = {**DEFAULTS["lora"], **(s.get("lora") or {})}
@@ -105,7 +118,18 @@ def settings_from(training: dict | None) -> dict:
         raise TrainingError(f"training.mode: {s['mode']!r} is not one of {MODES}")
     if s["soft_loss"] not in SOFT_LOSSES:
         raise TrainingError(f"training.soft_loss: {s['soft_loss']!r} is not one of {SOFT_LOSSES}")
+    save = float(s["save_steps"])
+    if save < 0 or (save > 1 and save != int(save)):
+        raise TrainingError(f"training.save_steps: {s['save_steps']!r} must be 0, a fraction in (0, 1) "
+                            f"or a whole number of steps")
     return s
+
+
+def save_steps(settings: dict) -> float | int:
+    """Checkpoint interval for TrainingArguments: a whole number of optimizer steps, or a fraction in (0, 1)
+    of all steps (transformers reads such a float as a ratio); 0 = no checkpoints."""
+    x = float(settings["save_steps"])
+    return x if 0 < x < 1 else int(x)
 
 
 def step_format(settings: dict) -> StepFormat:
@@ -125,7 +149,8 @@ class StepHead(nn.Module):
         self.net = nn.Sequential(nn.Linear(hidden_size, hidden_size), nn.ReLU(), nn.Linear(hidden_size, 2))
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        return self.net(h.to(self.net[0].weight.dtype))
+        w = self.net[0].weight  # a base spread over GPUs hands over its last layer's device
+        return self.net(h.to(device=w.device, dtype=w.dtype))
 
 
 def step_loss(logits: torch.Tensor, targets: torch.Tensor, label_type: str, soft_loss: str = "bce") -> torch.Tensor:
@@ -376,7 +401,7 @@ def _use_bf16(settings: dict) -> bool:
 def _fingerprint(settings: dict, label_type: str, base_dir: str, trainset: str) -> str:
     h = hashlib.sha256()
     keep = {k: v for k, v in settings.items() if k not in ("mem_mb", "runtime", "threads", "keep_checkpoints",
-                                                            "gpus", "jit_checkpoint", "save_steps",
+                                                            "gpus", "processes", "gpus_scoring", "jit_checkpoint", "save_steps",
                                                             "save_total_limit", "logging_steps")}
     h.update(json.dumps({"settings": keep, "label_type": label_type, "base": str(base_dir)},
                         sort_keys=True, default=str).encode())
@@ -386,20 +411,48 @@ def _fingerprint(settings: dict, label_type: str, base_dir: str, trainset: str) 
     return h.hexdigest()
 
 
-def prepare_checkpoint_dir(ckpt_dir: Path, fingerprint: str) -> str | None:
-    """Return the last checkpoint to resume from when `ckpt_dir` holds one made with the same settings and
-    data; otherwise empty the directory (a stale checkpoint from other settings must never be resumed)."""
-    from transformers.trainer_utils import get_last_checkpoint
+JIT_SENTINEL = "checkpoint-is-incomplete.txt"  # written by transformers' JIT checkpoint while it saves
 
+
+def _complete(ckpt: Path) -> bool:
+    """A checkpoint whose save finished: the Trainer writes trainer_state.json after weights and optimizer;
+    a job killed mid-save (SIGKILL after SLURM's KillWait) leaves it out or leaves the JIT sentinel."""
+    return (ckpt / "trainer_state.json").exists() and not (ckpt / JIT_SENTINEL).exists()
+
+
+def _checkpoints(ckpt_dir: Path) -> list[Path]:
+    """checkpoint-N subdirectories, by step."""
+    found = [p for p in ckpt_dir.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
+
+
+def _same_fingerprint(ckpt_dir: Path, fingerprint: str) -> bool:
     fp_file = ckpt_dir / FINGERPRINT_FILE
+    return fp_file.exists() and json.loads(fp_file.read_text()).get("fingerprint") == fingerprint
+
+
+def find_checkpoint(ckpt_dir: Path, fingerprint: str) -> str | None:
+    """Read only: the last complete checkpoint made with these settings and data, else None."""
+    if not ckpt_dir.exists() or not _same_fingerprint(ckpt_dir, fingerprint):
+        return None
+    done = [p for p in _checkpoints(ckpt_dir) if _complete(p)]
+    return str(done[-1]) if done else None
+
+
+def prepare_checkpoint_dir(ckpt_dir: Path, fingerprint: str) -> str | None:
+    """Return the last complete checkpoint to resume from when `ckpt_dir` holds one made with the same
+    settings and data (incomplete ones are removed: a resumed run rewrites them); otherwise empty the
+    directory (a stale checkpoint from other settings must never be resumed). Rank 0 only."""
     if ckpt_dir.exists():
-        same = fp_file.exists() and json.loads(fp_file.read_text()).get("fingerprint") == fingerprint
-        last = get_last_checkpoint(str(ckpt_dir)) if same else None
+        last = find_checkpoint(ckpt_dir, fingerprint)
         if last:
+            for p in _checkpoints(ckpt_dir):
+                if not _complete(p):
+                    shutil.rmtree(p)
             return last
         shutil.rmtree(ckpt_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
-    fp_file.write_text(json.dumps({"fingerprint": fingerprint}))
+    (ckpt_dir / FINGERPRINT_FILE).write_text(json.dumps({"fingerprint": fingerprint}))
     return None
 
 
@@ -467,10 +520,10 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         train_sampling_strategy="group_by_length" if settings["group_by_length"] and mode != "head" else "random",
         logging_strategy="steps",
         logging_steps=int(settings["logging_steps"]),
-        save_strategy="steps" if int(settings["save_steps"]) > 0 else "no",
-        save_steps=max(1, int(settings["save_steps"])),
+        save_strategy="steps" if save_steps(settings) else "no",
+        save_steps=save_steps(settings) or 1,
         save_total_limit=int(settings["save_total_limit"]),
-        enable_jit_checkpoint=bool(settings["jit_checkpoint"]) and int(settings["save_steps"]) > 0,
+        enable_jit_checkpoint=bool(settings["jit_checkpoint"]) and bool(save_steps(settings)),
         seed=int(settings["seed"]),
         data_seed=int(settings["seed"]),
         remove_unused_columns=False,
@@ -482,9 +535,11 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         deepspeed=settings["deepspeed"] if (settings["deepspeed"] and on_gpu) else None,
     )
 
-    # rank 0 checks/clears the checkpoint dir first; the other ranks then find the same last checkpoint
+    # only rank 0 checks/clears the checkpoint dir; the others wait for it, then only read (no concurrent
+    # rmtree on a shared filesystem) and find the same last checkpoint
+    fp = _fingerprint(settings, label_type, base_dir, trainset)
     with args.main_process_first(local=False, desc="checkpoint directory"):
-        resume = prepare_checkpoint_dir(ckpt, _fingerprint(settings, label_type, base_dir, trainset))
+        resume = prepare_checkpoint_dir(ckpt, fp) if args.process_index == 0 else find_checkpoint(ckpt, fp)
 
     dtype = head_base_dtype(settings) if mode == "head" else (
         torch.bfloat16 if (mode == "lora" and on_gpu and bf16) else torch.float32)
@@ -540,6 +595,15 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     tt = time.time()
     result = trainer.train(resume_from_checkpoint=resume)
     train_seconds = time.time() - tt
+    if trainer.state.global_step < trainer.state.max_steps:  # the JIT checkpoint callback stopped it
+        raise TrainingInterrupted(f"training stopped at step {trainer.state.global_step} of "
+                                  f"{trainer.state.max_steps} (SIGTERM); checkpoint in {ckpt}, a rerun resumes")
+    # collectives, on every rank: tokens of all processes; the weights (under ZeRO-3 gathered from all
+    # ranks: the full dict on rank 0, None elsewhere)
+    train_tokens = int(trainer.accelerator.reduce(torch.tensor(trainer.train_tokens, device=args.device),
+                                                  reduction="sum").item())
+    full_sd = trainer.accelerator.get_state_dict(trainer.model_wrapped)
+    rank0 = trainer.is_world_process_zero()
 
     history = [(h["step"], float(h["loss"])) for h in trainer.state.log_history if "loss" in h]
     metrics = {
@@ -548,30 +612,31 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         "loss_history": [l for _, l in history], "loss_history_steps": [s for s, _ in history],
         "final_train_loss": float(result.training_loss) if result.training_loss is not None else None,
         "global_steps": int(trainer.state.global_step), "epochs": float(trainer.state.epoch or 0.0),
-        "resumed_from": resume,
-        # non-padding tokens of the instances in all optimizer steps of this process (x epochs); in head
+        "resumed_from": resume, "world_size": int(args.world_size),
+        "saved_by_rank": int(args.process_index) if rank0 else None,
+        # non-padding tokens of the instances in all optimizer steps of all processes (x epochs); in head
         # mode each instance went through the frozen base once (feature_tokens, feature_seconds)
-        "train_tokens": int(trainer.train_tokens), "feature_tokens": int(feature_tokens),
+        "train_tokens": train_tokens, "feature_tokens": int(feature_tokens),
         "train_seconds": train_seconds, "feature_seconds": feature_seconds,
         "data": data_stats, "precision": "bf16" if bf16 else ("bf16-frozen-base" if dtype == torch.bfloat16 else "fp32"),
         "hardware": hardware(), "settings": settings,
     }
-    # collect what to save on every rank (ZeRO-3 gathers partitions collectively), write on rank 0
-    unwrapped = trainer.accelerator.unwrap_model(trainer.model)
+    if not rank0:
+        return metrics
+    if full_sd is None:  # pragma: no cover - accelerate/DeepSpeed contract
+        raise RuntimeError("rank 0 got no gathered state dict to save")
+    head_sd = {k[len("head."):]: v.detach().float().cpu().contiguous() for k, v in full_sd.items()
+               if k.startswith("head.")}
+    backbone_sd = {k[len("backbone."):]: v for k, v in full_sd.items() if k.startswith("backbone.")}
     state_dict = None
     if mode == "head":
         save_backbone = backbone
     elif mode == "lora":
-        save_backbone = unwrapped.backbone.merge_and_unload()
+        # merged into a fresh copy of the base: under ZeRO-3 the trained model's own parameters are shards
+        save_backbone = _merged_lora_backbone(backbone_sd, base_dir, dtype, fmt.step_token, settings["lora"])
     else:
-        save_backbone = unwrapped.backbone
-        full_sd = trainer.accelerator.get_state_dict(trainer.model_wrapped)
-        state_dict = {k[len("backbone."):]: v for k, v in full_sd.items() if k.startswith("backbone.")}
-    head_sd = {k: v.detach().float().cpu().contiguous() for k, v in
-               ({k[len("head."):]: v for k, v in full_sd.items() if k.startswith("head.")} if mode == "full"
-                else unwrapped.head.state_dict()).items()}
-    if not trainer.is_world_process_zero():
-        return metrics
+        save_backbone = trainer.accelerator.unwrap_model(trainer.model).backbone
+        state_dict = backbone_sd
     meta = {"max_length": settings["max_length"], "label_type": label_type, "soft_loss": settings["soft_loss"],
             "mode": mode, "base": str(base_dir), "base_fingerprint": fingerprint}
     save_prm(out, save_backbone, tokenizer, head_sd, fmt, meta, state_dict=state_dict,
@@ -584,6 +649,19 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     if not settings["keep_checkpoints"]:
         shutil.rmtree(ckpt, ignore_errors=True)
     return metrics
+
+
+def _merged_lora_backbone(peft_state: dict, base_dir: str, dtype: torch.dtype, step_token: str, lora: dict):
+    """The base with the trained LoRA adapters (a PeftModel state dict) merged in, built on CPU."""
+    from peft import LoraConfig, get_peft_model
+
+    base, tokenizer = _load_base(base_dir, dtype)
+    ensure_step_token(tokenizer, base, step_token)  # same vocabulary size as the trained model
+    peft_model = get_peft_model(base, LoraConfig(r=int(lora["r"]), lora_alpha=int(lora["alpha"]),
+                                                 lora_dropout=float(lora["dropout"]),
+                                                 target_modules=lora["target_modules"]))
+    peft_model.load_state_dict(peft_state, strict=True)
+    return peft_model.merge_and_unload()
 
 
 def save_prm(out: str | Path, backbone: nn.Module, tokenizer, head_state: dict, fmt: StepFormat, meta: dict,
@@ -614,7 +692,9 @@ def save_prm(out: str | Path, backbone: nn.Module, tokenizer, head_state: dict, 
 def load_prm(path: str | Path, device: str | torch.device | None = None, dtype: torch.dtype | str | None = None):
     """Load a PRM directory written by `train_prm` -> (ProcessRewardModel in eval mode, tokenizer, StepFormat).
 
-    The model carries `max_length` (from prm.json) for `score_steps`."""
+    Without `device`, a base is spread over all visible GPUs when there is more than one (device_map auto,
+    so a large PRM gets the GPUs its size needs), else put on the one GPU or the CPU. The model carries
+    `max_length` (from prm.json) for `score_steps`."""
     from safetensors.torch import load_file
     from transformers import AutoModel, AutoTokenizer
 
@@ -623,6 +703,7 @@ def load_prm(path: str | Path, device: str | torch.device | None = None, dtype: 
         raise FileNotFoundError(f"{path}: not a PRM directory (no {FORMAT_FILE})")
     meta = json.loads((path / FORMAT_FILE).read_text())
     fmt = StepFormat.from_dict(meta["format"])
+    spread = device is None and torch.cuda.is_available() and torch.cuda.device_count() > 1
     device = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if isinstance(dtype, str):
         dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
@@ -630,12 +711,16 @@ def load_prm(path: str | Path, device: str | torch.device | None = None, dtype: 
     if dtype is None:
         dtype = torch.bfloat16 if device.type == "cuda" or meta.get("mode") == "head" else torch.float32
     tokenizer = AutoTokenizer.from_pretrained(path)
-    backbone = AutoModel.from_pretrained(path, dtype=dtype)
+    backbone = AutoModel.from_pretrained(path, dtype=dtype, **({"device_map": "auto"} if spread else {}))
     head = StepHead(int(meta["head"]["hidden_size"]))
     head.load_state_dict(load_file(str(path / HEAD_FILE)))
     model = ProcessRewardModel(backbone, head, meta.get("label_type", "hard"), meta.get("soft_loss", "bce"))
     model.max_length = meta.get("max_length")
-    model.to(device).eval()
+    if spread:  # inputs go to the first parameter's device (the embeddings); the head follows the output
+        head.to(next(backbone.parameters()).device)
+    else:
+        model.to(device)
+    model.eval()
     return model, tokenizer, fmt
 
 
@@ -671,10 +756,39 @@ def score_steps(model: ProcessRewardModel, tokenizer, fmt: StepFormat, batch: Se
 # ------------------------------------------------------------------------------------ rule and launch
 
 
-def distributed_command(spec_path: str | Path, n_procs: int) -> list[str]:
-    """`accelerate launch` of this module on `n_procs` local GPUs (the Trainer picks up the process group)."""
-    return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_machines", "1",
-            "--num_processes", str(n_procs), "-m", "prm_lessons.training", "--spec", str(spec_path)]
+def free_port(host: str = "") -> int:
+    """A TCP port free for the rendezvous of one job: two trainings on one node must not share 29500.
+    Under SLURM a port derived from the job id is tried first (distinct jobs rarely race for it), else
+    the OS picks one."""
+    job = os.environ.get("SLURM_JOB_ID", "")
+    candidates = [20000 + int(job) % 20000] if job.isdigit() else []
+    for port in candidates + [0]:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise OSError("no free port")  # pragma: no cover - port 0 always binds
+
+
+def distributed_command(spec_path: str | Path, n_procs: int, port: int) -> list[str]:
+    """`torchrun` of this module with `n_procs` processes on this node, one per GPU or (CPU) gloo ranks:
+    the same launcher either way; the Trainer picks the backend (nccl on GPU, gloo on CPU)."""
+    return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(n_procs),
+            "--master_addr", "127.0.0.1", "--master_port", str(port),
+            "-m", "prm_lessons.training", "--spec", str(spec_path)]
+
+
+def launcher_env(cpu: bool, base: dict | None = None) -> dict:
+    """Environment of the launched processes: they import this checkout's package (inside conda envs it
+    is not installed and Snakemake does not pass PYTHONPATH); CPU runs hide any GPU."""
+    env = dict(os.environ if base is None else base)
+    src = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if cpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
 
 
 def _spec(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, threads) -> dict:
@@ -684,26 +798,32 @@ def _spec(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, thr
 
 
 def run_training(trainset, base_dir, out_dir, settings, label_type="hard", checkpoint_dir=None, threads=None) -> dict:
-    """Train in this process, or across all requested local GPUs through `accelerate launch`."""
+    """Train in this process, or in `gpus` (GPU) / `processes` (CPU) processes launched by `torchrun`.
+
+    A job that asks for GPUs and finds fewer stops (hardware.require_gpus): no CPU fallback."""
+    from .hardware import require_gpus
+
     settings = settings_from(settings)
-    n_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     want = int(settings["gpus"])
-    if want > 1 and n_gpus > 1 and "LOCAL_RANK" not in os.environ:
-        n = min(want, n_gpus)
-        ckpt = Path(checkpoint_dir) if checkpoint_dir else Path(out_dir).parent / f".{Path(out_dir).name}.checkpoints"
-        ckpt.parent.mkdir(parents=True, exist_ok=True)
-        spec_path = ckpt.parent / f"{ckpt.name}.spec.json"
-        spec_path.write_text(json.dumps(_spec(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir,
-                                              threads)))
-        cmd = distributed_command(spec_path, n)
-        log.info("launching %d processes: %s", n, " ".join(cmd))
-        subprocess.run(cmd, check=True)
-        spec_path.unlink(missing_ok=True)
-        return json.loads((Path(out_dir) / METRICS_FILE).read_text())
-    if want > n_gpus:
-        log.warning("training.gpus=%d but %d GPU(s) visible: training on %s", want, n_gpus,
-                    "the visible GPU(s)" if n_gpus else "CPU")
-    return train_prm(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, threads)
+    if "LOCAL_RANK" in os.environ:  # already a launched process
+        return train_prm(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, threads)
+    require_gpus("train_prm", want)
+    cpu = want == 0
+    n = int(settings["processes"]) if cpu else want
+    if n <= 1:
+        return train_prm(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, threads)
+    ckpt = Path(checkpoint_dir) if checkpoint_dir else Path(out_dir).parent / f".{Path(out_dir).name}.checkpoints"
+    ckpt.parent.mkdir(parents=True, exist_ok=True)
+    spec_path = ckpt.parent / f"{ckpt.name}.spec.json"
+    per_proc = max(1, int(threads) // n) if threads else threads  # the ranks share the job's cores
+    spec_path.write_text(json.dumps(_spec(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir,
+                                          per_proc)))
+    cmd = distributed_command(spec_path, n, free_port())
+    log.info("launching %d %s processes: %s", n, "CPU" if cpu else "GPU", " ".join(cmd))
+    (Path(out_dir) / METRICS_FILE).unlink(missing_ok=True)
+    subprocess.run(cmd, check=True, env=launcher_env(cpu))
+    spec_path.unlink(missing_ok=True)
+    return json.loads((Path(out_dir) / METRICS_FILE).read_text())
 
 
 def rule_train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
@@ -722,7 +842,7 @@ def rule_train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry for `accelerate launch -m prm_lessons.training --spec spec.json` (one process per GPU)."""
+    """Entry for `torchrun -m prm_lessons.training --spec spec.json` (one process per rank)."""
     parser = argparse.ArgumentParser(prog="python -m prm_lessons.training")
     parser.add_argument("--spec", required=True, help="JSON written by run_training")
     args = parser.parse_args(argv)

@@ -15,7 +15,8 @@ if _TRAIN.get("deepspeed") and not Path(_TRAIN["deepspeed"]).exists():
     # a relative path not found in the working directory is read from the workflow (config/deepspeed/...)
     _TRAIN["deepspeed"] = str(Path(workflow.basedir) / _TRAIN["deepspeed"])
 # keys that change no result: kept out of params so editing them does not retrain every PRM
-_TRAIN_PARAMS = {k: v for k, v in _TRAIN.items() if k not in ("mem_mb", "runtime", "threads", "keep_checkpoints")}
+_TRAIN_PARAMS = {k: v for k, v in _TRAIN.items()
+                 if k not in ("mem_mb", "runtime", "threads", "keep_checkpoints", "gpus_scoring")}
 
 
 rule train_prm:
@@ -41,7 +42,8 @@ rule train_prm:
     resources:
         gpu=_TRAIN["gpus"],
         mem_mb=_TRAIN["mem_mb"],
-        runtime=_TRAIN["runtime"],
+        # a retry (after a timeout) gets more time: it resumes from the last checkpoint but may still need it
+        runtime=lambda wc, attempt: int(_TRAIN["runtime"]) * attempt,
     log:
         "logs/training/{variant}.log",
     conda:

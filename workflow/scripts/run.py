@@ -5,6 +5,7 @@ Output goes to the rule's log so a failed job's reason is in logs/, not lost in 
 """
 import importlib
 import logging
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -17,6 +18,10 @@ snakemake = globals().get("snakemake")
 def main() -> None:
     # the package from this checkout, also inside conda envs where Snakemake blocks PYTHONPATH
     sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))
+    # models come from local directories (rule download_model): only download/data rules may go online
+    from prm_lessons.hub import job_offline
+
+    job_offline(snakemake.rule)
     log_path = snakemake.log[0] if snakemake.log else None
     stream = open(log_path, "a", buffering=1) if log_path else sys.stderr
     sys.stdout = sys.stderr = stream
@@ -24,8 +29,14 @@ def main() -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
     params = dict(snakemake.params.items())
     module_name, func_name = params.pop("func").split(":")
-    func = getattr(importlib.import_module(f"prm_lessons.{module_name}"), func_name)
     try:
+        # a rule that asked for GPUs and finds none (or a CPU-only torch) stops here, before any work
+        from prm_lessons.hardware import ASKED_ENV, require_gpus
+
+        asked = int(snakemake.resources.get("gpu", 0) or 0)
+        require_gpus(snakemake.rule, asked)
+        os.environ[ASKED_ENV] = str(asked)  # deeper checks (the vLLM build) read it
+        func = getattr(importlib.import_module(f"prm_lessons.{module_name}"), func_name)
         func(inputs=dict(snakemake.input.items()), outputs=dict(snakemake.output.items()),
              params=params, wildcards=dict(snakemake.wildcards.items()), threads=snakemake.threads)
     except Exception:

