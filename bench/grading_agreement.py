@@ -5,7 +5,12 @@ Reads ../shared/data/bon/math_cot_100_samples.jsonl (100 MATH problems x 8 polic
 agreement and each disagreement. Also prints grading throughput (responses/s) for 1 and N workers,
 measured side by side in this run.
 
-    python bench/grading_agreement.py [--data PATH] [--workers 2] [--timeout 5]
+Multiple choice: no harness verdicts on real MMLU STEM responses are at hand, so ``--mmlu`` grades
+crafted responses on every row of ../shared/data/bon/mmlu_stem.jsonl (the answer phrased as the
+harness's `choice_answer_clean` rules read it: after a trigger, last letter, repeated trigger, the
+article "a", no letter) and prints the agreement with the verdicts those rules give.
+
+    python bench/grading_agreement.py [--data PATH] [--workers 2] [--timeout 5] [--mmlu]
 """
 from __future__ import annotations
 
@@ -57,12 +62,52 @@ def agreement(path: Path = DEFAULT, workers: int = 2, timeout_s: float = 5.0, ve
     return rate, results, disagree
 
 
+MMLU = SHARED / "data" / "bon" / "mmlu_stem.jsonl"
+
+
+def choice_cases(g: str, w: str) -> list[tuple[str, str, bool]]:
+    """(response, harness pred, harness verdict) for gold letter g, wrong letter w (answer_format choice)."""
+    return [(f"Let me think.\n\nThe answer is ({g}).", g, True),
+            (f"So we get \\boxed{{{g}}}", g, True),
+            (f"The answer is ({w}).", w, False),
+            (f"I think (A) and (B) are out. The answer is {g}, not {w}.", g, True),
+            (f"Options {w} and {g} remain; \\boxed{{{g}}}", g, True),
+            ("The answer is 12.", "12", False),
+            (f"The answer is {g}.\n\nQuestion: next one. The answer is {w}.", g, True),
+            (f"the answer is ({g.lower()})", g, True),
+            ("This is a hard one; \\boxed{12}", "A", g == "A"),
+            (f"Eliminating \\boxed{{{w}}} first. The answer is {g}.", g, True)]
+
+
+def mmlu_agreement(path: Path = MMLU, verbose: bool = True):
+    rows = [json.loads(line) for line in open(path)]
+    texts, golds, expected = [], [], []
+    for k, row in enumerate(rows):
+        g, w = "ABCD"[row["answer"]], "ABCD"[(row["answer"] + 1 + k % 3) % 4]
+        for text, pred, ok in choice_cases(g, w):
+            texts.append(text)
+            golds.append(row["answer"])
+            expected.append((pred, ok))
+    t0 = time.perf_counter()
+    results = grade_many(texts, golds, answer_format="choice")
+    elapsed = time.perf_counter() - t0
+    agree = sum((r.pred, r.correct) == e for r, e in zip(results, expected))
+    if verbose:
+        print(f"MMLU STEM ({len(rows)} rows x {len(choice_cases('A', 'B'))} crafted responses): "
+              f"agreement with the harness rules {100 * agree / len(results):.2f}% ({agree}/{len(results)}), "
+              f"{elapsed:.1f}s")
+    return agree / len(results)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=5.0)
+    ap.add_argument("--mmlu", action="store_true", help="also the multiple-choice check on MMLU STEM")
     args = ap.parse_args()
+    if args.mmlu and MMLU.exists() and mmlu_agreement() < 1.0:
+        return 1
     if not args.data.exists():
         print(f"skipped: {args.data} not found (set PRM_LESSONS_SHARED)")
         return 0

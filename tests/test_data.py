@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 from pathlib import Path
 
@@ -24,8 +23,9 @@ from prm_lessons.data import (
 )
 from prm_lessons.tables import read_table
 
+from conftest import ROOT, shared_data_dir
+
 FIX = Path(__file__).resolve().parent / "fixtures" / "data"
-SHARED = Path(os.environ.get("PRM_LESSONS_SHARED", Path(__file__).resolve().parents[1] / ".." / "shared"))
 ARITH = {"source": "reasoning_gym", "generator": "basic_arithmetic", "size": 12, "seed": 3,
          "params": {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 2}}
 CHAIN = {"source": "reasoning_gym", "generator": "chain_sum", "size": 12, "seed": 4,
@@ -224,9 +224,8 @@ def test_rule_problems_writes_a_valid_table(tmp_path):
     assert len(df) == 12 and isinstance(df["gold_steps"][0], list)
 
 
-@pytest.mark.skipif(not (SHARED / "data" / "bon").exists(), reason="../shared not present")
 def test_harness_files_load_with_their_field_names():
-    bon = SHARED / "data" / "bon"
+    bon = shared_data_dir("bon")
     gsm = load_problems("gsm8k", {"source": "local", "path": str(bon / "gsm8k.jsonl"), "answer_format": "gsm8k",
                                   "limit": 50})
     assert gsm["answer"][0] == "18"
@@ -258,9 +257,8 @@ def test_processbench_empty_steps_names_the_case():
         load_processbench({"source": "local", "path": str(FIX / "processbench_bad"), "subsets": ["math"]})
 
 
-@pytest.mark.skipif(not (SHARED / "data" / "processbench").exists(), reason="../shared not present")
 def test_official_processbench_counts():
-    df = load_processbench({"source": "local", "path": str(SHARED / "data" / "processbench")})
+    df = load_processbench({"source": "local", "path": str(shared_data_dir("processbench"))})
     assert len(df) == 3400
     assert df["subset"].value_counts().to_dict() == {"gsm8k": 400, "math": 1000, "olympiadbench": 1000,
                                                      "omnimath": 1000}
@@ -328,3 +326,206 @@ def test_hub_sources_call_load_dataset_with_id_config_split(monkeypatch):
     pb = load_processbench({"source": "hub", "id": "Qwen/ProcessBench", "subsets": ["gsm8k", "math"]})
     assert [c[2] for c in calls[-2:]] == ["gsm8k", "math"]
     assert list(pb["id"]) == ["gsm8k-0", "math-0"] and list(pb["label"]) == [1, 1]
+
+
+# ------------------------------------------------- the paper's benchmark sets (config/paper.yaml, issue 11 B)
+
+def _paper_config() -> dict:
+    import yaml
+
+    from prm_lessons.config import validate_config
+
+    with open(ROOT / "config" / "paper.yaml") as fh:
+        return validate_config(yaml.safe_load(fh), ROOT / "workflow" / "schemas" / "config.schema.yaml")
+
+
+# The harness files in ../shared/data/bon (MATH: its 100-problem output file, which names the problem
+# `question` and whose checksum/row count are its own).
+HARNESS_ROWS = {"gsm8k": 1319, "minerva_math": 272, "gaokao2023en": 385, "olympiadbench": 675,
+                "college_math": 2818, "mmlu_stem": 3018}
+
+
+def _shared_spec(name: str) -> tuple[dict, Path]:
+    spec = dict(_paper_config()["benchmarks"][name])
+    if name == "math":
+        path = shared_data_dir("bon", "math_cot_100_samples.jsonl")
+        spec.update(sha256=None, git_blob_sha1=None, rows=100, fields={**spec["fields"], "question": "question"})
+    else:
+        path = shared_data_dir("bon", f"{name}.jsonl")
+    return spec, path
+
+
+def test_paper_yaml_takes_the_seven_harness_files_at_one_pinned_commit():
+    bench = _paper_config()["benchmarks"]
+    assert sorted(bench) == sorted([*HARNESS_ROWS, "math"])
+    for name, spec in bench.items():
+        assert spec["source"] == "url" and spec["rows"] == HARNESS_ROWS.get(name, 5000)
+        assert spec["url"] == ("https://raw.githubusercontent.com/QwenLM/Qwen2.5-Math/"
+                               f"a45202bd16f1ec06f433442dc1152d0074773465/evaluation/data/{name}/test.jsonl")
+        assert spec["sha256"] or spec["git_blob_sha1"], name
+
+
+@pytest.mark.parametrize("name", ["gsm8k", "math", "minerva_math", "gaokao2023en", "olympiadbench",
+                                  "college_math", "mmlu_stem"])
+def test_paper_benchmarks_load_the_harness_files_with_the_paper_mapping(name):
+    spec, path = _shared_spec(name)
+    df = load_problems(name, spec, path=path)  # checksums and `rows` checked on the way
+    assert len(df) == spec["rows"]
+    assert df["question"].map(bool).all()
+    if name == "mmlu_stem":
+        assert set(df["answer"]) == set("ABCD") and df["question"][0].count("Answer Choices: (A) ") == 1
+    if name == "gaokao2023en":  # two rows of the harness file have no answer: kept, as the harness keeps them
+        assert (df["answer"] == "").sum() == 2 and df["answer"].isin(list("ABCDE")).sum() == 37
+    else:
+        assert df["answer"].map(bool).all()
+    if name == "math":  # the gold the harness extracted from the same solutions
+        gt = [json.loads(line)["gt"] for line in open(path)]
+        from prm_lessons.grading import strip_answer
+        assert sum(strip_answer(a) == strip_answer(g) for a, g in zip(df["answer"], gt)) >= 99
+
+
+def test_shared_copies_are_the_pinned_files():
+    for name in HARNESS_ROWS:
+        spec, path = _shared_spec(name)
+        from prm_lessons.data import file_digests
+        assert file_digests(path) == {"sha256": spec["sha256"], "git_blob_sha1": spec["git_blob_sha1"]}, name
+
+
+def test_gaokao_empty_answers_stop_the_load_unless_kept():
+    spec, path = _shared_spec("gaokao2023en")
+    spec.pop("missing_answer")
+    with pytest.raises(ValueError, match=r"row gaokao2023en-00167: missing answer"):
+        load_problems("gaokao2023en", spec, path=path)
+
+
+def test_checksum_mismatch_names_the_set(tmp_path):
+    spec, path = _shared_spec("gsm8k")
+    changed = tmp_path / "gsm8k.jsonl"
+    changed.write_bytes(path.read_bytes().replace(b"Janet", b"Janey", 1))
+    with pytest.raises(ValueError, match=r"dataset 'gsm8k': sha256 of .* expected 9f098df7"):
+        load_problems("gsm8k", spec, path=changed)
+    with pytest.raises(ValueError, match=r"dataset 'gsm8k': git_blob_sha1 .* expected 3e6e62b8"):
+        load_problems("gsm8k", {**spec, "sha256": None}, path=changed)
+    # source local takes the same checks
+    with pytest.raises(ValueError, match=r"dataset 'gsm8k': sha256"):
+        load_problems("gsm8k", {**spec, "source": "local", "path": str(changed)})
+
+
+def test_row_count_mismatch_names_the_set_and_is_checked_before_limit(tmp_path):
+    spec, path = _shared_spec("mmlu_stem")
+    short = tmp_path / "mmlu_stem.jsonl"
+    short.write_text("".join(open(path).readlines()[:-1]))
+    with pytest.raises(ValueError, match=r"dataset 'mmlu_stem': 3017 rows, expected 3018"):
+        load_problems("mmlu_stem", {**spec, "sha256": None, "git_blob_sha1": None, "limit": 5}, path=short)
+    # and for the Hub copy (TIGER-Lab/MMLU-STEM has 3,153 rows): the same stop, before any job samples
+    with pytest.raises(ValueError, match=r"dataset 'mmlu_stem': 3153 rows, expected 3018"):
+        from prm_lessons.data import check_rows
+        check_rows(3153, 3018, "dataset 'mmlu_stem'")
+
+
+def test_benchmark_file_rule_fetches_plain_paths_file_urls_and_http(tmp_path):
+    from prm_lessons.data import downloaded_path, rule_benchmark_file
+
+    spec, path = _shared_spec("minerva_math")
+    checks = {k: spec[k] for k in ("sha256", "git_blob_sha1")}
+    assert downloaded_path("minerva_math", spec) == "resources/data/benchmarks/minerva_math.jsonl"
+    for i, url in enumerate([str(path), path.resolve().as_uri()]):
+        out = tmp_path / f"copy{i}.jsonl"
+        rule_benchmark_file(inputs={}, outputs={"file": str(out)}, params={"spec": {"url": url, **checks}},
+                            wildcards={"name": "minerva_math"}, threads=1)
+        assert out.read_bytes() == path.read_bytes()
+    # http(s): served from loopback
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(path.parent))
+    handler.log_message = lambda *a, **k: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{path.name}"
+        out = tmp_path / "http.jsonl"
+        rule_benchmark_file(inputs={}, outputs={"file": str(out)}, params={"spec": {"url": url, **checks}},
+                            wildcards={"name": "minerva_math"}, threads=1)
+        assert out.read_bytes() == path.read_bytes()
+        # a wrong file is not left behind for a later run to trust
+        bad = tmp_path / "bad.jsonl"
+        with pytest.raises(ValueError, match=r"dataset 'minerva_math': sha256"):
+            rule_benchmark_file(inputs={}, outputs={"file": str(bad)},
+                                params={"spec": {"url": url, "sha256": "0" * 64}},
+                                wildcards={"name": "minerva_math"}, threads=1)
+        assert not bad.exists() and not list(tmp_path.glob("*.part"))
+    finally:
+        server.shutdown()
+
+
+def test_rule_problems_reads_the_downloaded_copy(tmp_path):
+    spec, path = _shared_spec("college_math")
+    out = tmp_path / "college_math.parquet"
+    rule_problems(inputs={"source": str(path)}, outputs={"problems": str(out)}, params={"spec": {**spec, "limit": 4}},
+                  wildcards={"dataset": "college_math"}, threads=1)
+    df = read_table(out, "problems")
+    assert len(df) == 4 and df["question"][0] == json.loads(path.open().readline())["question"]
+
+
+def test_paper_processbench_is_the_paper_era_github_copy(tmp_path):
+    from prm_lessons.data import processbench_paths, rule_processbench_file
+
+    spec = _paper_config()["processbench"]
+    assert spec["source"] == "url" and "2f2fd8ae590aeb949f7be265478b05280f93db68" in spec["url"]
+    assert spec["rows"] == {"gsm8k": 400, "math": 1000, "olympiadbench": 1000, "omnimath": 1000}
+    assert processbench_paths(spec)["math"] == "resources/data/processbench/math.json"
+    local = {**spec, "url": str(shared_data_dir("processbench")) + "/{subset}.json"}
+    files = {}
+    for subset in spec["subsets"]:
+        files[subset] = str(tmp_path / f"{subset}.json")
+        rule_processbench_file(inputs={}, outputs={"file": files[subset]}, params={"spec": local},
+                               wildcards={"subset": subset}, threads=1)
+    cases = load_processbench(local, files=files)
+    assert cases["subset"].value_counts().to_dict() == spec["rows"]
+    # a changed label in one subset: the checksum names that subset
+    math = json.loads(open(files["math"]).read())
+    math[0]["label"] = -1 if math[0]["label"] != -1 else 0
+    (tmp_path / "math.json").write_text(json.dumps(math))
+    with pytest.raises(ValueError, match=r"ProcessBench subset 'math': sha256"):
+        load_processbench(local, files=files)
+    with pytest.raises(ValueError, match=r"ProcessBench subset 'gsm8k': 400 rows, expected 399"):
+        load_processbench({**local, "rows": {"gsm8k": 399}, "subsets": ["gsm8k"]}, files=files)
+
+
+def test_hub_revision_is_passed_to_load_dataset(monkeypatch):
+    import datasets
+
+    calls = []
+
+    def fake_load_dataset(path, name=None, split=None, **kw):
+        calls.append((path, kw.get("revision")))
+        if path == "Qwen/ProcessBench":
+            return [{"id": f"{split}-{i}", "generator": "g", "problem": "P", "steps": ["a"],
+                     "final_answer_correct": True, "label": -1} for i in range(3)]
+        return [{"question": "Q1", "answer": "1"}, {"question": "Q2", "answer": "2"}]
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    load_problems("x", {"source": "hub", "id": "a/b", "revision": "c0ffee", "rows": 2})
+    assert calls[-1] == ("a/b", "c0ffee")
+    with pytest.raises(ValueError, match=r"dataset 'x': 2 rows, expected 3"):
+        load_problems("x", {"source": "hub", "id": "a/b", "rows": 3})
+    load_processbench({"source": "hub", "revision": "beef", "subsets": ["math"], "rows": {"math": 3}})
+    assert calls[-1] == ("Qwen/ProcessBench", "beef")
+
+
+def test_source_url_without_url_is_a_config_error():
+    import yaml
+
+    from prm_lessons.config import ConfigError, validate_config
+
+    with open(ROOT / "config" / "paper.yaml") as fh:
+        cfg = yaml.safe_load(fh)
+    del cfg["benchmarks"]["gsm8k"]["url"]
+    with pytest.raises(ConfigError, match="benchmarks.gsm8k"):
+        validate_config(cfg, ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    cfg["benchmarks"]["gsm8k"]["url"] = "x.jsonl"
+    cfg["processbench"]["url"] = "https://example.org/dataset/math.json"  # no {subset}
+    with pytest.raises(ConfigError, match="processbench"):
+        validate_config(cfg, ROOT / "workflow" / "schemas" / "config.schema.yaml")

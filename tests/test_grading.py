@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 from pathlib import Path
@@ -11,16 +10,17 @@ import pytest
 
 from prm_lessons.grading import (
     GradeResult,
+    choice_answer_clean,
     extract_answer,
+    extract_final,
+    gold_answer_text,
     grade,
     grade_many,
     grade_rows,
     last_boxed_content,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("PRM_LESSONS_SHARED", ROOT / ".." / "shared"))
-HARNESS = SHARED / "data" / "bon" / "math_cot_100_samples.jsonl"
+from conftest import ROOT, shared_data_dir
 
 
 # -------------------------------------------------------------------------------------- extraction
@@ -158,11 +158,161 @@ def test_grade_rows_empty_list():
 
 # ------------------------------------------------------------------------- agreement with the harness
 
-@pytest.mark.skipif(not HARNESS.exists(), reason="../shared not present")
 def test_agreement_with_qwen25_math_harness():
     sys.path.insert(0, str(ROOT / "bench"))
     from grading_agreement import agreement
 
-    rate, results, disagree = agreement(HARNESS, workers=2, timeout_s=5.0, verbose=False)
+    harness = shared_data_dir("bon", "math_cot_100_samples.jsonl")
+    rate, results, disagree = agreement(harness, workers=2, timeout_s=5.0, verbose=False)
     assert len(results) == 800
-    assert rate >= 0.98, disagree[:5]
+    # 799/800: the one difference is the harness's own quirk on gold "10{,}000" (it grades "10000" wrong)
+    assert len(disagree) <= 1, disagree[:5]
+
+
+# ------------------------------------------------- multiple choice as the harness grades it (issue 11 B)
+# Expected values below follow QwenLM/Qwen2.5-Math evaluation/parser.py `choice_answer_clean` and
+# math_eval.py's post-processing of letter golds; the templates were checked against that code's own
+# output on every MMLU STEM row and every letter-gold GaoKao row (45,825 responses, all agreeing).
+
+@pytest.mark.parametrize("text, expected", [
+    ("The answer is (B). Also C.", "B"),                                  # first letter after the trigger
+    ("Between C and D, the correct choice is: d", "D"),                   # "choice is", lower case
+    ("B looks wrong, C too; \\boxed{D}", "D"),                          # no trigger: the last letter
+    ("The answer is B.\n\nQuestion: next. The answer is C.", "B"),       # a repeated trigger: first chunk
+    ("It is a multiple of 3: \\boxed{12}", "A"),                        # the article "a" counts, as there
+    ("We compute 5.", "We compute 5"),                                    # no letter: the cleaned text
+])
+def test_choice_answer_clean(text, expected):
+    assert choice_answer_clean(text) == expected
+
+
+def test_extract_final_takes_a_letter_when_the_gold_is_one():
+    boxed_value = "so \\boxed{12}. Of the options, (B) 12 fits."
+    assert extract_final(boxed_value, "5") == "12"                        # open-answer gold: as before
+    assert extract_final(boxed_value, "B") == "B"                         # letter gold: letter from the text
+    assert extract_final("so \\boxed{(C)}", "C") == "C"
+    # answer_format choice reads the letter like the harness does for MMLU STEM, even over a boxed letter
+    text = "Eliminating \\boxed{A} first. The answer is C."
+    assert extract_final(text, "C", "choice") == "C" and extract_final(text, "C") == "A"
+
+
+def _mmlu_rows():
+    return [json.loads(line) for line in open(shared_data_dir("bon", "mmlu_stem.jsonl"))]
+
+
+def _templates(g: str, w: str) -> list[tuple[str, str, bool]]:
+    """(response, harness pred, harness verdict) for gold letter g and a wrong letter w."""
+    return [
+        (f"Let me think.\n\nThe answer is ({g}).", g, True),
+        (f"So we get \\boxed{{{g}}}", g, True),
+        (f"The answer is ({w}).", w, False),
+        (f"I think (A) and (B) are out. The answer is {g}, not {w}.", g, True),
+        (f"Options {w} and {g} remain; \\boxed{{{g}}}", g, True),
+        ("The answer is 12.", "12", False),
+        (f"The answer is {g}.\n\nQuestion: next one. The answer is {w}.", g, True),
+        (f"the answer is ({g.lower()})", g, True),
+        ("This is a hard one; \\boxed{12}", "A", g == "A"),
+    ]
+
+
+def test_mmlu_stem_choice_grading_on_the_harness_file():
+    rows = _mmlu_rows()
+    assert len(rows) == 3018
+    texts, golds, expected = [], [], []
+    for k, row in enumerate(rows):
+        g = "ABCD"[row["answer"]]
+        w = "ABCD"[(row["answer"] + 1 + k % 3) % 4]
+        for text, pred, ok in _templates(g, w):
+            texts.append(text)
+            golds.append(row["answer"])  # the option index, as in the file: read as a letter
+            expected.append((pred, ok))
+    res = grade_many(texts, golds, answer_format="choice", timeout_s=10)
+    assert [(r.pred, r.correct) for r in res] == expected
+    assert all(r.status == "ok" for r in res)
+
+
+def test_gaokao_letter_gold_items_are_graded_as_choices():
+    rows = [json.loads(line) for line in open(shared_data_dir("bon", "gaokao2023en.jsonl"))]
+    letters = [r for r in rows if r["answer"].strip() in list("ABCDE")]
+    assert len(rows) == 385 and len(letters) == 37
+    texts, golds, expected = [], [], []
+    for r in letters:
+        g = r["answer"].strip()
+        w = "A" if g != "A" else "C"
+        cases = _templates(g, w)
+        # not a choice set: "The answer is X" is read by extract_answer (last trigger), no few-shot cut
+        cases[6] = (cases[6][0], w, False)
+        cases += [
+            (f"\\boxed{{({g})}}", g, True),                  # a boxed "(B)" is not a letter: taken from the text
+            (f"\\boxed{{\\text{{({g})}}}}", g, True),
+            (f"Thus the value is 42 and the choice is {g}", g, True),
+            (f"Eliminating \\boxed{{{w}}} first. The answer is {g}.", w, False),  # not a choice set: the box
+            ("\\boxed{f(-6)=0}", "\\boxed{f(-6)=0}", False),   # an option's text, no letter: wrong
+        ]
+        for text, pred, ok in cases:
+            texts.append(text)
+            golds.append(r["answer"])
+            expected.append((pred, ok))
+    res = grade_many(texts, golds, timeout_s=10)  # plain format: the letter rule applies per item
+    assert [(r.pred, r.correct) for r in res] == expected
+
+
+def test_gold_dollars_are_dropped_as_the_harness_does():
+    assert gold_answer_text("$2: 15$ PM") == "2: 15 PM"          # college_math: $ inside the answer
+    assert gold_answer_text(["$x=1$"]) == "x=1"
+    assert gold_answer_text("\\$6") == "6"                       # MATH: an escaped dollar goes too
+    assert grade("so \\boxed{4 \\frac{4}{9} days}", "$4 \\frac{4}{9}$ days", timeout_s=10).correct
+
+
+def test_cli_grade_answer_format_choice(tmp_path):
+    from prm_lessons.cli import main
+
+    rows = _mmlu_rows()[:3]
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    responses = [f"Eliminating \\boxed{{{'ABCD'[(r['answer'] + 1) % 4]}}} first. The answer is "
+                 f"{'ABCD'[r['answer']]}." for r in rows]
+    inp.write_text("".join(json.dumps({**r, "response": t}) + "\n" for r, t in zip(rows, responses)))
+    assert main(["grade", "--input", str(inp), "--output", str(out), "--answer-format", "choice"]) == 0
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [g["correct"] for g in got] == [True] * 3
+    assert [g["pred"] for g in got] == ["ABCD"[r["answer"]] for r in rows]
+
+
+def test_sampling_grades_with_the_datasets_answer_format(tmp_path, monkeypatch):
+    """rule sample reads the answer format from the problems table's config entry."""
+    from prm_lessons import sampling
+    from prm_lessons.data import rule_problems
+    from prm_lessons.generation import Completion, Engine
+
+    class Fixed(Engine):
+        backend = "fake"
+
+        class Tok:
+            def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+                return "|".join(m["content"] for m in messages)
+
+        tokenizer = Tok()
+
+        def generate(self, prompts, spec, seeds=None):
+            return [[Completion("Eliminating \\boxed{A} first. The answer is C.", 9, "stop")] * spec.n
+                    for _ in prompts]
+
+    monkeypatch.setattr(sampling, "load_engine", lambda *a, **k: Fixed())
+    fix = Path(__file__).resolve().parent / "fixtures" / "data" / "mmlu_style.jsonl"  # gold: C
+    params = {"sampling": {"temperature": 0.7, "top_p": 0.8, "max_tokens": 16, "seed": 0,
+                           "step_separator": "\n\n"},
+              "grading": {"timeout_s": 5}, "model": {"name": "fake"}, "model_dir": "x", "n": 2}
+    for fmt, correct in (("choice", True), ("plain", False)):
+        spec = {"source": "local", "path": str(fix), "answer_format": "choice", "fields": {"choices": "choices"}}
+        if fmt == "plain":  # the same gold letter without the choice format: the boxed letter is graded
+            spec = {"source": "local", "path": str(tmp_path / "plain.jsonl")}
+            (tmp_path / "plain.jsonl").write_text(json.dumps({"question": "Which?", "answer": "C"}) + "\n")
+        problems = tmp_path / f"{fmt}.parquet"
+        rule_problems(inputs={}, outputs={"problems": str(problems)}, params={"spec": spec},
+                      wildcards={"dataset": "m"}, threads=1)
+        out = tmp_path / f"samples_{fmt}.parquet"
+        sampling.rule_sample_shard(inputs={"problems": str(problems)}, outputs={"samples": str(out)},
+                                   params=params, wildcards={"shard": "0", "nshards": "1"}, threads=1)
+        from prm_lessons.tables import read_table
+        df = read_table(out, "samples")
+        assert df["correct"].tolist() == [correct] * 2, fmt

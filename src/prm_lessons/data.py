@@ -549,8 +549,117 @@ def _hub_records(spec: dict) -> list[dict]:
 
     if not spec.get("id"):
         raise ValueError("dataset spec with source hub needs `id`")
-    ds = datasets.load_dataset(spec["id"], spec.get("config"), split=spec.get("split", "test"))
+    kwargs = {"revision": spec["revision"]} if spec.get("revision") else {}
+    ds = datasets.load_dataset(spec["id"], spec.get("config"), split=spec.get("split", "test"), **kwargs)
     return [dict(r) for r in ds]
+
+
+# --------------------------------------------------------------------------------------------------
+# pinned source files: downloaded once (rule benchmark_file / processbench_file), checksummed
+# --------------------------------------------------------------------------------------------------
+
+DOWNLOAD_DIR = "resources/data"
+
+
+def _url_suffix(url: str) -> str:
+    from urllib.parse import urlparse
+
+    name = Path(urlparse(str(url)).path).name
+    for suffix in (".jsonl.gz", ".jsonl", ".json", ".parquet"):
+        if name.endswith(suffix):
+            return suffix
+    raise ValueError(f"{url}: cannot tell the file type from its name (.jsonl, .jsonl.gz, .json or .parquet)")
+
+
+def downloaded_path(name: str, spec: dict) -> str:
+    """Where rule `benchmark_file` keeps the copy of a `source: url` dataset entry."""
+    if not spec.get("url"):
+        raise ValueError(f"dataset '{name}': source url needs `url`")
+    return f"{DOWNLOAD_DIR}/benchmarks/{name}{_url_suffix(spec['url'])}"
+
+
+def processbench_paths(spec: dict) -> dict[str, str]:
+    """subset -> where rule `processbench_file` keeps its copy (source url; `url` holds `{subset}`)."""
+    url = spec.get("url") or ""
+    if "{subset}" not in url:
+        raise ValueError("processbench source url needs `url` with a {subset} placeholder")
+    subsets = list(spec.get("subsets") or PROCESSBENCH_SUBSETS)
+    return {s: f"{DOWNLOAD_DIR}/processbench/{s}{_url_suffix(url.format(subset=s))}" for s in subsets}
+
+
+def pinned_file_spec(spec: dict) -> dict:
+    """What a download depends on (rule params), so editing `limit` or `fields` does not fetch again."""
+    return {k: spec.get(k) for k in ("url", "sha256", "git_blob_sha1")}
+
+
+def file_digests(path: str | Path) -> dict[str, str]:
+    """sha256 of the file's bytes and its git blob id (sha1 of ``blob <size>\\0`` + bytes)."""
+    import hashlib
+
+    data = Path(path).read_bytes()
+    blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return {"sha256": hashlib.sha256(data).hexdigest(), "git_blob_sha1": blob}
+
+
+def verify_checksums(path: str | Path, expected: dict, what: str) -> None:
+    """Raise ValueError naming ``what`` when the file's sha256 / git blob id differs from ``expected``
+    (keys ``sha256`` and ``git_blob_sha1``; absent or null keys are not checked)."""
+    wanted = {k: str(expected[k]).lower() for k in ("sha256", "git_blob_sha1") if expected.get(k)}
+    if not wanted:
+        return
+    got = file_digests(path)
+    for key, value in wanted.items():
+        if got[key] != value:
+            raise ValueError(f"{what}: {key} of {path} is {got[key]}, expected {value} "
+                             "(a different file than the pinned one; fix the `url` or the checksum)")
+
+
+def fetch_file(url: str, dest: str | Path, checksums: dict, what: str) -> None:
+    """Copy ``url`` (http(s)://, file:// or a plain path, so an air-gapped site can point at its own
+    copy) to ``dest``, verify its checksums, then move it into place: a failed or wrong download
+    never leaves a file that a later run would trust."""
+    import shutil
+    import urllib.request
+    from urllib.parse import unquote, urlparse
+
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".part")
+    parsed = urlparse(str(url))
+    try:
+        if parsed.scheme in ("http", "https"):
+            with urllib.request.urlopen(url, timeout=120) as resp, open(tmp, "wb") as fh:
+                shutil.copyfileobj(resp, fh)
+        else:
+            src = Path(unquote(parsed.path)) if parsed.scheme == "file" else Path(str(url))
+            if not src.exists():
+                raise FileNotFoundError(f"{what}: {src} not found (from url {url})")
+            shutil.copyfile(src, tmp)
+        verify_checksums(tmp, checksums, what)
+        tmp.replace(dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def check_rows(n: int, expected, what: str) -> None:
+    if expected is not None and int(n) != int(expected):
+        raise ValueError(f"{what}: {n} rows, expected {int(expected)} (`rows` in the config); "
+                         "the file is not the pinned set")
+
+
+def rule_benchmark_file(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `benchmark_file`: a `source: url` dataset entry → its verified local copy."""
+    spec = params["spec"]
+    fetch_file(spec["url"], outputs["file"], spec, f"dataset '{wildcards['name']}'")
+    log.info("dataset %s: %s -> %s (%s)", wildcards["name"], spec["url"], outputs["file"],
+             file_digests(outputs["file"])["sha256"])
+
+
+def rule_processbench_file(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `processbench_file`: one ProcessBench subset (processbench source url) → its verified copy."""
+    subset, spec = wildcards["subset"], params["spec"]
+    checks = {k: (spec.get(k) or {}).get(subset) for k in ("sha256", "git_blob_sha1")}
+    fetch_file(spec["url"].format(subset=subset), outputs["file"], checks, f"ProcessBench subset '{subset}'")
 
 
 def _read_records(path: str | Path) -> list[dict]:
@@ -616,12 +725,17 @@ def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
     qf, af = fields["question"], fields["answer"]
     if qf not in rec:
         raise ValueError(f"row {row_id}: no field '{qf}' (fields.question); fields present: {sorted(rec)}")
-    if af not in rec or _missing(rec[af]) if not isinstance(rec.get(af), (list, tuple)) else not rec[af]:
-        raise ValueError(f"row {row_id}: missing answer (field '{af}')")
-    question, raw_answer = rec[qf], _as_list(rec[af])
-    if _missing(question):
+    if _missing(rec[qf]):
         raise ValueError(f"row {row_id}: empty question (field '{qf}')")
-    question = str(question)
+    question = str(rec[qf])
+    if af not in rec or _missing(rec[af]) if not isinstance(rec.get(af), (list, tuple)) else not rec[af]:
+        if af in rec and spec.get("missing_answer") == "keep":
+            # kept with an empty gold (never graded correct), as the harness keeps such rows in its denominator
+            source_id = rec.get(fields["id"]) if fields.get("id") else None
+            return {"question": question, "answer": "", "gold_steps": None,
+                    "source_id": None if source_id is None else str(source_id)}
+        raise ValueError(f"row {row_id}: missing answer (field '{af}')")
+    raw_answer = _as_list(rec[af])
     try:
         if fmt == "gsm8k":
             answer = gsm8k_answer(raw_answer)
@@ -661,13 +775,15 @@ def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
             "source_id": None if source_id is None else str(source_id)}
 
 
-def load_problems(name: str, spec: dict) -> pd.DataFrame:
+def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.DataFrame:
     """The problems table for one dataset entry of the config (``problems:`` or ``benchmarks:``).
 
     Columns: ``problem_id`` (``{name}-{i:05d}``, stable for a given spec), ``dataset`` (= name),
     ``question``, ``answer`` (str), ``gold_steps`` (list of str, or None), and ``source_id`` (the
     source's own id where known). A bad row (missing answer, empty question) raises ValueError
-    naming the row.
+    naming the row. ``source: url`` reads the copy made by rule `benchmark_file` (``path``, default
+    :func:`downloaded_path`). Checksums (``sha256``/``git_blob_sha1``, url and local) and ``rows``
+    (any source, counted before ``limit``) stop the load with a message naming the set.
     """
     source = spec.get("source")
     if source == "reasoning_gym":
@@ -680,20 +796,24 @@ def load_problems(name: str, spec: dict) -> pd.DataFrame:
             if _missing(rec["answer"]):
                 raise ValueError(f"row {row_id}: missing answer")
             mapped.append({**rec, "question": str(rec["question"]), "answer": str(rec["answer"]).strip()})
-    elif source in ("hub", "local"):
+    elif source in ("hub", "local", "url"):
+        what = f"dataset '{name}'"
         if source == "hub":
             records = _hub_records(spec)
         else:
-            if not spec.get("path"):
+            if source == "local" and not spec.get("path"):
                 raise ValueError("dataset spec with source local needs `path`")
-            records = _read_records(spec["path"])
+            file = spec["path"] if source == "local" else (path or downloaded_path(name, spec))
+            verify_checksums(file, spec, what)
+            records = _read_records(file)
+        check_rows(len(records), spec.get("rows"), what)
         if spec.get("limit"):
             records = records[: int(spec["limit"])]
         id_field = (spec.get("fields") or {}).get("id")
         mapped = [_map_record(rec, spec, f"{name}-{i:05d}" + (f" (id {rec.get(id_field)})" if id_field else ""))
                   for i, rec in enumerate(records)]
     else:
-        raise ValueError(f"dataset '{name}': unknown source {source!r} (reasoning_gym, hub or local)")
+        raise ValueError(f"dataset '{name}': unknown source {source!r} (reasoning_gym, hub, local or url)")
     if not mapped:
         raise ValueError(f"dataset '{name}': no problems")
     df = pd.DataFrame(mapped)
@@ -712,10 +832,17 @@ def dataset_spec(config: dict, name: str) -> dict:
     return config[found[0]][name]
 
 
-def local_source_inputs(spec: dict | None) -> list[str]:
-    """Rule inputs for a spec: its local file or directory (so replacing it reruns the rule), else none."""
+def local_source_inputs(spec: dict | None, name: str | None = None) -> list[str]:
+    """Rule inputs for a spec: its local file or directory (so replacing it reruns the rule), the
+    downloaded copy for `source: url` (made by rule benchmark_file / processbench_file), else none."""
     spec = spec or {}
-    return [spec["path"]] if spec.get("source") == "local" and spec.get("path") else []
+    if spec.get("source") == "local" and spec.get("path"):
+        return [spec["path"]]
+    if spec.get("source") == "url":
+        if name is None:  # the processbench section
+            return list(processbench_paths(spec).values())
+        return [downloaded_path(name, spec)]
+    return []
 
 
 def rule_problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
@@ -723,7 +850,12 @@ def rule_problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
     from prm_lessons.tables import write_table
 
     name = wildcards["dataset"]
-    df = load_problems(name, params["spec"])
+    spec = params["spec"]
+    path = None
+    if spec.get("source") == "url":  # the copy rule benchmark_file made (one file: Snakemake gives a str)
+        source = inputs.get("source")
+        path = (source[0] if isinstance(source, (list, tuple)) else source) or None
+    df = load_problems(name, spec, path=path)
     n_steps = df["gold_steps"].map(lambda s: len(s) if s is not None else 0)
     log.info("dataset %s: %d problems, %d with gold steps (mean %.1f steps)", name, len(df),
              int((n_steps > 0).sum()), float(n_steps[n_steps > 0].mean()) if (n_steps > 0).any() else 0.0)
@@ -764,34 +896,48 @@ def _cases_from_records(records: Iterable[dict], subset: str) -> list[dict]:
     return out
 
 
-def load_processbench(spec: dict) -> pd.DataFrame:
-    """ProcessBench cases: from the Hub (``Qwen/ProcessBench``, one split per subset) or a directory
-    of the official ``{subset}.json`` files. Columns: id, subset, generator, problem, steps (list),
-    final_answer_correct (bool), label (int; −1 = no erroneous step, else the 0-based first error).
+def load_processbench(spec: dict, files: dict[str, str | Path] | None = None) -> pd.DataFrame:
+    """ProcessBench cases: from the Hub (``Qwen/ProcessBench``, one split per subset), a directory
+    of the official ``{subset}.json`` files, or pinned files (``source: url``, copies made by rule
+    `processbench_file`; ``files`` maps subset -> copy, default :func:`processbench_paths`).
+    Columns: id, subset, generator, problem, steps (list), final_answer_correct (bool), label (int;
+    −1 = no erroneous step, else the 0-based first error).
 
-    spec: ``source`` (hub | local), ``id`` (hub), ``path`` (local directory), ``subsets`` (default all
-    four), ``limit`` (first N cases per subset, or null).
+    spec: ``source`` (hub | local | url), ``id``/``revision`` (hub), ``path`` (local directory),
+    ``url`` (with ``{subset}``), ``sha256``/``git_blob_sha1``/``rows`` (subset -> value; checked
+    before ``limit``, an error names the subset), ``subsets`` (default all four), ``limit`` (first N
+    cases per subset, or null).
     """
     source = spec.get("source", "hub")
     subsets = list(spec.get("subsets") or PROCESSBENCH_SUBSETS)
     limit = spec.get("limit")
     rows: list[dict] = []
     for subset in subsets:
+        what = f"ProcessBench subset '{subset}'"
+        checks = {k: (spec.get(k) or {}).get(subset) for k in ("sha256", "git_blob_sha1")}
         if source == "hub":
             import datasets
 
-            records = [dict(r) for r in datasets.load_dataset(spec.get("id", "Qwen/ProcessBench"), split=subset)]
-        elif source == "local":
-            if not spec.get("path"):
-                raise ValueError("processbench source local needs `path` (a directory of {subset}.json files)")
-            path = Path(spec["path"])
-            files = [p for p in (path / f"{subset}.json", path / f"{subset}.jsonl", path / f"{subset}.parquet")
-                     if p.exists()]
-            if not files:
-                raise FileNotFoundError(f"{path}: no {subset}.json (or .jsonl/.parquet) for ProcessBench subset '{subset}'")
-            records = _read_records(files[0])
+            kwargs = {"revision": spec["revision"]} if spec.get("revision") else {}
+            records = [dict(r) for r in datasets.load_dataset(spec.get("id", "Qwen/ProcessBench"), split=subset,
+                                                              **kwargs)]
+        elif source in ("local", "url"):
+            if source == "url":
+                file = Path((files or processbench_paths(spec))[subset])
+            else:
+                if not spec.get("path"):
+                    raise ValueError("processbench source local needs `path` (a directory of {subset}.json files)")
+                path = Path(spec["path"])
+                found = [p for p in (path / f"{subset}.json", path / f"{subset}.jsonl", path / f"{subset}.parquet")
+                         if p.exists()]
+                if not found:
+                    raise FileNotFoundError(f"{path}: no {subset}.json (or .jsonl/.parquet) for ProcessBench subset '{subset}'")
+                file = found[0]
+            verify_checksums(file, checks, what)
+            records = _read_records(file)
         else:
-            raise ValueError(f"processbench: unknown source {source!r} (hub, local or constructed)")
+            raise ValueError(f"processbench: unknown source {source!r} (hub, local, url or constructed)")
+        check_rows(len(records), (spec.get("rows") or {}).get(subset), what)
         if limit:
             records = records[: int(limit)]
         rows += _cases_from_records(records, subset)
@@ -870,7 +1016,12 @@ def rule_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: d
             seed=int(con.get("seed", 0)), error_fraction=float(con.get("error_fraction", 0.5)),
             keep_answer_fraction=float(con.get("keep_answer_fraction", 0.3)))
     else:
-        cases = load_processbench(spec)
+        files = None
+        if source == "url":  # the copies rule processbench_file made, in processbench_paths order
+            got = inputs.get("source") or []
+            got = [got] if isinstance(got, str) else list(got)
+            files = dict(zip(processbench_paths(spec), got)) if got else None
+        cases = load_processbench(spec, files=files)
     err = cases["label"] != -1
     log.info("processbench (%s): %d cases; per subset: %s; erroneous %d, correct %d, "
              "correct answer with erroneous step %d", source, len(cases),

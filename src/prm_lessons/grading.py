@@ -3,8 +3,11 @@
 * :func:`extract_answer` follows the harness's ``parser.extract_answer``: Minerva's "final answer is
   $…$. I hope", else the content of the last ``\\boxed{…}`` (nested braces matched; ``\\boxed 5``;
   ``\\fbox``), else the text after "the answer is" / "final answer is", else the last number.
-* :func:`grade` compares the extracted answer with the gold answer: equal after the harness's light
-  string normalisation, else ``math_verify.verify(parse(gold), parse(pred))``.
+* :func:`extract_final` adds multiple choice as the harness grades it: for ``answer_format: choice``
+  (MMLU STEM) the choice letter of the response (:func:`choice_answer_clean`), and for any item whose
+  gold is a letter A–E but whose extracted answer is not, the letter taken from the whole response.
+* :func:`grade` compares the extracted answer with the gold answer: letters by letter, otherwise equal
+  after the harness's light string normalisation, else ``math_verify.verify(parse(gold), parse(pred))``.
 * Every comparison runs in a worker process that is killed and replaced when it exceeds
   ``timeout_s``; math-verify's own timeouts use ``signal.alarm`` (main thread only, and unable to stop
   a long C-level regex or SymPy call), so they are switched off inside the workers and the process
@@ -95,6 +98,69 @@ def extract_answer(text: str | None) -> str | None:
     return pred or None
 
 
+# Multiple choice, as the harness grades it (evaluation/parser.py `choice_answer_clean`; math_eval.py's
+# post-processing of letter golds; grader.py `math_equal`).
+CHOICE_LETTERS = ("A", "B", "C", "D", "E")
+_CHOICE_TRIGGERS = ("choice is", "answer is")
+_CHOICE_TRIGGER_RE = re.compile("|".join(_CHOICE_TRIGGERS))
+_CHOICE_LETTER_RE = re.compile(r"\b(A|B|C|D|E)\b")
+
+
+def choice_answer_clean(text: str) -> str:
+    """The choice letter of a response, by the harness's rule: after the last "answer is" / "choice is"
+    the first standalone A–E (case-insensitive, so an article "a" counts, as there), without a trigger
+    the last one in the text. A response repeating a trigger (few-shot echo) is cut at its first blank
+    line first. No letter: the cleaned text itself (so the caller sees it is not a letter)."""
+    pred = text.strip("\n")
+    if any(pred.count(t) > 1 for t in _CHOICE_TRIGGERS):
+        pred = pred.split("\n\n")[0]
+    parts = _CHOICE_TRIGGER_RE.split(pred)
+    after_trigger = len(parts) > 1
+    if after_trigger:
+        pred = parts[-1]
+    pred = pred.strip("\n").rstrip(".").rstrip("/").strip(" ").lstrip(":")
+    letters = _CHOICE_LETTER_RE.findall(pred.upper())
+    if letters:
+        pred = letters[0] if after_trigger else letters[-1]
+    else:
+        pred = pred.strip().strip(".")
+    return pred.rstrip(".").rstrip("/")
+
+
+def is_choice_letter(value) -> bool:
+    return isinstance(value, str) and value.strip() in CHOICE_LETTERS
+
+
+def choice_gold(gold, answer_format: str = "plain"):
+    """A choice set's gold as a letter: an option index (0 → A, as the harness reads MMLU STEM) or a letter."""
+    if answer_format == "choice":
+        if isinstance(gold, int) and not isinstance(gold, bool) and 0 <= gold < len(CHOICE_LETTERS):
+            return CHOICE_LETTERS[gold]
+        if isinstance(gold, str) and gold.strip().isdigit() and int(gold) < len(CHOICE_LETTERS):
+            return CHOICE_LETTERS[int(gold)]
+    return gold
+
+
+def extract_final(text: str | None, gold=None, answer_format: str = "plain") -> str | None:
+    """The answer graded for a response, as the harness extracts it for the response's dataset.
+
+    ``answer_format == "choice"`` (MMLU STEM): :func:`choice_answer_clean` of the whole response (the
+    harness's ``extract_answer`` for mmlu_stem). Otherwise :func:`extract_answer`. Then, for ANY item
+    whose gold is a letter A–E (e.g. 37 of GaoKao 2023 En's 385) and whose extracted answer is not a
+    letter, the letter is taken from the whole response (math_eval.py's post-processing).
+    """
+    if not text:
+        return None
+    if answer_format == "choice":
+        pred = choice_answer_clean(text.replace("\u043a\u0438", "")) or None
+    else:
+        pred = extract_answer(text)
+    if is_choice_letter(gold_answer_text(gold) if gold is not None else None) \
+            and not is_choice_letter(strip_answer(pred) if pred else pred):
+        pred = choice_answer_clean(text) or None
+    return pred
+
+
 def strip_answer(s: str) -> str:
     """Light normalisation of an answer string (a subset of the harness's ``strip_string``)."""
     s = str(s).strip().replace("\n", "").rstrip(".")
@@ -122,8 +188,8 @@ def gold_answer_text(gold) -> str:
     if isinstance(gold, (list, tuple)):
         gold = gold[0] if len(gold) == 1 else ", ".join(map(str, gold))
     gold = str(gold).strip()
-    if len(gold) >= 2 and gold.startswith("$") and gold.endswith("$"):
-        gold = gold.strip("$").strip()
+    if "$" in gold:  # the harness's strip_string drops every \\$ and $ (college_math has inner $ too)
+        gold = gold.replace("\\$", "").replace("$", "").strip()
     return gold
 
 
@@ -159,11 +225,19 @@ def compare(pred: str, gold: str) -> bool:
     return _verify(pred, gold)
 
 
-def _grade_unsafe(text: str, gold: str) -> tuple[str | None, bool, str]:
-    pred = extract_answer(text)
+def _letter_match(pred: str, gold: str) -> bool:
+    """A letter gold: the harness's math_equal reduces to a case-insensitive match of the letter."""
+    return strip_answer(pred).upper() == gold.strip().upper()
+
+
+def _grade_unsafe(text: str, gold: str, answer_format: str = "plain") -> tuple[str | None, bool, str]:
+    gold_s = gold_answer_text(gold)
+    pred = extract_final(text, gold_s, answer_format)
     if pred is None:
         return None, False, "no_answer"
-    return pred, compare(pred, gold_answer_text(gold)), "ok"
+    if is_choice_letter(gold_s):
+        return pred, _letter_match(pred, gold_s), "ok"
+    return pred, compare(pred, gold_s), "ok"
 
 
 def _worker_main() -> None:
@@ -184,11 +258,11 @@ def _worker_main() -> None:
         job = json.loads(line)
         if job is None:
             return
-        text, gold = job
+        text, gold, fmt = (job + ["plain"])[:3]  # [text, gold] or [text, gold, answer_format]
         try:
-            result = _grade_unsafe(text, gold)
+            result = _grade_unsafe(text, gold, fmt)
         except Exception as exc:  # noqa: BLE001 - a math-verify/SymPy failure on odd input: reported
-            result = (extract_answer(text), False, f"error:{type(exc).__name__}")
+            result = (extract_final(text, gold, fmt), False, f"error:{type(exc).__name__}")
         out.write(json.dumps(result) + "\n")
         out.flush()
 
@@ -216,9 +290,9 @@ class _Worker:
         self.job: int | None = None
         self.started = 0.0
 
-    def submit(self, idx: int, text: str, gold: str) -> None:
+    def submit(self, idx: int, text: str, gold: str, answer_format: str = "plain") -> None:
         self.job, self.started = idx, time.monotonic()
-        self.proc.stdin.write(json.dumps([text, gold]) + "\n")
+        self.proc.stdin.write(json.dumps([text, gold, answer_format]) + "\n")
         self.proc.stdin.flush()
 
     def recv(self):
@@ -271,13 +345,16 @@ class GradingPool:
         while len(self.workers) < self.size:
             self.workers.append(_Worker())
 
-    def run(self, jobs: list[tuple[int, str, str]], timeout_s: float, progress_every: int = 0
-            ) -> dict[int, GradeResult]:
-        """Compare (index, response text, gold) jobs; returns {index: GradeResult}."""
+    def run(self, jobs: list[tuple], timeout_s: float, progress_every: int = 0) -> dict[int, GradeResult]:
+        """Compare (index, response text, gold[, answer_format]) jobs; returns {index: GradeResult}."""
         from multiprocessing.connection import wait
 
         with self.lock:
-            texts = {i: t for i, t, _ in jobs}
+            by_idx = {j[0]: j for j in jobs}
+
+            def fallback_pred(i):  # the answer reported for a job whose comparison did not finish
+                _, text, gold, *fmt = by_idx[i]
+                return extract_final(text, gold, *fmt)
             queue = list(reversed(jobs))
             out: dict[int, GradeResult] = {}
             self._top_up()
@@ -302,7 +379,7 @@ class GradingPool:
                     job, w.job = w.job, None
                     if msg is None:
                         if job is not None:
-                            out[job] = GradeResult(extract_answer(texts[job]), False, "error")
+                            out[job] = GradeResult(fallback_pred(job), False, "error")
                             log.warning("grading worker died on response %d; counted incorrect", job)
                         elif w.proc.poll() is not None:
                             raise RuntimeError("grading worker failed to start (see its stderr)")
@@ -317,9 +394,9 @@ class GradingPool:
                 for w in busy:
                     if w.job is not None and now - w.started >= timeout_s:
                         job = w.job
-                        out[job] = GradeResult(extract_answer(texts[job]), False, "timeout")
+                        out[job] = GradeResult(fallback_pred(job), False, "timeout")
                         log.warning("grading response %d (%d characters) timed out after %.1fs; "
-                                    "counted incorrect", job, len(texts[job] or ""), timeout_s)
+                                    "counted incorrect", job, len(by_idx[job][1] or ""), timeout_s)
                         self._replace(w)
                 if progress_every and len(out) % progress_every == 0 and ready:
                     log.info("graded %d/%d comparisons", len(out), len(jobs))
@@ -358,28 +435,38 @@ def _shared_pool() -> GradingPool:
 
 
 def grade_many(texts: Sequence[str | None], golds: Sequence, timeout_s: float = 5.0, workers: int = 2,
-               pool: GradingPool | None = None, progress_every: int = 0) -> list[GradeResult]:
+               pool: GradingPool | None = None, progress_every: int = 0,
+               answer_format: str | Sequence[str] = "plain") -> list[GradeResult]:
     """Grade many responses in worker processes; a job over ``timeout_s`` is killed (status timeout).
 
     The worker that ran it is replaced, so one pathological response costs ``timeout_s`` and nothing
     else. Responses with no extractable answer are settled here without a worker (status no_answer),
-    and so are answers equal to the gold after normalisation (the common case), so workers only see
-    real comparisons. ``pool`` reuses a :class:`GradingPool` across calls.
+    and so are answers equal to the gold after normalisation (the common case) and letter golds
+    (multiple choice: the letters are compared), so workers only see real comparisons. ``pool``
+    reuses a :class:`GradingPool` across calls. ``answer_format`` is the dataset's (one for all, or
+    one per response): ``choice`` extracts a choice letter as the harness does for MMLU STEM (see
+    :func:`extract_final`).
     """
     if len(texts) != len(golds):
         raise ValueError(f"grade_many: {len(texts)} responses but {len(golds)} gold answers")
+    formats = [answer_format] * len(texts) if isinstance(answer_format, str) else list(answer_format)
+    if len(formats) != len(texts):
+        raise ValueError(f"grade_many: {len(texts)} responses but {len(formats)} answer formats")
     results: list[GradeResult | None] = [None] * len(texts)
-    jobs: list[tuple[int, str, str]] = []
-    for i, (text, gold) in enumerate(zip(texts, golds)):
-        pred = extract_answer(text) if isinstance(text, str) else None
+    jobs: list[tuple[int, str, str, str]] = []
+    for i, (text, gold, fmt) in enumerate(zip(texts, golds, formats)):
+        gold_s = gold_answer_text(choice_gold(gold, fmt))
+        pred = extract_final(text, gold_s, fmt) if isinstance(text, str) else None
         if pred is None:
             results[i] = GradeResult(None, False, "no_answer")
             continue
-        gold_s = gold_answer_text(gold)
+        if is_choice_letter(gold_s):
+            results[i] = GradeResult(pred, _letter_match(pred, gold_s), "ok")
+            continue
         if strip_answer(pred) == strip_answer(gold_s):
             results[i] = GradeResult(pred, True, "ok")
             continue
-        jobs.append((i, text, gold_s))
+        jobs.append((i, text, gold_s, fmt))
     if jobs:
         own = pool is None
         pool = pool or GradingPool(min(workers, len(jobs)))
@@ -392,7 +479,7 @@ def grade_many(texts: Sequence[str | None], golds: Sequence, timeout_s: float = 
     return results  # type: ignore[return-value]
 
 
-def grade(text_or_pred: str | None, gold, timeout_s: float = 5.0) -> GradeResult:
+def grade(text_or_pred: str | None, gold, timeout_s: float = 5.0, answer_format: str = "plain") -> GradeResult:
     """Grade one response (or a bare answer) against a gold answer, under a hard time limit.
 
     ``text_or_pred`` may be a whole response (its final answer is extracted) or an answer already
@@ -400,9 +487,9 @@ def grade(text_or_pred: str | None, gold, timeout_s: float = 5.0) -> GradeResult
     process shared by all calls in this process; never hangs.
     """
     text = text_or_pred
-    if isinstance(text, str) and looks_like_bare_answer(text):
+    if isinstance(text, str) and looks_like_bare_answer(text) and answer_format != "choice":
         text = f"\\boxed{{{text.strip()}}}"
-    return grade_many([text], [gold], timeout_s=timeout_s, pool=_shared_pool())[0]
+    return grade_many([text], [gold], timeout_s=timeout_s, pool=_shared_pool(), answer_format=answer_format)[0]
 
 
 def looks_like_bare_answer(text: str) -> bool:
@@ -433,8 +520,9 @@ def _read_jsonl(path: str) -> list[dict]:
 
 
 def grade_rows(rows: list[dict], response_field: str = "response", answer_field: str = "answer",
-               timeout_s: float = 5.0, workers: int = 2) -> tuple[list[dict], dict]:
-    """Add ``pred``/``correct``/``grade_status`` to each row (lists of responses give lists)."""
+               timeout_s: float = 5.0, workers: int = 2, answer_format: str = "plain") -> tuple[list[dict], dict]:
+    """Add ``pred``/``correct``/``grade_status`` to each row (lists of responses give lists).
+    ``answer_format``: the dataset's (``choice`` for MMLU STEM; see :func:`extract_final`)."""
     flat_texts, flat_golds, where = [], [], []
     for n, row in enumerate(rows):
         row_id = row.get("id", row.get("idx", n))
@@ -448,7 +536,7 @@ def grade_rows(rows: list[dict], response_field: str = "response", answer_field:
             flat_texts.append(text if isinstance(text, str) else None)
             flat_golds.append(row[answer_field])
             where.append((n, k, isinstance(resp, list)))
-    results = grade_many(flat_texts, flat_golds, timeout_s=timeout_s, workers=workers)
+    results = grade_many(flat_texts, flat_golds, timeout_s=timeout_s, workers=workers, answer_format=answer_format)
     out = [dict(r) for r in rows]
     for (n, k, is_list), res in zip(where, results):
         if is_list:
@@ -466,7 +554,8 @@ def grade_rows(rows: list[dict], response_field: str = "response", answer_field:
 
 def _cmd_grade(args) -> int:
     rows = _read_jsonl(args.input)
-    out, summary = grade_rows(rows, args.response_field, args.answer_field, args.timeout, args.workers)
+    out, summary = grade_rows(rows, args.response_field, args.answer_field, args.timeout, args.workers,
+                              answer_format=args.answer_format)
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, "w") as fh:
         for row in out:
@@ -489,6 +578,10 @@ def add_cli(subparsers) -> None:
     p.add_argument("--output", required=True, help="JSONL file to write")
     p.add_argument("--response-field", default="response", help="field with the response text (or a list of them)")
     p.add_argument("--answer-field", default="answer", help="field with the gold answer")
+    p.add_argument("--answer-format", default="plain", choices=["plain", "gsm8k", "boxed", "choice"],
+                   help="the dataset's answer_format (as in the config): choice = multiple choice as the "
+                        "Qwen2.5-Math harness grades MMLU STEM (choice letter extracted; an option index as gold "
+                        "is read as a letter). Any row whose gold is a letter A-E is graded as a choice.")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds per response before it counts as incorrect")
     p.add_argument("--workers", type=int, default=2, help="grading processes")
     p.set_defaults(func=_cmd_grade)

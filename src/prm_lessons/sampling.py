@@ -10,7 +10,7 @@ import pandas as pd
 
 from .generation import COT_SYSTEM_PROMPT, SamplingSpec, derive_seed, load_engine, render_chat
 from .steps import split_steps
-from .tables import SCHEMAS, read_table, write_table
+from .tables import SCHEMAS, read_table, table_meta, write_table
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +30,11 @@ def samples_per_problem(config: dict, dataset: str) -> int:
     return int(config["sampling"]["n"])
 
 
-def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, grading: dict) -> pd.DataFrame:
-    """Sample n responses per problem, split them into steps and grade them. One seed per problem
-    (derived from its id), so results do not depend on how problems are sharded or batched."""
+def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, grading: dict,
+                    answer_format: str = "plain") -> pd.DataFrame:
+    """Sample n responses per problem, split them into steps and grade them (``answer_format``: the
+    dataset's, so multiple choice is graded as the harness does). One seed per problem (derived from
+    its id), so results do not depend on how problems are sharded or batched."""
     from .grading import grade_many
 
     spec = SamplingSpec(n=n, temperature=sampling["temperature"], top_p=sampling["top_p"],
@@ -58,7 +60,7 @@ def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, g
     out = pd.DataFrame(rows, columns=["problem_id", "sample_idx", "dataset", "question", "answer", "response",
                                       "steps", "n_tokens", "finish_reason"])
     results = grade_many(list(out["response"]), list(out["answer"]), timeout_s=grading["timeout_s"],
-                         workers=grading.get("workers", 1))
+                         workers=grading.get("workers", 1), answer_format=answer_format)
     out["pred"] = [r.pred for r in results]
     out["correct"] = [bool(r.correct) for r in results]
     out["grade_status"] = [r.status for r in results]
@@ -78,8 +80,10 @@ def rule_sample_shard(*, inputs, outputs, params, wildcards, threads) -> None:
         df = pd.DataFrame(columns=SCHEMAS["samples"])
     else:
         engine = load_engine(params["model_dir"], entry)
+        # the dataset's answer format travels in the problems table's metadata (its config entry)
+        fmt = (table_meta(inputs["problems"]).get("spec") or {}).get("answer_format", "plain")
         df = sample_problems(engine, part, n=int(params["n"]), sampling=params["sampling"],
-                             grading=params["grading"])
+                             grading=params["grading"], answer_format=fmt)
         log.info("engine: %s backend, %d tokens in %.1f s", engine.backend, engine.stats.generated_tokens,
                  engine.stats.seconds)
     write_table(df, outputs["samples"], "samples",

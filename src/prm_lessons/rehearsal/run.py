@@ -59,7 +59,7 @@ def prepare(out: Path, shared: Path, fresh: bool = True) -> dict:
     paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
     t0 = time.time()
     built = build_hub_cache(paper, hf_home)
-    write_prm800k(work / "data" / "prm800k")
+    write_prm800k(work / "data" / "prm800k", shared / "data" / "bon" / "math_cot_100_samples.jsonl")
     log.info("stand-in Hub cache: %d repos in %.1fs", len(built) if built else 0, time.time() - t0)
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONUNBUFFERED": "1"}
