@@ -820,27 +820,45 @@ def _from_features(inputs, spec, row_ids):
 
 
 def rule_score_samples(*, inputs, outputs, params, wildcards, threads) -> None:
-    """results/samples/{dataset}.parquet → results/scores/{prm}/{dataset}.parquet (step_scores)."""
+    """results/samples/{dataset}.parquet → results/scores/{prm}/{dataset}.parquet (step_scores), for every
+    Best-of-N set of one PRM in one job: the model is loaded once, not once per set (a 72B PRM takes
+    minutes to load; on CPU the imports alone cost ~5 s a job). `inputs["samples"]`, `inputs["features"]`
+    (head-only trained PRMs) and `outputs["scores"]` are parallel lists, or single paths."""
     from prm_lessons.features import row_ids
     from prm_lessons.tables import read_table, write_table
 
     spec, cfg = params["spec"], params.get("scoring", {})
-    df = read_table(inputs["samples"], "samples")
-    steps = [list(s) if s is not None else [] for s in df["steps"]]
-    done = _from_features(inputs, spec, row_ids(df))
-    tokens = None
-    if done:
-        (scores, stats), outcome = done, False
-    else:
-        adapter = load_adapter(spec)
-        scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
-        outcome, tokens = adapter.outcome, adapter.token_info()
-    df = df.copy()
-    df["step_scores"] = scores
-    df["n_steps_scored"] = [len(s) for s in scores]
-    write_table(df, outputs["scores"], "step_scores",
-                meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
-                      "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
+    samples = _as_paths(inputs["samples"])
+    outs = _as_paths(outputs["scores"])
+    feats = _as_paths(inputs.get("features"))
+    if len(outs) != len(samples) or (feats and len(feats) != len(samples)):  # pragma: no cover - rule guard
+        raise ValueError("score_samples: samples, features and scores must be parallel lists")
+    adapter = None
+    for i, (src, dst) in enumerate(zip(samples, outs)):
+        df = read_table(src, "samples")
+        steps = [list(s) if s is not None else [] for s in df["steps"]]
+        done = _from_features({"features": feats[i]} if feats else {}, spec, row_ids(df))
+        tokens = None
+        if done:
+            (scores, stats), outcome = done, False
+        else:
+            adapter = adapter or load_adapter(spec)
+            scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
+            outcome, tokens = adapter.outcome, adapter.token_info()
+        df = df.copy()
+        df["step_scores"] = scores
+        df["n_steps_scored"] = [len(s) for s in scores]
+        write_table(df, dst, "step_scores",
+                    meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
+                          "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
+        log.info("%s: %d responses scored -> %s", src, len(df), dst)
+
+
+def _as_paths(value) -> list[str]:
+    """A rule's named input/output as a list of paths (Snakemake gives a str for one file)."""
+    if not value:
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
 def rule_score_processbench(*, inputs, outputs, params, wildcards, threads) -> None:

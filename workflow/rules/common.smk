@@ -44,9 +44,12 @@ def sample_shards(wc):
 
 
 def gpus(role_or_name):
-    """GPUs a model's jobs ask for: its tensor-parallel size, none for the CPU-only embedded model."""
+    """GPUs a model's jobs ask for: its `gpus` key, else its tensor-parallel size; none for the CPU-only
+    embedded model."""
     entry = model_entry(config, role_or_name)
-    return 0 if entry["source"] == "embedded" else int(entry.get("tensor_parallel_size", 1))
+    if entry["source"] == "embedded":
+        return 0
+    return int(entry["gpus"]) if entry.get("gpus") is not None else int(entry.get("tensor_parallel_size", 1))
 
 
 def gpu_mem_mb(role_or_name, per_gpu=64000):
