@@ -54,6 +54,8 @@ def variants(config: dict) -> dict[str, dict]:
     tcfg = config.get("trainsets", {}) or {}
     out: dict[str, dict] = {}
     for name, spec in (tcfg.get("variants") or {}).items():
+        if spec.get("enabled") is False:  # switched off (overlays merge key by key and cannot delete one)
+            continue
         s = _norm_spec(spec)
         if s["source"] not in SOURCES:
             raise ValueError(f"config error at `trainsets.variants.{name}.source`: must be one of {SOURCES}")
