@@ -34,3 +34,24 @@ def shared_data_dir(*parts: str) -> Path:
 def shared_data() -> Path:
     """The ../shared/data directory (skip off CI / fail under CI=true when it is missing)."""
     return shared_data_dir()
+
+
+def run_rule_script(log_path, func: str, rule: str, gpu: int = 0) -> None:
+    """Run workflow/scripts/run.py as Snakemake's `script:` runs it, with a stand-in `snakemake` object
+    (params.func = `func`, the rule's name and gpu resource), restoring the streams it redirects."""
+    import logging
+    import runpy
+    import sys
+    from types import SimpleNamespace
+
+    items = SimpleNamespace(items=lambda: {}.items())
+    fake = SimpleNamespace(scriptdir=str(ROOT / "workflow/scripts"), log=[str(log_path)],
+                           params=SimpleNamespace(items=lambda: {"func": func}.items()),
+                           input=items, output=items, wildcards=items, threads=1, rule=rule,
+                           resources={"gpu": gpu})
+    out, err, handlers = sys.stdout, sys.stderr, logging.root.handlers[:]
+    try:
+        runpy.run_path(str(ROOT / "workflow/scripts/run.py"), init_globals={"snakemake": fake}, run_name="__main__")
+    finally:
+        sys.stdout, sys.stderr = out, err
+        logging.root.handlers[:] = handlers

@@ -529,3 +529,16 @@ def test_source_url_without_url_is_a_config_error():
     cfg["processbench"]["url"] = "https://example.org/dataset/math.json"  # no {subset}
     with pytest.raises(ConfigError, match="processbench"):
         validate_config(cfg, ROOT / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def test_problems_table_records_the_rows_of_the_whole_set(tmp_path):
+    """The rehearsal report compares them with `rows`: the set is read whole, then `limit` applies."""
+    from prm_lessons.data import rule_problems
+    from prm_lessons.tables import table_meta
+
+    f = tmp_path / "set.jsonl"
+    f.write_text("".join(json.dumps({"question": f"q{i}", "answer": str(i)}) + "\n" for i in range(5)))
+    out = tmp_path / "p.parquet"
+    spec = {"source": "local", "path": str(f), "rows": 5, "limit": 2, "fields": {"question": "question", "answer": "answer"}}
+    rule_problems(inputs={}, outputs={"problems": str(out)}, params={"spec": spec}, wildcards={"dataset": "s"}, threads=1)
+    assert table_meta(out)["rows_loaded"] == 5 and len(pd.read_parquet(out)) == 2

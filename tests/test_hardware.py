@@ -3,15 +3,13 @@ stops at once, naming the rule, what it asked for and what it found; workflow/sc
 before every rule function."""
 from __future__ import annotations
 
-import logging
 import os
-import runpy
 import sys
 import types
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
+from conftest import run_rule_script
 
 from prm_lessons import hardware
 
@@ -80,17 +78,7 @@ def test_vllm_build_reads_package_metadata(monkeypatch):
 
 
 def _run_rule(tmp_path, gpu, func="_fake_rule:rule"):
-    items = SimpleNamespace(items=lambda: {}.items())
-    fake = SimpleNamespace(scriptdir=str(ROOT / "workflow/scripts"), log=[str(tmp_path / "job.log")],
-                           params=SimpleNamespace(items=lambda: {"func": func}.items()),
-                           input=items, output=items, wildcards=items, threads=1, rule="judge",
-                           resources={"gpu": gpu})
-    out, err, handlers = sys.stdout, sys.stderr, logging.root.handlers[:]
-    try:
-        runpy.run_path(str(ROOT / "workflow/scripts/run.py"), init_globals={"snakemake": fake}, run_name="__main__")
-    finally:
-        sys.stdout, sys.stderr = out, err
-        logging.root.handlers[:] = handlers
+    run_rule_script(tmp_path / "job.log", func, "judge", gpu)
 
 
 @pytest.fixture

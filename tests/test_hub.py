@@ -4,15 +4,13 @@ without a revision are config errors; every job but the download/data rules runs
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
-import runpy
 import shutil
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
+from conftest import run_rule_script
 import yaml
 
 from prm_lessons import hub
@@ -224,17 +222,7 @@ def test_run_py_sets_offline_before_the_rule_function(tmp_path, monkeypatch):
     monkeypatch.setattr(hub, "_probe", lambda **kw: seen.update(env=os.environ.get("HF_HUB_OFFLINE")),
                         raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    items = SimpleNamespace(items=lambda: {}.items())
-    fake = SimpleNamespace(scriptdir=str(ROOT / "workflow/scripts"), log=[str(tmp_path / "job.log")],
-                           params=SimpleNamespace(items=lambda: {"func": "hub:_probe"}.items()),
-                           input=items, output=items, wildcards=items, threads=1, rule="merge_samples",
-                           resources={"gpu": 0})
-    out, err, handlers = sys.stdout, sys.stderr, logging.root.handlers[:]
-    try:
-        runpy.run_path(str(ROOT / "workflow/scripts/run.py"), init_globals={"snakemake": fake}, run_name="__main__")
-    finally:
-        sys.stdout, sys.stderr = out, err
-        logging.root.handlers[:] = handlers
+    run_rule_script(tmp_path / "job.log", "hub:_probe", "merge_samples")
     assert seen == {"env": "1"}
 
 

@@ -786,8 +786,10 @@ def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.D
     (any source, counted before ``limit``) stop the load with a message naming the set.
     """
     source = spec.get("source")
+    n_source = None  # rows of the whole set, before `limit` (recorded in the table's metadata)
     if source == "reasoning_gym":
         records = _reasoning_gym_rows(spec)
+        n_source = len(records)
         mapped = []
         for i, rec in enumerate(records):
             row_id = f"{name}-{i:05d} ({rec['source_id']})"
@@ -807,6 +809,7 @@ def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.D
             verify_checksums(file, spec, what)
             records = _read_records(file)
         check_rows(len(records), spec.get("rows"), what)
+        n_source = len(records)
         if spec.get("limit"):
             records = records[: int(spec["limit"])]
         id_field = (spec.get("fields") or {}).get("id")
@@ -819,7 +822,9 @@ def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.D
     df = pd.DataFrame(mapped)
     df.insert(0, "problem_id", [f"{name}-{i:05d}" for i in range(len(df))])
     df.insert(1, "dataset", name)
-    return df[PROBLEM_COLUMNS + ["source_id"]]
+    df = df[PROBLEM_COLUMNS + ["source_id"]]
+    df.attrs["rows_loaded"] = n_source
+    return df
 
 
 def dataset_spec(config: dict, name: str) -> dict:
@@ -859,7 +864,8 @@ def rule_problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
     n_steps = df["gold_steps"].map(lambda s: len(s) if s is not None else 0)
     log.info("dataset %s: %d problems, %d with gold steps (mean %.1f steps)", name, len(df),
              int((n_steps > 0).sum()), float(n_steps[n_steps > 0].mean()) if (n_steps > 0).any() else 0.0)
-    write_table(df, outputs["problems"], "problems", meta={"dataset": name, "spec": params["spec"]})
+    write_table(df, outputs["problems"], "problems",
+                meta={"dataset": name, "spec": params["spec"], "rows_loaded": df.attrs.get("rows_loaded")})
 
 
 # --------------------------------------------------------------------------------------------------
