@@ -25,6 +25,8 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
+from . import as_paths
+
 log = logging.getLogger(__name__)
 
 PROBLEM_COLUMNS = ["problem_id", "dataset", "question", "answer", "gold_steps"]
@@ -597,8 +599,14 @@ def file_digests(path: str | Path) -> dict[str, str]:
     import hashlib
 
     data = Path(path).read_bytes()
-    blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-    return {"sha256": hashlib.sha256(data).hexdigest(), "git_blob_sha1": blob}
+    return {"sha256": hashlib.sha256(data).hexdigest(), "git_blob_sha1": git_blob_sha1(data)}
+
+
+def git_blob_sha1(data: bytes) -> str:
+    """git's object id of these bytes as a blob (what `git ls-tree` lists for a file)."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def verify_checksums(path: str | Path, expected: dict, what: str) -> None:
@@ -857,9 +865,8 @@ def rule_problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
     name = wildcards["dataset"]
     spec = params["spec"]
     path = None
-    if spec.get("source") == "url":  # the copy rule benchmark_file made (one file: Snakemake gives a str)
-        source = inputs.get("source")
-        path = (source[0] if isinstance(source, (list, tuple)) else source) or None
+    if spec.get("source") == "url":  # the copy rule benchmark_file made
+        path = (as_paths(inputs.get("source")) or [None])[0]
     df = load_problems(name, spec, path=path)
     n_steps = df["gold_steps"].map(lambda s: len(s) if s is not None else 0)
     log.info("dataset %s: %d problems, %d with gold steps (mean %.1f steps)", name, len(df),
@@ -1024,8 +1031,7 @@ def rule_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: d
     else:
         files = None
         if source == "url":  # the copies rule processbench_file made, in processbench_paths order
-            got = inputs.get("source") or []
-            got = [got] if isinstance(got, str) else list(got)
+            got = as_paths(inputs.get("source"))
             files = dict(zip(processbench_paths(spec), got)) if got else None
         cases = load_processbench(spec, files=files)
     err = cases["label"] != -1

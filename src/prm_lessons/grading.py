@@ -277,11 +277,9 @@ class _Worker:
     def __init__(self):
         import subprocess
         import sys
-        from pathlib import Path
+        from . import checkout_env
 
-        env = dict(os.environ)
-        src = str(Path(__file__).resolve().parents[1])  # works from a checkout without installing
-        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env = checkout_env()  # works from a checkout without installing
         self.proc = subprocess.Popen([sys.executable, "-m", "prm_lessons.grading", "--worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                      text=True, bufsize=1)

@@ -88,18 +88,25 @@ def repo_files(repo_id: str, revision: str, cache_dir: str | None = None) -> lis
     return HfApi().list_repo_files(repo_id, revision=revision)
 
 
+def snapshot(repo_id: str, revision: str, cache_dir: str | None = None,
+             trust_remote_code: bool = False) -> tuple[Path, list[str]]:
+    """The repo at `revision` in the HF cache, with only the files a job loads (`select_files`):
+    (snapshot directory, those files). Offline it resolves the cached snapshot."""
+    files = select_files(repo_files(repo_id, revision, cache_dir), trust_remote_code)
+    return Path(_snapshot(repo_id, revision, cache_dir, allow_patterns=files)), files
+
+
 def download_model(repo_id: str, revision: str, out_dir: str | Path, *, cache_dir: str | None = None,
                    trust_remote_code: bool = False) -> dict:
     """Snapshot `repo_id` at `revision` into the HF cache and fill `out_dir` with links to the selected
     files. Writes `out_dir/.revision` (the commit it got). Returns what was done."""
     if not revision:
         raise ValueError(f"{repo_id}: no revision given (pin a commit under models.<name>.revision)")
-    files = select_files(repo_files(repo_id, revision, cache_dir), trust_remote_code)
-    snapshot = Path(_snapshot(repo_id, revision, cache_dir, allow_patterns=files))
-    missing = [f for f in files if not (snapshot / f).exists()]
+    snap, files = snapshot(repo_id, revision, cache_dir, trust_remote_code)
+    missing = [f for f in files if not (snap / f).exists()]
     if missing:
-        raise FileNotFoundError(f"{repo_id}@{revision}: snapshot {snapshot} lacks {missing[:5]}")
-    commit = snapshot.name  # huggingface_hub names snapshot folders by commit
+        raise FileNotFoundError(f"{repo_id}@{revision}: snapshot {snap} lacks {missing[:5]}")
+    commit = snap.name  # huggingface_hub names snapshot folders by commit
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for f in files:
@@ -108,15 +115,15 @@ def download_model(repo_id: str, revision: str, out_dir: str | Path, *, cache_di
             link.unlink()
         # absolute link to the snapshot entry (itself a link into blobs/): the cache must be visible from
         # the compute nodes, i.e. on the shared file system
-        link.symlink_to(os.path.abspath(snapshot / f))
+        link.symlink_to(os.path.abspath(snap / f))
     (out_dir / ".revision").write_text(commit + "\n")
     if not COMMIT_RE.fullmatch(revision):
         log.warning("%s: revision %r is not a commit; it resolved to %s: pin that under models.<name>.revision",
                     repo_id, revision, commit)
     weights = [f for f in files if f.endswith((".safetensors", ".bin"))]
     log.info("%s@%s -> %s: %d files (%d weight files) linked from %s", repo_id, commit, out_dir, len(files),
-             len(weights), snapshot)
-    return {"repo_id": repo_id, "revision": revision, "commit": commit, "files": files, "snapshot": str(snapshot)}
+             len(weights), snap)
+    return {"repo_id": repo_id, "revision": revision, "commit": commit, "files": files, "snapshot": str(snap)}
 
 
 def rule_download_model(*, inputs, outputs, params, wildcards, threads) -> None:

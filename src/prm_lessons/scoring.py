@@ -170,19 +170,17 @@ def _last_device(base):
     return f"cuda:{d}" if isinstance(d, int) else d
 
 
-# pickled trainer state some repos ship beside their weights: never weights
-_NOT_WEIGHTS = {"training_args.bin"}
-
-
 def _weight_files(path: str) -> list[Path]:
     """A checkpoint dir's weight files: safetensors when it has any, else pytorch_model*.bin (the
     Math-Shepherd and Skywork PRM repos ship only .bin). With an index, only the shards it names."""
+    from prm_lessons.hub import NOT_WEIGHTS
+
     d = Path(path)
     for ext, index in (("safetensors", "model.safetensors.index.json"), ("bin", "pytorch_model.bin.index.json")):
         if (d / index).exists():
             shards = sorted(set(json.loads((d / index).read_text())["weight_map"].values()))
             return [d / s for s in shards]
-        files = sorted(f for f in d.glob(f"*.{ext}") if f.name not in _NOT_WEIGHTS)
+        files = sorted(f for f in d.glob(f"*.{ext}") if f.name not in NOT_WEIGHTS)
         if files:
             return files
     return []
@@ -227,10 +225,8 @@ def _resolve_dir(path_or_id: str, trust_remote_code: bool = False, revision: str
     if Path(path_or_id).exists():
         return str(path_or_id)
     from prm_lessons import hub
-    from huggingface_hub import snapshot_download
 
-    files = hub.select_files(hub.repo_files(path_or_id, revision or "main"), trust_remote_code)
-    return snapshot_download(path_or_id, revision=revision, allow_patterns=files)
+    return str(hub.snapshot(path_or_id, revision or "main", trust_remote_code=trust_remote_code)[0])
 
 
 def _dtype(name: str | None):
@@ -824,13 +820,14 @@ def rule_score_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     Best-of-N set of one PRM in one job: the model is loaded once, not once per set (a 72B PRM takes
     minutes to load; on CPU the imports alone cost ~5 s a job). `inputs["samples"]`, `inputs["features"]`
     (head-only trained PRMs) and `outputs["scores"]` are parallel lists, or single paths."""
+    from prm_lessons import as_paths
     from prm_lessons.features import row_ids
     from prm_lessons.tables import read_table, write_table
 
     spec, cfg = params["spec"], params.get("scoring", {})
-    samples = _as_paths(inputs["samples"])
-    outs = _as_paths(outputs["scores"])
-    feats = _as_paths(inputs.get("features"))
+    samples = as_paths(inputs["samples"])
+    outs = as_paths(outputs["scores"])
+    feats = as_paths(inputs.get("features"))
     if len(outs) != len(samples) or (feats and len(feats) != len(samples)):  # pragma: no cover - rule guard
         raise ValueError("score_samples: samples, features and scores must be parallel lists")
     adapter = None
@@ -852,13 +849,6 @@ def rule_score_samples(*, inputs, outputs, params, wildcards, threads) -> None:
                     meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
                           "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
         log.info("%s: %d responses scored -> %s", src, len(df), dst)
-
-
-def _as_paths(value) -> list[str]:
-    """A rule's named input/output as a list of paths (Snakemake gives a str for one file)."""
-    if not value:
-        return []
-    return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
 def rule_score_processbench(*, inputs, outputs, params, wildcards, threads) -> None:

@@ -783,9 +783,9 @@ def distributed_command(spec_path: str | Path, n_procs: int, port: int) -> list[
 def launcher_env(cpu: bool, base: dict | None = None) -> dict:
     """Environment of the launched processes: they import this checkout's package (inside conda envs it
     is not installed and Snakemake does not pass PYTHONPATH); CPU runs hide any GPU."""
-    env = dict(os.environ if base is None else base)
-    src = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    from . import checkout_env
+
+    env = checkout_env(base)
     if cpu:
         env["CUDA_VISIBLE_DEVICES"] = ""
     return env

@@ -52,10 +52,15 @@ def gpus(role_or_name):
     return int(entry["gpus"]) if entry.get("gpus") is not None else int(entry.get("tensor_parallel_size", 1))
 
 
-def gpu_mem_mb(role_or_name, per_gpu=64000):
-    """Host memory of a model's jobs: 64 GB per GPU (a 72B TP-4 job: 256 GB), within the per-GPU share
+def mem_mb_for(n_gpus, per_gpu=64000):
+    """Host memory of a job on n GPUs: 64 GB per GPU (a 72B TP-4 job: 256 GB), within the per-GPU share
     of a standard 4- or 8-GPU node; a CPU-only job gets one share."""
-    return per_gpu * max(1, gpus(role_or_name))
+    return per_gpu * max(1, int(n_gpus))
+
+
+def gpu_mem_mb(role_or_name):
+    """Host memory of a model's jobs (mem_mb_for its GPUs)."""
+    return mem_mb_for(gpus(role_or_name))
 
 
 def engine_threads(role_or_name, pool=0):

@@ -37,7 +37,7 @@ rule step_features:
     resources:
         gpu=1 if _TRAIN["gpus"] else 0,
         nodes=1,
-        mem_mb=64000,
+        mem_mb=mem_mb_for(1 if _TRAIN["gpus"] else 0),
         runtime=lambda wc, attempt: 120 * attempt,
     log:
         "logs/step_features/{source}.log",
@@ -70,7 +70,7 @@ rule score_samples:
     resources:
         gpu=lambda wc: scoring_gpus(wc.prm),
         nodes=1,  # a 72B PRM spreads over 4 GPUs of one node (device_map="auto")
-        mem_mb=lambda wc: 64000 * max(1, scoring_gpus(wc.prm)),
+        mem_mb=lambda wc: mem_mb_for(scoring_gpus(wc.prm)),
         # all seven sets (~110k responses at paper scale): ~1-2 h for a 7B PRM on one H100; a 72B PRM in
         # transformers runs one GPU at a time (several hours, more on A100)
         runtime=lambda wc, attempt: 480 * attempt * (3 if scoring_gpus(wc.prm) > 1 else 1),
@@ -102,7 +102,7 @@ rule score_processbench:
     resources:
         gpu=lambda wc: scoring_gpus(wc.prm),
         nodes=1,
-        mem_mb=lambda wc: 64000 * max(1, scoring_gpus(wc.prm)),
+        mem_mb=lambda wc: mem_mb_for(scoring_gpus(wc.prm)),
         runtime=lambda wc, attempt: 120 * attempt * (2 if scoring_gpus(wc.prm) > 1 else 1),
     log:
         "logs/score_processbench/{prm}.log",

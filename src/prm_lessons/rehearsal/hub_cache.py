@@ -30,6 +30,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data import git_blob_sha1
+from ..steps import split_steps
+
 log = logging.getLogger(__name__)
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -189,10 +192,6 @@ def repo_folder(hf_home: Path, repo_id: str) -> Path:
     return Path(hf_home) / "hub" / REPO_ID_SEPARATOR.join(["models", *repo_id.split("/")])
 
 
-def _git_blob_sha1(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
 def _is_lfs(name: str, size: int) -> bool:
     # The Hub stores weights, SentencePiece models and large files in LFS; their etag is the sha256.
     return name.endswith((".safetensors", ".bin", ".model")) or size > 10 * 1024 * 1024
@@ -211,7 +210,7 @@ def write_snapshot(hf_home: Path, repo_id: str, commit: str, files: dict[str, Pa
     tree = {}
     for rel, src in sorted(files.items()):
         data = Path(src).read_bytes()
-        git_sha = _git_blob_sha1(data)
+        git_sha = git_blob_sha1(data)
         lfs = _is_lfs(rel, len(data))
         sha256 = hashlib.sha256(data).hexdigest() if lfs else None
         etag = sha256 if lfs else git_sha
@@ -404,10 +403,6 @@ def build_hub_cache(paper_config: dict, hf_home: Path, scale: dict | None = None
 # PRM800K in the official format
 # ---------------------------------------------------------------------------------------------------
 
-def _steps(text: str) -> list[str]:
-    return [s.strip() for s in str(text).split("\n\n") if s.strip()]
-
-
 def write_prm800k(out_dir: Path, source: Path, first: int = 60, count: int = 20) -> dict:
     """phase1_train.jsonl and phase2_train.jsonl in the official PRM800K format (github.com/openai/prm800k
     README) from `source` (../shared/data/bon/math_cot_100_samples.jsonl): problems `first` ..
@@ -442,7 +437,7 @@ def write_prm800k(out_dir: Path, source: Path, first: int = 60, count: int = 20)
                 "question": q, "label": {"steps": steps, "total_time": 0, "finish_reason": finish}}
 
     def labelled(response, correct):
-        st = _steps(response)
+        st = split_steps(response)
         if correct:
             return [step(s, 1) for s in st], "solution"
         bad = len(st) // 2
@@ -456,9 +451,9 @@ def write_prm800k(out_dir: Path, source: Path, first: int = 60, count: int = 20)
             phase2.append(record(row, steps, finish, 2, generation=1 + (i % 9)))
         if not responses:
             continue
-        st = _steps(responses[0])
+        st = split_steps(responses[0])
         if len(st) >= 2:
-            gold = _steps(row.get("solution", ""))
+            gold = split_steps(row.get("solution", ""))
             p1 = [step(st[0], 0)]  # a neutral step: counts as positive under `neutral: positive`
             # several alternatives rated at one step; the chosen one is the first (+1)
             p1.append(step(st[1], 1, alts=[(gold[0] if gold else st[0], -1)]))
@@ -468,8 +463,8 @@ def write_prm800k(out_dir: Path, source: Path, first: int = 60, count: int = 20)
                        "chosen_completion": None})
             phase1.append(record(row, p1, "solution", 1))
     if rows:  # records the converter must drop: quality control and give-up
-        phase1.append(record(rows[0], [step(_steps(rows[0]["code"][0])[0], 1)], "solution", 1, qc=True))
-        phase1.append(record(rows[-1], [step(_steps(rows[-1]["code"][0])[0], 1)], "give_up", 1))
+        phase1.append(record(rows[0], [step(split_steps(rows[0]["code"][0])[0], 1)], "solution", 1, qc=True))
+        phase1.append(record(rows[-1], [step(split_steps(rows[-1]["code"][0])[0], 1)], "give_up", 1))
     counts = {}
     for name, recs in (("phase1_train.jsonl", phase1), ("phase2_train.jsonl", phase2)):
         with open(out / name, "w") as fh:
