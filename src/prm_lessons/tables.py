@@ -1,5 +1,6 @@
-"""Intermediate tables: Parquet with a documented schema (docs/architecture.md), checked on read and
-write so a stage fails with the offending file and column, not three rules later."""
+"""Intermediate tables and the package's file I/O: Parquet with a documented schema
+(docs/architecture.md), checked on read and write so a stage fails with the offending file and column,
+not three rules later; the one record reader (JSONL / JSON / Parquet), JSON writer and shard merger."""
 from __future__ import annotations
 
 import json
@@ -68,7 +69,9 @@ def write_table(df: pd.DataFrame, path: str | Path, kind: str, meta: dict | None
     os.replace(tmp, path)
 
 
-def read_table(path: str | Path, kind: str) -> pd.DataFrame:
+def read_table(path: str | Path, kind: str | None) -> pd.DataFrame:
+    """A Parquet table with list columns as Python lists, checked against `kind`'s schema (None: any
+    Parquet file, unchecked)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such table")
@@ -77,7 +80,17 @@ def read_table(path: str | Path, kind: str) -> pd.DataFrame:
     for col in df.columns:
         if df[col].dtype == object and any(isinstance(v, np.ndarray) for v in df[col].head(20)):
             df[col] = df[col].map(lambda v: v.tolist() if isinstance(v, np.ndarray) else v)
-    return check_table(df, kind, str(path))
+    return df if kind is None else check_table(df, kind, str(path))
+
+
+def merge_shards(paths, kind: str) -> tuple[pd.DataFrame, dict]:
+    """Shard tables of one kind → one table sorted by its key (a row in two shards is an error, raised
+    by check_table), and the first shard's metadata."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    frames = [read_table(p, kind) for p in paths]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCHEMAS[kind])
+    df = df.sort_values(KEYS[kind]).reset_index(drop=True)
+    return check_table(df, kind, f"merge of {len(paths)} '{kind}' shards"), (table_meta(paths[0]) if paths else {})
 
 
 def table_meta(path: str | Path) -> dict:
@@ -86,3 +99,63 @@ def table_meta(path: str | Path) -> dict:
     md = pq.read_schema(path).metadata or {}
     raw = md.get(b"prm_lessons")
     return json.loads(raw) if raw else {}
+
+
+def _suffix(path: Path) -> str:
+    return "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
+
+
+def iter_records(path: str | Path):
+    """Rows of a .jsonl(.gz) file one at a time (PRM800K is too large to hold as dicts); a bad line
+    names its file and line number."""
+    import gzip
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """Rows of a local .jsonl(.gz) / .json (list of objects, or {"data": [...]}) / .parquet file."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    suffix = _suffix(path)
+    if suffix in (".jsonl", ".jsonl.gz"):
+        return list(iter_records(path))
+    if suffix == ".json":
+        with open(path) as fh:
+            data = json.load(fh)
+        if isinstance(data, dict):
+            data = data.get("data", data.get("rows"))
+        if not isinstance(data, list):
+            raise ValueError(f"{path}: expected a JSON list of objects (or {{'data': [...]}})")
+        return data
+    if suffix == ".parquet":
+        return pd.read_parquet(path).to_dict("records")
+    raise ValueError(f"{path}: unsupported file type '{suffix}' (use .jsonl, .json or .parquet)")
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)  # paths, timestamps: provenance records them as text
+
+
+def write_json(obj, path: str | Path) -> None:
+    """Indented JSON (numpy scalars as numbers, NaN kept as NaN) with a trailing newline."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2, default=_json_default, allow_nan=True) + "\n")

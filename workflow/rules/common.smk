@@ -1,16 +1,31 @@
-# Shared helpers: config validation (before any job), package-code inputs, target collection.
+# Shared workflow state: the config validated before any job, then every name the stage files share,
+# computed once from prm_lessons.plan (config → DAG). Stage files read only what this file defines.
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # works from a checkout without install
-from prm_lessons.config import validate_config, model_entry, hub_models_dir, model_path as _model_path  # noqa: E402
-from prm_lessons.sampling import samples_per_problem  # noqa: E402
+from prm_lessons import plan  # noqa: E402
+from prm_lessons.config import validate_config, model_entry, hub_models_dir, model_path  # noqa: E402
 
 config = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 
 RUN = "../scripts/run.py"  # script: paths are relative to this .smk file
 PKG = Path(workflow.basedir) / "src/prm_lessons"
 TARGETS = []  # each stage .smk extends this; rule all takes it
+
+# -- names shared across stages ------------------------------------------------------------------------
+TRAINSET_VARIANTS = plan.variants(config)  # name -> spec (source, label_type, threshold, datasets)
+THRESHOLD_SWEEP = plan.threshold_sweep_variants(config)  # [(threshold, variant)] for Figure 5
+COMPLETER = plan.role_model(config, "completer")
+JUDGE = plan.role_model(config, "judge")
+TRAIN = plan.training_settings(config, workflow.basedir)
+TRAIN_PARAMS = plan.training_params(TRAIN)  # what a trained PRM depends on
+PRM_SPECS = plan.resolve_prm_specs(config)  # name -> spec: trained variants + released models (prms.models)
+PRM_RE = plan.wildcard_alternatives(PRM_SPECS)
+BON_BENCHMARKS = list(config["benchmarks"])
+CRITICS = list(config["critics"]["judges"])
+CRITIC_NAMES = [f"critic-{j}" for j in CRITICS]
+SHARED_FEATURES = plan.shared_features(config)
 
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_\-]+",
@@ -27,61 +42,42 @@ def pkg(*modules):
 
 def model_dir(role_or_name):
     """Directory a rule loads a model from (built by rule embedded_model or download_model)."""
-    return _model_path(config, role_or_name)
+    return model_path(config, role_or_name)
 
 
 def model_input(role_or_name):
-    """Input for rules that need a model: the directory rule embedded_model or download_model makes
-    (so the download runs on the submit host before any GPU job); nothing for `source: local`."""
-    entry = model_entry(config, role_or_name)
-    return [_model_path(config, role_or_name)] if entry["source"] in ("embedded", "hub") else []
+    """Input for rules that need a model (plan.model_input)."""
+    return plan.model_input(config, role_or_name)
 
 
 def sample_shards(wc):
     """The shard files of one problem set (sampling.shards jobs)."""
-    n = int(config["sampling"]["shards"])
-    return [f"results/samples/{wc.dataset}/shard{i}of{n}.parquet" for i in range(n)]
+    return plan.sample_shards(config, wc.dataset)
 
 
 def gpus(role_or_name):
-    """GPUs a model's jobs ask for: its `gpus` key, else its tensor-parallel size; none for the CPU-only
-    embedded model."""
-    entry = model_entry(config, role_or_name)
-    if entry["source"] == "embedded":
-        return 0
-    return int(entry["gpus"]) if entry.get("gpus") is not None else int(entry.get("tensor_parallel_size", 1))
+    return plan.gpus(config, role_or_name)
 
 
-def mem_mb_for(n_gpus, per_gpu=64000):
-    """Host memory of a job on n GPUs: 64 GB per GPU (a 72B TP-4 job: 256 GB), within the per-GPU share
-    of a standard 4- or 8-GPU node; a CPU-only job gets one share."""
-    return per_gpu * max(1, int(n_gpus))
+mem_mb_for = plan.mem_mb_for
 
 
 def gpu_mem_mb(role_or_name):
     """Host memory of a model's jobs (mem_mb_for its GPUs)."""
-    return mem_mb_for(gpus(role_or_name))
+    return plan.mem_mb_for(gpus(role_or_name))
 
 
 def engine_threads(role_or_name, pool=0):
-    """CPUs of a vLLM job (sbatch --cpus-per-task): the rule's process, vLLM's engine core, one worker
-    per GPU, and `pool` grading processes. The embedded CPU model keeps 2 (the 2-core default)."""
-    n = gpus(role_or_name)
-    return 2 if n == 0 else 2 + n + int(pool)
+    return plan.engine_threads(config, role_or_name, pool)
 
 
 def features_input(prm, source):
-    """Head-only trained PRMs: the frozen base's step features of results/{source}.parquet (rule
-    step_features; SHARED_FEATURES and PRM_SPECS are set in evaluation.smk)."""
-    return [f"results/features/{source}.safetensors"] if SHARED_FEATURES and PRM_SPECS[prm]["trained"] else []
+    return plan.features_input(config, PRM_SPECS, prm, source)
 
 
 def scoring_gpus(prm):
-    """GPUs of a scoring job: none when only a head is applied to stored features; a trained PRM gets
-    training.gpus_scoring, else its base model's tensor-parallel size (load_prm spreads it over them)."""
-    if features_input(prm, "x"):
-        return 0
-    if PRM_SPECS[prm]["trained"]:
-        asked = config["training"].get("gpus_scoring")
-        return int(asked) if asked is not None else gpus(config["training"]["base"])
-    return gpus(PRM_SPECS[prm]["model"])
+    return plan.scoring_gpus(config, PRM_SPECS, prm)
+
+
+def prm_model_input(prm):
+    return plan.spec_inputs(config, PRM_SPECS[prm])

@@ -1,6 +1,7 @@
 """The one `script:` adapter: every rule calls a single package function through it.
 
-params.func = "module:function" inside prm_lessons; the function gets named inputs/outputs/params.
+params.func = "<stage>:<rule>": the function `<rule>` of prm_lessons.rules.<stage> (the rule glue of
+workflow/rules/<stage>.smk); it gets named inputs/outputs/params.
 Output goes to the rule's log so a failed job's reason is in logs/, not lost in the scheduler.
 """
 import importlib
@@ -36,7 +37,11 @@ def main() -> None:
         asked = int(snakemake.resources.get("gpu", 0) or 0)
         require_gpus(snakemake.rule, asked)
         os.environ[ASKED_ENV] = str(asked)  # deeper checks (the vLLM build) read it
-        func = getattr(importlib.import_module(f"prm_lessons.{module_name}"), func_name)
+        try:  # TRANSITION: rule functions move into prm_lessons.rules
+            module = importlib.import_module(f"prm_lessons.rules.{module_name}")
+        except ModuleNotFoundError:
+            module = importlib.import_module(f"prm_lessons.{module_name}")
+        func = getattr(module, func_name)
         func(inputs=dict(snakemake.input.items()), outputs=dict(snakemake.output.items()),
              params=params, wildcards=dict(snakemake.wildcards.items()), threads=snakemake.threads)
     except Exception:

@@ -1,0 +1,302 @@
+"""Config → DAG: every name and path the workflow derives from the (validated) config, in one place.
+
+Runs only while Snakemake builds the DAG (workflow/rules/common.smk computes the shared names from it
+once; the stage files read only those), so editing it reruns no job: jobs get config values through
+their params. Every `results/...` path outside the .smk files is written here.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .config import model_entry, model_path
+from .data import downloaded_path, processbench_paths
+from .labels.mc import as_fraction
+
+TRAINSET_SOURCES = ("mc", "judge", "human", "consensus")
+# training keys that change no result: kept out of params so editing them does not retrain every PRM
+TRAINING_RESOURCE_KEYS = ("mem_mb", "runtime", "threads", "keep_checkpoints", "gpus_scoring")
+
+
+def wildcard_alternatives(names) -> str:
+    """Wildcard regex matching exactly these names (never matches when there are none)."""
+    names = list(names)
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
+# -- models and resources ------------------------------------------------------------------------------
+
+def model_input(config: dict, role_or_name: str) -> list[str]:
+    """Input for rules that need a model: the directory rule embedded_model or download_model makes
+    (so the download runs on the submit host before any GPU job); nothing for `source: local`."""
+    entry = model_entry(config, role_or_name)
+    return [model_path(config, role_or_name)] if entry["source"] in ("embedded", "hub") else []
+
+
+def gpus(config: dict, role_or_name: str) -> int:
+    """GPUs a model's jobs ask for: its `gpus` key, else its tensor-parallel size; none for the CPU-only
+    embedded model."""
+    entry = model_entry(config, role_or_name)
+    if entry["source"] == "embedded":
+        return 0
+    return int(entry["gpus"]) if entry.get("gpus") is not None else int(entry.get("tensor_parallel_size", 1))
+
+
+def mem_mb_for(n_gpus: int, per_gpu: int = 64000) -> int:
+    """Host memory of a job on n GPUs: 64 GB per GPU (a 72B TP-4 job: 256 GB), within the per-GPU share
+    of a standard 4- or 8-GPU node; a CPU-only job gets one share."""
+    return per_gpu * max(1, int(n_gpus))
+
+
+def engine_threads(config: dict, role_or_name: str, pool: int = 0) -> int:
+    """CPUs of a vLLM job (sbatch --cpus-per-task): the rule's process, vLLM's engine core, one worker
+    per GPU, and `pool` grading processes. The embedded CPU model keeps 2 (the 2-core default)."""
+    n = gpus(config, role_or_name)
+    return 2 if n == 0 else 2 + n + int(pool)
+
+
+# -- data and sampling ---------------------------------------------------------------------------------
+
+def dataset_spec(config: dict, name: str) -> dict:
+    """The spec of a dataset named under ``problems:`` or ``benchmarks:`` (names must not clash)."""
+    found = [sec for sec in ("problems", "benchmarks") if name in (config.get(sec) or {})]
+    if not found:
+        raise KeyError(f"dataset '{name}' is not defined under `problems` or `benchmarks`")
+    if len(found) > 1:
+        raise ValueError(f"dataset name '{name}' is defined under both `problems` and `benchmarks`")
+    return config[found[0]][name]
+
+
+def local_source_inputs(spec: dict | None, name: str | None = None) -> list[str]:
+    """Rule inputs for a spec: its local file or directory (so replacing it reruns the rule), the
+    downloaded copy for `source: url` (made by rule benchmark_file / processbench_file), else none."""
+    spec = spec or {}
+    if spec.get("source") == "local" and spec.get("path"):
+        return [spec["path"]]
+    if spec.get("source") == "url":
+        if name is None:  # the processbench section
+            return list(processbench_paths(spec).values())
+        return [downloaded_path(name, spec)]
+    return []
+
+
+def pinned_file_spec(spec: dict) -> dict:
+    """What a download depends on (rule params), so editing `limit` or `fields` does not fetch again."""
+    return {k: spec.get(k) for k in ("url", "sha256", "git_blob_sha1")}
+
+
+def samples_per_problem(config: dict, dataset: str) -> int:
+    """Benchmarks are sampled bon.n times (N of Best-of-N); training problems sampling.n times."""
+    if dataset in config.get("benchmarks", {}):
+        return int(config.get("bon", {}).get("n", config["sampling"]["n"]))
+    return int(config["sampling"]["n"])
+
+
+def sample_shards(config: dict, dataset: str) -> list[str]:
+    """The shard files of one problem set (sampling.shards jobs)."""
+    n = int(config["sampling"]["shards"])
+    return [f"results/samples/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
+
+
+# -- labels and training sets --------------------------------------------------------------------------
+
+def threshold_name(t) -> str:
+    f = as_fraction(t)
+    return f"{f.numerator}" if f.denominator == 1 else f"{f.numerator}of{f.denominator}"
+
+
+def _norm_spec(spec: dict) -> dict:
+    src = spec["source"]
+    lt = spec.get("label_type", "hard") if src in ("mc", "consensus") else "hard"
+    thr = float(spec.get("threshold", 0.0)) if (src == "mc" and lt == "hard") else None
+    return {"source": src, "label_type": lt, "threshold": thr,
+            "datasets": list(spec["datasets"]) if spec.get("datasets") else None}
+
+
+def variants(config: dict) -> dict[str, dict]:
+    """All training-set variants, declared and sweep, name → normalised spec (source, label_type,
+    threshold, datasets). The MC threshold sweep adds `mc_hard_t{p}of{q}` unless a declared variant
+    has the same definition, so no PRM is trained twice."""
+    tcfg = config.get("trainsets", {}) or {}
+    out: dict[str, dict] = {}
+    for name, spec in (tcfg.get("variants") or {}).items():
+        if spec.get("enabled") is False:  # switched off (overlays merge key by key and cannot delete one)
+            continue
+        s = _norm_spec(spec)
+        if s["source"] not in TRAINSET_SOURCES:
+            raise ValueError(f"config error at `trainsets.variants.{name}.source`: must be one of {TRAINSET_SOURCES}")
+        if s["source"] == "consensus":
+            s["threshold"] = float((config.get("consensus") or {}).get("threshold", 0.0)) if s["label_type"] == "hard" else None
+        out[name] = s
+    for t in tcfg.get("mc_threshold_sweep") or []:
+        spec = {"source": "mc", "label_type": "hard", "threshold": float(as_fraction(t)), "datasets": None}
+        if any(v == spec for v in out.values()):
+            continue
+        out[f"mc_hard_t{threshold_name(t)}"] = spec
+    return out
+
+
+def threshold_sweep_variants(config: dict) -> list[tuple[float, str]]:
+    """(threshold, variant name) for the MC threshold sweep, in threshold order (Figure 5)."""
+    vs = variants(config)
+    out = []
+    for t in sorted({float(as_fraction(x)) for x in (config.get("trainsets", {}) or {}).get("mc_threshold_sweep") or []}):
+        spec = {"source": "mc", "label_type": "hard", "threshold": t, "datasets": None}
+        out.append((t, next(n for n, v in vs.items() if v == spec)))
+    return out
+
+
+def label_needs(config: dict) -> dict:
+    """What MC must decide for the configured variants: {'thresholds': [...], 'soft': bool}
+    (the MC rule stops each step's completions once these are decided)."""
+    ts: set[float] = set()
+    soft = False
+    cons_t = float((config.get("consensus") or {}).get("threshold", 0.0))
+    for v in variants(config).values():
+        if v["source"] == "mc":
+            if v["label_type"] == "soft":
+                soft = True
+            else:
+                ts.add(float(as_fraction(v["threshold"])))
+        elif v["source"] == "consensus":
+            ts.add(cons_t)
+            soft = soft or v["label_type"] == "soft"
+    return {"thresholds": sorted(ts) or [0.0], "soft": soft}
+
+
+def uses(config: dict, source: str) -> bool:
+    """Whether any variant needs a label source (mc / judge / human / consensus)."""
+    srcs = {v["source"] for v in variants(config).values()}
+    if source in ("mc", "judge"):
+        return source in srcs or "consensus" in srcs
+    return source in srcs
+
+
+def variant_datasets(config: dict, name: str) -> list[str]:
+    spec = variants(config)[name]
+    names = spec["datasets"] or list((config.get("problems") or {}).keys())
+    unknown = [d for d in names if d not in (config.get("problems") or {})]
+    if unknown:
+        raise ValueError(f"config error at `trainsets.variants.{name}.datasets`: unknown problem set(s) {unknown}")
+    return names
+
+
+def role_model(config: dict, role: str) -> str:
+    """Model name for a role; the completer and the judge default to the policy."""
+    roles = config["roles"]
+    return roles.get(role) or roles["policy"]
+
+
+def label_shard_paths(config: dict, kind: str, dataset: str) -> list[str]:
+    """Shard tables of `kind` (mc / judge) for one problem set."""
+    n = int(config[kind]["shards"])
+    return [f"results/labels/{kind}/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
+
+
+def eval_set_paths(config: dict) -> list[str]:
+    """Every evaluation problem set (benchmarks + ProcessBench cases), for decontaminating human labels."""
+    paths = [f"results/problems/{b}.parquet" for b in config.get("benchmarks") or {}]
+    if config.get("processbench"):
+        paths.append("results/processbench/cases.parquet")
+    return paths
+
+
+def trainset_inputs(config: dict, variant: str) -> dict:
+    """Named inputs of one variant's trainset rule."""
+    spec = variants(config)[variant]
+    src = spec["source"]
+    if src == "human":
+        return {"human": "results/labels/human.parquet"}
+    ds = variant_datasets(config, variant)
+    inputs = {"samples": [f"results/samples/{d}.parquet" for d in ds]}
+    if src in ("mc", "consensus"):
+        inputs["mc"] = [f"results/labels/mc/{d}.parquet" for d in ds]
+    if src == "judge":
+        inputs["judge"] = [f"results/labels/judge/{d}.parquet" for d in ds]
+    if src == "consensus":
+        inputs["consensus"] = [f"results/labels/consensus/{d}.parquet" for d in ds]
+    return inputs
+
+
+# -- training ------------------------------------------------------------------------------------------
+
+def training_settings(config: dict, basedir: str | Path) -> dict:
+    """The `training` section, with a DeepSpeed config path not found in the working directory read
+    from the workflow (config/deepspeed/...)."""
+    train = dict(config["training"])
+    if train.get("deepspeed") and not Path(train["deepspeed"]).exists():
+        train["deepspeed"] = str(Path(basedir) / train["deepspeed"])
+    return train
+
+
+def training_params(train: dict) -> dict:
+    """The training settings a PRM depends on (rule params): resources and bookkeeping left out."""
+    return {k: v for k, v in train.items() if k not in TRAINING_RESOURCE_KEYS}
+
+
+# -- evaluation ----------------------------------------------------------------------------------------
+
+def trained_variants(config: dict) -> list[str]:
+    """Training-set variants scored as PRMs (one trained PRM each); none when `prms.include_trained` is off."""
+    if not config.get("prms", {}).get("include_trained", True):
+        return []
+    return list(variants(config))
+
+
+def resolve_prm_specs(config: dict) -> dict[str, dict]:
+    """All PRMs to evaluate, name → spec: one per training-set variant (named after it, model under
+    results/prms/{variant}) plus the released models of `prms.models` (model entries under `models`)."""
+    cfg = config.get("prms", {}) or {}
+    out: dict[str, dict] = {}
+    for v in trained_variants(config):
+        out[v] = {"adapter": "trained", "path": f"results/prms/{v}", "max_length": cfg.get("max_length"),
+                  "params": {}, "threshold": None, "trained": True}
+    for name, e in (cfg.get("models") or {}).items():
+        if name in out:
+            raise ValueError(f"config error at `prms.models.{name}`: name clashes with a trained PRM variant")
+        ent = model_entry(config, e["model"])
+        spec = {"adapter": e["adapter"], "model": e["model"], "path": model_path(config, e["model"]),
+                "dtype": ent.get("dtype"),
+                "trust_remote_code": bool(ent.get("trust_remote_code", False)),
+                "max_length": e.get("max_length", cfg.get("max_length")) or ent.get("max_model_len"),
+                "params": dict(e.get("params") or {}), "threshold": e.get("threshold"), "trained": False,
+                "label": e.get("label", name)}
+        if e["adapter"] == "eurus":
+            if not e.get("ref_model"):
+                raise ValueError(f"config error at `prms.models.{name}.ref_model`: adapter eurus needs a reference model")
+            ref = model_entry(config, e["ref_model"])
+            spec.update(ref_model=e["ref_model"], ref_path=model_path(config, e["ref_model"]), ref_dtype=ref.get("dtype"),
+                        ref_trust_remote_code=bool(ref.get("trust_remote_code", False)))
+        out[name] = spec
+    return out
+
+
+def spec_inputs(config: dict, spec: dict) -> list[str]:
+    """What a scoring job needs on disk: the trained PRM directory, or the model directories (converted
+    embedded model or linked Hub snapshot) of the PRM and its reference model."""
+    if spec["trained"]:
+        return [spec["path"]]
+    entries = [spec["model"]] + ([spec["ref_model"]] if spec.get("ref_model") else [])
+    return [p for e in entries for p in model_input(config, e)]
+
+
+def shared_features(config: dict) -> bool:
+    """Head-only trained PRMs share one frozen base: its step features are computed once per text table."""
+    return bool(config["prms"]["shared_base_features"]) and config["training"]["mode"] == "head"
+
+
+def features_input(config: dict, specs: dict, prm: str, source: str) -> list[str]:
+    """Head-only trained PRMs: the frozen base's step features of results/{source}.parquet (rule
+    step_features)."""
+    return [f"results/features/{source}.safetensors"] if shared_features(config) and specs[prm]["trained"] else []
+
+
+def scoring_gpus(config: dict, specs: dict, prm: str) -> int:
+    """GPUs of a scoring job: none when only a head is applied to stored features; a trained PRM gets
+    training.gpus_scoring, else its base model's tensor-parallel size (load_prm spreads it over them)."""
+    if features_input(config, specs, prm, "x"):
+        return 0
+    if specs[prm]["trained"]:
+        asked = config["training"].get("gpus_scoring")
+        return int(asked) if asked is not None else gpus(config, config["training"]["base"])
+    return gpus(config, specs[prm]["model"])
