@@ -36,8 +36,11 @@ run: setup
 dryrun: setup
 	$(VENV)/bin/snakemake -n --cores $(CORES) $(SMK_ARGS)
 
+# snakemake's own linter, ruff (pyflakes + import order; pyproject [tool.ruff]) and snakefmt --check
 lint: setup
 	$(VENV)/bin/snakemake --lint
+	$(VENV)/bin/ruff check src tests bench workflow/scripts
+	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
 
 report: setup
 	$(VENV)/bin/snakemake --report report.html

@@ -190,7 +190,7 @@ for jid in job_ids:
     assert states[jid][0] == "COMPLETED", f"job {jid}: {states[jid]}"
     assert states[jid][1] == host, f"job {jid} ran on {states[jid][1]}, not {host}"
 
-from prm_lessons.training import load_prm, score_steps
+from prm_lessons.scoring import load_adapter, score_responses
 
 seen = {}
 for variant in ("ci_hard", "ci_soft"):
@@ -200,8 +200,8 @@ for variant in ("ci_hard", "ci_soft"):
     jid = m["hardware"].get("slurm_job_id")
     assert jid in job_ids, f"{variant}: trained outside the submitted jobs (SLURM_JOB_ID={jid}, jobs {job_ids})"
     seen[variant] = jid
-    model, tok, fmt = load_prm(d)
-    scores = score_steps(model, tok, fmt, [("What is 1 + 2?", ["1 + 2 = 3.", "The answer is 3."])])
+    adapter = load_adapter({"adapter": "trained", "path": str(d), "max_length": None, "params": {}})
+    scores = score_responses(adapter, ["What is 1 + 2?"], [["1 + 2 = 3.", "The answer is 3."]])
     assert len(scores[0]) == 2 and all(0 <= s <= 1 for s in scores[0]), scores
 assert len(set(seen.values())) == 2, f"both variants in one job? {seen}"
 summary = {"job_ids": job_ids, "states": states, "trained_in_job": seen, "workdir": str(work)}

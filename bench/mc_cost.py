@@ -30,7 +30,6 @@ sys.path.insert(0, str(ROOT / "src"))
 
 
 def load_responses(args, engine, config):
-    import pandas as pd
 
     from prm_lessons.tables import read_table
 
@@ -102,8 +101,15 @@ def main() -> int:
 
     from prm_lessons.config import load_config, model_entry, model_path
     from prm_lessons.generation import load_engine
-    from prm_lessons.labels.mc import MCInput, Needs, hard_labels, make_grade_fn, make_prompt_fn, run_mc, \
-        spec_from_config
+    from prm_lessons.labels.mc import (
+        MCInput,
+        Needs,
+        hard_labels,
+        make_grade_fn,
+        make_prompt_fn,
+        run_mc,
+        spec_from_config,
+    )
 
     config = load_config(args.config)
     completer = config["roles"].get("completer") or config["roles"]["policy"]

@@ -32,8 +32,9 @@ def main() -> None:
     from vllm import SamplingParams
 
     from prm_lessons.data import load_problems
-    from prm_lessons.generation import COT_SYSTEM_PROMPT, derive_seed, load_engine, render_chat
+    from prm_lessons.generation import derive_seed, load_engine, render_chat
     from prm_lessons.sampling import sample_problems
+    from prm_lessons.steps import COT_SYSTEM_PROMPT
 
     if not Path(args.model_dir).exists():
         sys.exit(f"{args.model_dir} missing: run `make run` (or snakemake resources/models/smollm2) first")

@@ -20,10 +20,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 def build(model_dir: Path):
     import torch
-    from transformers import AutoConfig, AutoModel, AutoTokenizer, LlamaConfig
+    from transformers import AutoModel, AutoTokenizer, LlamaConfig
 
     from prm_lessons import scoring
-    from prm_lessons.steps import StepFormat
+    from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat
 
     if (model_dir / "config.json").exists():
         tok = AutoTokenizer.from_pretrained(model_dir)
@@ -44,7 +44,7 @@ def build(model_dir: Path):
         base.resize_token_embeddings(len(tok), mean_resizing=False)
     torch.manual_seed(0)
     model = scoring.build_head_model(base, "qwen_prm").eval()
-    fmt = StepFormat("<extra_0>", scoring.QWEN_SYSTEM, tok.chat_template is not None)
+    fmt = StepFormat("<extra_0>", COT_SYSTEM_PROMPT, tok.chat_template is not None)
     return scoring.StepHeadAdapter(model, tok, step_format=fmt), source
 
 

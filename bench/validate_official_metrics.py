@@ -25,6 +25,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from prm_lessons import metrics as M  # noqa: E402
+from prm_lessons.data import load_processbench_cases  # noqa: E402
 
 
 def _official_pb(cases: pd.DataFrame, preds: dict) -> dict:
@@ -42,7 +43,7 @@ def _official_pb(cases: pd.DataFrame, preds: dict) -> dict:
 
 
 def check_processbench(pb_dir: Path) -> dict:
-    cases = M.load_processbench_cases(str(pb_dir))
+    cases = load_processbench_cases(str(pb_dir))
     gold = dict(zip(cases["id"], cases["label"].astype(int)))
     res = {"n_cases": len(cases)}
     m = M.processbench_metrics(cases, gold)

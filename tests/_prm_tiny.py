@@ -1,5 +1,6 @@
-"""Tiny random-weight base models + tokenizers for the training tests (no downloads), and a trainset
-with a learnable signal: a step containing "wrong" is labelled 0, every other step 1."""
+"""Tiny random-weight base models + tokenizers for the training tests (no downloads), a trainset with a
+learnable signal (a step containing "wrong" is labelled 0, every other step 1), and `score_steps`, the
+reference scorer of a trained PRM that the scoring paths are checked against."""
 from __future__ import annotations
 
 import random
@@ -76,3 +77,38 @@ def write_trainset(path: Path, rows: list[dict]) -> Path:
 
     write_table(pd.DataFrame(rows), path, "trainset")
     return path
+
+
+def score_steps(model, tokenizer, fmt, batch, max_length: int | None = None, batch_size: int = 8) -> list[list[float]]:
+    """Reference oracle for a trained PRM (prm.ProcessRewardModel): P(good step) for every step of every
+    (question, steps) pair, one forward pass per response, read at the step positions through
+    `step_logits` (the training path), independently of the scoring adapters.
+
+    Returns one list per response, as long as its steps; steps cut off by max_length (default: the
+    PRM's training max_length) get NaN, so the caller sees and counts them."""
+    import torch
+
+    from prm_lessons.prm import StepCollator, pad_id
+    from prm_lessons.steps import build_prm_input
+
+    max_length = max_length if max_length is not None else getattr(model, "max_length", None)
+    device = next(model.parameters()).device
+    encs = [build_prm_input(tokenizer, q, list(steps), fmt, max_length) for q, steps in batch]
+    results: list[list[float]] = [[float("nan")] * e.n_steps for e in encs]
+    collate = StepCollator(pad_id(tokenizer))
+    order = sorted((i for i, e in enumerate(encs) if e.n_steps_kept > 0), key=lambda i: len(encs[i].input_ids))
+    with torch.no_grad():
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            items = [{"input_ids": encs[i].input_ids, "step_pos": encs[i].step_positions[:encs[i].n_steps_kept],
+                      "step_targets": [0.0] * encs[i].n_steps_kept} for i in idx]
+            b = collate(items)
+            logits = model.step_logits(b["input_ids"].to(device), b["attention_mask"].to(device),
+                                       b["step_batch"].to(device), b["step_pos"].to(device))
+            probs = torch.softmax(logits.float(), dim=-1)[:, 1].cpu().tolist()
+            offset = 0
+            for i in idx:
+                k = encs[i].n_steps_kept
+                results[i][:k] = probs[offset:offset + k]
+                offset += k
+    return results

@@ -32,7 +32,7 @@ def test_ablation_layers_on_profile(profile, ablation):
 
 
 def test_mc_threshold_ablation_declares_the_papers_thresholds():
-    from prm_lessons.labels.trainsets import threshold_sweep_variants
+    from prm_lessons.plan import threshold_sweep_variants
 
     cfg = load_config(ROOT / "config/config.yaml", ROOT / "config/ablations/mc_threshold.yaml")
     sweep = threshold_sweep_variants(cfg)

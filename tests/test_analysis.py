@@ -3,7 +3,6 @@ import math
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -127,6 +126,6 @@ def test_min_at_last_shares_per_benchmark_and_pooled():
 def test_named_inputs_skip_missing_files(tmp_path, caplog):
     f = tmp_path / "x.parquet"
     f.write_text("")
-    got = A._named({"scores__a__b": str(f), "scores__c__d": str(tmp_path / "nope"), "bon": "x"}, "scores")
+    got = A.named_inputs({"scores__a__b": str(f), "scores__c__d": str(tmp_path / "nope"), "bon": "x"}, "scores")
     assert got == {"a__b": str(f)}
     assert "does not exist" in caplog.text

@@ -1,141 +1,25 @@
-"""Problem loaders, ProcessBench loader, error injection and the constructed ProcessBench set."""
+"""Problem loaders, ProcessBench loader and the constructed ProcessBench set (error injection:
+test_corruption.py)."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from prm_lessons.data import (
-    CorruptionError,
-    _checkable_equations,
-    _final_answer_text,
-    arithmetic_gold_steps,
-    build_constructed_processbench,
-    corrupt_solution,
-    eval_arith,
-    load_problems,
-    load_processbench,
-    rule_problems,
-    rule_processbench,
-)
-from prm_lessons.tables import read_table
-
 from conftest import ROOT, shared_data_dir
+from prm_lessons.corruption import final_answer_text
+from prm_lessons.data import build_constructed_processbench, load_problems, load_processbench
+from prm_lessons.rules.data import problems as rule_problems
+from prm_lessons.rules.data import processbench as rule_processbench
+from prm_lessons.tables import read_table
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "data"
 ARITH = {"source": "reasoning_gym", "generator": "basic_arithmetic", "size": 12, "seed": 3,
          "params": {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 2}}
 CHAIN = {"source": "reasoning_gym", "generator": "chain_sum", "size": 12, "seed": 4,
          "params": {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 2}}
-
-
-# ---------------------------------------------------------------------------------------- gold steps
-
-def test_arithmetic_gold_steps_one_step_per_operation_and_boxed_answer():
-    steps = arithmetic_gold_steps("-( 32 / 8 ) - 15", "-19")
-    assert steps == ["First, 32 / 8 = 4, so the expression becomes -4 - 15.",
-                     "Finally, -4 - 15 = -19.",
-                     "Therefore, the final answer is $\\boxed{-19}$."]
-    # precedence: multiplication before the addition on its left
-    steps = arithmetic_gold_steps("2 + 3 * 4", "14")
-    assert steps[0].startswith("First, 3 * 4 = 12")
-    assert len(steps) == 3
-
-
-def test_arithmetic_gold_steps_every_step_is_a_true_equation():
-    for expr in ["( -4 - -29 / 1 )", "-( 67 - -42 - -81 )", "3 * (4 + 5) - 2 / 1", "94 - 77 + 95"]:
-        value = eval_arith(expr)
-        steps = arithmetic_gold_steps(expr)
-        for step in steps[:-1]:
-            eqs = _checkable_equations(step)
-            assert len(eqs) == 1, step  # each operation step holds one checkable equation
-        assert _final_answer_text(steps) == str(value.numerator)
-
-
-def test_arithmetic_gold_steps_rejects_wrong_answer():
-    with pytest.raises(ValueError, match="not the answer"):
-        arithmetic_gold_steps("2 + 2", "5")
-
-
-# ---------------------------------------------------------------------------------- error injection
-
-def _errors_in(step: str) -> bool:
-    """True when the step holds an equation whose sides differ (a visible miscalculation)."""
-    import re
-    for m in re.finditer(r"(-?\d+) ([-+*/]) (-?\d+) = (-?\d+(?:\.\d+)?)", step):
-        a, op, b, c = m.groups()
-        if eval_arith(f"{a} {op} {b}") != eval_arith(c):
-            return True
-    return False
-
-
-@pytest.mark.parametrize("spec", [ARITH, CHAIN], ids=["basic_arithmetic", "chain_sum"])
-def test_corrupt_solution_propagates_to_a_wrong_final_answer(spec):
-    df = load_problems("t", spec)
-    for seed, row in enumerate(df.itertuples()):
-        gold = list(row.gold_steps)
-        steps, k = corrupt_solution(gold, row.answer, random.Random(seed))
-        assert len(steps) == len(gold)
-        assert steps[:k] == gold[:k]                       # earlier steps untouched
-        assert steps[k] != gold[k]                         # the error is at k
-        final = _final_answer_text(steps)
-        assert eval_arith(final) != eval_arith(row.answer)  # propagated to the final answer
-        # later steps carry the wrong value consistently: no further miscalculation after k
-        assert not any(_errors_in(s) for s in steps[k + 1:]), steps
-
-
-@pytest.mark.parametrize("spec", [ARITH, CHAIN], ids=["basic_arithmetic", "chain_sum"])
-def test_corrupt_solution_keep_final_answer(spec):
-    df = load_problems("t", spec)
-    for seed, row in enumerate(df.itertuples()):
-        gold = list(row.gold_steps)
-        steps, k = corrupt_solution(gold, row.answer, seed, keep_final_answer=True)
-        assert steps[:k] == gold[:k] and steps[k] != gold[k] and steps[k + 1:] == gold[k + 1:]
-        assert _final_answer_text(steps) == _final_answer_text(gold)  # correct answer, flawed process
-
-
-def test_corrupt_solution_step_is_really_wrong():
-    """A miscalculation leaves a false equation; an operation swap computes the wrong operation."""
-    gold = arithmetic_gold_steps("67 + 75 + 85", "227")
-    kinds = set()
-    for seed in range(60):
-        steps, k = corrupt_solution(gold, "227", random.Random(seed))
-        if _errors_in(steps[k]):
-            kinds.add("miscalculation")
-        else:
-            assert " - " in steps[k].split("=")[0], steps[k]  # + became -: consistent but the wrong operation
-            kinds.add("operation")
-    assert kinds == {"miscalculation", "operation"}
-
-
-def test_corrupt_solution_gsm_style_text_with_units():
-    gold = ["James's youth club will pay 950 * 1/2 = €475 for his science fair.",
-            "In total James has covered 475 + 70 = €545 for his science fair.",
-            "Therefore, James needs 950 - 545 = €405 more.",
-            "The final answer is $\\boxed{405}$."]
-    for seed in range(10):
-        steps, k = corrupt_solution(gold, "405", seed)
-        assert steps[:k] == gold[:k]
-        assert _final_answer_text(steps) != "405"
-
-
-def test_corrupt_solution_is_deterministic_and_accepts_numpy_rng():
-    import numpy as np
-
-    gold = arithmetic_gold_steps("12 + 30 - 7", "35")
-    assert corrupt_solution(gold, "35", random.Random(5)) == corrupt_solution(gold, "35", random.Random(5))
-    steps, k = corrupt_solution(gold, "35", np.random.default_rng(0))
-    assert 0 <= k < len(gold)
-
-
-def test_corrupt_solution_without_checkable_step_raises():
-    with pytest.raises(CorruptionError):
-        corrupt_solution(["Let $x$ be the number of apples.", "So $\\boxed{x}$."], "x", 0)
-    with pytest.raises(ValueError):  # CorruptionError is a ValueError
-        corrupt_solution([], "1", 0)
 
 
 # ----------------------------------------------------------------------------------------- loaders
@@ -148,7 +32,7 @@ def test_reasoning_gym_loader_stable_ids_and_gold_steps():
     assert set(a["dataset"]) == {"arith"}
     assert all(isinstance(s, list) and s for s in a["gold_steps"])
     for row in a.itertuples():
-        assert _final_answer_text(row.gold_steps) == row.answer
+        assert final_answer_text(row.gold_steps) == row.answer
 
 
 def test_reasoning_gym_gsm_symbolic_uses_worked_solution():
@@ -282,7 +166,7 @@ def test_constructed_processbench_format_and_labels():
         else:
             assert list(row.steps[:row.label]) == list(gold.gold_steps[:row.label])
             assert row.steps[row.label] != gold.gold_steps[row.label]
-            same = _final_answer_text(row.steps) == gold.answer
+            same = final_answer_text(row.steps) == gold.answer
             assert row.final_answer_correct == same
     per = cases.groupby("subset")
     assert (per["label"].apply(lambda s: (s != -1).sum()) == 5).all()          # half erroneous
@@ -424,7 +308,8 @@ def test_row_count_mismatch_names_the_set_and_is_checked_before_limit(tmp_path):
 
 
 def test_benchmark_file_rule_fetches_plain_paths_file_urls_and_http(tmp_path):
-    from prm_lessons.data import downloaded_path, rule_benchmark_file
+    from prm_lessons.data import downloaded_path
+    from prm_lessons.rules.data import benchmark_file as rule_benchmark_file
 
     spec, path = _shared_spec("minerva_math")
     checks = {k: spec[k] for k in ("sha256", "git_blob_sha1")}
@@ -470,7 +355,8 @@ def test_rule_problems_reads_the_downloaded_copy(tmp_path):
 
 
 def test_paper_processbench_is_the_paper_era_github_copy(tmp_path):
-    from prm_lessons.data import processbench_paths, rule_processbench_file
+    from prm_lessons.data import processbench_paths
+    from prm_lessons.rules.data import processbench_file as rule_processbench_file
 
     spec = _paper_config()["processbench"]
     assert spec["source"] == "url" and "2f2fd8ae590aeb949f7be265478b05280f93db68" in spec["url"]
@@ -533,7 +419,6 @@ def test_source_url_without_url_is_a_config_error():
 
 def test_problems_table_records_the_rows_of_the_whole_set(tmp_path):
     """The rehearsal report compares them with `rows`: the set is read whole, then `limit` applies."""
-    from prm_lessons.data import rule_problems
     from prm_lessons.tables import table_meta
 
     f = tmp_path / "set.jsonl"

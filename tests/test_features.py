@@ -11,11 +11,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from _prm_tiny import signal_rows, tiny_base, write_trainset  # noqa: E402
-
+from _prm_tiny import score_steps, signal_rows, tiny_base, write_trainset  # noqa: E402
 from prm_lessons import features as F  # noqa: E402
-from prm_lessons import scoring as S  # noqa: E402
+from prm_lessons import prm as P  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
+from prm_lessons.rules import evaluation as E  # noqa: E402
 
 SETTINGS = {"mode": "head", "epochs": 3, "batch_size": 4, "learning_rate": 1e-2, "save_steps": 0,
             "max_length": 256, "logging_steps": 1}
@@ -37,9 +37,9 @@ def setup(tmp_path_factory):
 
 def _features(d, base, name="f.safetensors", max_length=256, batch_size=1, settings=SETTINGS):
     out = d / name
-    F.rule_step_features(inputs={"texts": str(d / "samples.parquet")}, outputs={"features": str(out)},
-                         params={"base_dir": str(base), "training": settings, "max_length": max_length,
-                                 "batch_size": batch_size}, wildcards={}, threads=1)
+    E.step_features(inputs={"texts": str(d / "samples.parquet")}, outputs={"features": str(out)},
+                    params={"base_dir": str(base), "training": T.settings_from(settings), "max_length": max_length,
+                            "batch_size": batch_size}, wildcards={}, threads=1)
     return out
 
 
@@ -47,8 +47,8 @@ def test_scores_from_features_equal_the_full_prm(setup):
     d, base, samples = setup
     feats = _features(d, base)
     got, truncated = F.score_with_features(d / "prm", feats, F.row_ids(samples))
-    model, tok, fmt = T.load_prm(d / "prm")
-    want = [T.score_steps(model, tok, fmt, [(q, list(s))], batch_size=1)[0] if len(s) else []
+    model, tok, fmt = P.load_prm(d / "prm")
+    want = [score_steps(model, tok, fmt, [(q, list(s))], batch_size=1)[0] if len(s) else []
             for q, s in zip(samples["question"], samples["steps"])]
     assert truncated == 0 and [len(g) for g in got] == [len(s) for s in samples["steps"]]
     for g, w in zip(got, want):  # same shapes, same bf16 kernels: the same numbers
@@ -65,8 +65,8 @@ def test_batched_features_agree_and_truncation_gives_nan(setup):
         assert a == pytest.approx(b, abs=2e-2)  # bf16 batching differences only
     short = _features(d, base, "short.safetensors", max_length=48)
     got, truncated = F.score_with_features(d / "prm", short, F.row_ids(samples), max_length=48)
-    model, tok, fmt = T.load_prm(d / "prm")
-    want = T.score_steps(model, tok, fmt, [(samples["question"][0], list(samples["steps"][0]))], max_length=48,
+    model, tok, fmt = P.load_prm(d / "prm")
+    want = score_steps(model, tok, fmt, [(samples["question"][0], list(samples["steps"][0]))], max_length=48,
                          batch_size=1)[0]
     assert truncated >= 1 and any(math.isnan(x) for x in got[0])
     assert [math.isnan(x) for x in got[0]] == [math.isnan(x) for x in want]
@@ -74,14 +74,14 @@ def test_batched_features_agree_and_truncation_gives_nan(setup):
 
 def test_added_step_token_embedding_is_deterministic(setup):
     d, base, _ = setup
-    a = F.frozen_base(str(base), SETTINGS)
+    a = P.frozen_base(str(base), T.settings_from(SETTINGS))
     torch.manual_seed(123)  # a different RNG state must not change the base
-    b = F.frozen_base(str(base), SETTINGS)
+    b = P.frozen_base(str(base), T.settings_from(SETTINGS))
     assert a[3] == b[3]
     emb = a[0].get_input_embeddings().weight
     sid = a[1].convert_tokens_to_ids("<extra_0>")
     assert torch.equal(emb[sid], emb[:sid].float().mean(0).to(emb.dtype))
-    assert json.loads((d / "prm" / T.FORMAT_FILE).read_text())["base_fingerprint"] == a[3]
+    assert json.loads((d / "prm" / P.FORMAT_FILE).read_text())["base_fingerprint"] == a[3]
 
 
 def test_other_base_format_rows_or_mode_are_refused(setup, tmp_path):
@@ -116,9 +116,9 @@ def test_score_rule_uses_features_when_given(setup, tmp_path):
     outs = {}
     for name, inputs in (("full", {}), ("feat", {"features": [str(_features(d, base))]})):
         out = tmp_path / f"{name}.parquet"
-        S.rule_score_samples(inputs={"samples": str(tmp_path / "s.parquet"), **inputs}, outputs={"scores": str(out)},
-                             params={"spec": spec, "scoring": {"batch_tokens": 4096, "batch_size": 8}},
-                             wildcards={"prm": "p"}, threads=1)
+        E.score_samples(inputs={"samples": str(tmp_path / "s.parquet"), **inputs}, outputs={"scores": str(out)},
+                        params={"spec": spec, "scoring": {"batch_tokens": 4096, "batch_size": 8}},
+                        wildcards={"prm": "p"}, threads=1)
         outs[name] = pd.read_parquet(out)
     for a, b in zip(outs["full"]["step_scores"], outs["feat"]["step_scores"]):
         assert list(a) == pytest.approx(list(b), abs=2e-2)

@@ -1,4 +1,5 @@
-"""Published-vs-reproduced tables and the paper's figures (prm_lessons.figures)."""
+"""Published-vs-reproduced tables and the paper's figures (prm_lessons.artifacts and the artifact rules
+of prm_lessons.rules.analysis)."""
 import json
 
 import numpy as np
@@ -6,10 +7,13 @@ import pandas as pd
 import pytest
 
 from analysis_synth import PRMS, SWEEP, analysis_params, bon_frame, processbench_frame, rule_inputs, write_upstream
-from prm_lessons import figures as F
-from prm_lessons.paper import ARTIFACTS, artifact_paths
+from prm_lessons.artifacts import cells as C
+from prm_lessons.artifacts import published
+from prm_lessons.artifacts.registry import ARTIFACT_PARAMS, ARTIFACTS, artifact_paths
+from prm_lessons.artifacts.render import display_frame
+from prm_lessons.rules import analysis as rules
 
-PUB = F.load_published()
+PUB = published.load_published()
 BON7 = ["gsm8k", "math", "minerva_math", "gaokao2023en", "olympiadbench", "college_math", "mmlu_stem"]
 
 
@@ -67,7 +71,7 @@ def test_published_row_length_mismatch_is_an_error(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="x row 'k' has 1 values for 2 columns"):
-        F.load_published(p)
+        published.load_published(p)
 
 
 # ---------------------------------------------------------------- cells: published column and difference
@@ -78,7 +82,7 @@ def _bon_paper(prms=("human", "maj"), n=8, benches=BON7, acc=0.5):
         for b in benches + ["average"]:
             for m in ("pass", "maj", "prm_product", "prm_min", "prm_last"):
                 rows.append(dict(prm=p, benchmark=b, metric=m, N=n, accuracy=acc, ci_low=acc - .01, ci_high=acc + .01))
-    return F.load_bon(_csv(pd.DataFrame(rows)))
+    return C.load_bon(_csv(pd.DataFrame(rows)))
 
 
 def _csv(df):
@@ -91,7 +95,7 @@ def _csv(df):
 
 def test_bon_cells_paper_setup_gives_published_and_diff():
     bon = _bon_paper(("human",))
-    cells = F.build_table3(bon, PUB, analysis_params()).set_index("column")
+    cells = C.build_table3(bon, PUB, analysis_params()).set_index("column")
     assert cells.loc["gsm8k", "value"] == pytest.approx(50.0)           # fractions → percent
     assert cells.loc["gsm8k", "published"] == 96.9
     assert cells.loc["gsm8k", "diff"] == pytest.approx(50.0 - 96.9)
@@ -100,37 +104,37 @@ def test_bon_cells_paper_setup_gives_published_and_diff():
 
 
 def test_bon_cells_not_comparable_with_other_n_or_benchmarks():
-    cells = F.build_table3(_bon_paper(("human",), n=4), PUB, analysis_params()).set_index("column")
+    cells = C.build_table3(_bon_paper(("human",), n=4), PUB, analysis_params()).set_index("column")
     assert cells["published"].notna().all() and not cells["comparable"].any() and cells["diff"].isna().all()
-    emb = F.build_table3(F.load_bon(_csv(bon_frame(["human"]))), PUB, analysis_params()).set_index("column")
+    emb = C.build_table3(C.load_bon(_csv(bon_frame(["human"]))), PUB, analysis_params()).set_index("column")
     assert emb.loc["average", "published"] == 64.9          # shown for orientation …
     assert np.isnan(emb.loc["average", "diff"])              # … never diffed: different benchmarks
     assert emb.loc["arith", "published"] != emb.loc["arith", "published"]  # NaN: no such column in the paper
 
 
 def test_subset_of_benchmarks_changes_average_and_drops_ci():
-    bon = F.load_bon(_csv(bon_frame(["human"])))
-    cells = F.build_table3(bon, PUB, analysis_params(benchmarks=["arith"])).set_index("column")
+    bon = C.load_bon(_csv(bon_frame(["human"])))
+    cells = C.build_table3(bon, PUB, analysis_params(benchmarks=["arith"])).set_index("column")
     assert set(cells.index) == {"arith", "average"}
     assert cells.loc["average", "value"] == pytest.approx(cells.loc["arith", "value"])
     assert np.isnan(cells.loc["average", "ci_low"])
 
 
 def test_paper_rows_and_columns_mapping_from_config():
-    bon = F.load_bon(_csv(bon_frame(["my_prm"], benches=("g8k",))))
-    none = F.build_table6(bon, PUB, analysis_params())
+    bon = C.load_bon(_csv(bon_frame(["my_prm"], benches=("g8k",))))
+    none = C.build_table6(bon, PUB, analysis_params())
     assert none.loc[none["row"] == "my_prm", "published"].isna().all()
-    mapped = F.build_table6(bon, PUB, analysis_params(paper_rows={"my_prm": "qwen25_math_prm_7b"},
+    mapped = C.build_table6(bon, PUB, analysis_params(paper_rows={"my_prm": "qwen25_math_prm_7b"},
                                                     paper_columns={"g8k": "gsm8k"}))
     cell = mapped[(mapped["row"] == "my_prm") & (mapped["column"] == "g8k")].iloc[0]
     assert cell["paper_column"] == "gsm8k" and cell["published"] == 97.1
 
 
 def test_table6_has_baselines_and_orm_uses_orm_metric():
-    bon = F.load_bon(_csv(pd.concat([bon_frame(["human"]), pd.DataFrame([
+    bon = C.load_bon(_csv(pd.concat([bon_frame(["human"]), pd.DataFrame([
         dict(prm="qwen25_math_rm_72b", benchmark=b, metric="orm", N=4, accuracy=.3, ci_low=.2, ci_high=.4)
         for b in ("arith", "chain_sum", "average")])])))
-    cells = F.build_table6(bon, PUB, analysis_params())
+    cells = C.build_table6(bon, PUB, analysis_params())
     assert list(dict.fromkeys(cells["row"]))[:2] == ["pass@4", "maj@4"]
     orm = cells[cells["row"] == "qwen25_math_rm_72b"].set_index("column")
     assert orm.loc["arith", "value"] == pytest.approx(30.0)
@@ -139,22 +143,22 @@ def test_table6_has_baselines_and_orm_uses_orm_metric():
 
 def test_table13_rows_per_aggregation_with_their_published_numbers():
     bon = _bon_paper(("human",))
-    cells = F.build_table13(bon, PUB, analysis_params())
+    cells = C.build_table13(bon, PUB, analysis_params())
     avg = cells[(cells["row"] == "human") & (cells["column"] == "average")].set_index("aggregation")
     assert avg.loc["last", "published"] == 64.7 and avg.loc["min", "published"] == 65.6
 
 
 def test_processbench_cells_and_average_comparability():
-    pb = F.load_processbench_table(_csv(processbench_frame(["judge"], subsets=("gsm8k", "math"))))
-    cells = F.build_table4(pb, PUB, analysis_params()).set_index("column")
+    pb = C.load_processbench_table(_csv(processbench_frame(["judge"], subsets=("gsm8k", "math"))))
+    cells = C.build_table4(pb, PUB, analysis_params()).set_index("column")
     assert cells.loc["gsm8k/f1", "published"] == 60.9 and cells.loc["gsm8k/f1", "comparable"]
     assert cells.loc["average/f1", "published"] == 46.5 and not cells.loc["average/f1", "comparable"]
 
 
 def test_fig5_rows_matched_to_paper_thresholds():
-    bon = F.load_bon(_csv(bon_frame()))
-    pb = F.load_processbench_table(_csv(processbench_frame()))
-    cells = F.build_fig5(bon, pb, SWEEP, PUB, analysis_params())
+    bon = C.load_bon(_csv(bon_frame()))
+    pb = C.load_processbench_table(_csv(processbench_frame()))
+    cells = C.build_fig5(bon, pb, SWEEP, PUB, analysis_params())
     by = cells.drop_duplicates("row").set_index("row")
     assert by.loc["mc_hard", "key"] == "t0" and by.loc["mc_hard_t1of2", "key"] == "t4/8"
     pubs = cells.set_index(["row", "column"])["published"]
@@ -162,23 +166,23 @@ def test_fig5_rows_matched_to_paper_thresholds():
     # a trainsets.csv frame works too; no sweep at all gives no rows, not an error
     ts = pd.DataFrame({"variant": ["mc_hard", "mc_hard_t1of2", "judge"], "source": ["mc", "mc", "judge"],
                        "label_type": ["hard", "hard", "hard"], "threshold": [0.0, 0.5, np.nan]})
-    assert len(F.build_fig5(bon, pb, ts, PUB, analysis_params())) == len(cells)
-    assert F.build_fig5(bon, pb, [], PUB, analysis_params()).empty
+    assert len(C.build_fig5(bon, pb, ts, PUB, analysis_params())) == len(cells)
+    assert C.build_fig5(bon, pb, [], PUB, analysis_params()).empty
 
 
 def test_summary_figures_select_rows_by_paper_key():
-    bon = F.load_bon(_csv(bon_frame()))
-    pb = F.load_processbench_table(_csv(processbench_frame()))
-    fig2 = F.build_summary_figure("fig2", bon, pb, PUB, analysis_params())
+    bon = C.load_bon(_csv(bon_frame()))
+    pb = C.load_processbench_table(_csv(processbench_frame()))
+    fig2 = C.build_summary_figure("fig2", bon, pb, PUB, analysis_params())
     assert set(fig2["row"]) == {"mc_hard", "judge", "consensus_hard"}
-    fig3 = F.build_summary_figure("fig3", bon, pb, PUB, analysis_params())
+    fig3 = C.build_summary_figure("fig3", bon, pb, PUB, analysis_params())
     stage = fig3.drop_duplicates("row").set_index("row")[["stage", "labels"]]
     assert tuple(stage.loc["consensus_soft"]) == ("after", "soft") and tuple(stage.loc["mc_hard"]) == ("before", "hard")
 
 
 def test_display_frame_has_paper_and_delta_rows():
-    cells = F.build_table3(_bon_paper(("human",)), PUB, analysis_params())
-    d = F.display_frame(cells, "table3", PUB)
+    cells = C.build_table3(_bon_paper(("human",)), PUB, analysis_params())
+    d = display_frame(cells, "table3", PUB)
     assert list(d["row"]) == ["human", "paper: Human annotation (PRM800K), 264k", "Δ"]
     assert list(d.columns)[1:3] == ["GSM8K", "MATH"] and d.columns[-1] == "Avg."
     assert d.iloc[2, 1] == "-46.9"
@@ -191,8 +195,8 @@ def _run_all(tmp_path, monkeypatch, prms=PRMS, only=None, **params):
     monkeypatch.setenv("PRM_LESSONS_CONFIG_MD5", "0123456789abcdef")
     inputs = rule_inputs(prms)
     for aid in only or ARTIFACTS:
-        getattr(F, f"rule_{aid}")(inputs=inputs, outputs=artifact_paths(aid), params=analysis_params(**params),
-                                  wildcards={}, threads=1)
+        getattr(rules, ARTIFACTS[aid]["stem"])(inputs=inputs, outputs=artifact_paths(aid),
+                                               params=analysis_params(**params), wildcards={}, threads=1)
     return inputs
 
 
@@ -222,3 +226,35 @@ def test_missing_variants_and_inputs_never_crash(tmp_path, monkeypatch, caplog):
     assert "(no rows in this run)" in (tmp_path / artifact_paths("table4")["tex"]).read_text()
     assert "does not exist; skipped" in caplog.text
     assert (tmp_path / artifact_paths("fig2")["png"]).exists()
+
+
+class _RecordingParams(dict):
+    """Params that remember which keys a rule function read."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.read = set()
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+@pytest.mark.parametrize("over", [{}, {"benchmarks": ["arith"], "n": 4}], ids=["all", "subset"])
+def test_each_artifact_rule_reads_only_the_params_the_workflow_gives_it(tmp_path, monkeypatch, over):
+    """workflow/rules/analysis.smk passes each artifact rule `run` and its ARTIFACT_PARAMS keys (fig5 also
+    `threshold_sweep`); a key read but not passed would silently fall back to its default. Tables never
+    get `figure`, so an `analysis.figure` edit redraws figures only."""
+    write_upstream(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for aid, a in ARTIFACTS.items():
+        given = {"run", *ARTIFACT_PARAMS[aid], *(["threshold_sweep"] if aid == "fig5" else [])}
+        params = _RecordingParams(analysis_params(**over))
+        getattr(rules, a["stem"])(inputs=rule_inputs(), outputs=artifact_paths(aid), params=params, wildcards={},
+                                  threads=1)
+        assert params.read <= given, (aid, params.read - given)
+        assert ("figure" in given) == (a["kind"] == "figure"), aid

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT, shared_data_dir
 from prm_lessons.grading import (
     GradeResult,
     choice_answer_clean,
@@ -19,9 +20,6 @@ from prm_lessons.grading import (
     grade_rows,
     last_boxed_content,
 )
-
-from conftest import ROOT, shared_data_dir
-
 
 # -------------------------------------------------------------------------------------- extraction
 
@@ -280,9 +278,10 @@ def test_cli_grade_answer_format_choice(tmp_path):
 
 def test_sampling_grades_with_the_datasets_answer_format(tmp_path, monkeypatch):
     """rule sample reads the answer format from the problems table's config entry."""
-    from prm_lessons import sampling
-    from prm_lessons.data import rule_problems
+    from prm_lessons import generation
     from prm_lessons.generation import Completion, Engine
+    from prm_lessons.rules.data import problems as rule_problems
+    from prm_lessons.rules.sampling import sample as rule_sample
 
     class Fixed(Engine):
         backend = "fake"
@@ -297,7 +296,7 @@ def test_sampling_grades_with_the_datasets_answer_format(tmp_path, monkeypatch):
             return [[Completion("Eliminating \\boxed{A} first. The answer is C.", 9, "stop")] * spec.n
                     for _ in prompts]
 
-    monkeypatch.setattr(sampling, "load_engine", lambda *a, **k: Fixed())
+    monkeypatch.setattr(generation, "load_engine", lambda *a, **k: Fixed())
     fix = Path(__file__).resolve().parent / "fixtures" / "data" / "mmlu_style.jsonl"  # gold: C
     params = {"sampling": {"temperature": 0.7, "top_p": 0.8, "max_tokens": 16, "seed": 0,
                            "step_separator": "\n\n"},
@@ -311,8 +310,8 @@ def test_sampling_grades_with_the_datasets_answer_format(tmp_path, monkeypatch):
         rule_problems(inputs={}, outputs={"problems": str(problems)}, params={"spec": spec},
                       wildcards={"dataset": "m"}, threads=1)
         out = tmp_path / f"samples_{fmt}.parquet"
-        sampling.rule_sample_shard(inputs={"problems": str(problems)}, outputs={"samples": str(out)},
-                                   params=params, wildcards={"shard": "0", "nshards": "1"}, threads=1)
+        rule_sample(inputs={"problems": str(problems)}, outputs={"samples": str(out)},
+                    params=params, wildcards={"shard": "0", "nshards": "1"}, threads=1)
         from prm_lessons.tables import read_table
         df = read_table(out, "samples")
         assert df["correct"].tolist() == [correct] * 2, fmt

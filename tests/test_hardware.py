@@ -9,8 +9,8 @@ import types
 from pathlib import Path
 
 import pytest
-from conftest import run_rule_script
 
+from conftest import run_rule_script
 from prm_lessons import hardware
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,9 +84,9 @@ def _run_rule(tmp_path, gpu, func="_fake_rule:rule"):
 @pytest.fixture
 def fake_rule(monkeypatch):
     calls = []
-    mod = types.ModuleType("prm_lessons._fake_rule")
+    mod = types.ModuleType("prm_lessons.rules._fake_rule")
     mod.rule = lambda **kw: calls.append(os.environ.get(hardware.ASKED_ENV))
-    monkeypatch.setitem(sys.modules, "prm_lessons._fake_rule", mod)
+    monkeypatch.setitem(sys.modules, "prm_lessons.rules._fake_rule", mod)
     monkeypatch.setenv(hardware.ASKED_ENV, "")  # recorded, so what run.py exports is undone after the test
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # run.py may switch it for the job; restored afterwards
     return calls

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_rule_script
 import yaml
 
+from conftest import run_rule_script
 from prm_lessons import hub
 from prm_lessons.config import ConfigError, load_config, model_path, used_models, validate_config
+from prm_lessons.rules import models as rules_models
 
 ROOT = Path(__file__).resolve().parents[1]
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -219,10 +219,10 @@ def test_job_offline_only_spares_the_download_and_data_rules(monkeypatch):
 def test_run_py_sets_offline_before_the_rule_function(tmp_path, monkeypatch):
     """workflow/scripts/run.py, as Snakemake runs it, hands the rule function HF_HUB_OFFLINE=1."""
     seen = {}
-    monkeypatch.setattr(hub, "_probe", lambda **kw: seen.update(env=os.environ.get("HF_HUB_OFFLINE")),
+    monkeypatch.setattr(rules_models, "_probe", lambda **kw: seen.update(env=os.environ.get("HF_HUB_OFFLINE")),
                         raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    run_rule_script(tmp_path / "job.log", "hub:_probe", "merge_samples")
+    run_rule_script(tmp_path / "job.log", "models:_probe", "merge_samples")
     assert seen == {"env": "1"}
 
 

@@ -6,16 +6,22 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from prm_lessons.data import arithmetic_gold_steps
-from prm_lessons.labels.human import (construction_instances, convert_prm800k, convert_prm800k_record,
-                                      decontaminate, normalize_question, read_jsonl, rule_human)
-from prm_lessons.tables import read_table, table_meta
+from prm_lessons.corruption import arithmetic_gold_steps
+from prm_lessons.labels.human import (
+    construction_instances,
+    convert_prm800k,
+    convert_prm800k_record,
+    decontaminate,
+    normalize_question,
+)
+from prm_lessons.rules.labels import human_labels as rule_human
+from prm_lessons.tables import iter_records, read_table, table_meta
 
 FIXTURE = Path(__file__).parent / "fixtures" / "prm800k_sample.jsonl"
 
 
 def records():
-    return list(read_jsonl(FIXTURE))
+    return list(iter_records(FIXTURE))
 
 
 def test_prm800k_default_policy_neutral_positive():
@@ -68,7 +74,7 @@ def test_normalize_and_decontaminate():
 
 def problems_table():
     exprs = ["3 + 4 * 5 - 6", "12 + 7", "8 * 9 - 10"]
-    from prm_lessons.data import eval_arith
+    from prm_lessons.corruption import eval_arith
 
     return pd.DataFrame({"problem_id": [f"train-{i:05d}" for i in range(4)], "dataset": "train",
                          "question": [f"Calculate {e}." for e in exprs] + ["No steps here."],

@@ -3,13 +3,16 @@ test doubles): sharded MC and judge → merge → consensus → every training-s
 import json
 
 import pandas as pd
-from labels_fakes import ScriptedJudge, SeededCompleter
 
 import prm_lessons.generation as generation
-from prm_lessons.labels.consensus import rule_consensus
-from prm_lessons.labels.judge import rule_judge
-from prm_lessons.labels.mc import rule_mc, rule_merge_shards
-from prm_lessons.labels.trainsets import label_needs, rule_trainset, rule_trainsets_table, variants
+from labels_fakes import ScriptedJudge, SeededCompleter
+from prm_lessons.plan import label_needs, variants
+from prm_lessons.rules.labels import consensus as rule_consensus
+from prm_lessons.rules.labels import judge as rule_judge
+from prm_lessons.rules.labels import mc as rule_mc
+from prm_lessons.rules.labels import merge_judge, merge_mc
+from prm_lessons.rules.labels import trainset as rule_trainset
+from prm_lessons.rules.labels import trainsets_table as rule_trainsets_table
 from prm_lessons.tables import read_table, write_table
 
 CONFIG = {"problems": {"train": {}}, "consensus": {"threshold": 0.0},
@@ -52,8 +55,8 @@ def test_label_rules_end_to_end(tmp_path, monkeypatch):
                 wildcards={"dataset": "train", "shard": str(s), "nshards": "2"}, threads=1)
         shards.append(str(out))
     # the fake grader inside rule_mc is the real grade_many; SeededCompleter writes \boxed{42} or \boxed{wrong}
-    rule_merge_shards(inputs={"shards": shards}, outputs={"table": str(tmp_path / "mc.parquet")},
-                      params={"kind": "mc"}, wildcards={}, threads=1)
+    merge_mc(inputs={"shards": shards}, outputs={"table": str(tmp_path / "mc.parquet")},
+             params={}, wildcards={}, threads=1)
     mc = read_table(tmp_path / "mc.parquet", "mc")
     assert len(mc) == 12 and set(mc["problem_id"]) == {f"train-{i:05d}" for i in range(6)}
 
@@ -66,8 +69,8 @@ def test_label_rules_end_to_end(tmp_path, monkeypatch):
                    params={"judge": JUDGE, "model_dir": "x", "model_entry": {}},
                    wildcards={"dataset": "train", "shard": str(s), "nshards": "2"}, threads=1)
         jshards.append(str(out))
-    rule_merge_shards(inputs={"shards": jshards}, outputs={"table": str(tmp_path / "judge.parquet")},
-                      params={"kind": "judge"}, wildcards={}, threads=1)
+    merge_judge(inputs={"shards": jshards}, outputs={"table": str(tmp_path / "judge.parquet")},
+                params={}, wildcards={}, threads=1)
     judge = read_table(tmp_path / "judge.parquet", "judge")
     assert len(judge) == 12
     assert set(judge.loc[judge["n_steps"] == 0, "status"]) == {"no_steps"}

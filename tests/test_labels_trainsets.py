@@ -5,12 +5,13 @@ import json
 
 import pandas as pd
 import pytest
-from labels_fakes import SeededCompleter, boxed_grade
 
+from labels_fakes import SeededCompleter, boxed_grade
 from prm_lessons.labels.consensus import consensus_table
 from prm_lessons.labels.mc import MCInput, Needs, run_mc
-from prm_lessons.labels.trainsets import (CSV_COLUMNS, build_variant, label_needs, rule_trainsets_table,
-                                          threshold_sweep_variants, uses, variant_names, variants)
+from prm_lessons.labels.trainsets import CSV_COLUMNS, build_variant
+from prm_lessons.plan import label_needs, threshold_sweep_variants, uses, variants
+from prm_lessons.rules.labels import trainsets_table as rule_trainsets_table
 from prm_lessons.tables import check_table
 
 SWEEP = [0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875]
@@ -32,7 +33,7 @@ CONFIG = {
 
 
 def test_variant_names_and_sweep_naming():
-    names = variant_names(CONFIG)
+    names = list(variants(CONFIG))
     assert names[:6] == ["mc_hard", "mc_soft", "judge", "human", "consensus_hard", "consensus_soft"]
     assert names[6:] == ["mc_hard_t1of8", "mc_hard_t1of4", "mc_hard_t3of8", "mc_hard_t1of2", "mc_hard_t5of8",
                          "mc_hard_t3of4", "mc_hard_t7of8"]  # threshold 0 is mc_hard itself, not a duplicate

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from prm_lessons import metrics as M
+from prm_lessons.data import load_processbench_cases
 
 
 def _rows(bench, pid, preds, correct, scores, start=0):
@@ -175,16 +176,11 @@ def test_predictions_rows_validation():
 
 # ------------------------------------------------------------------------------------------- CLIs
 
-def _parser():
-    import argparse
-
-    p = argparse.ArgumentParser()
-    M.add_cli(p.add_subparsers(dest="command", required=True))
-    return p
-
-
 def _run(argv):
-    args = _parser().parse_args(argv)
+    """The subcommand's function itself (cli.main would turn its errors into exit status 2)."""
+    from prm_lessons.cli import build_parser
+
+    args = build_parser().parse_args(argv)
     return args.func(args)
 
 
@@ -245,7 +241,7 @@ BON_FILE = SHARED / "data" / "bon" / "math_cot_100_samples.jsonl"
 
 @pytest.mark.skipif(not PB_DIR.exists(), reason="../shared/data/processbench not available")
 def test_official_processbench_gold_and_all_correct():
-    cases = M.load_processbench_cases(str(PB_DIR))
+    cases = load_processbench_cases(str(PB_DIR))
     assert len(cases) == 3400
     gold = dict(zip(cases["id"], cases["label"].astype(int)))
     m = M.processbench_metrics(cases, gold)

@@ -1,4 +1,5 @@
-"""paper/: names, provenance, LaTeX/Markdown rendering, report.md, main.tex ↔ generated files, PDF build."""
+"""paper/: names, provenance, LaTeX/Markdown rendering, report.md, main.tex ↔ generated files, PDF build
+(prm_lessons.artifacts.registry / .render, prm_lessons.rules.paper)."""
 import hashlib
 import re
 import shutil
@@ -8,8 +9,10 @@ import pandas as pd
 import pytest
 
 from analysis_synth import analysis_params, rule_inputs, write_upstream
-from prm_lessons import figures as F
-from prm_lessons import paper as P
+from prm_lessons.artifacts import registry as P
+from prm_lessons.artifacts import render as R
+from prm_lessons.rules import analysis as rules_analysis
+from prm_lessons.rules import paper as rules_paper
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,17 +41,17 @@ def test_main_tex_inputs_every_table_and_figure():
 
 
 def test_tex_escape_and_latex_table():
-    assert P.tex_escape("mc_hard 50% & {x} #1 $y ~^\\") == \
+    assert R.tex_escape("mc_hard 50% & {x} #1 $y ~^\\") == \
         r"mc\_hard 50\% \& \{x\} \#1 \$y \textasciitilde{}\textasciicircum{}\textbackslash{}"
     d = pd.DataFrame({"row": ["mc_hard", "paper: MC (our data)", "Δ"], "GSM8K": ["1.0", "97.0", "-96.0"]})
-    tex = P.latex_table(d, "T_title", "Table 3", {"label": "Embedded: 135M model"}, "table3", ["a note"])
+    tex = R.latex_table(d, "T_title", "Table 3", {"label": "Embedded: 135M model"}, "table3", ["a note"])
     assert r"\toprule" in tex and r"\bottomrule" in tex and r"mc\_hard & 1.0 \\" in tex
     assert r"\textit{-96.0}" in tex and r"$\Delta$" in tex and "Embedded: 135M model" in tex and "a note" in tex
     assert tex.count("&") - tex.count(r"\&") == 4  # header + 3 rows, one column separator each
 
 
 def test_markdown_table_escapes_pipes():
-    md = P.markdown_table(pd.DataFrame({"row": ["a|b"], "x": ["1.0"]}))
+    md = R.markdown_table(pd.DataFrame({"row": ["a|b"], "x": ["1.0"]}))
     assert md.splitlines() == ["| row | x |", "|---|---:|", r"| a\|b | 1.0 |"]
 
 
@@ -71,10 +74,11 @@ def _build_all(tmp_path, monkeypatch):
     inputs = rule_inputs()
     params = analysis_params()
     for aid in P.ARTIFACTS:
-        getattr(F, f"rule_{aid}")(inputs=inputs, outputs=P.artifact_paths(aid), params=params, wildcards={}, threads=1)
-    P.rule_report_md(inputs={f"{aid}_csv": P.artifact_paths(aid)["csv"] for aid in P.ARTIFACTS},
-                     outputs={"report": "paper/report.md", "run_info": "paper/tables/run_info.tex"},
-                     params={"run": params["run"]}, wildcards={}, threads=1)
+        getattr(rules_analysis, P.ARTIFACTS[aid]["stem"])(inputs=inputs, outputs=P.artifact_paths(aid), params=params,
+                                                          wildcards={}, threads=1)
+    rules_paper.paper_report(inputs={f"{aid}_csv": P.artifact_paths(aid)["csv"] for aid in P.ARTIFACTS},
+                             outputs={"report": "paper/report.md", "run_info": "paper/tables/run_info.tex"},
+                             params={"run": params["run"]}, wildcards={}, threads=1)
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +106,8 @@ def test_report_md_has_every_table_and_links_every_figure(built):
 
 @pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk not installed (CI installs Debian texlive)")
 def test_main_pdf_builds_with_latexmk(built):
-    P.rule_paper_pdf(inputs={"tex": str(ROOT / "paper/main.tex")}, outputs={"pdf": str(built / "paper/main.pdf")},
-                     params={"timeout_s": 300}, wildcards={}, threads=1)
+    rules_paper.paper_pdf(inputs={"tex": str(ROOT / "paper/main.tex")}, outputs={"pdf": str(built / "paper/main.pdf")},
+                          params={"timeout_s": 300}, wildcards={}, threads=1)
     pdf = built / "paper/main.pdf"
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 10_000
     log = (built / "paper/main.log").read_text(errors="replace")
@@ -111,7 +115,7 @@ def test_main_pdf_builds_with_latexmk(built):
 
 
 def test_pdf_rule_explains_missing_latexmk(monkeypatch, tmp_path):
-    monkeypatch.setattr(P.shutil, "which", lambda name: None)
+    monkeypatch.setattr(R.shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="latexmk is not installed"):
-        P.rule_paper_pdf(inputs={"tex": "x"}, outputs={"pdf": str(tmp_path / "m.pdf")}, params={}, wildcards={},
-                         threads=1)
+        rules_paper.paper_pdf(inputs={"tex": "x"}, outputs={"pdf": str(tmp_path / "m.pdf")}, params={}, wildcards={},
+                              threads=1)

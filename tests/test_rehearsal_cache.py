@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, shared_data_dir
-
 from prm_lessons.rehearsal import hub_cache
 
 PIN = "0123456789abcdef0123456789abcdef01234567"  # a test pin, not a Hub commit
@@ -207,7 +206,8 @@ def test_vllm_generates_from_the_qwen2_standin(built):
 # -- PRM800K -----------------------------------------------------------------------------------------
 
 def test_prm800k_file_in_official_format_converts(tmp_path):
-    from prm_lessons.labels.human import convert_prm800k, prm800k_files, read_jsonl
+    from prm_lessons.labels.human import convert_prm800k, prm800k_files
+    from prm_lessons.tables import iter_records
 
     src = shared_data_dir("bon", "math_cot_100_samples.jsonl")
     counts = hub_cache.write_prm800k(tmp_path, src)
@@ -216,7 +216,7 @@ def test_prm800k_file_in_official_format_converts(tmp_path):
                        "file_pattern": "phase{phase}_{split}.jsonl"}}
     files = prm800k_files(cfg)
     assert [Path(p).name for _, p in files] == ["phase1_train.jsonl", "phase2_train.jsonl"]
-    recs = [r for _, p in files for r in read_jsonl(p)]
+    recs = [r for _, p in files for r in iter_records(p)]
     keys = {"labeler", "timestamp", "generation", "is_quality_control_question", "is_initial_screening_question",
             "question", "label"}
     assert all(keys <= set(r) and {"steps", "total_time", "finish_reason"} <= set(r["label"]) for r in recs)

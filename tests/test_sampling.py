@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 from prm_lessons.generation import Completion, Engine, derive_seed
-from prm_lessons.sampling import baselines, sample_problems, shard_rows
+from prm_lessons.metrics import baselines
+from prm_lessons.sampling import sample_problems, shard_rows
 from prm_lessons.tables import TableError, check_table
 
 

@@ -13,8 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from prm_lessons import scoring  # noqa: E402
-from prm_lessons.steps import StepFormat, build_prm_input  # noqa: E402
+from prm_lessons import plan, scoring  # noqa: E402
+from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat, build_prm_input  # noqa: E402
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
@@ -75,7 +75,7 @@ def _head(kind, tok, seed=0):
 
 
 def _adapters(tok):
-    fmt = StepFormat("<extra_0>", scoring.QWEN_SYSTEM, True)
+    fmt = StepFormat("<extra_0>", COT_SYSTEM_PROMPT, True)
     ref = _causal(transformers.Qwen2Config, tok, seed=1)
     return {
         "qwen_prm": scoring.StepHeadAdapter(_head("qwen_prm", tok), tok, step_format=fmt),
@@ -133,7 +133,7 @@ def test_qwen_prm_matches_model_card_format(tok, adapters):
     """Card: chat with assistant = "<extra_0>".join(steps) + "<extra_0>", tokenised as one string,
     scores = softmax(logits)[:, 1] where input_ids == <extra_0>."""
     a = adapters["qwen_prm"]
-    msgs = [{"role": "system", "content": scoring.QWEN_SYSTEM}, {"role": "user", "content": QUESTION},
+    msgs = [{"role": "system", "content": COT_SYSTEM_PROMPT}, {"role": "user", "content": QUESTION},
             {"role": "assistant", "content": "<extra_0>".join(STEPS) + "<extra_0>"}]
     text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False)
     ids = torch.tensor([tok(text, add_special_tokens=False)["input_ids"]])
@@ -255,17 +255,17 @@ def test_resolve_prm_specs_from_config():
            "prms": {"include_trained": False,
                     "models": {"qwen_prm_7b": {"adapter": "qwen_prm", "model": "prm7b"},
                                "eurus_stage2": {"adapter": "eurus", "model": "eurus2", "ref_model": "ref"}}}}
-    specs = scoring.resolve_prm_specs(cfg)
+    specs = plan.resolve_prm_specs(cfg)
     assert specs["qwen_prm_7b"]["path"] == "resources/hub/prm7b"  # linked there by rule download_model
     assert specs["qwen_prm_7b"]["trust_remote_code"] is False
     assert specs["eurus_stage2"]["ref_path"] == "resources/hub/ref"
     del cfg["prms"]["models"]["eurus_stage2"]["ref_model"]
     with pytest.raises(ValueError, match="ref_model"):
-        scoring.resolve_prm_specs(cfg)
+        plan.resolve_prm_specs(cfg)
 
 
 def test_build_prm_input_is_the_qwen_prm_format(tok):
-    fmt = StepFormat("<extra_0>", scoring.QWEN_SYSTEM, True)
+    fmt = StepFormat("<extra_0>", COT_SYSTEM_PROMPT, True)
     p = build_prm_input(tok, QUESTION, STEPS, fmt)
     assert len(p.step_positions) == len(STEPS)
     assert all(p.input_ids[i] == tok.convert_tokens_to_ids("<extra_0>") for i in p.step_positions)

@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
 from _prm_tiny import signal_rows, tiny_tokenizer  # noqa: E402
-
+from prm_lessons import prm as P  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
 from prm_lessons.steps import StepFormat, build_prm_input  # noqa: E402
 
@@ -28,7 +28,7 @@ def tok(request):
     if request.param == "qwen_like":
         return tiny_tokenizer(with_step_token=True)
     t = tiny_tokenizer(with_step_token=False)
-    assert T.ensure_step_token(t, None, "<extra_0>")
+    assert P.ensure_step_token(t, None, "<extra_0>")
     return t
 
 
@@ -83,7 +83,7 @@ def test_labels_align_with_step_positions(tok):
         enc = build_prm_input(tok, row["question"], row["steps"], QWEN_FMT, None)
         assert it["input_ids"] == enc.input_ids and it["step_pos"] == enc.step_positions
         assert it["step_targets"] == row["labels"]
-    batch = T.StepCollator(T.pad_id(tok))(inst[:3])
+    batch = P.StepCollator(P.pad_id(tok))(inst[:3])
     # (batch index, token index) pairs point at step tokens, in row order, with their row's labels
     assert (batch["input_ids"][batch["step_batch"], batch["step_pos"]] == _step_id(tok)).all()
     assert batch["step_targets"].tolist() == [x for r in rows[:3] for x in r["labels"]]
@@ -139,7 +139,7 @@ def test_real_smollm2_tokenizer():
 
     tok = AutoTokenizer.from_pretrained(_smollm2_dir())
     assert "<extra_0>" not in tok.get_vocab()
-    T.ensure_step_token(tok, None, "<extra_0>")
+    P.ensure_step_token(tok, None, "<extra_0>")
     enc = build_prm_input(tok, QUESTION, STEPS, QWEN_FMT, None)
     sid = tok.convert_tokens_to_ids("<extra_0>")
     assert [i for i, t in enumerate(enc.input_ids) if t == sid] == enc.step_positions

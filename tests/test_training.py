@@ -12,9 +12,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from _prm_tiny import signal_rows, tiny_base, write_trainset  # noqa: E402
-
+from _prm_tiny import score_steps, signal_rows, tiny_base, write_trainset  # noqa: E402
+from prm_lessons import prm as P  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
+from prm_lessons.rules import training as rules_training  # noqa: E402
 from prm_lessons.steps import build_prm_input  # noqa: E402
 
 FAST = {"epochs": 6, "batch_size": 4, "learning_rate": 3e-3, "save_steps": 0, "max_length": 256,
@@ -50,7 +51,7 @@ def test_loss_goes_down_and_dir_loads(tmp_path, base_plain, trainset, mode, lr):
     m = T.train_prm(str(trainset), str(base_plain), str(out), {**FAST, "mode": mode, "learning_rate": lr},
                     "hard", checkpoint_dir=str(tmp_path / "ckpt"), threads=1)
     assert _went_down(m["loss_history"]), m["loss_history"]
-    for f in ("config.json", "model.safetensors", "tokenizer.json", T.HEAD_FILE, T.FORMAT_FILE, T.METRICS_FILE):
+    for f in ("config.json", "model.safetensors", "tokenizer.json", P.HEAD_FILE, P.FORMAT_FILE, T.METRICS_FILE):
         assert (out / f).exists(), f
     saved = json.loads((out / T.METRICS_FILE).read_text())
     for k in ("loss_history", "train_tokens", "tokens_per_second", "wall_seconds", "hardware"):
@@ -59,14 +60,14 @@ def test_loss_goes_down_and_dir_loads(tmp_path, base_plain, trainset, mode, lr):
     assert saved["mode"] == mode and saved["data"]["steps_dropped"] == 0
     assert not (tmp_path / "ckpt").exists()  # checkpoints removed after success (keep_checkpoints false)
 
-    model, tok, fmt = T.load_prm(out)
+    model, tok, fmt = P.load_prm(out)
     assert fmt.step_token == "<extra_0>" and "<extra_0>" in tok.get_vocab()
     rows = signal_rows(5, seed=7)
-    scores = T.score_steps(model, tok, fmt, [(r["question"], r["steps"]) for r in rows])
+    scores = score_steps(model, tok, fmt, [(r["question"], r["steps"]) for r in rows])
     assert [len(s) for s in scores] == [len(r["steps"]) for r in rows]
     assert all(0.0 <= x <= 1.0 for s in scores for x in s)
     # one forward per batch == one forward per response (padding does not change scores)
-    alone = [T.score_steps(model, tok, fmt, [(r["question"], r["steps"])])[0] for r in rows]
+    alone = [score_steps(model, tok, fmt, [(r["question"], r["steps"])])[0] for r in rows]
     for a, b in zip(scores, alone):
         assert a == pytest.approx(b, abs=2e-2 if mode == "head" else 1e-4)
     # per-token logits (the scoring adapters' call) agree with score_steps at the step positions
@@ -82,11 +83,11 @@ def test_head_is_the_released_architecture(tmp_path, base_plain, trainset):
     T.train_prm(str(trainset), str(base_plain), str(out), {**FAST, "mode": "head", "epochs": 1}, "hard")
     from safetensors.torch import load_file
 
-    head = load_file(str(out / T.HEAD_FILE))
+    head = load_file(str(out / P.HEAD_FILE))
     h = json.loads((out / "config.json").read_text())["hidden_size"]
     assert {k: tuple(v.shape) for k, v in head.items()} == {
         "net.0.weight": (h, h), "net.0.bias": (h,), "net.2.weight": (2, h), "net.2.bias": (2,)}
-    meta = json.loads((out / T.FORMAT_FILE).read_text())
+    meta = json.loads((out / P.FORMAT_FILE).read_text())
     assert meta["head"] == {"type": "linear-relu-linear", "hidden_size": h, "num_labels": 2, "positive_index": 1}
 
 
@@ -120,15 +121,15 @@ def test_soft_labels_train(tmp_path, base_plain, soft_loss):
 def test_loss_definitions():
     logits = torch.tensor([[0.3, 1.2], [2.0, -1.0], [0.0, 0.0]])
     hard = torch.tensor([1.0, 0.0, 1.0])
-    ce = T.step_loss(logits, hard, "hard")
+    ce = P.step_loss(logits, hard, "hard")
     assert float(ce) == pytest.approx(float(torch.nn.functional.cross_entropy(logits, hard.long())))
     # BCE on P(good) equals 2-class CE for 0/1 targets
-    assert float(T.step_loss(logits, hard, "soft", "bce")) == pytest.approx(float(ce), abs=1e-6)
+    assert float(P.step_loss(logits, hard, "soft", "bce")) == pytest.approx(float(ce), abs=1e-6)
     soft = torch.tensor([0.25, 0.5, 1.0])
     p = torch.softmax(logits, -1)[:, 1]
-    assert float(T.step_loss(logits, soft, "soft", "mse")) == pytest.approx(float(((p - soft) ** 2).mean()))
+    assert float(P.step_loss(logits, soft, "soft", "mse")) == pytest.approx(float(((p - soft) ** 2).mean()))
     bce = -(soft * p.log() + (1 - soft) * (1 - p).log()).mean()
-    assert float(T.step_loss(logits, soft, "soft", "bce")) == pytest.approx(float(bce), abs=1e-6)
+    assert float(P.step_loss(logits, soft, "soft", "bce")) == pytest.approx(float(bce), abs=1e-6)
 
 
 @pytest.mark.parametrize("labels,label_type,match", [
@@ -142,14 +143,14 @@ def test_bad_rows_name_the_instance(labels, label_type, match, base_plain):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(base_plain)
-    T.ensure_step_token(tok, None, "<extra_0>")
+    P.ensure_step_token(tok, None, "<extra_0>")
     steps = ["a", "b"] if len(labels) == 2 else ["a", "b", "c"]
     if match.startswith("2 steps"):
         steps, labels = ["a", "b"], [1.0, 0.0, 1.0]
     rows = [{"instance_id": "ok-1", "question": "q", "steps": ["a"], "labels": [1.0]},
             {"instance_id": "bad-7", "question": "q", "steps": steps, "labels": labels}]
     with pytest.raises(T.TrainingError, match=f"bad-7.*{match}"):
-        T.prepare_instances(rows, tok, T.step_format(T.settings_from({})), None, label_type)
+        T.prepare_instances(rows, tok, P.step_format(T.settings_from({})), None, label_type)
 
 
 def test_bad_settings_name_the_key():
@@ -175,11 +176,11 @@ def test_truncation_is_reported_not_silent(tmp_path, base_plain, trainset):
 def test_score_steps_marks_cut_steps_nan(tmp_path, base_plain, trainset):
     out = tmp_path / "prm"
     T.train_prm(str(trainset), str(base_plain), str(out), {**FAST, "mode": "head", "epochs": 1})
-    model, tok, fmt = T.load_prm(out)
+    model, tok, fmt = P.load_prm(out)
     r = signal_rows(1, seed=3)[0]
-    full = T.score_steps(model, tok, fmt, [(r["question"], r["steps"])], max_length=10_000)[0]
+    full = score_steps(model, tok, fmt, [(r["question"], r["steps"])], max_length=10_000)[0]
     enc = build_prm_input(tok, r["question"], r["steps"], fmt, None)
-    cut = T.score_steps(model, tok, fmt, [(r["question"], r["steps"])], max_length=enc.step_positions[0] + 2)[0]
+    cut = score_steps(model, tok, fmt, [(r["question"], r["steps"])], max_length=enc.step_positions[0] + 2)[0]
     assert len(cut) == len(full) and cut[0] == pytest.approx(full[0], abs=2e-2)
     assert all(math.isnan(x) for x in cut[1:])
 
@@ -230,12 +231,12 @@ def test_resume_after_preemption(tmp_path, base_plain, trainset):
 
 def test_rule_function_writes_declared_outputs(tmp_path, base_plain, trainset):
     out = tmp_path / "results" / "prms" / "v1"
-    T.rule_train_prm(inputs={"trainset": str(trainset)},
-                     outputs={"model": str(out), "metrics": str(out / T.METRICS_FILE)},
-                     params={"base_dir": str(base_plain), "training": {**FAST, "mode": "head", "epochs": 1},
-                             "label_type": "hard", "checkpoint_dir": str(tmp_path / "ck")},
-                     wildcards={"variant": "v1"}, threads=1)
-    assert (out / T.METRICS_FILE).exists() and (out / T.FORMAT_FILE).exists()
+    rules_training.train_prm(inputs={"trainset": str(trainset)},
+                             outputs={"model": str(out), "metrics": str(out / T.METRICS_FILE)},
+                             params={"base_dir": str(base_plain), "training": {**FAST, "mode": "head", "epochs": 1},
+                                     "label_type": "hard", "checkpoint_dir": str(tmp_path / "ck")},
+                             wildcards={"variant": "v1"}, threads=1)
+    assert (out / T.METRICS_FILE).exists() and (out / P.FORMAT_FILE).exists()
 
 
 def test_multi_gpu_launch_command():
@@ -343,8 +344,8 @@ def test_rank_zero_records_who_saved(tmp_path, base_plain, trainset):
                 checkpoint_dir=str(tmp_path / "ck"))
     saved = json.loads((out / T.METRICS_FILE).read_text())
     assert saved["world_size"] == 1 and saved["saved_by_rank"] == 0
-    model, tok, fmt = T.load_prm(out, device="cpu")
-    assert all(0 <= p <= 1 for p in T.score_steps(model, tok, fmt, [("What is 1 + 2?", ["1 + 2 = 3."])])[0])
+    model, tok, fmt = P.load_prm(out, device="cpu")
+    assert all(0 <= p <= 1 for p in score_steps(model, tok, fmt, [("What is 1 + 2?", ["1 + 2 = 3."])])[0])
 
 
 def test_save_steps_fraction_of_the_run(tmp_path, base_plain, trainset):
@@ -419,17 +420,15 @@ def test_sigterm_mid_run_then_rerun_resumes(tmp_path, base_plain, trainset, jit)
     assert m["global_steps"] == 12 and m["loss_history_steps"] == list(range(1, 13))
 
 
-def test_defaults_match_schema():
-    from prm_lessons.config import load_schema
+def test_defaults_are_what_validation_fills_in():
+    """settings_from({}) (library callers and tests pass partial settings) equals the `training` block the
+    workflow gets from a config that sets none: the schema's defaults, nested `lora` included."""
+    import yaml
 
-    props = load_schema()["properties"]["training"]["properties"]
-    assert set(props) == set(T.DEFAULTS)
-    for k, v in T.DEFAULTS.items():
-        if k == "lora":
-            assert {kk: vv["default"] for kk, vv in props["lora"]["properties"].items()} == v
-        else:
-            assert props[k]["default"] == v, k
-        assert props[k].get("description"), k
+    from prm_lessons.config import validate_config
+
+    raw = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
+    assert T.settings_from({}) == validate_config({**raw, "training": {}})["training"]
 
 
 def test_deepspeed_zero3_config_is_valid_json():
@@ -487,8 +486,8 @@ def test_load_prm_spreads_over_several_gpus(tmp_path, monkeypatch, base_plain, t
     monkeypatch.setattr(transformers.AutoModel, "from_pretrained", fake_from_pretrained)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    model, tok, fmt = T.load_prm(out)
+    model, tok, fmt = P.load_prm(out)
     assert seen == ["auto"]
     assert next(model.head.parameters()).device == next(model.backbone.parameters()).device
-    T.load_prm(out, device="cpu")
+    P.load_prm(out, device="cpu")
     assert seen == ["auto", None]

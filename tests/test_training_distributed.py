@@ -10,8 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from _prm_tiny import signal_rows, tiny_base, write_trainset  # noqa: E402
-
+from _prm_tiny import score_steps, signal_rows, tiny_base, write_trainset  # noqa: E402
+from prm_lessons import prm as P  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
 
 
@@ -27,7 +27,7 @@ def test_full_fine_tune_in_two_cpu_processes(tmp_path):
     assert m == saved
     assert saved["world_size"] == 2 and saved["saved_by_rank"] == 0 and saved["global_steps"] == 3
     assert saved["hardware"]["world_size"] == 2 and saved["hardware"]["device"] == "cpu"
-    model, tok, fmt = T.load_prm(out, device="cpu")
-    scores = T.score_steps(model, tok, fmt, [("What is 2 + 3?", ["2 + 3 = 5, this step is right.", "So 5."])])
+    model, tok, fmt = P.load_prm(out, device="cpu")
+    scores = score_steps(model, tok, fmt, [("What is 2 + 3?", ["2 + 3 = 5, this step is right.", "So 5."])])
     assert len(scores[0]) == 2 and all(math.isfinite(p) and 0 <= p <= 1 for p in scores[0])
     assert not (tmp_path / "ck").exists()  # rank 0 removed the checkpoints after the save

@@ -1,5 +1,7 @@
 """prm-lessons: the experiments of 'The Lessons of Developing Process Reward Models in Mathematical
 Reasoning' (arXiv 2501.07301) as a Snakemake workflow. All stage logic lives in this package."""
+import os
+from pathlib import Path
 
 __version__ = "0.1.0"
 
@@ -16,8 +18,6 @@ def checkout_env(base: dict | None = None) -> dict:
     """An environment whose Python imports this checkout's package: child processes (grading workers,
     torchrun ranks) inside conda envs, where the package is not installed and Snakemake passes no
     PYTHONPATH."""
-    import os
-    from pathlib import Path
 
     env = dict(os.environ if base is None else base)
     src = str(Path(__file__).resolve().parents[1])

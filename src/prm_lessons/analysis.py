@@ -22,6 +22,8 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from prm_lessons.metrics import aggregate, best_index
+
 log = logging.getLogger(__name__)
 
 
@@ -158,8 +160,6 @@ def min_at_last(step_scores) -> bool | None:
 def selected_responses(scores: pd.DataFrame, aggregation: str = "product", n: int | None = None) -> pd.DataFrame:
     """The response Best-of-N picks per problem: highest aggregated score, ties → lowest sample_idx,
     over the first n responses (by sample_idx) — the same rule as prm_lessons.metrics."""
-    from prm_lessons.metrics import aggregate, best_index
-
     need = [c for c in ("problem_id", "sample_idx", "step_scores") if c not in scores.columns]
     if need:
         raise ValueError(f"step-score table lacks column(s) {need}")
@@ -204,7 +204,7 @@ def min_at_last_shares(scores: Mapping[tuple[str, str], pd.DataFrame], aggregati
 # Loading helpers: named inputs whose key says what they are (rule inputs are named per item)
 # ------------------------------------------------------------------------------------------------
 
-def _named(inputs: Mapping[str, str], prefix: str) -> dict[str, str]:
+def named_inputs(inputs: Mapping[str, str], prefix: str) -> dict[str, str]:
     """Inputs named `<prefix>__<name>` → {name: path}; files that do not exist are skipped with a note."""
     out = {}
     for key, path in inputs.items():
@@ -214,12 +214,3 @@ def _named(inputs: Mapping[str, str], prefix: str) -> dict[str, str]:
             else:
                 log.warning("input %s (%s) does not exist; skipped", key, path)
     return out
-
-
-def read_parquet_list_columns(path: str | Path) -> pd.DataFrame:
-    """Parquet → DataFrame with list columns as Python lists (Parquet gives numpy arrays)."""
-    df = pd.read_parquet(path)
-    for col in df.columns:
-        if len(df) and isinstance(df[col].iloc[0], np.ndarray):
-            df[col] = df[col].map(lambda v: v.tolist() if isinstance(v, np.ndarray) else v)
-    return df

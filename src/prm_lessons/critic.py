@@ -13,19 +13,15 @@ verdicts.
 """
 from __future__ import annotations
 
-import logging
+import pandas as pd
 
-log = logging.getLogger(__name__)
+from .labels.judge import judge_responses
 
 
 def critic_predictions(engine, cases, *, n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
                        max_tokens: int = 2048, seed: int = 42, system_prompt: str | None = None,
                        template: str | None = None, force_answer: bool = False, force_truncated: bool = False):
     """Run the critic over ProcessBench cases (a `processbench` table) → per-case predictions frame."""
-    import pandas as pd
-
-    from prm_lessons.labels.judge import judge_responses  # lazy: the labels stage owns the protocol
-
     rows = judge_responses(engine, cases["problem"].tolist(), [list(s) for s in cases["steps"]],
                            [str(i) for i in cases["id"]], style="processbench", n=n,
                            temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed,
@@ -38,30 +34,3 @@ def critic_predictions(engine, cases, *, n: int = 1, temperature: float = 0.0, t
     out = out.rename(columns={"first_error": "prediction"})
     out["prediction"] = out["prediction"].astype("Int64")
     return out
-
-
-def rule_critic_processbench(*, inputs, outputs, params, wildcards, threads) -> None:
-    """results/processbench/cases.parquet → results/critics/{judge}/processbench.parquet."""
-    from prm_lessons.generation import load_engine
-    from prm_lessons.labels.judge import load_template
-    from prm_lessons.tables import read_table
-
-    cfg = params["critics"]
-    cases = read_table(inputs["cases"], "processbench")
-    engine = load_engine(params["model_dir"], params["model_entry"])
-    n = int(cfg["n"])
-    df = critic_predictions(engine, cases, n=n, temperature=float(cfg["temperature"]) if n > 1 else 0.0,
-                            top_p=float(cfg["top_p"]) if n > 1 else 1.0, max_tokens=int(cfg["max_tokens"]),
-                            seed=int(cfg["seed"]), system_prompt=cfg.get("system_prompt"),
-                            template=load_template(cfg.get("template_path")),
-                            force_answer=bool(cfg.get("force_answer", False)),
-                            force_truncated=bool(cfg.get("force_truncated", False)))
-    unparsed = int(df["prediction"].isna().sum())
-    print(f"critic {wildcards.get('judge')}: {len(df)} cases, n={n}, unparsable {unparsed} "
-          f"({100 * unparsed / max(len(df), 1):.1f}%; counted wrong); samples cut off at max_tokens "
-          f"and left unread: {int(df['n_truncated'].sum())}", flush=True)
-    outputs_path = outputs["predictions"]
-    from pathlib import Path
-
-    Path(outputs_path).parent.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(outputs_path, index=False)

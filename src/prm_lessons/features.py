@@ -3,9 +3,9 @@ once per text table and shared by every head-only PRM scored on it.
 
 With `training.mode: head` every trained PRM is the same frozen base plus its own 2-class head, so the
 base's forward pass, nearly all of a scoring job's compute, is identical for every variant. Rule
-`step_features` runs it once per table (a benchmark's samples, the ProcessBench cases); the scoring rules
-then apply each PRM's head to the stored features (`score_with_features`): per (PRM, benchmark) jobs
-stay, but they no longer repeat the base.
+`step_features` runs it (`prm.frozen_base`) once per table (a benchmark's samples, the ProcessBench
+cases); the scoring rules then apply each PRM's head to the stored features (`score_with_features`):
+per (PRM, benchmark) jobs stay, but they no longer repeat the base.
 
 Hidden states at a step token depend only on the tokens before it (causal attention), and
 `steps.build_prm_input` tokenises step by step, so the features are exactly those the full PRM reads.
@@ -15,67 +15,32 @@ format and max_length agree; anything else is an error naming both, never a sile
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import math
-import time
 from pathlib import Path
 from typing import Sequence
 
-log = logging.getLogger(__name__)
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+
+from . import prm
+from .steps import StepFormat, build_prm_input
 
 FEATURES_VERSION = 1
-
-
-def base_fingerprint(backbone, tokenizer, step_token: str) -> str:
-    """Identity of a frozen PRM base: architecture sizes, dtype and the step token's embedding row
-    (for an added token, the mean of every embedding row, so it hashes the whole embedding matrix)."""
-    import torch
-
-    step_id = tokenizer.convert_tokens_to_ids(step_token)
-    emb = backbone.get_input_embeddings().weight
-    row = emb[step_id].detach().to(torch.float32).cpu().contiguous()
-    cfg = backbone.config
-    h = hashlib.sha256()
-    h.update(json.dumps([str(emb.dtype), int(emb.shape[0]), int(emb.shape[1]), int(cfg.num_hidden_layers),
-                         step_token, int(step_id)]).encode())
-    h.update(row.numpy().tobytes())
-    return h.hexdigest()[:16]
-
-
-def frozen_base(base_dir: str, settings: dict):
-    """The frozen base of head-mode training: (backbone in eval mode, tokenizer with the step token,
-    StepFormat, fingerprint). Training and `step_features` both build it here, so they see one base."""
-    from . import training
-
-    settings = training.settings_from(settings)
-    backbone, tokenizer = training._load_base(base_dir, training.head_base_dtype(settings))
-    training.ensure_step_token(tokenizer, backbone, settings["step_token"])
-    for p in backbone.parameters():
-        p.requires_grad_(False)
-    backbone.eval()
-    fmt = training.step_format(settings)
-    return backbone, tokenizer, fmt, base_fingerprint(backbone, tokenizer, fmt.step_token)
 
 
 def compute_features(backbone, tokenizer, fmt, questions: Sequence[str], steps_list: Sequence[Sequence[str]],
                      max_length: int | None, batch_size: int = 8, device=None) -> dict:
     """Step features of every response: {"features": [sum of kept steps, hidden] float32,
     "n_steps": steps given per response, "n_kept": steps within max_length (whole steps)}."""
-    import torch
-
-    from . import training
-    from .steps import build_prm_input
-
     device = device or torch.device("cpu")
     encs = [build_prm_input(tokenizer, str(q), list(s), fmt, max_length) for q, s in zip(questions, steps_list)]
     kept = [i for i, e in enumerate(encs) if e.n_steps_kept > 0]
     instances = [{"input_ids": encs[i].input_ids, "step_pos": encs[i].step_positions[:encs[i].n_steps_kept],
                   "step_targets": [0.0] * encs[i].n_steps_kept} for i in kept]
     hidden = int(backbone.config.hidden_size)
-    feats = training.step_features(backbone, instances, training.pad_id(tokenizer), batch_size, device) \
-        if instances else []
+    feats = prm.step_features(backbone, instances, prm.pad_id(tokenizer), batch_size, device) if instances else []
     parts = [f["step_features"] for f in feats]  # row order: `kept` is ascending
     return {"features": torch.cat(parts) if parts else torch.zeros((0, hidden), dtype=torch.float32),
             "n_steps": torch.tensor([e.n_steps for e in encs], dtype=torch.int64),
@@ -84,16 +49,12 @@ def compute_features(backbone, tokenizer, fmt, questions: Sequence[str], steps_l
 
 
 def save_features(path: str | Path, feats: dict, meta: dict) -> None:
-    from safetensors.torch import save_file
-
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: feats[k].contiguous() for k in ("features", "n_steps", "n_kept")}
     save_file(tensors, str(path), metadata={"meta": json.dumps({"version": FEATURES_VERSION, **meta})})
 
 
 def load_features(path: str | Path) -> tuple[dict, dict]:
-    from safetensors import safe_open
-
     with safe_open(str(path), framework="pt") as f:
         meta = json.loads(f.metadata()["meta"])
         tensors = {k: f.get_tensor(k) for k in f.keys()}
@@ -110,66 +71,36 @@ def row_ids(df) -> list[str]:
     return [f"{p}#{int(s)}" for p, s in zip(df["problem_id"], df["sample_idx"])]
 
 
-def _texts(df) -> tuple[list[str], list[list[str]]]:
+def texts(df) -> tuple[list[str], list[list[str]]]:
+    """(questions, steps per row) of a samples or ProcessBench table."""
     qcol = "problem" if "problem" in df.columns and "question" not in df.columns else "question"
     return df[qcol].astype(str).tolist(), [list(s) if s is not None else [] for s in df["steps"]]
-
-
-def rule_step_features(*, inputs, outputs, params, wildcards, threads) -> None:
-    """results/{source}.parquet (samples or ProcessBench cases) → results/features/{source}.safetensors."""
-    import pandas as pd
-    import torch
-
-    if threads:
-        torch.set_num_threads(max(1, int(threads)))
-    t0 = time.time()
-    df = pd.read_parquet(inputs["texts"])
-    backbone, tokenizer, fmt, fp = frozen_base(params["base_dir"], params["training"])
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    backbone.to(device)
-    questions, steps = _texts(df)
-    feats = compute_features(backbone, tokenizer, fmt, questions, steps, params["max_length"],
-                             int(params.get("batch_size", 8)), device)
-    truncated = int((feats["n_kept"] < feats["n_steps"]).sum())
-    meta = {"base_fingerprint": fp, "base": str(params["base_dir"]), "format": fmt.to_dict(),
-            "max_length": params["max_length"], "rows": row_ids(df), "source": str(inputs["texts"]),
-            "truncated": truncated}
-    save_features(outputs["features"], feats, meta)
-    log.info("step features of %d responses (%d steps, %d tokens) from the frozen base %s in %.1f s; "
-             "%d truncated at max_length=%s", len(df), int(feats["features"].shape[0]), feats["tokens"],
-             params["base_dir"], time.time() - t0, truncated, params["max_length"])
 
 
 def score_with_features(prm_dir: str | Path, features_path: str | Path, row_ids: Sequence[str],
                         max_length: int | None = None) -> tuple[list[list[float]], int]:
     """P(good step) of every step from stored base features and the PRM's head; steps beyond max_length
     get NaN (as in full scoring). Returns (scores per row, number of truncated rows)."""
-    import torch
-    from safetensors.torch import load_file
-
-    from . import training
-    from .steps import StepFormat
-
     prm_dir = Path(prm_dir)
-    prm = json.loads((prm_dir / training.FORMAT_FILE).read_text())
+    info = json.loads((prm_dir / prm.FORMAT_FILE).read_text())
     feats, meta = load_features(features_path)
     where = f"PRM {prm_dir} with features {features_path}"
-    if prm.get("mode") != "head":
+    if info.get("mode") != "head":
         raise ValueError(f"{where}: only head-only PRMs (training.mode: head) can be scored from base "
-                         f"features; this one was trained with mode {prm.get('mode')!r}")
-    if prm.get("base_fingerprint") != meta["base_fingerprint"]:
-        raise ValueError(f"{where}: the PRM's base (fingerprint {prm.get('base_fingerprint')}) is not the base "
+                         f"features; this one was trained with mode {info.get('mode')!r}")
+    if info.get("base_fingerprint") != meta["base_fingerprint"]:
+        raise ValueError(f"{where}: the PRM's base (fingerprint {info.get('base_fingerprint')}) is not the base "
                          f"the features were computed with ({meta['base_fingerprint']}); rerun rule step_features")
-    if StepFormat.from_dict(prm["format"]) != StepFormat.from_dict(meta["format"]):
-        raise ValueError(f"{where}: step format {prm['format']} != features' {meta['format']}")
-    want = max_length if max_length is not None else prm.get("max_length")
+    if StepFormat.from_dict(info["format"]) != StepFormat.from_dict(meta["format"]):
+        raise ValueError(f"{where}: step format {info['format']} != features' {meta['format']}")
+    want = max_length if max_length is not None else info.get("max_length")
     if want != meta["max_length"]:
         raise ValueError(f"{where}: scoring max_length {want} != features' {meta['max_length']}")
     if list(row_ids) != list(meta["rows"]):
         raise ValueError(f"{where}: the features were computed for other rows ({len(meta['rows'])} rows from "
                          f"{meta['source']}); rerun rule step_features")
-    head = training.StepHead(int(prm["head"]["hidden_size"]))
-    head.load_state_dict(load_file(str(prm_dir / training.HEAD_FILE)))
+    head = prm.StepHead(int(info["head"]["hidden_size"]))
+    head.load_state_dict(load_file(str(prm_dir / prm.HEAD_FILE)))
     with torch.no_grad():
         probs = torch.softmax(head.eval()(feats["features"]).float(), dim=-1)[:, 1].tolist()
     scores, offset = [], 0

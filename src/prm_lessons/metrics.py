@@ -1,5 +1,6 @@
 """Evaluation metrics: Best-of-N (prm@N per aggregation, maj@N, pass@N, orm@N) and the official
-ProcessBench metric, with bootstrap confidence intervals; `prm-lessons eval {bon,processbench}` CLIs.
+ProcessBench metric, with bootstrap confidence intervals (CLI: `prm-lessons eval {bon,processbench}`,
+in prm_lessons.cli).
 
 Definitions (docs/architecture.md "Evaluation outputs"; paper_reference §1.6–1.7, §3.4–3.5):
 
@@ -29,13 +30,10 @@ prediction = index of the first step whose score is < threshold, −1 if none. A
 """
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import math
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -119,6 +117,23 @@ def majority_index(preds: Sequence, grouping: str = "normalized") -> int | None:
         return None
     winner = Counter(votes).most_common(1)[0][0]  # Counter keeps first-seen order among equal counts
     return keys.index(winner)
+
+
+def baselines(samples: pd.DataFrame, n: int | None = None, grouping: str = "normalized") -> dict:
+    """pass@N (any of the first N correct) and maj@N (majority_index: most frequent extracted
+    answer among the first N, ties to the answer seen first; responses without an answer do not vote)."""
+    per_problem = []
+    for _, grp in samples.sort_values("sample_idx").groupby("problem_id", sort=True):
+        g = grp.head(n) if n else grp
+        winner = majority_index(list(g["pred"]), grouping)
+        per_problem.append({"pass": bool(g["correct"].any()),
+                            "maj": winner is not None and bool(g["correct"].iloc[winner]),
+                            "n": len(g), "mean_acc": float(g["correct"].mean())})
+    pp = pd.DataFrame(per_problem, columns=["pass", "maj", "n", "mean_acc"])
+    empty = len(pp) == 0
+    return {"n_problems": len(pp), "N": 0 if empty else int(pp["n"].max()),
+            **{k: float("nan") if empty else float(pp[k].mean()) for k in ("pass", "maj", "mean_acc")}}
+
 
 
 def _math_verify_groups(preds: Sequence) -> list:
@@ -450,62 +465,6 @@ def predictions_from_rows(rows: Iterable[dict], threshold: float) -> tuple[dict,
     return preds, scores
 
 
-# ----------------------------------------------------------------------------------------------
-# Loading
-# ----------------------------------------------------------------------------------------------
-
-def load_processbench_cases(source: str) -> pd.DataFrame:
-    """ProcessBench cases (id, subset, label, steps, …) from a directory of {subset}.json/.jsonl/
-    .parquet files (every file is a subset), a cases.parquet table, or a Hub dataset id
-    (Qwen/ProcessBench) — through the data stage's `load_processbench`."""
-    from prm_lessons.data import load_processbench
-
-    p = Path(source)
-    if p.is_file() and p.suffix == ".parquet":
-        df = pd.read_parquet(p)
-    elif p.is_dir():
-        subsets = sorted({f.stem for f in p.iterdir() if f.suffix in (".json", ".jsonl", ".parquet")})
-        if not subsets:
-            raise FileNotFoundError(f"{source}: no ProcessBench {{subset}}.json files")
-        df = load_processbench({"source": "local", "path": str(p), "subsets": subsets})
-    elif p.exists() or source.count("/") != 1:
-        raise FileNotFoundError(f"{source}: not a ProcessBench directory, cases.parquet or Hub id")
-    else:
-        df = load_processbench({"source": "hub", "id": source})
-    for c in ("id", "subset", "label"):
-        if c not in df.columns:
-            raise ValueError(f"{source}: ProcessBench data lacks column '{c}'")
-    df = df.copy()
-    df["id"] = df["id"].astype(str)
-    return df
-
-
-def read_jsonl(path: str | Path) -> list[dict]:
-    rows = []
-    with open(path) as fh:
-        for k, line in enumerate(fh, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{k}: not valid JSON ({exc.msg})") from None
-    return rows
-
-
-def _json_default(o):
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    raise TypeError(type(o))
-
-
-def write_json(obj: dict, path: str | Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2, default=_json_default, allow_nan=True) + "\n")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -537,170 +496,3 @@ def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, thresh
                                         if "final_answer_correct" in cases.columns else pd.NA)
     per_case["prediction"] = pd.array([preds[str(i)] for i in cases["id"]], dtype="Int64")
     return m, per_case.reset_index(drop=True)
-
-
-# ----------------------------------------------------------------------------------------------
-# CLI
-# ----------------------------------------------------------------------------------------------
-
-def _cli_processbench(args) -> int:
-    cases = load_processbench_cases(args.data)
-    thr: float | str = "tune" if args.tune_threshold else args.threshold
-    preds, scores = predictions_from_rows(read_jsonl(args.predictions), args.threshold)
-    m, _ = evaluate_processbench(cases, preds, scores, thr, args.tune_subset,
-                                 bootstrap=args.bootstrap, seed=args.seed)
-    write_json(m, args.output)
-    for name, s in m["subsets"].items():
-        print(f"{name:>14}: n={s['n']:5d} error_acc={100 * s['error_acc']:5.1f} "
-              f"correct_acc={100 * s['correct_acc']:5.1f} f1={100 * s['f1']:5.1f}")
-    print(f"{'average F1':>14}: {100 * m['average_f1']:.1f}"
-          + (f"  (unparsable predictions: {m['n_unparsed']})" if m["n_unparsed"] else ""))
-    return 0
-
-
-def _cli_bon(args) -> int:
-    rows = read_jsonl(args.samples)
-    for k, r in enumerate(rows):
-        miss = [c for c in BON_COLUMNS if c not in r]
-        if miss:
-            raise ValueError(f"{args.samples}: row {k + 1} "
-                             f"(problem_id={r.get('problem_id')!r}) lacks field(s) {miss}")
-    df = pd.DataFrame(rows)
-    aggs = [a.strip() for a in args.aggregations.split(",") if a.strip()]
-    orm = "orm_score" if "orm_score" in df.columns else None
-    m = bon_metrics(df, aggs, n=args.n, maj_grouping=args.maj_grouping, orm_column=orm,
-                    bootstrap=args.bootstrap, seed=args.seed)
-    write_json(m, args.output)
-    for name, e in list(m["benchmarks"].items()) + [("average", m["average"])]:
-        vals = " ".join(f"{k}={100 * v:.1f}" for k, v in e.items() if k not in ("n_problems", "n", "n_benchmarks", "ci"))
-        print(f"{name:>14}: {vals}")
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    ev = subparsers.add_parser("eval", help="evaluate predictions / step scores (ProcessBench, Best-of-N)")
-    sub = ev.add_subparsers(dest="eval_command", required=True)
-
-    pb = sub.add_parser("processbench", help="official ProcessBench metric (error/correct accuracy, F1)")
-    pb.add_argument("--data", required=True, help="directory of {subset}.json files, a cases.parquet, or a Hub id")
-    pb.add_argument("--predictions", required=True,
-                    help='JSONL rows {"id", "prediction"} (int, -1 = no error) or {"id", "step_scores"}')
-    pb.add_argument("--threshold", type=float, default=0.5,
-                    help="a step is erroneous when its score is below this (default 0.5)")
-    pb.add_argument("--tune-threshold", action="store_true",
-                    help="use the threshold maximising F1 on --tune-subset instead (needs step_scores)")
-    pb.add_argument("--tune-subset", default="gsm8k")
-    pb.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for CIs (0 = none)")
-    pb.add_argument("--seed", type=int, default=0)
-    pb.add_argument("--output", required=True, help="metrics JSON")
-    pb.set_defaults(func=_cli_processbench)
-
-    bon = sub.add_parser("bon", help="Best-of-N: prm@N per aggregation, maj@N, pass@N (+ orm@N)")
-    bon.add_argument("--samples", required=True,
-                     help='JSONL rows {"benchmark", "problem_id", "sample_idx", "pred", "correct", '
-                          '"step_scores"} (optional "orm_score" → orm@N)')
-    bon.add_argument("--aggregations", default="product,min,last",
-                     help=f"comma list from {', '.join(AGGREGATIONS)}")
-    bon.add_argument("--n", type=int, default=None, help="use the first N samples per problem (default: all)")
-    bon.add_argument("--maj-grouping", default="normalized", choices=MAJ_GROUPINGS)
-    bon.add_argument("--bootstrap", type=int, default=1000)
-    bon.add_argument("--seed", type=int, default=0)
-    bon.add_argument("--output", required=True, help="metrics JSON")
-    bon.set_defaults(func=_cli_bon)
-
-
-# ----------------------------------------------------------------------------------------------
-# rule functions (workflow/rules/evaluation.smk)
-# ----------------------------------------------------------------------------------------------
-
-def _as_list(x) -> list:
-    return [x] if isinstance(x, (str, Path)) else list(x)
-
-
-def rule_bon_metrics(*, inputs, outputs, params, wildcards, threads) -> None:
-    """results/scores/{prm}/{benchmark}.parquet (all benchmarks) → results/metrics/bon/{prm}.json.
-    Outcome RMs (one score per response) give orm@N instead of prm_<agg>."""
-    from prm_lessons.tables import read_table, table_meta
-
-    cfg = params["bon"]
-    frames, outcome = [], False
-    for path in _as_list(inputs["scores"]):
-        df = read_table(path, "step_scores")
-        df = df.assign(benchmark=Path(path).stem)
-        outcome = outcome or bool(table_meta(path).get("outcome", False))
-        frames.append(df)
-    df = pd.concat(frames, ignore_index=True)
-    aggs = [] if outcome else list(cfg["aggregations"])
-    if outcome:
-        df["orm_score"] = [s[0] if s is not None and len(s) else None for s in df["step_scores"]]
-    m = bon_metrics(df, aggs, n=cfg.get("n"), maj_grouping=cfg["maj_grouping"],
-                    orm_column="orm_score" if outcome else None, bootstrap=int(cfg["bootstrap"]["samples"]),
-                    seed=int(cfg["bootstrap"]["seed"]), confidence=float(cfg["bootstrap"]["confidence"]))
-    m["prm"] = wildcards.get("prm")
-    m["run_label"] = params.get("run_label")
-    write_json(m, outputs["metrics"])
-    log.info("bon %s: %s", m["prm"], {k: v for k, v in m["average"].items() if k != "ci"})
-
-
-def _pb_threshold(params) -> float | str:
-    t = params.get("threshold")
-    return params["processbench_eval"]["threshold"] if t is None else t
-
-
-def rule_processbench_metrics(*, inputs, outputs, params, wildcards, threads) -> None:
-    """cases + results/scores/{prm}/processbench.parquet (step scores) or a critic's predictions →
-    results/metrics/processbench/{prm}.json and {prm}_predictions.parquet."""
-    from prm_lessons.tables import read_table
-
-    cfg = params["processbench_eval"]
-    cases = read_table(inputs["cases"], "processbench")
-    src = pd.read_parquet(inputs["scores"])
-    if "prediction" in src.columns:  # a critic: predictions given (null = unparsable)
-        preds = {str(i): (None if pd.isna(p) else int(p)) for i, p in zip(src["id"], src["prediction"])}
-        scores: dict = {}
-        threshold: float | str = 0.5
-    else:
-        scores = {str(i): [float(x) for x in s] for i, s in zip(src["id"], src["step_scores"])}
-        threshold = _pb_threshold(params)
-        t0 = 0.5 if threshold == "tune" else float(threshold)
-        preds = {i: first_error(s, t0) for i, s in scores.items()}
-    m, per_case = evaluate_processbench(cases, preds, scores, threshold, cfg["tune_subset"],
-                                        bootstrap=int(cfg["bootstrap"]["samples"]),
-                                        seed=int(cfg["bootstrap"]["seed"]),
-                                        confidence=float(cfg["bootstrap"]["confidence"]))
-    if "n_steps_scored" in src.columns and "n_steps" in src.columns:
-        m["n_truncated"] = int((src["n_steps_scored"] < src["n_steps"]).sum())
-    m["prm"] = wildcards.get("prm")
-    m["run_label"] = params.get("run_label")
-    write_json(m, outputs["metrics"])
-    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
-    per_case.to_parquet(outputs["predictions"], index=False)
-    log.info("processbench %s: average F1 %.3f (threshold %s)", m["prm"], m["average_f1"], m["threshold"])
-
-
-TABLE_COLUMNS = {
-    "bon": ["prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high"],
-    "processbench": ["prm", "subset", "n", "error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high",
-                     "n_unparsed", "threshold"],
-}
-
-
-def _table_rule(inputs, outputs, params, kind: str, rows_fn) -> None:
-    rows = []
-    for path in _as_list(inputs.get("metrics", [])):
-        m = json.loads(Path(path).read_text())
-        rows += rows_fn(m, m.get("prm") or Path(path).stem)
-    df = pd.DataFrame(rows, columns=TABLE_COLUMNS[kind])
-    df["run"] = params.get("run_label", "")  # what produced the numbers (as the sampling tables)
-    Path(outputs["table"]).parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(outputs["table"], index=False)
-
-
-def rule_bon_table(*, inputs, outputs, params, wildcards, threads) -> None:
-    """All results/metrics/bon/*.json → results/tables/bon.csv (long format)."""
-    _table_rule(inputs, outputs, params, "bon", bon_long_rows)
-
-
-def rule_processbench_table(*, inputs, outputs, params, wildcards, threads) -> None:
-    """All results/metrics/processbench/*.json → results/tables/processbench.csv (long format)."""
-    _table_rule(inputs, outputs, params, "processbench", processbench_long_rows)

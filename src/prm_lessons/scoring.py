@@ -22,11 +22,11 @@ exposes the token ids its readout uses (`step_tag_id`, `label_token_ids`; `token
 the score tables' metadata.
 Outputs: tables `step_scores` / `pb_scores` (docs/architecture.md). A response longer than
 `max_length` keeps its whole leading steps only; `n_steps_scored` < number of steps says so.
+
 """
 from __future__ import annotations
 
 import abc
-
 import bisect
 import json
 import logging
@@ -36,10 +36,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+import torch
+from safetensors import safe_open
+from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+from . import hub
+from .prm import load_prm, torch_dtype
+from .steps import COT_SYSTEM_PROMPT, StepFormat, build_prm_input
+
 log = logging.getLogger(__name__)
 
 ADAPTERS = ("trained", "qwen_prm", "math_shepherd", "rlhflow", "skywork", "eurus", "qwen_orm")
-QWEN_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
 
 
 @dataclass
@@ -115,16 +123,10 @@ def rlhflow_tokens(tokenizer, good: str = "+", bad: str = "-") -> tuple[int, int
 # models with a head built here (no Hub code)
 # ----------------------------------------------------------------------------------------------
 
-def _torch():
-    import torch
-
-    return torch
-
-
 def make_head(kind: str, hidden: int):
     """Heads of the released checkpoints: qwen_prm → score = Linear(h,h)·ReLU·Linear(h,2);
     qwen_orm → score = Linear(h,h)·ReLU·Linear(h,1); skywork → v_head.summary = Linear(h,1)."""
-    nn = _torch().nn
+    nn = torch.nn
     if kind in ("qwen_prm", "qwen_orm"):
         return nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 2 if kind == "qwen_prm" else 1))
     if kind == "skywork":
@@ -138,7 +140,6 @@ HEAD_PREFIX = {"qwen_prm": "score", "qwen_orm": "score", "skywork": "v_head"}
 
 
 def _head_model_class():
-    torch = _torch()
 
     class _HeadModel(torch.nn.Module):
         """base transformer (last hidden state) → head; forward returns head outputs [B, T, k]."""
@@ -173,21 +174,18 @@ def _last_device(base):
 def _weight_files(path: str) -> list[Path]:
     """A checkpoint dir's weight files: safetensors when it has any, else pytorch_model*.bin (the
     Math-Shepherd and Skywork PRM repos ship only .bin). With an index, only the shards it names."""
-    from prm_lessons.hub import NOT_WEIGHTS
-
     d = Path(path)
     for ext, index in (("safetensors", "model.safetensors.index.json"), ("bin", "pytorch_model.bin.index.json")):
         if (d / index).exists():
             shards = sorted(set(json.loads((d / index).read_text())["weight_map"].values()))
             return [d / s for s in shards]
-        files = sorted(f for f in d.glob(f"*.{ext}") if f.name not in NOT_WEIGHTS)
+        files = sorted(f for f in d.glob(f"*.{ext}") if f.name not in hub.NOT_WEIGHTS)
         if files:
             return files
     return []
 
 
 def _bin_state(f: Path) -> dict:
-    torch = _torch()
     try:  # mmap: a 7B shard is not read whole to pick a head out of it
         return torch.load(str(f), map_location="cpu", weights_only=True, mmap=True)
     except RuntimeError:  # legacy (non-zip) pickles cannot be mmapped
@@ -203,8 +201,6 @@ def _checkpoint_tensors(path: str, prefix: str) -> dict:
     out = {}
     for f in files:
         if f.suffix == ".safetensors":
-            from safetensors import safe_open
-
             with safe_open(str(f), framework="pt") as fh:
                 for k in fh.keys():
                     if k.startswith(prefix + "."):
@@ -224,20 +220,17 @@ def _resolve_dir(path_or_id: str, trust_remote_code: bool = False, revision: str
     directories (rule download_model); a Hub id here is for interactive use."""
     if Path(path_or_id).exists():
         return str(path_or_id)
-    from prm_lessons import hub
-
     return str(hub.snapshot(path_or_id, revision or "main", trust_remote_code=trust_remote_code)[0])
 
 
 def _dtype(name: str | None):
-    torch = _torch()
-    return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}.get(name or "", "auto")
+    """from_pretrained's dtype for a config dtype name: "auto" (the checkpoint's) when none is set."""
+    dtype = torch_dtype(name)
+    return "auto" if dtype is None else dtype
 
 
 def load_head_model(path: str, kind: str, dtype=None, trust_remote_code: bool = False):
     """Released PRM/ORM with a head: remote class when allowed, else base + head built here."""
-    from transformers import AutoModel
-
     path = _resolve_dir(path, trust_remote_code)
     if trust_remote_code:
         model = AutoModel.from_pretrained(path, dtype=_dtype(dtype), trust_remote_code=trust_remote_code, **_placement())
@@ -331,23 +324,18 @@ class StepHeadAdapter(Adapter):
 
     def __init__(self, model, tokenizer, max_length=None, step_format=None, **params):
         super().__init__(model, tokenizer, max_length, **params)
-        from prm_lessons.steps import StepFormat
-
         if isinstance(step_format, dict):
             step_format = StepFormat.from_dict(step_format)
-        self.fmt = step_format or StepFormat("<extra_0>", QWEN_SYSTEM, True)
+        self.fmt = step_format or StepFormat("<extra_0>", COT_SYSTEM_PROMPT, True)
         # the card: step_sep_id = tokenizer.encode("<extra_0>")[0] (151651 in the Qwen2.5-Math-PRM repos)
         sid = tokenizer.convert_tokens_to_ids(self.fmt.step_token)
         self.step_tag_id = sid if sid is not None and sid != tokenizer.unk_token_id else None
 
     def encode(self, question, steps):
-        from prm_lessons.steps import build_prm_input
-
         p = build_prm_input(self.tokenizer, question, steps, self.fmt, self.max_length)
         return Encoded(p.input_ids, p.step_positions, p.n_steps)
 
     def forward(self, input_ids, attention_mask):
-        torch = _torch()
         out = self.model(input_ids=input_ids, attention_mask=attention_mask)
         logits = out if torch.is_tensor(out) else (out.logits if hasattr(out, "logits") else out[0])
         logits = logits.float()
@@ -390,7 +378,6 @@ class MathShepherdAdapter(Adapter):
 def _pair_probability(model, input_ids, attention_mask, good: int, bad: int):
     """softmax over the (good, bad) token logits at every position → P(good) [B, T]. Only the two
     rows of the LM head are applied (no [B, T, vocab] tensor)."""
-    torch = _torch()
     h = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     head = model.get_output_embeddings()
     w = head.weight[[good, bad]]
@@ -450,7 +437,6 @@ class SkyworkAdapter(Adapter):
         return _truncate(Encoded(ids, pos, len(steps)), self.max_length)
 
     def forward(self, input_ids, attention_mask):
-        torch = _torch()
         return torch.sigmoid(self.model(input_ids=input_ids, attention_mask=attention_mask)[..., 0])
 
 
@@ -460,7 +446,7 @@ class QwenORMAdapter(Adapter):
     kind = "qwen_orm"
     outcome = True
 
-    def __init__(self, model, tokenizer, max_length=None, system_prompt=QWEN_SYSTEM, separator="\n\n", **params):
+    def __init__(self, model, tokenizer, max_length=None, system_prompt=COT_SYSTEM_PROMPT, separator="\n\n", **params):
         super().__init__(model, tokenizer, max_length, **params)
         self.system_prompt, self.separator = system_prompt, separator
 
@@ -528,7 +514,6 @@ class EurusAdapter(Adapter):
         return _truncate(enc, self.max_length)
 
     def _logps(self, model, input_ids, attention_mask):
-        torch = _torch()
         h = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         head = model.get_output_embeddings()
         out = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
@@ -571,7 +556,6 @@ def score_encoded(adapter: Adapter, encs: list[Encoded], batch_tokens: int = 163
                   stats: ScoreStats | None = None) -> list[list[float]]:
     """One forward pass per batch; batches of length-sorted inputs (longest first), padded to the
     batch's longest, at most batch_tokens padded tokens and batch_size rows."""
-    torch = _torch()
     stats = stats if stats is not None else ScoreStats()
     t0 = time.perf_counter()
     order = sorted(range(len(encs)), key=lambda i: -len(encs[i].input_ids))
@@ -652,7 +636,7 @@ def _device():
 
 
 def _on_gpu() -> bool:
-    return _torch().cuda.is_available()
+    return torch.cuda.is_available()
 
 
 def _placement() -> dict:
@@ -665,8 +649,6 @@ def _hub_tokenizer_class(model_dir: str):
     code). transformers 5's AutoTokenizer maps model_type mistral to MistralCommonBackend and, for a repo
     without Mistral's own tokenizer files, falls back to a generic converter that ignores the repo's
     LlamaTokenizer: for Math-Shepherd "+ -" then encodes to [28806, 387], not the card's [648, 387]."""
-    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
-
     cfg_file = Path(model_dir) / "tokenizer_config.json"
     if not cfg_file.exists():
         return None
@@ -678,8 +660,6 @@ def _hub_tokenizer_class(model_dir: str):
 
 
 def _tokenizer(path: str, trust_remote_code: bool = False):
-    from transformers import AutoTokenizer
-
     d = _resolve_dir(path, trust_remote_code)
     cls = _hub_tokenizer_class(d)
     if cls is not None:
@@ -688,14 +668,12 @@ def _tokenizer(path: str, trust_remote_code: bool = False):
 
 
 def _causal_lm(path: str, dtype, trust_remote_code: bool = False):
-    from transformers import AutoModelForCausalLM
-
     return AutoModelForCausalLM.from_pretrained(_resolve_dir(path, trust_remote_code), dtype=_dtype(dtype),
                                                 trust_remote_code=trust_remote_code, **_placement())
 
 
 def load_adapter(spec: dict) -> Adapter:
-    """Build an adapter from a resolved spec (see `resolve_prm_specs`): adapter, path, dtype,
+    """Build an adapter from a resolved spec (`plan.resolve_prm_specs`): adapter, path, dtype,
     trust_remote_code, max_length, params (+ ref_path/ref_dtype for eurus)."""
     kind = spec["adapter"]
     if kind not in ADAPTER_CLASSES:
@@ -704,10 +682,7 @@ def load_adapter(spec: dict) -> Adapter:
     params = dict(spec.get("params") or {})
     dev = _device()
     if kind == "trained":
-        from prm_lessons import training
-
-        loaded = training.load_prm(path)  # (ProcessRewardModel, tokenizer, StepFormat), on its device
-        model, tok, fmt = _unpack_trained(loaded, path)
+        model, tok, fmt = load_prm(path)  # on its device
         max_length = spec.get("max_length") or getattr(model, "max_length", None)
         return TrainedAdapter(model.eval(), tok, max_length, step_format=fmt, **params)
     tok = _tokenizer(path, trc)
@@ -724,173 +699,3 @@ def load_adapter(spec: dict) -> Adapter:
     adapter = ADAPTER_CLASSES[kind](model, tok, spec.get("max_length"), **params)
     log.info("adapter %s on %s: %s", kind, path, json.dumps(adapter.token_info(), ensure_ascii=False))
     return adapter
-
-
-def _unpack_trained(loaded, path):
-    """training.load_prm(path) → model, tokenizer, step format (tuple, dict or object forms)."""
-    if isinstance(loaded, tuple):
-        model, tok, fmt = (list(loaded) + [None, None])[:3]
-    elif isinstance(loaded, dict):
-        model, tok, fmt = loaded["model"], loaded["tokenizer"], loaded.get("step_format")
-    else:
-        model, tok = loaded.model, loaded.tokenizer
-        fmt = getattr(loaded, "step_format", None) or getattr(loaded, "fmt", None)
-    if fmt is None:
-        meta = Path(path) / "step_format.json"
-        if meta.exists():
-            fmt = json.loads(meta.read_text())
-    return model, tok, fmt
-
-
-def trained_variants(config: dict) -> list[str]:
-    """Training-set variants (one trained PRM each); [] when the labels stage is not present."""
-    if not config.get("prms", {}).get("include_trained", True):
-        return []
-    try:
-        from prm_lessons.labels.trainsets import variant_names
-    except ImportError:
-        log.warning("prm_lessons.labels.trainsets not importable: no trained PRMs are scored")
-        return []
-    return list(variant_names(config))
-
-
-def resolve_prm_specs(config: dict) -> dict[str, dict]:
-    """All PRMs to evaluate, name → spec: one per training-set variant (named after it, model under
-    results/prms/{variant}) plus the released models of `prms.models` (model entries under `models`)."""
-    from prm_lessons.config import model_entry, model_path
-
-    cfg = config.get("prms", {}) or {}
-    out: dict[str, dict] = {}
-    for v in trained_variants(config):
-        out[v] = {"adapter": "trained", "path": f"results/prms/{v}", "max_length": cfg.get("max_length"),
-                  "params": {}, "threshold": None, "trained": True}
-    for name, e in (cfg.get("models") or {}).items():
-        if name in out:
-            raise ValueError(f"config error at `prms.models.{name}`: name clashes with a trained PRM variant")
-        ent = model_entry(config, e["model"])
-        spec = {"adapter": e["adapter"], "model": e["model"], "path": model_path(config, e["model"]),
-                "dtype": ent.get("dtype"),
-                "trust_remote_code": bool(ent.get("trust_remote_code", False)),
-                "max_length": e.get("max_length", cfg.get("max_length")) or ent.get("max_model_len"),
-                "params": dict(e.get("params") or {}), "threshold": e.get("threshold"), "trained": False,
-                "label": e.get("label", name)}
-        if e["adapter"] == "eurus":
-            if not e.get("ref_model"):
-                raise ValueError(f"config error at `prms.models.{name}.ref_model`: adapter eurus needs a reference model")
-            ref = model_entry(config, e["ref_model"])
-            spec.update(ref_model=e["ref_model"], ref_path=model_path(config, e["ref_model"]), ref_dtype=ref.get("dtype"),
-                        ref_trust_remote_code=bool(ref.get("trust_remote_code", False)))
-        out[name] = spec
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
-# rule functions
-# ----------------------------------------------------------------------------------------------
-
-def _score_frame(adapter, questions, steps_list, cfg, prefixes=False):
-    stats = ScoreStats()
-    fn = score_prefixes if prefixes else score_responses
-    scores = fn(adapter, questions, steps_list, cfg.get("batch_tokens", 16384), cfg.get("batch_size", 64), stats)
-    rate = stats.responses / stats.seconds if stats.seconds else float("nan")
-    log.info("scored %d inputs in %d forward passes, %d tokens, %.1f s (%.2f inputs/s); %d truncated",
-             stats.responses, stats.forward_passes, stats.tokens, stats.seconds, rate, stats.truncated)
-    return scores, stats
-
-
-def _from_features(inputs, spec, row_ids):
-    """Head-only trained PRMs: scores from the frozen base's stored step features (rule step_features)
-    plus this PRM's head; None when the rule gave no features input (any other PRM)."""
-    feats = inputs.get("features")
-    if not feats:
-        return None
-    from prm_lessons import features
-
-    t0 = time.perf_counter()
-    scores, truncated = features.score_with_features(spec["path"], feats if isinstance(feats, str) else feats[0],
-                                                     row_ids, spec.get("max_length"))
-    stats = ScoreStats(responses=len(scores), truncated=truncated, seconds=time.perf_counter() - t0)
-    log.info("scored %d inputs from the frozen base's step features (%s) in %.2f s; %d truncated",
-             len(scores), feats, stats.seconds, truncated)
-    return scores, stats
-
-
-def rule_score_samples(*, inputs, outputs, params, wildcards, threads) -> None:
-    """results/samples/{dataset}.parquet → results/scores/{prm}/{dataset}.parquet (step_scores), for every
-    Best-of-N set of one PRM in one job: the model is loaded once, not once per set (a 72B PRM takes
-    minutes to load; on CPU the imports alone cost ~5 s a job). `inputs["samples"]`, `inputs["features"]`
-    (head-only trained PRMs) and `outputs["scores"]` are parallel lists, or single paths."""
-    from prm_lessons import as_paths
-    from prm_lessons.features import row_ids
-    from prm_lessons.tables import read_table, write_table
-
-    spec, cfg = params["spec"], params.get("scoring", {})
-    samples = as_paths(inputs["samples"])
-    outs = as_paths(outputs["scores"])
-    feats = as_paths(inputs.get("features"))
-    if len(outs) != len(samples) or (feats and len(feats) != len(samples)):  # pragma: no cover - rule guard
-        raise ValueError("score_samples: samples, features and scores must be parallel lists")
-    adapter = None
-    for i, (src, dst) in enumerate(zip(samples, outs)):
-        df = read_table(src, "samples")
-        steps = [list(s) if s is not None else [] for s in df["steps"]]
-        done = _from_features({"features": feats[i]} if feats else {}, spec, row_ids(df))
-        tokens = None
-        if done:
-            (scores, stats), outcome = done, False
-        else:
-            adapter = adapter or load_adapter(spec)
-            scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
-            outcome, tokens = adapter.outcome, adapter.token_info()
-        df = df.copy()
-        df["step_scores"] = scores
-        df["n_steps_scored"] = [len(s) for s in scores]
-        write_table(df, dst, "step_scores",
-                    meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
-                          "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
-        log.info("%s: %d responses scored -> %s", src, len(df), dst)
-
-
-def rule_score_processbench(*, inputs, outputs, params, wildcards, threads) -> None:
-    """results/processbench/cases.parquet → results/scores/{prm}/processbench.parquet (pb_scores).
-    Outcome RMs score every prefix as its own response."""
-    from prm_lessons.tables import read_table, write_table
-    import pandas as pd
-
-    spec, cfg = params["spec"], params.get("scoring", {})
-    cases = read_table(inputs["cases"], "processbench")
-    steps = [list(s) for s in cases["steps"]]
-    done = _from_features(inputs, spec, cases["id"].astype(str).tolist())
-    tokens = None
-    if done:
-        (scores, stats), outcome = done, False
-    else:
-        adapter = load_adapter(spec)
-        scores, stats = _score_frame(adapter, cases["problem"].tolist(), steps, cfg, prefixes=adapter.outcome)
-        outcome, tokens = adapter.outcome, adapter.token_info()
-    out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["subset"], "step_scores": scores,
-                        "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
-    write_table(out, outputs["scores"], "pb_scores",
-                meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
-                      "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
-
-
-# ----------------------------------------------------------------------------------------------
-# DAG helpers (workflow/rules/evaluation.smk)
-# ----------------------------------------------------------------------------------------------
-
-def wildcard_alternatives(names) -> str:
-    """Wildcard regex matching exactly these names (never matches when there are none)."""
-    import re
-
-    names = list(names)
-    return "|".join(re.escape(n) for n in names) if names else "(?!)"
-
-
-def spec_inputs(spec: dict, model_input) -> list[str]:
-    """What a scoring job needs on disk: the trained PRM directory, or (through `model_input`, the
-    common.smk helper) the converted weights of embedded model entries; Hub ids are fetched by the job."""
-    if spec["trained"]:
-        return [spec["path"]]
-    entries = [spec["model"]] + ([spec["ref_model"]] if spec.get("ref_model") else [])
-    return [p for e in entries for p in model_input(e)]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 DEFAULT_SEPARATOR = "\n\n"
+# the Qwen2.5-Math chain-of-thought system prompt: policy sampling, and the released Qwen PRMs' input
+COT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 
 
 def split_steps(text: str, separator: str = DEFAULT_SEPARATOR) -> list[str]:
@@ -35,7 +37,7 @@ class StepFormat:
     """
 
     step_token: str = "<extra_0>"
-    system_prompt: str | None = "Please reason step by step, and put your final answer within \\boxed{}."
+    system_prompt: str | None = COT_SYSTEM_PROMPT
     use_chat_template: bool = True
 
     def to_dict(self) -> dict:

@@ -3,12 +3,14 @@
 not three rules later; the one record reader (JSONL / JSON / Parquet), JSON writer and shard merger."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 # kind -> required columns (extra columns are allowed and kept)
 SCHEMAS: dict[str, list[str]] = {
@@ -60,7 +62,6 @@ def write_table(df: pd.DataFrame, path: str | Path, kind: str, meta: dict | None
     tmp = path.with_name(path.name + ".tmp")
     df.to_parquet(tmp, index=False)
     if meta is not None:
-        import pyarrow.parquet as pq
 
         table = pq.read_table(tmp)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}),
@@ -94,8 +95,6 @@ def merge_shards(paths, kind: str) -> tuple[pd.DataFrame, dict]:
 
 
 def table_meta(path: str | Path) -> dict:
-    import pyarrow.parquet as pq
-
     md = pq.read_schema(path).metadata or {}
     raw = md.get(b"prm_lessons")
     return json.loads(raw) if raw else {}
@@ -108,7 +107,6 @@ def _suffix(path: Path) -> str:
 def iter_records(path: str | Path):
     """Rows of a .jsonl(.gz) file one at a time (PRM800K is too large to hold as dicts); a bad line
     names its file and line number."""
-    import gzip
 
     path = Path(path)
     if not path.exists():

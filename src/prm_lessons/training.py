@@ -1,8 +1,5 @@
-"""PRM training: a base LM + 2-class step head, trained with the transformers `Trainer`.
-
-Model (as the released Qwen2.5-Math-PRM): the base model's last hidden state at the step token placed
-after every step (`prm_lessons.steps.build_prm_input`, the one step-format contract) goes through
-`Linear(h,h) -> ReLU -> Linear(h,2)`; P(good step) = softmax(logits)[1].
+"""PRM training: the PRM of `prm_lessons.prm` (a base LM + 2-class step head), trained with the
+transformers `Trainer`.
 
 Loss: cross-entropy on hard 0/1 labels; soft labels in [0,1]: binary cross-entropy on P(good) (`bce`,
 default) or MSE on P(good) (`mse`, the paper's preliminary soft runs). For 0/1 targets BCE on P(good) and
@@ -11,11 +8,7 @@ default) or MSE on P(good) (`mse`, the paper's preliminary soft runs). For 0/1 t
 Modes (`training.mode`): `full` fine-tuning (paper), `lora` (peft adapters, merged at save time), `head`
 (frozen base: its step features are computed once, then only the head trains; the embedded CPU default).
 
-Output directory (a Hugging Face directory the scoring code loads with `load_prm`):
-  config.json + model.safetensors  the base model (AutoModel, i.e. without the LM head), LoRA merged
-  tokenizer files                  incl. the step token (added as a special token when the base lacks it)
-  prm_head.safetensors             the step head
-  prm.json                         step format, max_length, label type, loss, mode, base, head shape
+Output directory: the PRM directory of `prm.save_prm` (loaded with `prm.load_prm`), plus
   train_metrics.json               loss_history, train_tokens, tokens_per_second, wall_seconds, hardware …
 
 Checkpoints go to a separate directory (Snakemake deletes a job's outputs before it runs, so checkpoints
@@ -43,60 +36,50 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import torch
-import torch.nn.functional as F
+import yaml
 from torch import nn
 
+from . import checkout_env
+from .hardware import require_gpus
+from .prm import (
+    HeadOnlyModel,
+    ProcessRewardModel,
+    StepCollator,
+    StepHead,
+    base_fingerprint,
+    ensure_step_token,
+    head_base_dtype,
+    load_base,
+    pad_id,
+    save_prm,
+    step_features,
+    step_format,
+    use_bf16,
+)
 from .steps import StepFormat, build_prm_input
+from .tables import read_table
 
 log = logging.getLogger(__name__)
 
-HEAD_FILE = "prm_head.safetensors"
-FORMAT_FILE = "prm.json"
 METRICS_FILE = "train_metrics.json"
 FINGERPRINT_FILE = "fingerprint.json"
 
-# Defaults mirror workflow/schemas/config.schema.yaml (`training`), so library callers and tests can pass
-# a partial dict. The schema is the documented source; test_training checks the two agree.
-DEFAULTS: dict[str, Any] = {
-    "base": "policy",
-    "mode": "full",
-    "soft_loss": "bce",
-    "step_token": "<extra_0>",
-    "system_prompt": "Please reason step by step, and put your final answer within \\boxed{}.",
-    "use_chat_template": True,
-    "max_length": 2048,
-    "epochs": 1.0,
-    "max_steps": -1,
-    "batch_size": 8,
-    "gradient_accumulation_steps": 1,
-    "learning_rate": 1e-5,
-    "weight_decay": 0.0,
-    "warmup_ratio": 0.0,
-    "lr_scheduler": "cosine",
-    "max_grad_norm": 1.0,
-    "seed": 0,
-    "precision": "auto",
-    "gradient_checkpointing": True,
-    "group_by_length": True,
-    "logging_steps": 1,
-    "save_steps": 200,
-    "save_total_limit": 2,
-    "keep_checkpoints": False,
-    "jit_checkpoint": True,
-    "lora": {"r": 16, "alpha": 32, "dropout": 0.05, "target_modules": "all-linear"},
-    "deepspeed": None,
-    "gpus": 0,
-    "processes": 1,
-    "gpus_scoring": None,
-    "mem_mb": 8000,
-    "runtime": 60,
-    "threads": 2,
-}
+
+def _schema_defaults(properties: dict) -> dict:
+    return {k: _schema_defaults(v["properties"]) if "properties" in v else v["default"]
+            for k, v in properties.items()}
+
+
+# The `training` defaults of the config schema, so library callers and tests can pass a partial dict (the
+# workflow passes the validated block, defaults already filled in). The schema is read here, not through
+# prm_lessons.config, which only the DAG build imports.
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+DEFAULTS: dict[str, Any] = _schema_defaults(
+    yaml.safe_load(SCHEMA_PATH.read_text())["properties"]["training"]["properties"])
 MODES = ("full", "lora", "head")
 SOFT_LOSSES = ("bce", "mse")
 LABEL_TYPES = ("hard", "soft")
@@ -132,109 +115,7 @@ def save_steps(settings: dict) -> float | int:
     return x if 0 < x < 1 else int(x)
 
 
-def step_format(settings: dict) -> StepFormat:
-    return StepFormat(step_token=settings["step_token"], system_prompt=settings["system_prompt"],
-                      use_chat_template=bool(settings["use_chat_template"]))
-
-
-# ----------------------------------------------------------------------------------------------- model
-
-
-class StepHead(nn.Module):
-    """Linear(h,h) -> ReLU -> Linear(h,2), the value head of the released Qwen2.5-Math-PRM."""
-
-    def __init__(self, hidden_size: int):
-        super().__init__()
-        self.hidden_size = hidden_size
-        self.net = nn.Sequential(nn.Linear(hidden_size, hidden_size), nn.ReLU(), nn.Linear(hidden_size, 2))
-
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        w = self.net[0].weight  # a base spread over GPUs hands over its last layer's device
-        return self.net(h.to(device=w.device, dtype=w.dtype))
-
-
-def step_loss(logits: torch.Tensor, targets: torch.Tensor, label_type: str, soft_loss: str = "bce") -> torch.Tensor:
-    """Loss over the selected step positions. logits (n, 2); targets (n,) in [0, 1]."""
-    logits = logits.float()
-    targets = targets.float()
-    if label_type == "hard":
-        return F.cross_entropy(logits, targets.long())
-    if soft_loss == "mse":
-        return F.mse_loss(torch.softmax(logits, dim=-1)[:, 1], targets)
-    # P(good) = softmax(l)[1] = sigmoid(l1 - l0): BCE on it, computed stably from the logit difference
-    return F.binary_cross_entropy_with_logits(logits[:, 1] - logits[:, 0], targets)
-
-
-class ProcessRewardModel(nn.Module):
-    """Base model (AutoModel, no LM head) + StepHead read at the step-token positions."""
-
-    def __init__(self, backbone: nn.Module, head: StepHead, label_type: str = "hard", soft_loss: str = "bce"):
-        super().__init__()
-        self.backbone = backbone
-        self.head = head
-        self.label_type = label_type
-        self.soft_loss = soft_loss
-
-    def step_logits(self, input_ids, attention_mask, step_batch, step_pos) -> torch.Tensor:
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.head(hidden[step_batch, step_pos])
-
-    def forward(self, input_ids, attention_mask=None, step_batch=None, step_pos=None, step_targets=None,
-                n_tokens=None):
-        if step_batch is None:  # per-token logits [B, T, 2]: what scoring adapters read at step positions
-            hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            return self.head(hidden).float()
-        logits = self.step_logits(input_ids, attention_mask, step_batch, step_pos)
-        out = {"logits": logits}
-        if step_targets is not None:
-            out["loss"] = step_loss(logits, step_targets, self.label_type, self.soft_loss)
-        return out
-
-
-class HeadOnlyModel(nn.Module):
-    """`head` mode: the frozen base's step features are precomputed; only the head is trained."""
-
-    def __init__(self, head: StepHead, label_type: str = "hard", soft_loss: str = "bce"):
-        super().__init__()
-        self.head = head
-        self.label_type = label_type
-        self.soft_loss = soft_loss
-
-    def forward(self, step_features, step_targets=None, n_tokens=None):
-        logits = self.head(step_features)
-        out = {"logits": logits}
-        if step_targets is not None:
-            out["loss"] = step_loss(logits, step_targets, self.label_type, self.soft_loss)
-        return out
-
-
 # ------------------------------------------------------------------------------------------------ data
-
-
-def ensure_step_token(tokenizer, backbone, step_token: str) -> bool:
-    """Add `step_token` as a special token (and resize the embeddings) when the tokenizer lacks it.
-    Returns True when it was added. Qwen tokenizers already have <extra_0>; SmolLM2's does not."""
-    vocab = tokenizer.get_vocab()
-    if step_token in vocab:
-        return False
-    tokenizer.add_tokens([step_token], special_tokens=True)
-    # real checkpoints often have spare embedding rows (Qwen: 152064 rows, 151665 tokens): resize only if needed
-    if backbone is not None and len(tokenizer) > backbone.get_input_embeddings().num_embeddings:
-        old = backbone.get_input_embeddings().num_embeddings
-        # the new row is the mean of the old ones, not transformers' random draw: every job that adds the
-        # token gets the same base (head-only PRMs share precomputed base features, prm_lessons.features)
-        backbone.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-        with torch.no_grad():
-            emb = backbone.get_input_embeddings().weight
-            emb[old:] = emb[:old].float().mean(dim=0).to(emb.dtype)
-    return True
-
-
-def pad_id(tokenizer) -> int:
-    for tid in (tokenizer.pad_token_id, tokenizer.eos_token_id):
-        if tid is not None:
-            return int(tid)
-    return 0
 
 
 def validate_labels(instance_id: str, steps: Sequence, labels: Sequence, label_type: str) -> list[float]:
@@ -295,61 +176,11 @@ def prepare_instances(rows: Iterable[dict], tokenizer, fmt: StepFormat, max_leng
     return out, stats
 
 
-@dataclass
-class StepCollator:
-    """Right-pads token ids; flattens step positions to (batch index, token index) pairs + targets."""
-
-    pad_token_id: int
-
-    def __call__(self, items: list[dict]) -> dict[str, torch.Tensor]:
-        if "step_features" in items[0]:  # head mode
-            return {"step_features": torch.cat([it["step_features"] for it in items]),
-                    "step_targets": torch.tensor([t for it in items for t in it["step_targets"]], dtype=torch.float32),
-                    "n_tokens": torch.tensor(sum(it["n_tokens"] for it in items))}
-        width = max(len(it["input_ids"]) for it in items)
-        ids = torch.full((len(items), width), self.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(items), width), dtype=torch.long)
-        sb, sp, st = [], [], []
-        for b, it in enumerate(items):
-            n = len(it["input_ids"])
-            ids[b, :n] = torch.tensor(it["input_ids"], dtype=torch.long)
-            mask[b, :n] = 1
-            sb += [b] * len(it["step_pos"])
-            sp += list(it["step_pos"])
-            st += list(it["step_targets"])
-        return {"input_ids": ids, "attention_mask": mask, "step_batch": torch.tensor(sb, dtype=torch.long),
-                "step_pos": torch.tensor(sp, dtype=torch.long),
-                "step_targets": torch.tensor(st, dtype=torch.float32), "n_tokens": mask.sum()}
-
-
-@torch.no_grad()
-def step_features(backbone: nn.Module, instances: list[dict], pad_token_id: int, batch_size: int,
-                  device: torch.device) -> list[dict]:
-    """`head` mode: one forward of the frozen base per instance; keep the hidden states at the step tokens."""
-    backbone.eval()
-    collate = StepCollator(pad_token_id)
-    order = sorted(range(len(instances)), key=lambda i: len(instances[i]["input_ids"]))  # little padding
-    feats: list[dict | None] = [None] * len(instances)
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        batch = collate([instances[i] for i in idx])
-        hidden = backbone(input_ids=batch["input_ids"].to(device),
-                          attention_mask=batch["attention_mask"].to(device)).last_hidden_state
-        sel = hidden[batch["step_batch"].to(device), batch["step_pos"].to(device)].float().cpu()
-        offset = 0
-        for i in idx:
-            k = len(instances[i]["step_pos"])
-            feats[i] = {"step_features": sel[offset:offset + k], "step_targets": instances[i]["step_targets"],
-                        "n_tokens": len(instances[i]["input_ids"]), "input_ids": instances[i]["input_ids"]}
-            offset += k
-    return feats  # type: ignore[return-value]
-
-
 # --------------------------------------------------------------------------------------------- trainer
 
 
 def _trainer_class():
-    from transformers import Trainer
+    from transformers import Trainer  # lazy: Trainer pulls in accelerate; settings_from users need none of it
 
     class PrmTrainer(Trainer):
         """Trainer + a count of the non-padding tokens it trained on (for tokens/s in train_metrics.json)."""
@@ -371,7 +202,7 @@ def hardware() -> dict:
             "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
             "host": platform.node(), "world_size": int(os.environ.get("WORLD_SIZE", "1"))}
     try:
-        import transformers
+        import transformers  # lazy: as _trainer_class
 
         info["transformers"] = transformers.__version__
     except ImportError:  # pragma: no cover
@@ -384,18 +215,6 @@ def hardware() -> dict:
     if "SLURM_JOB_ID" in os.environ:
         info["slurm_job_id"] = os.environ["SLURM_JOB_ID"]
     return info
-
-
-def _use_bf16(settings: dict) -> bool:
-    p = settings["precision"]
-    if p == "fp32":
-        return False
-    on_gpu = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    if p == "bf16":
-        if not on_gpu:
-            log.warning("training.precision=bf16 asked for but no bf16-capable GPU: training in fp32")
-        return on_gpu
-    return on_gpu  # auto: bf16 autocast on GPU, fp32 on CPU (CPU bf16 backward is slower than fp32 here)
 
 
 def _fingerprint(settings: dict, label_type: str, base_dir: str, trainset: str) -> str:
@@ -456,26 +275,7 @@ def prepare_checkpoint_dir(ckpt_dir: Path, fingerprint: str) -> str | None:
     return None
 
 
-def head_base_dtype(settings: dict) -> torch.dtype:
-    """dtype of the frozen base in head mode (training and `features.frozen_base` agree on it). Frozen or
-    adapter-wrapped bases can be held in bf16 on GPU (full fine-tuning keeps fp32 master weights under
-    bf16 autocast); on CPU the frozen base runs in bf16 (forward only: ~3x fp32 here)."""
-    if torch.cuda.is_available():
-        return torch.bfloat16 if _use_bf16(settings) else torch.float32
-    return torch.bfloat16
-
-
-def _load_base(base_dir: str, dtype: torch.dtype):
-    from transformers import AutoModel, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(base_dir)
-    backbone = AutoModel.from_pretrained(base_dir, dtype=dtype)
-    return backbone, tokenizer
-
-
 def _read_trainset(path: str):
-    from .tables import read_table
-
     return read_table(path, "trainset")
 
 
@@ -485,7 +285,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
 
     `checkpoint_dir` (default: a hidden sibling of out_dir) keeps Trainer checkpoints; a rerun with the same
     settings and data resumes from the last one. `callbacks` are extra transformers TrainerCallbacks."""
-    from transformers import TrainingArguments, set_seed
+    from transformers import TrainingArguments, set_seed  # lazy: as _trainer_class
 
     settings = settings_from(settings)
     if label_type not in LABEL_TYPES:
@@ -498,7 +298,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     ckpt = Path(checkpoint_dir) if checkpoint_dir else out.parent / f".{out.name}.checkpoints"
     mode = settings["mode"]
     fmt = step_format(settings)
-    bf16 = _use_bf16(settings)
+    bf16 = use_bf16(settings)
     on_gpu = torch.cuda.is_available()
     set_seed(int(settings["seed"]))
 
@@ -543,13 +343,11 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
 
     dtype = head_base_dtype(settings) if mode == "head" else (
         torch.bfloat16 if (mode == "lora" and on_gpu and bf16) else torch.float32)
-    backbone, tokenizer = _load_base(base_dir, dtype)
+    backbone, tokenizer = load_base(base_dir, dtype)
     added = ensure_step_token(tokenizer, backbone, fmt.step_token)
     hidden = int(backbone.config.hidden_size)
     fingerprint = None
     if mode == "head":
-        from .features import base_fingerprint
-
         fingerprint = base_fingerprint(backbone, tokenizer, fmt.step_token)
 
     df = _read_trainset(trainset)
@@ -575,7 +373,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         feature_tokens = sum(len(it["input_ids"]) for it in instances)
     else:
         if mode == "lora":
-            from peft import LoraConfig, get_peft_model
+            from peft import LoraConfig, get_peft_model  # lazy: lora mode only
 
             lc = settings["lora"]
             backbone = get_peft_model(backbone, LoraConfig(r=int(lc["r"]), lora_alpha=int(lc["alpha"]),
@@ -653,9 +451,9 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
 
 def _merged_lora_backbone(peft_state: dict, base_dir: str, dtype: torch.dtype, step_token: str, lora: dict):
     """The base with the trained LoRA adapters (a PeftModel state dict) merged in, built on CPU."""
-    from peft import LoraConfig, get_peft_model
+    from peft import LoraConfig, get_peft_model  # lazy: lora mode only
 
-    base, tokenizer = _load_base(base_dir, dtype)
+    base, tokenizer = load_base(base_dir, dtype)
     ensure_step_token(tokenizer, base, step_token)  # same vocabulary size as the trained model
     peft_model = get_peft_model(base, LoraConfig(r=int(lora["r"]), lora_alpha=int(lora["alpha"]),
                                                  lora_dropout=float(lora["dropout"]),
@@ -664,96 +462,7 @@ def _merged_lora_backbone(peft_state: dict, base_dir: str, dtype: torch.dtype, s
     return peft_model.merge_and_unload()
 
 
-def save_prm(out: str | Path, backbone: nn.Module, tokenizer, head_state: dict, fmt: StepFormat, meta: dict,
-             state_dict: dict | None = None, dtype: torch.dtype = torch.bfloat16) -> None:
-    """Write a PRM directory: base model (safetensors, `dtype`), tokenizer, head, prm.json."""
-    from safetensors.torch import save_file
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if state_dict is not None:
-        state_dict = {k: v.to(dtype) if v.is_floating_point() else v for k, v in state_dict.items()}
-        backbone.save_pretrained(out, state_dict=state_dict)
-    else:
-        backbone.to(dtype).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    save_file(head_state, str(out / HEAD_FILE))
-    hidden = int(head_state["net.0.weight"].shape[1])
-    (out / FORMAT_FILE).write_text(json.dumps({
-        "format": fmt.to_dict(), **meta,
-        "head": {"type": "linear-relu-linear", "hidden_size": hidden, "num_labels": 2, "positive_index": 1},
-        "step_token_id": tokenizer.convert_tokens_to_ids(fmt.step_token),
-    }, indent=2))
-
-
-# ------------------------------------------------------------------------------------- load and score
-
-
-def load_prm(path: str | Path, device: str | torch.device | None = None, dtype: torch.dtype | str | None = None):
-    """Load a PRM directory written by `train_prm` -> (ProcessRewardModel in eval mode, tokenizer, StepFormat).
-
-    Without `device`, a base is spread over all visible GPUs when there is more than one (device_map auto,
-    so a large PRM gets the GPUs its size needs), else put on the one GPU or the CPU. The model carries
-    `max_length` (from prm.json) for `score_steps`."""
-    from safetensors.torch import load_file
-    from transformers import AutoModel, AutoTokenizer
-
-    path = Path(path)
-    if not (path / FORMAT_FILE).exists():
-        raise FileNotFoundError(f"{path}: not a PRM directory (no {FORMAT_FILE})")
-    meta = json.loads((path / FORMAT_FILE).read_text())
-    fmt = StepFormat.from_dict(meta["format"])
-    spread = device is None and torch.cuda.is_available() and torch.cuda.device_count() > 1
-    device = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if isinstance(dtype, str):
-        dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
-                 "auto": None}[dtype]
-    if dtype is None:
-        dtype = torch.bfloat16 if device.type == "cuda" or meta.get("mode") == "head" else torch.float32
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    backbone = AutoModel.from_pretrained(path, dtype=dtype, **({"device_map": "auto"} if spread else {}))
-    head = StepHead(int(meta["head"]["hidden_size"]))
-    head.load_state_dict(load_file(str(path / HEAD_FILE)))
-    model = ProcessRewardModel(backbone, head, meta.get("label_type", "hard"), meta.get("soft_loss", "bce"))
-    model.max_length = meta.get("max_length")
-    if spread:  # inputs go to the first parameter's device (the embeddings); the head follows the output
-        head.to(next(backbone.parameters()).device)
-    else:
-        model.to(device)
-    model.eval()
-    return model, tokenizer, fmt
-
-
-@torch.no_grad()
-def score_steps(model: ProcessRewardModel, tokenizer, fmt: StepFormat, batch: Sequence[tuple[str, Sequence[str]]],
-                max_length: int | None = None, batch_size: int = 8) -> list[list[float]]:
-    """P(good step) for every step of every (question, steps) pair: one forward pass per response.
-
-    Returns one list per response, as long as its steps; steps cut off by max_length (default: the
-    PRM's training max_length) get NaN, so the caller sees and counts them."""
-    max_length = max_length if max_length is not None else getattr(model, "max_length", None)
-    device = next(model.parameters()).device
-    encs = [build_prm_input(tokenizer, q, list(steps), fmt, max_length) for q, steps in batch]
-    results: list[list[float]] = [[float("nan")] * e.n_steps for e in encs]
-    collate = StepCollator(pad_id(tokenizer))
-    order = sorted((i for i, e in enumerate(encs) if e.n_steps_kept > 0), key=lambda i: len(encs[i].input_ids))
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        items = [{"input_ids": encs[i].input_ids, "step_pos": encs[i].step_positions[:encs[i].n_steps_kept],
-                  "step_targets": [0.0] * encs[i].n_steps_kept} for i in idx]
-        b = collate(items)
-        logits = model.step_logits(b["input_ids"].to(device), b["attention_mask"].to(device),
-                                   b["step_batch"].to(device), b["step_pos"].to(device))
-        probs = torch.softmax(logits.float(), dim=-1)[:, 1].cpu().tolist()
-        offset = 0
-        for i in idx:
-            k = encs[i].n_steps_kept
-            results[i][:k] = probs[offset:offset + k]
-            offset += k
-    return results
-
-
-# ------------------------------------------------------------------------------------ rule and launch
+# ----------------------------------------------------------------------------------------------- launch
 
 
 def free_port(host: str = "") -> int:
@@ -783,8 +492,6 @@ def distributed_command(spec_path: str | Path, n_procs: int, port: int) -> list[
 def launcher_env(cpu: bool, base: dict | None = None) -> dict:
     """Environment of the launched processes: they import this checkout's package (inside conda envs it
     is not installed and Snakemake does not pass PYTHONPATH); CPU runs hide any GPU."""
-    from . import checkout_env
-
     env = checkout_env(base)
     if cpu:
         env["CUDA_VISIBLE_DEVICES"] = ""
@@ -801,8 +508,6 @@ def run_training(trainset, base_dir, out_dir, settings, label_type="hard", check
     """Train in this process, or in `gpus` (GPU) / `processes` (CPU) processes launched by `torchrun`.
 
     A job that asks for GPUs and finds fewer stops (hardware.require_gpus): no CPU fallback."""
-    from .hardware import require_gpus
-
     settings = settings_from(settings)
     want = int(settings["gpus"])
     if "LOCAL_RANK" in os.environ:  # already a launched process
@@ -824,21 +529,6 @@ def run_training(trainset, base_dir, out_dir, settings, label_type="hard", check
     subprocess.run(cmd, check=True, env=launcher_env(cpu))
     spec_path.unlink(missing_ok=True)
     return json.loads((Path(out_dir) / METRICS_FILE).read_text())
-
-
-def rule_train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Snakemake rule train_prm: results/trainsets/{variant}.parquet -> results/prms/{variant}/."""
-    out_dir = outputs["model"]
-    metrics = run_training(inputs["trainset"], params["base_dir"], out_dir, params["training"],
-                           label_type=params.get("label_type") or "hard",
-                           checkpoint_dir=params.get("checkpoint_dir"), threads=threads)
-    if Path(out_dir, METRICS_FILE) != Path(outputs["metrics"]):  # pragma: no cover - layout guard
-        shutil.copy(Path(out_dir, METRICS_FILE), outputs["metrics"])
-    hist = metrics["loss_history"]
-    print(f"trained {wildcards.get('variant', '')}: mode={metrics['mode']} label_type={metrics['label_type']} "
-          f"steps={metrics['global_steps']} loss {hist[0] if hist else float('nan'):.4f} -> "
-          f"{hist[-1] if hist else float('nan'):.4f}; {metrics['train_tokens']} tokens in "
-          f"{metrics['wall_seconds']:.1f}s; dropped steps (truncation): {metrics['data']['steps_dropped']}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,10 +1,15 @@
 # The paper's tables and figures under their own names, each beside the published numbers, and the
 # three Best-of-N bias analyses (Figure 6, Table 5 / Figure 7, Figure 8). Local, CPU-only, seconds each.
-# Logic: prm_lessons.analysis (the analyses), prm_lessons.figures (tables/figures, one rule function
-# per artifact: figures:rule_<id>), prm_lessons.paper (names, provenance, LaTeX/Markdown).
-# Names and paths: prm_lessons.paper.ARTIFACTS; outputs documented in docs/architecture.md.
-from prm_lessons.labels.trainsets import threshold_sweep_variants  # noqa: E402
-from prm_lessons.paper import ARTIFACTS, artifact_paths, export_provenance_env, report_entry  # noqa: E402
+# Logic: prm_lessons.analysis (the analyses), prm_lessons.artifacts (registry ← published ← cells ←
+# plots / render); rule functions in prm_lessons.rules.analysis, one per artifact, named after its rule.
+# Names, paths and each rule's params: prm_lessons.artifacts.registry; outputs in docs/architecture.md.
+from prm_lessons.artifacts.registry import (
+    ARTIFACTS,
+    ARTIFACT_PARAMS,
+    artifact_paths,  # noqa: E402
+    export_provenance_env,
+    report_entry,
+)
 
 # Provenance of the invocation (config hash, config files), read by the jobs through the environment:
 # not rule params, because a params change reruns a job and an unrelated config edit must not redraw
@@ -38,35 +43,36 @@ ANALYSIS_INPUTS = {
     "fig8": {f"scores__{p}__{b}": f"results/scores/{p}/{b}.parquet" for p in ANALYSIS_PRMS for b in FIG8_BENCHMARKS},
     "fig9": _BON,
 }
-# One rule per artifact, named after it (e.g. `fig6_flawed_process` → figures:rule_fig6).
+# One rule per artifact, named after it: rule `fig6_flawed_process` runs
+# prm_lessons.rules.analysis:fig6_flawed_process. Generated in a loop because the 14 rules differ only
+# in data (registry names, ANALYSIS_INPUTS, ARTIFACT_PARAMS); grep the stem to find its function.
+# Params: only the analysis.* keys the artifact reads (ARTIFACT_PARAMS), so editing another key leaves
+# it alone (e.g. analysis.figure redraws the figures, not the tables); code inputs: only the modules its
+# function runs (a table renders LaTeX, a figure plots), so a plotting edit redraws only the figures.
 for _aid in ARTIFACTS:
 
     rule:
         name:
             ARTIFACTS[_aid]["stem"]
         input:
-            pkg("analysis", "figures", "paper", "metrics"),
+            code(f"analysis:{ARTIFACTS[_aid]['stem']}"),
             str(PKG / "published.yaml"),
             **ANALYSIS_INPUTS[_aid],
         output:
-            **{k: (report(v, **report_entry(_aid)[1]) if k == report_entry(_aid)[0] else v)
-               for k, v in artifact_paths(_aid).items()},
-        params:
-            func=f"figures:rule_{_aid}",
-            run=config["run"],
-            aggregation=ANALYSIS["aggregation"],
-            aggregations=ANALYSIS["aggregations"],
-            n=ANALYSIS["n"],
-            benchmarks=ANALYSIS["benchmarks"],
-            paper_rows=ANALYSIS["paper_rows"],
-            paper_columns=ANALYSIS["paper_columns"],
-            figure=ANALYSIS["figure"],
-            threshold_sweep=[list(x) for x in threshold_sweep_variants(config)] if _aid == "fig5" else [],
+            **{
+                k: (report(v, **report_entry(_aid)[1]) if k == report_entry(_aid)[0] else v)
+                for k, v in artifact_paths(_aid).items()
+            },
         log:
             f"logs/analysis/{ARTIFACTS[_aid]['stem']}.log",
+        localrule: True
         conda:
             "../../envs/analysis.yaml"
-        localrule: True
+        params:
+            **{k: ANALYSIS[k] for k in ARTIFACT_PARAMS[_aid]},
+            **({"threshold_sweep": [list(x) for x in THRESHOLD_SWEEP]} if _aid == "fig5" else {}),
+            func=f"analysis:{ARTIFACTS[_aid]['stem']}",
+            run=config["run"],
         script:
             RUN
 

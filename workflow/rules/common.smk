@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # works from a checkout without install
-from prm_lessons import plan  # noqa: E402
+from prm_lessons import codedeps, plan  # noqa: E402
 from prm_lessons.config import validate_config, model_entry, hub_models_dir, model_path  # noqa: E402
 
 config = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
@@ -27,6 +27,7 @@ CRITICS = list(config["critics"]["judges"])
 CRITIC_NAMES = [f"critic-{j}" for j in CRITICS]
 SHARED_FEATURES = plan.shared_features(config)
 
+
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_\-]+",
     shard=r"\d+",
@@ -35,14 +36,22 @@ wildcard_constraints:
     prm=r"[A-Za-z0-9_\-\.]+",
 
 
-def pkg(*modules):
-    """Package source files a rule imports, declared as input so editing them reruns the rule."""
-    return [str(PKG / f"{m.replace('.', '/')}.py") for m in ("__init__", "config", "tables", *modules)]
+def code(func):
+    """The package source files the job of `func` ("<stage>:<name>") runs, found from its imports
+    (prm_lessons.codedeps); declared as input, so editing one of them reruns exactly the jobs it affects."""
+    return codedeps.rule_code_inputs(PKG, func)
 
 
 def model_dir(role_or_name):
     """Directory a rule loads a model from (built by rule embedded_model or download_model)."""
     return model_path(config, role_or_name)
+
+
+def model_dir_param(role_or_name, key="model"):
+    """A params value: the directory the job loads the model from, read from the rule's `key` input when
+    it has one (snakemake --lint: a path param derived from the input also holds under a storage
+    provider), else model_dir (a `source: local` model is no input)."""
+    return lambda wc, input: str(input[key][0]) if len(input[key]) else model_dir(role_or_name)
 
 
 def model_input(role_or_name):

@@ -4,66 +4,55 @@
 # ("Evaluation outputs").
 import re
 
-from prm_lessons.scoring import resolve_prm_specs, spec_inputs, wildcard_alternatives  # noqa: E402
-
-PRM_SPECS = resolve_prm_specs(config)  # name -> spec: trained variants + released models (prms.models)
-CRITICS = list(config["critics"]["judges"])
-CRITIC_NAMES = [f"critic-{j}" for j in CRITICS]
-BON_BENCHMARKS = list(config["benchmarks"])
-PRM_RE = wildcard_alternatives(PRM_SPECS)
 SCORING_CFG = {k: config["prms"][k] for k in ("batch_tokens", "batch_size")}
-# head-only trained PRMs share one frozen base: its step features are computed once per text table
-SHARED_FEATURES = bool(config["prms"]["shared_base_features"]) and _TRAIN["mode"] == "head"
-
 
 
 rule step_features:
     input:
-        pkg("features", "training", "steps"),
+        code("evaluation:step_features"),
         texts="results/{source}.parquet",
-        base=model_input(_TRAIN["base"]),
+        base=model_input(TRAIN["base"]),
     output:
         features="results/features/{source}.safetensors",
-    wildcard_constraints:
-        source="|".join([*(f"samples/{re.escape(b)}" for b in BON_BENCHMARKS), "processbench/cases"]),
-    params:
-        func="features:rule_step_features",
-        training=_TRAIN_PARAMS,
-        base_dir=lambda wc, input: str(input.base[0]) if len(input.base) else model_dir(_TRAIN["base"]),
-        # what the scoring of a trained PRM uses: prms.max_length, else the PRM's training max_length
-        max_length=config["prms"]["max_length"] or _TRAIN["max_length"],
-        batch_size=config["prms"]["batch_size"],
-    threads: 2
-    resources:
-        gpu=1 if _TRAIN["gpus"] else 0,
-        nodes=1,
-        mem_mb=mem_mb_for(1 if _TRAIN["gpus"] else 0),
-        runtime=lambda wc, attempt: 120 * attempt,
     log:
         "logs/step_features/{source}.log",
+    wildcard_constraints:
+        source="|".join([*(f"samples/{re.escape(b)}" for b in BON_BENCHMARKS), "processbench/cases"]),
     conda:
         "../../envs/training.yaml"
+    threads: 2
+    resources:
+        gpu=1 if TRAIN["gpus"] else 0,
+        nodes=1,
+        mem_mb=mem_mb_for(1 if TRAIN["gpus"] else 0),
+        runtime=lambda wc, attempt: 120 * attempt,
+    params:
+        func="evaluation:step_features",
+        training=TRAIN_PARAMS,
+        base_dir=model_dir_param(TRAIN["base"], "base"),
+        # what the scoring of a trained PRM uses: prms.max_length, else the PRM's training max_length
+        max_length=config["prms"]["max_length"] or TRAIN["max_length"],
+        batch_size=config["prms"]["batch_size"],
     script:
         RUN
-
 
 
 rule score_samples:
     # one job per PRM over all Best-of-N sets: the PRM is loaded once (7x fewer loads of a 72B model at
     # paper scale, 7x fewer job start-ups on CPU); each set still gets its own table
     input:
-        pkg("scoring", "steps", "training", "features"),
+        code("evaluation:score_samples"),
         samples=expand("results/samples/{dataset}.parquet", dataset=BON_BENCHMARKS),
-        model=lambda wc: spec_inputs(PRM_SPECS[wc.prm], model_input),
+        model=lambda wc: prm_model_input(wc.prm),
         features=lambda wc: [f for d in BON_BENCHMARKS for f in features_input(wc.prm, f"samples/{d}")],
     output:
         scores=expand("results/scores/{{prm}}/{dataset}.parquet", dataset=BON_BENCHMARKS),
+    log:
+        "logs/score_samples/{prm}.log",
     wildcard_constraints:
         prm=PRM_RE,
-    params:
-        func="scoring:rule_score_samples",
-        spec=lambda wc: PRM_SPECS[wc.prm],
-        scoring=SCORING_CFG,
+    conda:
+        "../../envs/training.yaml"
     # on CPU one thread: the forward work is small and per-job start-up dominates, so two jobs side by
     # side beat one job with two threads; on GPU two per GPU (tokenising, data loading)
     threads: lambda wc: max(1, 2 * scoring_gpus(wc.prm))
@@ -74,28 +63,28 @@ rule score_samples:
         # all seven sets (~110k responses at paper scale): ~1-2 h for a 7B PRM on one H100; a 72B PRM in
         # transformers runs one GPU at a time (several hours, more on A100)
         runtime=lambda wc, attempt: 480 * attempt * (3 if scoring_gpus(wc.prm) > 1 else 1),
-    log:
-        "logs/score_samples/{prm}.log",
-    conda:
-        "../../envs/training.yaml"
+    params:
+        func="evaluation:score_samples",
+        spec=lambda wc: PRM_SPECS[wc.prm],
+        scoring=SCORING_CFG,
     script:
         RUN
 
 
 rule score_processbench:
     input:
-        pkg("scoring", "steps", "training", "features"),
+        code("evaluation:score_processbench"),
         cases="results/processbench/cases.parquet",
-        model=lambda wc: spec_inputs(PRM_SPECS[wc.prm], model_input),
+        model=lambda wc: prm_model_input(wc.prm),
         features=lambda wc: features_input(wc.prm, "processbench/cases"),
     output:
         scores="results/scores/{prm}/processbench.parquet",
+    log:
+        "logs/score_processbench/{prm}.log",
     wildcard_constraints:
         prm=PRM_RE,
-    params:
-        func="scoring:rule_score_processbench",
-        spec=lambda wc: PRM_SPECS[wc.prm],
-        scoring=SCORING_CFG,
+    conda:
+        "../../envs/training.yaml"
     # on CPU one thread: the forward work is small and per-job start-up dominates, so two jobs side by
     # side beat one job with two threads; on GPU two per GPU (tokenising, data loading)
     threads: lambda wc: max(1, 2 * scoring_gpus(wc.prm))
@@ -104,124 +93,128 @@ rule score_processbench:
         nodes=1,
         mem_mb=lambda wc: mem_mb_for(scoring_gpus(wc.prm)),
         runtime=lambda wc, attempt: 120 * attempt * (2 if scoring_gpus(wc.prm) > 1 else 1),
-    log:
-        "logs/score_processbench/{prm}.log",
-    conda:
-        "../../envs/training.yaml"
+    params:
+        func="evaluation:score_processbench",
+        spec=lambda wc: PRM_SPECS[wc.prm],
+        scoring=SCORING_CFG,
     script:
         RUN
 
 
 rule critic_processbench:
     input:
-        pkg("critic", "generation", "labels/__init__", "labels/judge"),
+        code("evaluation:critic_processbench"),
         cases="results/processbench/cases.parquet",
         model=lambda wc: model_input(wc.judge),
     output:
         predictions="results/critics/{judge}/processbench.parquet",
+    log:
+        "logs/critic_processbench/{judge}.log",
     wildcard_constraints:
-        judge=wildcard_alternatives(CRITICS),
-    params:
-        func="critic:rule_critic_processbench",
-        critics=config["critics"],
-        model_entry=lambda wc: model_entry(config, wc.judge),
-        model_dir=lambda wc: model_dir(wc.judge),
+        judge=plan.wildcard_alternatives(CRITICS),
+    conda:
+        "../../envs/sampling.yaml"
     threads: lambda wc: engine_threads(wc.judge)
     resources:
         gpu=lambda wc: gpus(wc.judge),
         nodes=1,
         mem_mb=lambda wc: gpu_mem_mb(wc.judge),
         runtime=lambda wc, attempt: 480 * attempt,
-    log:
-        "logs/critic_processbench/{judge}.log",
-    conda:
-        "../../envs/sampling.yaml"
+    params:
+        func="evaluation:critic_processbench",
+        critics=config["critics"],
+        model_entry=lambda wc: model_entry(config, wc.judge),
+        model_dir=lambda wc: model_dir(wc.judge),
     script:
         RUN
 
 
 rule bon_metrics:
     input:
-        pkg("metrics"),
+        code("evaluation:bon_metrics"),
         scores=expand("results/scores/{{prm}}/{dataset}.parquet", dataset=BON_BENCHMARKS),
     output:
         metrics="results/metrics/bon/{prm}.json",
-    wildcard_constraints:
-        prm=PRM_RE,
-    params:
-        func="metrics:rule_bon_metrics",
-        bon=config["bon"],
-        run_label=config["run"]["label"],
     log:
         "logs/bon_metrics/{prm}.log",
+    wildcard_constraints:
+        prm=PRM_RE,
+    localrule: True
     conda:
         "../../envs/analysis.yaml"
-    localrule: True
+    params:
+        func="evaluation:bon_metrics",
+        bon=config["bon"],
+        run_label=config["run"]["label"],
     script:
         RUN
 
 
 rule processbench_metrics:
     input:
-        pkg("metrics"),
+        code("evaluation:processbench_metrics"),
         cases="results/processbench/cases.parquet",
-        scores=lambda wc: (f"results/scores/{wc.prm}/processbench.parquet" if wc.prm in PRM_SPECS
-                          else f"results/critics/{wc.prm[len('critic-'):]}/processbench.parquet"),
+        scores=lambda wc: (
+            f"results/scores/{wc.prm}/processbench.parquet"
+            if wc.prm in PRM_SPECS
+            else f"results/critics/{wc.prm[len('critic-'):]}/processbench.parquet"
+        ),
     output:
         metrics="results/metrics/processbench/{prm}.json",
         predictions="results/metrics/processbench/{prm}_predictions.parquet",
+    log:
+        "logs/processbench_metrics/{prm}.log",
     wildcard_constraints:
-        prm=wildcard_alternatives(list(PRM_SPECS) + CRITIC_NAMES),
+        prm=plan.wildcard_alternatives(list(PRM_SPECS) + CRITIC_NAMES),
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
     params:
-        func="metrics:rule_processbench_metrics",
+        func="evaluation:processbench_metrics",
         processbench_eval=config["processbench_eval"],
         threshold=lambda wc: PRM_SPECS[wc.prm].get("threshold") if wc.prm in PRM_SPECS else None,
         run_label=config["run"]["label"],
-    log:
-        "logs/processbench_metrics/{prm}.log",
-    conda:
-        "../../envs/analysis.yaml"
-    localrule: True
     script:
         RUN
 
 
 rule bon_table:
     input:
-        pkg("metrics"),
+        code("evaluation:bon_table"),
         metrics=expand("results/metrics/bon/{prm}.json", prm=list(PRM_SPECS)),
     output:
         table="results/tables/bon.csv",
-    params:
-        func="metrics:rule_bon_table",
-        run_label=config["run"]["label"],
     log:
         "logs/bon_table.log",
+    localrule: True
     conda:
         "../../envs/analysis.yaml"
-    localrule: True
+    params:
+        func="evaluation:bon_table",
+        run_label=config["run"]["label"],
     script:
         RUN
 
 
 rule processbench_table:
     input:
-        pkg("metrics"),
+        code("evaluation:processbench_table"),
         metrics=expand("results/metrics/processbench/{prm}.json", prm=list(PRM_SPECS) + CRITIC_NAMES),
     output:
         table="results/tables/processbench.csv",
-    params:
-        func="metrics:rule_processbench_table",
-        run_label=config["run"]["label"],
     log:
         "logs/processbench_table.log",
+    localrule: True
     conda:
         "../../envs/analysis.yaml"
-    localrule: True
+    params:
+        func="evaluation:processbench_table",
+        run_label=config["run"]["label"],
     script:
         RUN
 
 
-TARGETS.extend(["results/tables/bon.csv", "results/tables/processbench.csv"]
-               + expand("results/metrics/processbench/{prm}_predictions.parquet",
-                        prm=list(PRM_SPECS) + CRITIC_NAMES))
+TARGETS.extend(
+    ["results/tables/bon.csv", "results/tables/processbench.csv"]
+    + expand("results/metrics/processbench/{prm}_predictions.parquet", prm=list(PRM_SPECS) + CRITIC_NAMES)
+)

@@ -7,21 +7,21 @@ HUB_MODELS = [n for n, e in config["models"].items() if e["source"] == "hub"]
 
 
 rule embedded_model:
+    input:
+        code("models:embedded_model"),
     output:
         model_dir=directory("resources/models/{model}"),
-    input:
-        pkg("models"),
-    params:
-        func="models:rule_embedded_model",
-        package=lambda wc: config["models"][wc.model]["id"],
-        dtype=lambda wc: config["models"][wc.model].get("dtype", "bfloat16"),
-    wildcard_constraints:
-        model="|".join(map(re.escape, EMBEDDED_MODELS)) or "(?!)",
     log:
         "logs/embedded_model/{model}.log",
+    wildcard_constraints:
+        model="|".join(map(re.escape, EMBEDDED_MODELS)) or "(?!)",
+    localrule: True
     conda:
         "../../envs/sampling.yaml"
-    localrule: True
+    params:
+        func="models:embedded_model",
+        package=lambda wc: config["models"][wc.model]["id"],
+        dtype=lambda wc: config["models"][wc.model].get("dtype", "bfloat16"),
     script:
         RUN
 
@@ -30,21 +30,21 @@ rule embedded_model:
 # the cache (hub.cache_dir, else HF_HOME) and hub.models_dir must be on a file system the compute nodes
 # see, because the linked files point into the cache. ~560 GB for config/paper.yaml (README).
 rule download_model:
+    input:
+        code("models:download_model"),
     output:
         model_dir=directory(f"{hub_models_dir(config)}/{{model}}"),
-    input:
-        pkg("hub"),
+    log:
+        "logs/download_model/{model}.log",
+    wildcard_constraints:
+        model="|".join(map(re.escape, HUB_MODELS)) or "(?!)",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
     params:
-        func="hub:rule_download_model",
+        func="models:download_model",
         # only what decides the files: editing e.g. max_model_len must not refetch (and rerun every job)
         entry=lambda wc: {k: config["models"][wc.model].get(k) for k in ("id", "revision", "trust_remote_code")},
         cache_dir=config["hub"]["cache_dir"],
-    wildcard_constraints:
-        model="|".join(map(re.escape, HUB_MODELS)) or "(?!)",
-    log:
-        "logs/download_model/{model}.log",
-    conda:
-        "../../envs/analysis.yaml"
-    localrule: True
     script:
         RUN

@@ -16,6 +16,12 @@ from pathlib import Path
 snakemake = globals().get("snakemake")
 
 
+def named(files) -> dict:
+    """Named inputs/outputs as the rule declares them: a str for one file, a list of str for a list
+    (also of one or none), so rule functions never guess which."""
+    return {k: (str(v) if isinstance(v, str) else [str(x) for x in v]) for k, v in files.items()}
+
+
 def main() -> None:
     # the package from this checkout, also inside conda envs where Snakemake blocks PYTHONPATH
     sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))
@@ -37,12 +43,8 @@ def main() -> None:
         asked = int(snakemake.resources.get("gpu", 0) or 0)
         require_gpus(snakemake.rule, asked)
         os.environ[ASKED_ENV] = str(asked)  # deeper checks (the vLLM build) read it
-        try:  # TRANSITION: rule functions move into prm_lessons.rules
-            module = importlib.import_module(f"prm_lessons.rules.{module_name}")
-        except ModuleNotFoundError:
-            module = importlib.import_module(f"prm_lessons.{module_name}")
-        func = getattr(module, func_name)
-        func(inputs=dict(snakemake.input.items()), outputs=dict(snakemake.output.items()),
+        func = getattr(importlib.import_module(f"prm_lessons.rules.{module_name}"), func_name)
+        func(inputs=named(snakemake.input), outputs=named(snakemake.output),
              params=params, wildcards=dict(snakemake.wildcards.items()), threads=snakemake.threads)
     except Exception:
         traceback.print_exc(file=stream)

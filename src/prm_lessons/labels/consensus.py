@@ -49,19 +49,3 @@ def consensus_table(mc: pd.DataFrame, judge: pd.DataFrame, k: int, threshold: fl
     for c in ("mc_first_error", "judge_first_error"):
         out[c] = out[c].astype("Int64")
     return out
-
-
-def rule_consensus(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """MC ∩ judge agreement for one dataset → results/labels/consensus/{dataset}.parquet."""
-    from ..tables import read_table, table_meta
-
-    mc = read_table(inputs["mc"], "mc")
-    judge = read_table(inputs["judge"], "judge")
-    k = int(table_meta(inputs["mc"]).get("k") or params["k"])
-    threshold = float(params["consensus"]["threshold"])
-    out = consensus_table(mc, judge, k, threshold)
-    kept = int(out["agree"].sum())
-    share = kept / len(out) if len(out) else 0.0
-    print(f"consensus ({wildcards.get('dataset', '')}, MC threshold {threshold:g}): kept {kept} of {len(out)} "
-          f"responses ({share:.1%}); reasons {out['reason'].value_counts().to_dict()}", flush=True)
-    out.to_parquet(outputs["table"], index=False)

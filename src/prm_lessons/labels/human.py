@@ -20,13 +20,17 @@ instance per labelled solution, following the solution trajectory the labeller t
 """
 from __future__ import annotations
 
-import json
 import logging
 import random
 import re
 import unicodedata
 from pathlib import Path
 from typing import Iterable, Sequence
+
+import pandas as pd
+
+from ..corruption import CorruptionError, corrupt_solution
+from . import clean_steps
 
 log = logging.getLogger(__name__)
 
@@ -139,18 +143,6 @@ def convert_prm800k(records: Iterable[dict], neutral: str = "positive",
     return out, counts
 
 
-def read_jsonl(path: str | Path) -> Iterable[dict]:
-    with open(path) as fh:
-        for ln, line in enumerate(fh, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path} line {ln}: not JSON ({exc.msg})") from None
-
-
 def prm800k_files(cfg: dict) -> list[tuple[str, str]]:
     """(name, local path) of the PRM800K jsonl files to convert (downloaded from the Hub if asked)."""
     p = cfg["prm800k"]
@@ -159,7 +151,7 @@ def prm800k_files(cfg: dict) -> list[tuple[str, str]]:
     if p["source"] == "local":
         base = Path(p["path"])
         return [(n, str(base / n)) for n in names]
-    from huggingface_hub import hf_hub_download  # the Hub client, as datasets uses
+    from huggingface_hub import hf_hub_download  # lazy: only the Hub source needs the Hub client
 
     return [(n, hf_hub_download(p["id"], filename=n, repo_type="dataset", revision=p.get("revision")))
             for n in names]
@@ -172,9 +164,6 @@ def construction_instances(problems, corrupted_per_problem: int = 1, include_gol
     """Gold solutions with one injected error (labels [1]*e + [0]) plus untouched gold solutions (all
     ones). `problems` is a problems table (DataFrame) with gold_steps; problems without gold steps,
     or where no error can be placed, are skipped and counted."""
-    from ..data import CorruptionError, corrupt_solution
-    from . import clean_steps
-
     out: list[dict] = []
     counts = {"problems": 0, "no_gold_steps": 0, "not_corruptible": 0}
     for row in problems.itertuples():
@@ -204,12 +193,10 @@ def construction_instances(problems, corrupted_per_problem: int = 1, include_gol
     return out, counts
 
 
-# -- workflow rule -------------------------------------------------------------------------------------
+# -- decontamination against the evaluation sets -------------------------------------------------------
 
 def eval_questions(paths: Sequence[str]) -> list[str]:
     """Questions of every evaluation set (problems tables: question; ProcessBench cases: problem)."""
-    import pandas as pd
-
     qs: list[str] = []
     for p in paths:
         df = pd.read_parquet(p)
@@ -218,42 +205,3 @@ def eval_questions(paths: Sequence[str]) -> list[str]:
             raise ValueError(f"{p}: evaluation table without a question/problem column")
         qs.extend(str(q) for q in df[col])
     return qs
-
-
-def rule_human(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Human step labels (PRM800K or by construction), decontaminated → trainset-format table."""
-    import pandas as pd
-
-    from ..tables import read_table, write_table
-
-    cfg = params["human"]
-    evals = inputs.get("eval_sets", [])
-    evals = [evals] if isinstance(evals, str) else list(evals)
-    if cfg["source"] == "construction":
-        paths = inputs.get("problems") or []
-        paths = [paths] if isinstance(paths, str) else list(paths)
-        if not paths:
-            raise ValueError("human.source 'construction' needs the training problem tables (problems:)")
-        problems = pd.concat([read_table(p, "problems") for p in paths], ignore_index=True)
-        c = cfg["construction"]
-        inst, counts = construction_instances(problems, int(c["corrupted_per_problem"]), bool(c["include_gold"]),
-                                              int(c["seed"]), bool(c["keep_final_answer"]))
-    elif cfg["source"] == "prm800k":
-        inst, counts = [], {}
-        for name, path in prm800k_files(cfg):
-            part, cnt = convert_prm800k(read_jsonl(path), cfg["neutral"], cfg["keep_finish_reasons"],
-                                        bool(cfg["skip_quality_control"]), source=Path(name).stem)
-            inst.extend(part)
-            for key, v in cnt.items():
-                counts[f"{Path(name).stem}.{key}"] = v
-    else:
-        raise ValueError(f"human.source must be 'construction' or 'prm800k', not {cfg['source']!r}")
-    n_before = len(inst)
-    inst, removed = decontaminate(inst, eval_questions(evals))
-    summary = {"source": cfg["source"], "instances_before_decontamination": n_before,
-               "removed_by_decontamination": removed, "instances": len(inst), **counts}
-    print(f"human labels: {summary}", flush=True)
-    df = pd.DataFrame(inst, columns=["instance_id", "question", "steps", "labels"] +
-                      (["error_index"] if cfg["source"] == "construction" else []))
-    write_table(df, outputs["table"], "trainset", meta={"human": cfg, "summary": summary,
-                                                        "n_candidates": n_before})

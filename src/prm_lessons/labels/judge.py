@@ -35,6 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
+from ..generation import SamplingSpec, derive_seed, render_chat
 from . import clean_steps
 
 log = logging.getLogger(__name__)
@@ -179,11 +180,9 @@ def load_template(path: str | None) -> str | None:
 
 def _guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | None):
     """Short greedy continuation, regex-constrained where the engine is vLLM (structured outputs)."""
-    from ..generation import SamplingSpec
-
     if regex and getattr(engine, "backend", "") == "vllm" and hasattr(engine, "llm"):
         try:
-            from vllm import SamplingParams
+            from vllm import SamplingParams  # lazy: vLLM only where the engine is vLLM
             from vllm.sampling_params import StructuredOutputsParams
 
             params = SamplingParams(n=1, temperature=0.0, max_tokens=max_tokens,
@@ -206,8 +205,6 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
 
     Items with no steps get no call (first_error None, status 'no_steps'). Each of the n samples is
     its own request with a seed derived from (seed, id, j)."""
-    from ..generation import SamplingSpec, derive_seed, render_chat
-
     # indices refer to the steps as given (ProcessBench labels do); callers clean sample steps first
     steps_lists = [[str(x) for x in s] if s is not None else [] for s in steps_lists]
     todo = [i for i, s in enumerate(steps_lists) if clean_steps(s)]
@@ -253,47 +250,3 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
                      "n_truncated": sum(r in cut and r not in forced for r in rq),
                      "tokens_generated": sum(tokens[r] for r in rq)})
     return rows
-
-
-def rule_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Judge verdicts for one shard of a dataset's sampled responses → `judge` table."""
-    import pandas as pd
-
-    from ..generation import load_engine
-    from ..tables import read_table, write_table
-    from . import instance_id
-    from .mc import shard_rows
-
-    cfg = params["judge"]
-    samples = read_table(inputs["samples"], "samples")
-    shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
-    part = shard_rows(samples, shard, nshards)
-    steps = [clean_steps(s) for s in part["steps"]]
-    print(f"judge: {len(part)} responses in shard {shard} of {nshards}; style={cfg['style']}, n={cfg['n']}", flush=True)
-    rows: list[dict] = []
-    if any(steps):
-        engine = load_engine(params["model_dir"], params["model_entry"])
-        rows = judge_responses(
-            engine, list(part["question"]), steps, [instance_id(p, s) for p, s in zip(part["problem_id"], part["sample_idx"])],
-            style=cfg["style"], n=int(cfg["n"]), temperature=float(cfg["temperature"]), top_p=float(cfg["top_p"]),
-            max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]), template=load_template(cfg.get("template_path")),
-            system_prompt=cfg.get("system_prompt"), force_answer=bool(cfg["force_answer"]),
-            guided=bool(cfg["guided"]), force_truncated=bool(cfg.get("force_truncated", False)))
-    else:
-        rows = [{"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps", "votes": [],
-                 "n_forced": 0, "n_truncated": 0, "tokens_generated": 0} for _ in steps]
-    df = pd.DataFrame(rows, columns=["first_error", "verdicts", "parsed", "status", "votes", "n_forced",
-                                     "n_truncated", "tokens_generated"])
-    df.insert(0, "sample_idx", part["sample_idx"].astype(int).values)
-    df.insert(0, "problem_id", part["problem_id"].values)
-    df.insert(2, "n_steps", [len(s) for s in steps])
-    df["first_error"] = df["first_error"].astype("Int64")
-    counts = df["status"].value_counts().to_dict()
-    summary = {"responses": len(df), "parsed": int(df["parsed"].sum()), "status_counts": counts,
-               "forced": int(df["n_forced"].sum()), "truncated_unparsed": int(df["n_truncated"].sum()),
-               "tokens_generated": int(df["tokens_generated"].sum())}
-    print(f"judge summary: {summary}", flush=True)
-    if len(df) and summary["parsed"] < len(df):
-        print(f"judge: {len(df) - summary['parsed']} responses without a readable verdict are excluded "
-              "from judge-based training sets", flush=True)
-    write_table(df, outputs["table"], "judge", meta={"judge": cfg, "summary": summary})

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Sequence
 
+from .. import grading
+from ..generation import SamplingSpec, derive_seed, render_chat
 from . import clean_steps
 
 log = logging.getLogger(__name__)
@@ -178,15 +180,11 @@ class _State:
 
 
 def spec_from_config(mc: dict):
-    from ..generation import SamplingSpec
-
     return SamplingSpec(n=1, temperature=float(mc.get("temperature", 0.7)), top_p=float(mc.get("top_p", 0.8)),
                         max_tokens=int(mc.get("max_tokens", 512)), seed=None)
 
 
 def completion_seed(base_seed: int, problem_id: str, sample_idx: int, step: int, j: int) -> int:
-    from ..generation import derive_seed
-
     return derive_seed("mc", base_seed, problem_id, int(sample_idx), int(step), int(j))
 
 
@@ -318,27 +316,13 @@ def first_error(n_success: Sequence, n_total: Sequence, k: int, threshold, infer
     return len(labels) - 1 if labels[-1] == 0.0 else -1
 
 
-# -- workflow rule -------------------------------------------------------------------------------------
-
-def shard_rows(df, shard: int, nshards: int):
-    """Rows of shard `shard` (0-based) of `nshards`: whole problems, assigned round-robin in sorted id
-    order (all samples of a problem share its question prefix in the engine's cache)."""
-    if not 0 <= shard < nshards:
-        raise ValueError(f"shard {shard} out of range for {nshards} shards")
-    pids = sorted(df["problem_id"].unique())
-    mine = {p for j, p in enumerate(pids) if j % nshards == shard}
-    return df[df["problem_id"].isin(mine)].reset_index(drop=True)
-
+# -- the engine and grader behind run_mc ---------------------------------------------------------------
 
 def make_prompt_fn(tokenizer, system_prompt: str | None):
-    from ..generation import render_chat
-
     return lambda question, prefix: render_chat(tokenizer, system_prompt, question, prefix)
 
 
 def make_grade_fn(timeout_s: float, workers: int | None = None):
-    from .. import grading
-
     def grade_fn(texts, golds):
         kwargs = {"timeout_s": timeout_s}
         if workers is not None:
@@ -350,63 +334,3 @@ def make_grade_fn(timeout_s: float, workers: int | None = None):
         return [bool(getattr(g, "correct", g)) for g in res]
 
     return grade_fn
-
-
-def rule_mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Monte Carlo labels for one shard of a dataset's sampled responses → `mc` table."""
-    import pandas as pd
-
-    from ..generation import load_engine
-    from ..tables import read_table, write_table
-
-    mc = params["mc"]
-    needs = Needs.from_params(params.get("needs"))
-    samples = read_table(inputs["samples"], "samples")
-    shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
-    part = shard_rows(samples, shard, nshards)
-    items = [MCInput(r.problem_id, int(r.sample_idx), r.question, str(r.answer), list(r.steps),
-                     None if pd.isna(r.correct) else bool(r.correct)) for r in part.itertuples()]
-    print(f"mc: {len(items)} responses in shard {shard} of {nshards}; K={mc['completions']}, "
-          f"protocol={mc['protocol']}, needs={needs.to_params()}", flush=True)
-    n_empty = sum(1 for it in items if not clean_steps(it.steps))
-    if n_empty:
-        print(f"mc: {n_empty} responses have no steps; they get no labels and no rollouts", flush=True)
-    rows: list[dict] = []
-    engine_stats = {}
-    if any(clean_steps(it.steps) for it in items):
-        engine = load_engine(params["model_dir"], params["model_entry"])
-        rows = run_mc(items, engine, k=int(mc["completions"]), needs=needs, protocol=mc["protocol"],
-                      round_size=int(mc["round_size"]), seed=int(mc["seed"]), spec=spec_from_config(mc),
-                      prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
-                      grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)), params.get("grading_workers")),
-                      separator=params.get("separator", "\n\n"), last_step=mc.get("last_step", "rollout"))
-        engine_stats = {"engine_seconds": round(engine.stats.seconds, 2), "engine_calls": engine.stats.calls}
-    else:
-        rows = run_mc(items, None, k=int(mc["completions"]), needs=needs, protocol=mc["protocol"],
-                      prompt_fn=lambda q, p: "", grade_fn=lambda t, g: [])
-    df = pd.DataFrame(rows, columns=["problem_id", "sample_idx", "n_steps", "k", "n_success", "n_total", "inferred",
-                                     "tokens_generated", "n_completions", "n_truncated"])
-    summary = {"responses": len(df), "tokens_generated": int(df["tokens_generated"].sum()) if len(df) else 0,
-               "completions": int(df["n_completions"].sum()) if len(df) else 0,
-               "completions_truncated": int(df["n_truncated"].sum()) if len(df) else 0,
-               "responses_without_steps": n_empty, **engine_stats}
-    print(f"mc summary: {summary}", flush=True)
-    write_table(df, outputs["table"], "mc", meta={"k": int(mc["completions"]), "protocol": mc["protocol"],
-                                                  "needs": needs.to_params(), "mc": mc, "summary": summary})
-
-
-def rule_merge_shards(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Concatenate shard tables of one kind (mc or judge) into the dataset table."""
-    import pandas as pd
-
-    from ..tables import read_table, table_meta, write_table
-
-    kind = params["kind"]
-    shards = inputs["shards"] if isinstance(inputs["shards"], list) else [inputs["shards"]]
-    frames = [read_table(p, kind) for p in shards]
-    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    meta = table_meta(shards[0]) if shards else {}
-    meta.pop("summary", None)
-    df = df.sort_values(["problem_id", "sample_idx"]).reset_index(drop=True)
-    print(f"merged {len(shards)} {kind} shards: {len(df)} rows", flush=True)
-    write_table(df, outputs["table"], kind, meta=meta)

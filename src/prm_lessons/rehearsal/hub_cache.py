@@ -30,8 +30,17 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+import yaml
+from huggingface_hub._tree_cache import TreeCacheEntry, write_tree_cache
+from huggingface_hub.constants import REPO_ID_SEPARATOR
+from safetensors.torch import save_file
+from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, GenerationConfig
+
 from ..data import git_blob_sha1
+from ..scoring import HEAD_PREFIX, make_head
 from ..steps import split_steps
+from .tokenizers import save_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +56,6 @@ _QWEN_RM_AUTO_MAP = {"AutoConfig": "configuration_qwen2_rm.Qwen2RMConfig"}
 @dataclass(frozen=True)
 class RepoSpec:
     """What a stand-in must share with its Hub repo (sizes aside)."""
-
     architecture: str                 # config.json `architectures[0]`
     model_type: str                   # config.json `model_type` (picks the transformers class)
     vocab_size: int                   # config.json `vocab_size` (embedding rows; >= tokenizer length)
@@ -187,8 +195,6 @@ def resolve_revision(name: str, entry: dict) -> tuple[str, str | None]:
 # ---------------------------------------------------------------------------------------------------
 
 def repo_folder(hf_home: Path, repo_id: str) -> Path:
-    from huggingface_hub.constants import REPO_ID_SEPARATOR
-
     return Path(hf_home) / "hub" / REPO_ID_SEPARATOR.join(["models", *repo_id.split("/")])
 
 
@@ -236,10 +242,6 @@ def write_snapshot(hf_home: Path, repo_id: str, commit: str, files: dict[str, Pa
 def _write_tree_cache(storage: Path, commit: str, tree: dict) -> None:
     """The tree listing a real download caches (huggingface_hub >= 1.x): offline `snapshot_download`
     then checks the snapshot is complete, as it would on a cluster."""
-    try:
-        from huggingface_hub._tree_cache import TreeCacheEntry, write_tree_cache
-    except ImportError:  # older huggingface_hub: no tree cache, nothing to write
-        return
     entries = {rel: TreeCacheEntry(size=size, blob_id=git_sha, lfs_sha256=sha256,
                                    lfs_size=size if sha256 else None)
                for rel, (size, git_sha, sha256) in tree.items()}
@@ -251,8 +253,6 @@ def _write_tree_cache(storage: Path, commit: str, tree: dict) -> None:
 # ---------------------------------------------------------------------------------------------------
 
 def _model_config(spec: RepoSpec, scale: dict):
-    from transformers import AutoConfig
-
     kw = dict(scale)
     kw.update(vocab_size=spec.vocab_size, tie_word_embeddings=spec.tie_word_embeddings,
               max_position_embeddings=spec.max_position_embeddings, rope_theta=spec.rope_theta,
@@ -268,8 +268,6 @@ def _model_config(spec: RepoSpec, scale: dict):
 def _state_dict(spec: RepoSpec, cfg, seed: int) -> dict:
     """bf16 random weights named as in the Hub checkpoint: `model.*` (+ `lm_head.weight` for causal LMs,
     + `score.0/2.*` or `v_head.summary.*` for the reward heads)."""
-    import torch
-    from transformers import AutoModel, AutoModelForCausalLM
 
     torch.manual_seed(seed)
     if spec.head is None:
@@ -278,7 +276,6 @@ def _state_dict(spec: RepoSpec, cfg, seed: int) -> dict:
         if spec.tie_word_embeddings:
             sd.pop("lm_head.weight", None)
         return {k: v.detach().clone().contiguous() for k, v in sd.items()}
-    from ..scoring import HEAD_PREFIX, make_head
 
     base = AutoModel.from_config(cfg, dtype=torch.bfloat16)
     sd = {f"model.{k}": v.detach().clone().contiguous() for k, v in base.state_dict().items()}
@@ -296,9 +293,6 @@ def _split(sd: dict, n: int) -> list[dict]:
 
 
 def _write_weights(spec: RepoSpec, sd: dict, out: Path) -> list[str]:
-    import torch
-    from safetensors.torch import save_file
-
     st = spec.weights == "safetensors"
     ext = "safetensors" if st else "bin"
     prefix = "model" if st else "pytorch_model"
@@ -323,8 +317,6 @@ def _write_weights(spec: RepoSpec, sd: dict, out: Path) -> list[str]:
 
 def _tokenizer_files(family: str, cache: Path) -> dict[str, Path]:
     """The family's tokenizer files, built once per cache directory (building a BPE takes seconds)."""
-    from .tokenizers import save_tokenizer
-
     d = cache / family
     done = d / ".complete"
     if not done.exists():
@@ -340,8 +332,6 @@ def _tokenizer_files(family: str, cache: Path) -> dict[str, Path]:
 def build_standin(repo_id: str, spec: RepoSpec, out: Path, scale: dict, tokenizer_cache: Path,
                   seed: int = 0) -> list[str]:
     """Write one stand-in repo's files into `out`; return their names."""
-    from transformers import GenerationConfig
-
     out.mkdir(parents=True, exist_ok=True)
     cfg = _model_config(spec, scale)
     cfg_dict = cfg.to_dict()
@@ -479,8 +469,6 @@ def write_prm800k(out_dir: Path, source: Path, first: int = 60, count: int = 20)
 # ---------------------------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
-    import yaml
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", required=True, type=Path, help="the paper config (config/paper.yaml)")
     ap.add_argument("--hf-home", required=True, type=Path, help="HF_HOME to build (its hub/ is written)")

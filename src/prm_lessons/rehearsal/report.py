@@ -14,8 +14,15 @@ import json
 import math
 import re
 import subprocess
+import sys
 from pathlib import Path
 
+import pandas as pd
+
+from ..config import load_config
+from ..tables import table_meta
+
+REPO = Path(__file__).resolve().parents[3]
 # rules that produce no file of their own (the default target)
 TARGET_ONLY = {"all"}
 
@@ -59,9 +66,7 @@ def _finite(scores) -> bool:
 
 
 def adapter_rows(work: Path, config: dict) -> dict:
-    import pandas as pd
 
-    from ..tables import table_meta
 
     rows = {}
     for name, spec in (config.get("prms", {}).get("models") or {}).items():
@@ -82,9 +87,7 @@ def adapter_rows(work: Path, config: dict) -> dict:
 
 
 def benchmark_rows(work: Path, config: dict) -> dict:
-    import pandas as pd
 
-    from ..tables import table_meta
 
     rows = {}
     for name in config.get("benchmarks", {}):
@@ -109,19 +112,20 @@ def training_rows(work: Path, config: dict) -> dict:
                "saved_by_rank": m.get("saved_by_rank"), "mode": m.get("mode"), "global_steps": m.get("global_steps"),
                "scored": pb.exists()}
         if pb.exists():
-            import pandas as pd
 
             row["scores_finite"] = _finite(pd.read_parquet(pb)["step_scores"])
         rows[variant] = row
     return rows
 
 
+def snakemake_cmd(work: Path, configfiles: list[Path], cores: int, extra: list[str]) -> list[str]:
+    """Snakemake on this checkout's Snakefile in the rehearsal's working directory."""
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+            "--cores", str(cores), "--configfile", *map(str, configfiles), *extra]
+
+
 def write_report(out: Path, configs: list[Path], env: dict, wall_seconds: float | None = None,
                  returncode: int | None = None) -> dict:
-    import sys
-
-    from ..config import load_config
-    from .run import snakemake_cmd
 
     work = out / "work"
     config = load_config(*configs)

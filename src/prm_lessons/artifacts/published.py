@@ -1,0 +1,82 @@
+"""The paper's published numbers (src/prm_lessons/published.yaml) and the mapping of the workflow's rows
+and columns onto the paper's (config `analysis.paper_rows` / `analysis.paper_columns`)."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+import yaml
+
+PUBLISHED_PATH = Path(__file__).resolve().parents[1] / "published.yaml"
+EXTRA_FIELDS = ("threshold", "stage", "labels")
+PB_METRIC_LABELS = {"error_acc": "err", "correct_acc": "cor", "f1": "F1"}
+
+
+@functools.lru_cache(maxsize=4)
+def _load_published_cached(path: str) -> dict:
+    with open(path) as fh:
+        pub = yaml.safe_load(fh)
+    for tid, t in pub["tables"].items():
+        for r in t["rows"]:
+            if len(r["values"]) != len(t["columns"]):
+                raise ValueError(f"published.yaml: {tid} row '{r['key']}' has {len(r['values'])} values "
+                                 f"for {len(t['columns'])} columns")
+    return pub
+
+
+def load_published(path: str | Path | None = None) -> dict:
+    """The paper's numbers (published.yaml) with the citation; rows checked against their columns."""
+    return _load_published_cached(str(path or PUBLISHED_PATH))
+
+
+def published_long(pub: Mapping, tid: str) -> pd.DataFrame:
+    """One published table/figure as long rows: key, label, column, published (+ extra fields)."""
+    t = pub["tables"].get(tid)
+    cols = ["key", "label", "aggregation", *EXTRA_FIELDS, "column", "published"]
+    if t is None:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for r in t["rows"]:
+        for c, v in zip(t["columns"], r["values"]):
+            rows.append({"key": str(r["key"]), "label": r["label"], "aggregation": r.get("aggregation"),
+                         **{f: r.get(f) for f in EXTRA_FIELDS}, "column": c,
+                         "published": float(v) if v is not None else np.nan})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def column_label(pub: Mapping, column: str) -> str:
+    """Display label of a (paper) column key: benchmark label, or '<subset> <metric>' for ProcessBench."""
+    names = pub.get("columns", {})
+    if "/" in column:
+        sub, metric = column.split("/", 1)
+        if sub == "average" and metric == "f1":
+            return "Avg. F1"
+        return f"{names.get(sub, sub)} {PB_METRIC_LABELS.get(metric, metric)}"
+    return names.get(column, column)
+
+
+def paper_key(name: str, params: Mapping) -> str:
+    """The paper row a workflow row (PRM / training-set variant) reproduces (`analysis.paper_rows`)."""
+    return str((params.get("paper_rows") or {}).get(name, name))
+
+
+def paper_column(name: str, params: Mapping) -> str:
+    """The paper column a workflow benchmark / subset maps to (`analysis.paper_columns`)."""
+    return str((params.get("paper_columns") or {}).get(name, name))
+
+
+def lookup(pub_long: pd.DataFrame, key: str, column: str, aggregation: str | None = None,
+           **extra) -> tuple[float, str | None]:
+    """(published number, paper row label) of one cell of `published_long`; (NaN, None) when the paper
+    has none. An aggregation-specific row wins over one without aggregation."""
+    m = (pub_long["key"] == key) & (pub_long["column"] == column)
+    if aggregation is not None and pub_long["aggregation"].notna().any():
+        sub = m & (pub_long["aggregation"] == aggregation)
+        m = sub if sub.any() else m & pub_long["aggregation"].isna()
+    hit = pub_long[m]
+    if hit.empty:
+        return np.nan, None
+    return float(hit["published"].iloc[0]), str(hit["label"].iloc[0])

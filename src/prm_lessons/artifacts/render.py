@@ -1,0 +1,216 @@
+"""Rendering: the paper's tables as LaTeX (paper/tables/*.tex) and Markdown, paper/report.md,
+paper/tables/run_info.tex, and paper/main.pdf (latexmk)."""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Mapping
+
+import pandas as pd
+
+from prm_lessons.artifacts.published import EXTRA_FIELDS, PB_METRIC_LABELS, column_label
+from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths, stamp
+
+log = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------------------------------------
+# Display (wide) frames for LaTeX / Markdown
+# ------------------------------------------------------------------------------------------------
+
+def _fmt(v) -> str:
+    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1f}"
+
+
+def display_frame(cells: pd.DataFrame, aid: str, pub: Mapping) -> pd.DataFrame:
+    """Wide frame: one line per reproduced row, then 'paper: <label>' with the published numbers of the
+    matching cells and 'Δ' where comparable. Columns in the order they appear in the cells."""
+    if cells.empty:
+        return pd.DataFrame({"": []})
+    tid = aid
+    cols = list(dict.fromkeys(cells["column"]))
+    pcol_of = dict(zip(cells["column"], cells["paper_column"]))
+    headers = [column_label(pub, str(pcol_of.get(c) or c)) if pcol_of.get(c) in _paper_columns(pub, tid) or
+               str(c).startswith("average") else _workflow_column_label(str(c)) for c in cols]
+    id_cols = ["row"] + [c for c in ("aggregation", *EXTRA_FIELDS) if c in cells.columns and cells[c].notna().any()]
+    out = []
+    for ident, g in cells.groupby(id_cols, sort=False, dropna=False):
+        ident = ident if isinstance(ident, tuple) else (ident,)
+        name = str(ident[0]) + "".join(f" [{_fmt(x) if isinstance(x, float) else x}]" for x in ident[1:]
+                                       if x is not None and not (isinstance(x, float) and math.isnan(x)))
+        by_col = g.set_index("column")
+        out.append([name] + [_fmt(by_col["value"].get(c)) for c in cols])
+        if by_col["published"].notna().any():
+            label = next((x for x in by_col["label"] if x), by_col["key"].iloc[0])
+            out.append([f"paper: {label}"] + [_fmt(by_col["published"].get(c)) for c in cols])
+            if by_col["diff"].notna().any():
+                out.append(["Δ"] + [(("+" if by_col["diff"].get(c) > 0 else "") + _fmt(by_col["diff"].get(c)))
+                                    if pd.notna(by_col["diff"].get(c)) else "" for c in cols])
+    return pd.DataFrame(out, columns=["row"] + headers)
+
+
+def _paper_columns(pub, tid) -> set[str]:
+    return set(pub["tables"].get(tid, {}).get("columns", []))
+
+
+def _workflow_column_label(c: str) -> str:
+    if "/" in c:
+        sub, metric = c.split("/", 1)
+        return f"{sub} {PB_METRIC_LABELS.get(metric, metric)}"
+    return {"bon_average": "BoN avg.", "processbench_f1": "PB avg. F1", "tolerance_average": "PB tolerance avg.",
+            "all": "all benchmarks"}.get(c, c)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+# ------------------------------------------------------------------------------------------------
+# LaTeX and Markdown from a wide display frame
+# ------------------------------------------------------------------------------------------------
+
+_TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def tex_escape(text: object) -> str:
+    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
+
+
+def latex_table(display, title: str, source: str, run: Mapping, label: str, notes: list[str] | None = None) -> str:
+    """A booktabs table from a display frame (first column = row label; a row whose label starts with
+    "paper" or "Δ" is set in italics). Written by hand rather than with pandas' Styler.to_latex because
+    the paper/difference sub-rows need per-row styling and the caption needs escaping either way."""
+    cols = list(display.columns)
+    spec = "l" + "r" * (len(cols) - 1)
+    lines = [r"\begin{table}[htbp]", r"\centering", r"\small",
+             r"\caption{" + tex_escape(title) + ". Reproduced by this workflow (" + tex_escape(stamp(run))
+             + r"); rows marked \emph{paper} are " + tex_escape(source)
+             + r" of Zhang et al.\ (2025), arXiv:2501.07301v2.}",
+             r"\label{tab:" + label + "}",
+             r"\begin{adjustbox}{max width=\linewidth, max totalheight=0.8\textheight, keepaspectratio}",
+             r"\begin{tabular}{" + spec + "}",
+             r"\toprule", " & ".join(tex_escape(c) for c in cols) + r" \\", r"\midrule"]
+    for _, row in display.iterrows():
+        cells = [tex_escape(v) for v in row.tolist()]
+        first = str(row.iloc[0])
+        if first.startswith(("paper", "Δ")):
+            cells = [r"\textit{" + c + "}" if c else c for c in cells]
+            cells[0] = r"\quad " + cells[0].replace("Δ", r"$\Delta$")
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{adjustbox}"]
+    for note in notes or []:
+        lines.append(r"\par\smallskip{\footnotesize " + tex_escape(note) + "}")
+    lines.append(r"\end{table}")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_table(display) -> str:
+    """A GitHub-flavoured Markdown table (ten lines; pandas' to_markdown would add a dependency)."""
+    cols = [str(c) for c in display.columns]
+
+    def esc(v):
+        return str(v).replace("|", r"\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(esc(c) for c in cols) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|"]
+    for _, row in display.iterrows():
+        lines.append("| " + " | ".join(esc(v) for v in row.tolist()) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def table_notes(aid: str, cells: pd.DataFrame, pub: Mapping) -> list[str]:
+    """Footnotes of a table's LaTeX: no comparable cell, the paper's own note, no rows in this run."""
+    notes = []
+    if len(cells) and cells["published"].notna().any() and not cells["comparable"].any():
+        notes.append("No cell is comparable with the paper (different benchmarks/subsets or Best-of-N N), "
+                     "so no difference is given; the paper's numbers are shown for orientation only.")
+    if pub["tables"].get(aid, {}).get("notes"):
+        notes.append("Paper: " + " ".join(str(pub["tables"][aid]["notes"]).split()))
+    if cells.empty:
+        notes.append("This run has no rows for this table (see the rule's log).")
+    return notes
+
+
+def table_tex(aid: str, cells: pd.DataFrame, pub: Mapping, run: Mapping) -> str:
+    """A table artifact's paper/tables/<stem>.tex from its cells."""
+    a = ARTIFACTS[aid]
+    display = display_frame(cells, aid, pub) if len(cells) else pd.DataFrame({"row": ["(no rows in this run)"]})
+    return latex_table(display, a["title"], a["source"], run, aid, table_notes(aid, cells, pub))
+
+
+# ------------------------------------------------------------------------------------------------
+# paper/report.md, paper/tables/run_info.tex, paper/main.pdf
+# ------------------------------------------------------------------------------------------------
+
+def report_markdown(pub: Mapping, run: Mapping, cells_of: Mapping[str, pd.DataFrame], report_dir: str | Path) -> str:
+    """paper/report.md: every table in Markdown beside the paper's numbers, every figure linked (links
+    relative to `report_dir`). `cells_of` holds the cells of each artifact whose CSV exists."""
+    report_dir = Path(report_dir)
+    md = [f"# Reproduction report: {pub['citation']['title']}",
+          "",
+          f"**What produced these numbers:** {stamp(run)}.",
+          "",
+          f"Published numbers: {pub['citation']['text']} <{pub['citation']['url']}>. "
+          f"Paper setup: {pub['citation']['setup']}",
+          "",
+          "Each table shows this run's numbers; rows marked *paper* give the published number of the "
+          "matching row, *Δ* the difference where the cells are comparable (same benchmark set and N). "
+          "The CSV beside each table holds the long form with confidence intervals; the JSON beside it the "
+          "provenance (config hash, input checksums).", ""]
+    for aid, a in ARTIFACTS.items():
+        paths = artifact_paths(aid)
+        md.append(f"## {a['source']}: {a['title']}")
+        md.append("")
+        if a["kind"] == "figure":
+            rel = os.path.relpath(paths["png"], report_dir)
+            md.append(f"![{a['source']}]({rel})")
+            md.append("")
+            md.append(f"PDF: [{paths['pdf']}]({os.path.relpath(paths['pdf'], report_dir)}) · data: "
+                      f"[{paths['csv']}]({os.path.relpath(paths['csv'], report_dir)})")
+            md.append("")
+        if aid in cells_of:
+            cells = cells_of[aid]
+            if cells.empty:
+                md.append("_No rows in this run (see the rule's log)._")
+            else:
+                md.append(markdown_table(display_frame(cells, aid, pub)))
+            if a["kind"] == "table":
+                md.append(f"Data: [{paths['csv']}]({os.path.relpath(paths['csv'], report_dir)})")
+        md.append("")
+    return "\n".join(md)
+
+
+def run_info_tex(run: Mapping) -> str:
+    """paper/tables/run_info.tex: run label and config hash (\\runlabel, \\runname) for main.tex."""
+    return ("\\newcommand{\\runlabel}{" + tex_escape(stamp(run)) + "}\n"
+            "\\newcommand{\\runname}{" + tex_escape(run.get("name", "")) + "}\n")
+
+
+def latexmk_available() -> bool:
+    return shutil.which("latexmk") is not None
+
+
+def latexmk_pdf(tex: str | Path, pdf: str | Path, timeout_s: int = 600) -> None:
+    """Build `pdf` from the LaTeX source `tex` with latexmk, in pdf's directory (the source is copied
+    there when it lives elsewhere, e.g. `snakemake --directory /tmp/run`); latexmk's output is printed."""
+    if not latexmk_available():
+        raise RuntimeError("latexmk is not installed (Debian: apt-get install latexmk "
+                           "texlive-latex-recommended texlive-latex-extra); set paper.pdf: false to skip")
+    src = Path(tex).resolve()
+    pdf = Path(pdf).resolve()
+    build = pdf.parent
+    build.mkdir(parents=True, exist_ok=True)
+    main = build / "main.tex"
+    if src != main:
+        shutil.copyfile(src, main)
+    cmd = ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error", main.name]
+    log.info("running %s in %s", " ".join(cmd), build)
+    res = subprocess.run(cmd, cwd=build, capture_output=True, text=True, timeout=int(timeout_s))
+    print(res.stdout[-20000:])
+    print(res.stderr[-5000:])
+    if res.returncode != 0 or not pdf.exists():
+        raise RuntimeError(f"latexmk failed with exit code {res.returncode}; see the log above and {build / 'main.log'}")

@@ -1,0 +1,441 @@
+"""Labels by construction: exact arithmetic and the injection of one real error into a worked solution.
+
+The embedded profile has no human annotators. :func:`corrupt_solution` injects one real arithmetic or
+operation error into a gold step-by-step solution at a known step, either propagating it to a wrong
+final answer or keeping the original final answer ("correct answer, flawed process"). The labels
+stage builds its human labels with it (labels.human) and the data stage a ProcessBench-format set
+(data.build_constructed_processbench). :func:`arithmetic_gold_steps` writes the worked solution of
+an arithmetic expression (one checkable equation per step), which is what the injection needs.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+import random
+import re
+from fractions import Fraction
+from typing import Sequence
+
+from .grading import last_boxed_content
+
+# --------------------------------------------------------------------------------------------------
+# numbers and arithmetic expressions
+# --------------------------------------------------------------------------------------------------
+
+def _fmt(value: Fraction | int | float) -> str:
+    """Render a number the way a solution would write it: integers plainly, else ≤4 decimals."""
+    frac = Fraction(value).limit_denominator(10**9) if isinstance(value, float) else Fraction(value)
+    if frac.denominator == 1:
+        return str(frac.numerator)
+    text = f"{float(frac):.4f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _to_fraction(text: str) -> Fraction:
+    return Fraction(text.replace(",", ""))
+
+
+_BINOPS = {ast.Add: ("+", operator.add, 1), ast.Sub: ("-", operator.sub, 1),
+           ast.Mult: ("*", operator.mul, 2), ast.Div: ("/", operator.truediv, 2)}
+
+
+def _literal_value(node: ast.AST) -> Fraction | None:
+    """Value of a number literal, incl. unary minus/plus on a literal; None for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, Fraction)) \
+            and not isinstance(node.value, bool):
+        return Fraction(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _literal_value(node.operand)
+        if inner is not None:
+            return -inner if isinstance(node.op, ast.USub) else inner
+    return None
+
+
+def _eval_node(node: ast.AST) -> Fraction:
+    """Exact evaluation of + - * / over numbers (no names, calls or powers). Raises ValueError."""
+    lit = _literal_value(node)
+    if lit is not None:
+        return lit
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        val = _eval_node(node.operand)
+        return -val if isinstance(node.op, ast.USub) else val
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        left, right = _eval_node(node.left), _eval_node(node.right)
+        if isinstance(node.op, ast.Div) and right == 0:
+            raise ValueError("division by zero")
+        return _BINOPS[type(node.op)][1](left, right)
+    raise ValueError(f"not an arithmetic expression: {ast.dump(node)[:80]}")
+
+
+def _parse_arith(text: str) -> ast.AST:
+    text = text.replace("×", "*").replace("÷", "/").replace("−", "-")
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise ValueError(f"cannot parse arithmetic expression {text!r}") from exc
+
+
+def eval_arith(text: str) -> Fraction:
+    """Exact value of an arithmetic expression such as ``-( 32 / 8 ) - 15`` (``×``/``÷`` accepted)."""
+    return _eval_node(_parse_arith(text))
+
+
+def _render(node: ast.AST, parent_prec: int = 0, right_side: bool = False) -> str:
+    lit = _literal_value(node)
+    if lit is not None:
+        return _fmt(lit)
+    if isinstance(node, ast.UnaryOp):
+        inner = _render(node.operand, 3)
+        sign = "-" if isinstance(node.op, ast.USub) else "+"
+        return f"{sign}({inner})" if not inner.startswith("(") else f"{sign}{inner}"
+    if isinstance(node, ast.BinOp):
+        sym, _, prec = _BINOPS[type(node.op)]
+        text = f"{_render(node.left, prec)} {sym} {_render(node.right, prec, right_side=True)}"
+        needs = prec < parent_prec or (right_side and prec <= parent_prec)
+        return f"({text})" if needs else text
+    raise ValueError(f"cannot render {ast.dump(node)[:80]}")
+
+
+def _next_ready(node: ast.AST) -> ast.BinOp | None:
+    """The next operation in evaluation order (left to right, innermost first) whose operands are numbers."""
+    if _literal_value(node) is not None:
+        return None
+    if isinstance(node, ast.UnaryOp):
+        return _next_ready(node.operand)
+    if isinstance(node, ast.BinOp):
+        for child in (node.left, node.right):
+            found = _next_ready(child)
+            if found is not None:
+                return found
+        return node
+    raise ValueError(f"not an arithmetic expression: {ast.dump(node)[:80]}")
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, target: ast.AST, value: Fraction):
+        self.target, self.value = target, value
+
+    def visit(self, node):  # noqa: D401 - ast API
+        if node is self.target:
+            return ast.copy_location(ast.Constant(self.value), node)
+        return super().visit(node)
+
+
+def arithmetic_gold_steps(expression: str, answer: str | None = None) -> list[str]:
+    """A worked solution for an arithmetic expression: one step per operation, in evaluation order.
+
+    ``-( 32 / 8 ) - 15`` → ["First, 32 / 8 = 4, so the expression becomes -4 - 15.",
+    "Finally, -4 - 15 = -19.", "Therefore, the final answer is $\\boxed{-19}$."]. Every step holds a
+    checkable equation, which is what :func:`corrupt_solution` needs. Raises ValueError when the
+    expression's value differs from ``answer``.
+    """
+    tree = _parse_arith(expression)
+    value = _eval_node(tree)
+    if answer is not None:
+        try:
+            gold = _to_fraction(str(answer).strip())
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"answer {answer!r} is not a number (expression {expression!r})") from None
+        if gold != value:
+            raise ValueError(f"expression {expression!r} evaluates to {_fmt(value)}, not the answer {answer!r}")
+    steps: list[str] = []
+    while _literal_value(tree) is None:
+        node = _next_ready(tree)
+        lhs = _render(node)
+        val = _eval_node(node)
+        tree = _Replace(node, val).visit(tree)
+        done = _literal_value(tree) is not None
+        lead = "First," if not steps else ("Finally," if done else "Next,")
+        if done and not steps:
+            lead = "Compute:"
+        shown = _render(tree)
+        rest = "" if shown == _fmt(val) else f", so the expression becomes {shown}"
+        steps.append(f"{lead} {lhs} = {_fmt(val)}{rest}.")
+    final = answer if answer is not None else _fmt(value)
+    steps.append(f"Therefore, the final answer is $\\boxed{{{str(final).strip()}}}$.")
+    return steps
+
+
+# --------------------------------------------------------------------------------------------------
+# error injection
+# --------------------------------------------------------------------------------------------------
+
+# A number token: optional attached minus sign (not a binary minus: that has a space or follows an
+# operand), thousands separators allowed. Not part of a word or of a longer number.
+_NUM_RE = re.compile(r"(?<![\w.)\]}])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d)")
+_EQ_RE = re.compile(r"=")
+_LHS_TOKEN_RE = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?|[-+*/×÷()]|\s+|[xX](?=\s)|\S")
+
+
+class CorruptionError(ValueError):
+    """The solution has no step where an error can be injected as asked."""
+
+
+def _rng_random(rng) -> random.Random:
+    """Accept random.Random, numpy Generator/RandomState or an int seed; return a random.Random."""
+    if isinstance(rng, random.Random):
+        return rng
+    if isinstance(rng, (int, type(None))):
+        return random.Random(rng)
+    if hasattr(rng, "integers"):  # numpy Generator
+        return random.Random(int(rng.integers(0, 2**63 - 1)))
+    if hasattr(rng, "randint"):  # numpy RandomState
+        return random.Random(int(rng.randint(0, 2**31 - 1)))
+    raise TypeError(f"rng must be random.Random, a numpy Generator or an int seed, not {type(rng).__name__}")
+
+
+def _lhs_expression(text: str) -> str | None:
+    """The longest arithmetic suffix of ``text`` (text before an '='), with unit words and currency dropped.
+
+    "James has covered 475 + 70 " → "475 + 70"; "85 x 30" → "85 * 30"; "12 ÷ 2" → "12 / 2".
+    Returns None unless the suffix holds at least one binary operation.
+    """
+    # multiplication written as x between numbers; currency signs and thousands separators go
+    text = re.sub(r"(?<=\d)\s*[x×]\s*(?=[$€£\d])", " * ", text)
+    text = re.sub(r"[$€£]", "", text).replace("÷", "/").replace("−", "-").replace("\\cdot", "*").replace("\\times", "*")
+    # keep the trailing run of number/operator/paren/space/unit-word characters
+    tail = re.search(r"[\d\s+\-*/().,a-zA-Z%]*$", text)
+    if not tail:
+        return None
+    run = tail.group(0)
+    # a unit word between numbers ("118 pieces + 972 pieces") is dropped; letters glued to a number
+    # ("3x", "2a") mean algebra: keep only what follows the last glued word
+    glued = [m for m in re.finditer(r"(?<=\d)[a-zA-Z]+", run)]
+    if glued:
+        run = run[glued[-1].end():]
+    run = re.sub(r"[a-zA-Z%]+", " ", run).replace(",", "")
+    run = run.rstrip(" .")
+    tokens = [t for t in re.findall(r"\d+(?:\.\d+)?|[-+*/()]", run)]
+    # longest suffix of the token list that parses and contains a binary operator
+    for start in range(len(tokens)):
+        cand = " ".join(tokens[start:])
+        try:
+            node = _parse_arith(cand)
+            _eval_node(node)
+        except (ValueError, ZeroDivisionError):
+            continue
+        if any(isinstance(n, ast.BinOp) for n in ast.walk(node)):
+            return cand
+        return None
+    return None
+
+
+def _checkable_equations(step: str) -> list[dict]:
+    """Equations ``<arithmetic> = <number>`` in a step whose left side evaluates to the right side."""
+    found = []
+    prev_end = 0
+    for m in _EQ_RE.finditer(step):
+        # the left side starts after the previous '=' or sentence delimiter
+        seg_start = prev_end
+        segment = step[seg_start:m.start()]
+        cut = max(segment.rfind(c) for c in (":", ";", ",", "\n", ". ", "?"))
+        if cut >= 0:
+            segment = segment[cut + 1:]
+        prev_end = m.end()
+        rhs = _NUM_RE.search(step, m.end())
+        if rhs is None or step[m.end():rhs.start()].strip() not in ("", "$", "€", "£", "\\$"):
+            continue
+        lhs = _lhs_expression(segment)
+        if lhs is None:
+            continue
+        try:
+            value = eval_arith(lhs)
+            rhs_val = _to_fraction(rhs.group(0))
+        except (ValueError, ZeroDivisionError):
+            continue
+        decimals = len(rhs.group(3) or ".")-1
+        if value == rhs_val or (decimals and round(float(value), decimals) == float(rhs_val)):
+            found.append({"lhs": lhs, "value": value, "rhs_span": rhs.span(), "rhs_value": rhs_val,
+                          "eq_pos": m.start()})
+    return found
+
+
+def _wrong_values(value: Fraction, rnd: random.Random) -> list[Fraction]:
+    """Plausible wrong results for a computation: off by a little, a slip of a digit, a factor of ten."""
+    cands: list[Fraction] = []
+    for d in rnd.sample([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], 6):
+        cands.append(value + d * rnd.choice([-1, 1]))
+    if value.denominator == 1 and abs(value) >= 10:
+        digits = str(abs(value.numerator))
+        i = rnd.randrange(len(digits) - 1)
+        swapped = digits[:i] + digits[i + 1] + digits[i] + digits[i + 2:]
+        if swapped[0] != "0":
+            cands.insert(rnd.randrange(len(cands) + 1), Fraction(int(swapped)) * (1 if value >= 0 else -1))
+        cands.append(value * 10)
+    out = []
+    for c in cands:
+        if c != value and c != -value and c not in out:
+            out.append(c)
+    return out
+
+
+def _pair(old: Fraction, new: Fraction) -> dict[Fraction, Fraction]:
+    """old→new and, for the same number written with a minus sign (``-(4)`` → ``-4``), -old→-new."""
+    return {old: new} if old == 0 else {old: new, -old: -new}
+
+
+def _map_lhs(lhs: str, mapping: dict[Fraction, Fraction]) -> Fraction:
+    """Value of an equation's left side after its numbers are rewritten by ``mapping``."""
+
+    class _Map(ast.NodeTransformer):
+        def visit(self, node):  # noqa: D401 - ast API
+            val = _literal_value(node)
+            if val is not None:
+                return ast.Constant(mapping.get(val, val))
+            return super().visit(node)
+
+    return _eval_node(_Map().visit(_parse_arith(lhs)))
+
+
+def _substitute(step: str, mapping: dict[Fraction, Fraction]) -> tuple[str, dict]:
+    """Rewrite the number tokens of a step by ``mapping`` and recompute its checkable equations.
+
+    An equation whose left side changes gets the recomputed right side, and that change joins the
+    mapping (so it reaches the rest of the step and later steps). Returns (new text, new mapping).
+    Hand-rolled because no library rewrites numbers in free-text solutions.
+    """
+    mapping = dict(mapping)
+    eqs = {e["rhs_span"][0]: e for e in _checkable_equations(step)}
+    out, pos = [], 0
+    for m in _NUM_RE.finditer(step):
+        out.append(step[pos:m.start()])
+        pos = m.end()
+        val = _to_fraction(m.group(0))
+        eq = eqs.get(m.start())
+        if eq is not None:
+            try:
+                new_val = _map_lhs(eq["lhs"], mapping)
+            except (ValueError, ZeroDivisionError):
+                new_val = eq["value"]
+            if new_val != eq["value"]:
+                mapping.update(_pair(eq["rhs_value"], new_val))
+            out.append(_fmt(new_val) if new_val != eq["value"] else m.group(0))
+            continue
+        out.append(_fmt(mapping[val]) if val in mapping else m.group(0))
+    out.append(step[pos:])
+    return "".join(out), mapping
+
+
+def corrupt_solution(gold_steps: Sequence[str], answer: str, rng, keep_final_answer: bool = False
+                     ) -> tuple[list[str], int]:
+    """Inject one real error into a correct step-by-step solution; return (steps, error_index).
+
+    The error is placed in a step with a checkable equation (``<arithmetic> = <number>``): either a
+    miscalculated result (off by a little, swapped digits, a factor of ten) or the wrong operation
+    applied (+ ↔ -, * ↔ /) with its result computed consistently. Either way the step at
+    ``error_index`` (0-based, as in ProcessBench) is wrong and every earlier step is untouched.
+
+    keep_final_answer=False: later steps carry the wrong value (numbers rewritten, equations
+    recomputed), so the final answer changes; a placement whose error does not reach the final answer
+    is not used. keep_final_answer=True: later steps stay as they were, so the solution still ends in
+    the original final answer ("correct answer, flawed process").
+
+    ``rng`` is a ``random.Random``, a numpy Generator or an int seed. Raises :class:`CorruptionError`
+    (a ValueError) when no step allows the requested kind of error.
+    """
+    rnd = _rng_random(rng)
+    steps = [str(s) for s in gold_steps]
+    if not steps:
+        raise CorruptionError("no steps to corrupt")
+    answer = str(answer).strip()
+    candidates = [(i, eq) for i, s in enumerate(steps) for eq in _checkable_equations(s)]
+    if not candidates:
+        raise CorruptionError("no step holds a checkable equation (<arithmetic> = <number>)")
+    rnd.shuffle(candidates)
+    for idx, eq in candidates:
+        step = steps[idx]
+        a, b = eq["rhs_span"]
+        options: list[tuple[str, Fraction]] = []  # (new lhs text or "", wrong value)
+        op_swap = _operation_swap(eq["lhs"], rnd)
+        if op_swap is not None and rnd.random() < 0.35:
+            options.append(op_swap)
+        options += [("", v) for v in _wrong_values(eq["value"], rnd)]
+        if op_swap is not None and op_swap not in options:
+            options.append(op_swap)
+        for new_lhs, wrong in options:
+            head = step[:a]
+            if new_lhs:
+                lhs_pos = step.rfind(_lhs_anchor(eq["lhs"]), 0, eq["eq_pos"])
+                if lhs_pos < 0:
+                    continue
+                head = _replace_operator(step, lhs_pos, eq["eq_pos"], new_lhs)
+                if head is None:
+                    continue
+                head = head + step[eq["eq_pos"]:a]
+            new_step = head + _fmt(wrong)
+            mapping = _pair(eq["value"], wrong)
+            if keep_final_answer:
+                new_steps = steps[:idx] + [new_step + step[b:]] + steps[idx + 1:]
+                if final_answer_text(new_steps) != final_answer_text(steps):
+                    continue
+            else:
+                tail, mapping = _substitute(step[b:], mapping)
+                new_steps = steps[:idx] + [new_step + tail]
+                for later in steps[idx + 1:]:
+                    text, mapping = _substitute(later, mapping)
+                    new_steps.append(text)
+                old_final, new_final = final_answer_text(steps), final_answer_text(new_steps)
+                if old_final is None or new_final is None or new_final == old_final \
+                        or _same_number(new_final, answer):
+                    continue
+            # a miscalculation must leave the equation false (an operation swap is consistent
+            # arithmetic applied to the wrong operation, which contradicts the problem instead)
+            if not new_lhs and any(e["rhs_span"][0] == a for e in _checkable_equations(new_steps[idx])):
+                continue
+            return new_steps, idx
+    raise CorruptionError("no placement of an error changes the final answer" if not keep_final_answer
+                          else "no placement of an error keeps the final answer")
+
+
+def _same_number(a: str, b: str) -> bool:
+    try:
+        return _to_fraction(a) == _to_fraction(b)
+    except (ValueError, ZeroDivisionError):
+        return a.strip() == b.strip()
+
+
+def final_answer_text(steps: Sequence[str]) -> str | None:
+    """The final answer a solution states: last \\boxed{...}, else text after '####', else None."""
+    text = "\n\n".join(steps)
+    boxed = last_boxed_content(text)
+    if boxed is not None:
+        return boxed.strip()
+    if "####" in text:
+        return text.rsplit("####", 1)[1].strip()
+    return None
+
+
+_SWAP = {"+": "-", "-": "+", "*": "/", "/": "*"}
+
+
+def _operation_swap(lhs: str, rnd: random.Random) -> tuple[str, Fraction] | None:
+    """Apply the wrong operation: the single binary operator of ``lhs`` swapped (+↔-, *↔/)."""
+    node = _parse_arith(lhs)
+    if not isinstance(node, ast.BinOp) or _literal_value(node.left) is None or _literal_value(node.right) is None:
+        return None
+    sym = _BINOPS[type(node.op)][0]
+    new = f"{_render(node.left, 2)} {_SWAP[sym]} {_render(node.right, 2, True)}"
+    try:
+        val = eval_arith(new)
+    except (ValueError, ZeroDivisionError):
+        return None
+    if val == _eval_node(node) or val.denominator not in (1, 2, 4, 5, 10):
+        return None
+    return new, val
+
+
+def _lhs_anchor(lhs: str) -> str:
+    return lhs.split()[0]
+
+
+def _replace_operator(step: str, start: int, end: int, new_lhs: str) -> str | None:
+    """step[:end] with the one binary operator between ``start`` and ``end`` replaced by new_lhs's."""
+    new_sym = next(c for c in new_lhs.split()[1:] if c in "+-*/")
+    region = step[start:end]
+    ops = [m for m in re.finditer(r"(?<=\s)[-+*/×÷x](?=\s)", region)]
+    if len(ops) != 1:
+        return None
+    m = ops[0]
+    shown = {"*": "×" if m.group(0) == "×" else ("x" if m.group(0) == "x" else "*"),
+             "/": "÷" if m.group(0) == "÷" else "/"}.get(new_sym, new_sym)
+    return step[:start] + region[:m.start()] + shown + region[m.end():]

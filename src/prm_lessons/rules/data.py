@@ -1,0 +1,68 @@
+"""Rule glue of workflow/rules/data.smk: pinned source files, problem tables, ProcessBench cases."""
+from __future__ import annotations
+
+import logging
+
+from .. import as_paths
+from ..data import (
+    constructed_processbench,
+    fetch_file,
+    file_digests,
+    load_problems,
+    load_processbench,
+    processbench_paths,
+)
+from ..tables import write_table
+
+log = logging.getLogger(__name__)
+
+
+def benchmark_file(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `benchmark_file`: a `source: url` dataset entry → its verified local copy."""
+    spec = params["spec"]
+    fetch_file(spec["url"], outputs["file"], spec, f"dataset '{wildcards['name']}'")
+    log.info("dataset %s: %s -> %s (%s)", wildcards["name"], spec["url"], outputs["file"],
+             file_digests(outputs["file"])["sha256"])
+
+
+def processbench_file(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `processbench_file`: one ProcessBench subset (processbench source url) → its verified copy."""
+    subset, spec = wildcards["subset"], params["spec"]
+    checks = {k: (spec.get(k) or {}).get(subset) for k in ("sha256", "git_blob_sha1")}
+    fetch_file(spec["url"].format(subset=subset), outputs["file"], checks, f"ProcessBench subset '{subset}'")
+
+
+def problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `problems`: results/problems/{dataset}.parquet from the dataset's config entry."""
+    name = wildcards["dataset"]
+    spec = params["spec"]
+    path = None
+    if spec.get("source") == "url":  # the copy rule benchmark_file made
+        path = (as_paths(inputs.get("source")) or [None])[0]
+    df = load_problems(name, spec, path=path)
+    n_steps = df["gold_steps"].map(lambda s: len(s) if s is not None else 0)
+    log.info("dataset %s: %d problems, %d with gold steps (mean %.1f steps)", name, len(df),
+             int((n_steps > 0).sum()), float(n_steps[n_steps > 0].mean()) if (n_steps > 0).any() else 0.0)
+    write_table(df, outputs["problems"], "problems",
+                meta={"dataset": name, "spec": params["spec"], "rows_loaded": df.attrs.get("rows_loaded")})
+
+
+def processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `processbench`: results/processbench/cases.parquet from the config's `processbench:` section."""
+    spec = dict(params["spec"])
+    source = spec.get("source", "constructed")
+    if source == "constructed":
+        # held out: no problem whose question is among the training problems (params.exclude)
+        cases = constructed_processbench(spec.get("constructed") or {}, params.get("exclude"))
+    else:
+        files = None
+        if source == "url":  # the copies rule processbench_file made, in processbench_paths order
+            got = as_paths(inputs.get("source"))
+            files = dict(zip(processbench_paths(spec), got)) if got else None
+        cases = load_processbench(spec, files=files)
+    err = cases["label"] != -1
+    log.info("processbench (%s): %d cases; per subset: %s; erroneous %d, correct %d, "
+             "correct answer with erroneous step %d", source, len(cases),
+             cases["subset"].value_counts().sort_index().to_dict(), int(err.sum()), int((~err).sum()),
+             int((err & cases["final_answer_correct"]).sum()))
+    write_table(cases, outputs["cases"], "processbench", meta={"spec": spec})

@@ -1,0 +1,253 @@
+"""Rule glue of workflow/rules/evaluation.smk: frozen-base step features, step scoring, LLM critics on
+ProcessBench, Best-of-N and ProcessBench metrics and their long tables.
+
+The metrics and table rules run in the analysis environment, which has no torch: the scoring rules
+import the torch modules (features, prm, scoring) inside their functions.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from .. import as_paths, critic, metrics
+from ..generation import load_engine
+from ..labels.judge import load_template
+from ..tables import read_table, table_meta, write_json, write_table
+
+log = logging.getLogger(__name__)
+
+# columns of the long tables results/tables/{bon,processbench}.csv
+TABLE_COLUMNS = {
+    "bon": ["prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high"],
+    "processbench": ["prm", "subset", "n", "error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high",
+                     "n_unparsed", "threshold"],
+}
+
+
+# ------------------------------------------------------------------------------------ features and scores
+
+
+def step_features(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `step_features`: results/{source}.parquet (samples or ProcessBench cases) →
+    results/features/{source}.safetensors."""
+    import torch  # lazy: torch (module docstring)
+
+    from .. import features, prm  # lazy: torch (module docstring)
+
+    if threads:
+        torch.set_num_threads(max(1, int(threads)))
+    t0 = time.time()
+    df = pd.read_parquet(inputs["texts"])
+    # params["training"]: the validated config block (every key set)
+    backbone, tokenizer, fmt, fp = prm.frozen_base(params["base_dir"], params["training"])
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    backbone.to(device)
+    questions, steps = features.texts(df)
+    feats = features.compute_features(backbone, tokenizer, fmt, questions, steps, params["max_length"],
+                                      int(params.get("batch_size", 8)), device)
+    truncated = int((feats["n_kept"] < feats["n_steps"]).sum())
+    meta = {"base_fingerprint": fp, "base": str(params["base_dir"]), "format": fmt.to_dict(),
+            "max_length": params["max_length"], "rows": features.row_ids(df), "source": str(inputs["texts"]),
+            "truncated": truncated}
+    features.save_features(outputs["features"], feats, meta)
+    log.info("step features of %d responses (%d steps, %d tokens) from the frozen base %s in %.1f s; "
+             "%d truncated at max_length=%s", len(df), int(feats["features"].shape[0]), feats["tokens"],
+             params["base_dir"], time.time() - t0, truncated, params["max_length"])
+
+
+def _score_frame(adapter, questions, steps_list, cfg, prefixes=False):
+    from ..scoring import ScoreStats, score_prefixes, score_responses  # lazy: torch (module docstring)
+
+    stats = ScoreStats()
+    fn = score_prefixes if prefixes else score_responses
+    scores = fn(adapter, questions, steps_list, cfg.get("batch_tokens", 16384), cfg.get("batch_size", 64), stats)
+    rate = stats.responses / stats.seconds if stats.seconds else float("nan")
+    log.info("scored %d inputs in %d forward passes, %d tokens, %.1f s (%.2f inputs/s); %d truncated",
+             stats.responses, stats.forward_passes, stats.tokens, stats.seconds, rate, stats.truncated)
+    return scores, stats
+
+
+def _from_features(features_input, spec, row_ids):
+    """Head-only trained PRMs: scores from the frozen base's stored step features (rule step_features)
+    plus this PRM's head; None when the rule gave no features input (any other PRM)."""
+    from .. import features  # lazy: torch (module docstring)
+    from ..scoring import ScoreStats  # lazy: torch (module docstring)
+
+    paths = as_paths(features_input)
+    if not paths:
+        return None
+    t0 = time.perf_counter()
+    scores, truncated = features.score_with_features(spec["path"], paths[0], row_ids, spec.get("max_length"))
+    stats = ScoreStats(responses=len(scores), truncated=truncated, seconds=time.perf_counter() - t0)
+    log.info("scored %d inputs from the frozen base's step features (%s) in %.2f s; %d truncated",
+             len(scores), paths[0], stats.seconds, truncated)
+    return scores, stats
+
+
+def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `score_samples`: results/samples/{dataset}.parquet → results/scores/{prm}/{dataset}.parquet
+    (step_scores), for every Best-of-N set of one PRM in one job: the model is loaded once, not once per
+    set (a 72B PRM takes minutes to load; on CPU the imports alone cost ~5 s a job). `inputs["samples"]`,
+    `inputs["features"]` (head-only trained PRMs) and `outputs["scores"]` are parallel lists, or single
+    paths."""
+    from .. import features  # lazy: torch (module docstring)
+    from ..scoring import load_adapter  # lazy: torch (module docstring)
+
+    spec, cfg = params["spec"], params.get("scoring", {})
+    samples = as_paths(inputs["samples"])
+    outs = as_paths(outputs["scores"])
+    feats = as_paths(inputs.get("features"))
+    if len(outs) != len(samples) or (feats and len(feats) != len(samples)):  # pragma: no cover - rule guard
+        raise ValueError("score_samples: samples, features and scores must be parallel lists")
+    adapter = None
+    for i, (src, dst) in enumerate(zip(samples, outs)):
+        df = read_table(src, "samples")
+        steps = [list(s) if s is not None else [] for s in df["steps"]]
+        done = _from_features(feats[i] if feats else None, spec, features.row_ids(df))
+        tokens = None
+        if done:
+            (scores, stats), outcome = done, False
+        else:
+            adapter = adapter or load_adapter(spec)
+            scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
+            outcome, tokens = adapter.outcome, adapter.token_info()
+        df = df.copy()
+        df["step_scores"] = scores
+        df["n_steps_scored"] = [len(s) for s in scores]
+        write_table(df, dst, "step_scores",
+                    meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
+                          "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
+        log.info("%s: %d responses scored -> %s", src, len(df), dst)
+
+
+def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `score_processbench`: results/processbench/cases.parquet → results/scores/{prm}/processbench.parquet
+    (pb_scores). Outcome RMs score every prefix as its own response."""
+    from ..scoring import load_adapter  # lazy: torch (module docstring)
+
+    spec, cfg = params["spec"], params.get("scoring", {})
+    cases = read_table(inputs["cases"], "processbench")
+    steps = [list(s) for s in cases["steps"]]
+    done = _from_features(inputs.get("features"), spec, cases["id"].astype(str).tolist())
+    tokens = None
+    if done:
+        (scores, stats), outcome = done, False
+    else:
+        adapter = load_adapter(spec)
+        scores, stats = _score_frame(adapter, cases["problem"].tolist(), steps, cfg, prefixes=adapter.outcome)
+        outcome, tokens = adapter.outcome, adapter.token_info()
+    out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["subset"], "step_scores": scores,
+                        "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
+    write_table(out, outputs["scores"], "pb_scores",
+                meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
+                      "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
+
+
+# ------------------------------------------------------------------------------------------------ critics
+
+
+def critic_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `critic_processbench`: results/processbench/cases.parquet →
+    results/critics/{judge}/processbench.parquet."""
+    cfg = params["critics"]
+    cases = read_table(inputs["cases"], "processbench")
+    engine = load_engine(params["model_dir"], params["model_entry"])
+    n = int(cfg["n"])
+    df = critic.critic_predictions(engine, cases, n=n, temperature=float(cfg["temperature"]) if n > 1 else 0.0,
+                                   top_p=float(cfg["top_p"]) if n > 1 else 1.0, max_tokens=int(cfg["max_tokens"]),
+                                   seed=int(cfg["seed"]), system_prompt=cfg.get("system_prompt"),
+                                   template=load_template(cfg.get("template_path")),
+                                   force_answer=bool(cfg.get("force_answer", False)),
+                                   force_truncated=bool(cfg.get("force_truncated", False)))
+    unparsed = int(df["prediction"].isna().sum())
+    print(f"critic {wildcards.get('judge')}: {len(df)} cases, n={n}, unparsable {unparsed} "
+          f"({100 * unparsed / max(len(df), 1):.1f}%; counted wrong); samples cut off at max_tokens "
+          f"and left unread: {int(df['n_truncated'].sum())}", flush=True)
+    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(outputs["predictions"], index=False)
+
+
+# ------------------------------------------------------------------------------------------------ metrics
+
+
+def bon_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `bon_metrics`: results/scores/{prm}/{benchmark}.parquet (all benchmarks) →
+    results/metrics/bon/{prm}.json. Outcome RMs (one score per response) give orm@N instead of prm_<agg>."""
+    cfg = params["bon"]
+    frames, outcome = [], False
+    for path in as_paths(inputs["scores"]):
+        df = read_table(path, "step_scores")
+        df = df.assign(benchmark=Path(path).stem)
+        outcome = outcome or bool(table_meta(path).get("outcome", False))
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    aggs = [] if outcome else list(cfg["aggregations"])
+    if outcome:
+        df["orm_score"] = [s[0] if s is not None and len(s) else None for s in df["step_scores"]]
+    m = metrics.bon_metrics(df, aggs, n=cfg.get("n"), maj_grouping=cfg["maj_grouping"],
+                            orm_column="orm_score" if outcome else None, bootstrap=int(cfg["bootstrap"]["samples"]),
+                            seed=int(cfg["bootstrap"]["seed"]), confidence=float(cfg["bootstrap"]["confidence"]))
+    m["prm"] = wildcards.get("prm")
+    m["run_label"] = params.get("run_label")
+    write_json(m, outputs["metrics"])
+    log.info("bon %s: %s", m["prm"], {k: v for k, v in m["average"].items() if k != "ci"})
+
+
+def _pb_threshold(params) -> float | str:
+    t = params.get("threshold")
+    return params["processbench_eval"]["threshold"] if t is None else t
+
+
+def processbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `processbench_metrics`: cases + results/scores/{prm}/processbench.parquet (step scores) or a
+    critic's predictions → results/metrics/processbench/{prm}.json and {prm}_predictions.parquet."""
+    cfg = params["processbench_eval"]
+    cases = read_table(inputs["cases"], "processbench")
+    src = pd.read_parquet(inputs["scores"])
+    if "prediction" in src.columns:  # a critic: predictions given (null = unparsable)
+        preds = {str(i): (None if pd.isna(p) else int(p)) for i, p in zip(src["id"], src["prediction"])}
+        scores: dict = {}
+        threshold: float | str = 0.5
+    else:
+        scores = {str(i): [float(x) for x in s] for i, s in zip(src["id"], src["step_scores"])}
+        threshold = _pb_threshold(params)
+        t0 = 0.5 if threshold == "tune" else float(threshold)
+        preds = {i: metrics.first_error(s, t0) for i, s in scores.items()}
+    m, per_case = metrics.evaluate_processbench(cases, preds, scores, threshold, cfg["tune_subset"],
+                                                bootstrap=int(cfg["bootstrap"]["samples"]),
+                                                seed=int(cfg["bootstrap"]["seed"]),
+                                                confidence=float(cfg["bootstrap"]["confidence"]))
+    if "n_steps_scored" in src.columns and "n_steps" in src.columns:
+        m["n_truncated"] = int((src["n_steps_scored"] < src["n_steps"]).sum())
+    m["prm"] = wildcards.get("prm")
+    m["run_label"] = params.get("run_label")
+    write_json(m, outputs["metrics"])
+    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
+    per_case.to_parquet(outputs["predictions"], index=False)
+    log.info("processbench %s: average F1 %.3f (threshold %s)", m["prm"], m["average_f1"], m["threshold"])
+
+
+def _long_table(inputs, outputs, params, kind: str, rows_fn) -> None:
+    rows = []
+    for path in as_paths(inputs.get("metrics")):
+        m = json.loads(Path(path).read_text())
+        rows += rows_fn(m, m.get("prm") or Path(path).stem)
+    df = pd.DataFrame(rows, columns=TABLE_COLUMNS[kind])
+    df["run"] = params.get("run_label", "")  # what produced the numbers (as the sampling tables)
+    Path(outputs["table"]).parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(outputs["table"], index=False)
+
+
+def bon_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `bon_table`: all results/metrics/bon/*.json → results/tables/bon.csv (long format)."""
+    _long_table(inputs, outputs, params, "bon", metrics.bon_long_rows)
+
+
+def processbench_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `processbench_table`: all results/metrics/processbench/*.json → results/tables/processbench.csv
+    (long format)."""
+    _long_table(inputs, outputs, params, "processbench", metrics.processbench_long_rows)

@@ -1,0 +1,198 @@
+"""Rule glue of workflow/rules/labels.smk: Monte Carlo labels and judge verdicts (sharded by problem),
+their merges, human labels, consensus filtering, one training set per variant and their table."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from .. import as_paths, generation
+from ..labels import clean_steps, instance_id, shard_by_problem
+from ..labels.consensus import consensus_table
+from ..labels.human import construction_instances, convert_prm800k, decontaminate, eval_questions, prm800k_files
+from ..labels.judge import judge_responses, load_template
+from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
+from ..labels.trainsets import CSV_COLUMNS, build_variant
+from ..tables import iter_records, merge_shards, read_table, table_meta, write_table
+
+
+def mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `mc`: Monte Carlo labels for one shard of a dataset's sampled responses → `mc` table."""
+    cfg = params["mc"]
+    needs = Needs.from_params(params.get("needs"))
+    samples = read_table(inputs["samples"], "samples")
+    shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
+    part = shard_by_problem(samples, shard, nshards)
+    items = [MCInput(r.problem_id, int(r.sample_idx), r.question, str(r.answer), list(r.steps),
+                     None if pd.isna(r.correct) else bool(r.correct)) for r in part.itertuples()]
+    print(f"mc: {len(items)} responses in shard {shard} of {nshards}; K={cfg['completions']}, "
+          f"protocol={cfg['protocol']}, needs={needs.to_params()}", flush=True)
+    n_empty = sum(1 for it in items if not clean_steps(it.steps))
+    if n_empty:
+        print(f"mc: {n_empty} responses have no steps; they get no labels and no rollouts", flush=True)
+    rows: list[dict] = []
+    engine_stats = {}
+    if any(clean_steps(it.steps) for it in items):
+        # via the module: tests swap the engine
+        engine = generation.load_engine(params["model_dir"], params["model_entry"])
+        rows = run_mc(items, engine, k=int(cfg["completions"]), needs=needs, protocol=cfg["protocol"],
+                      round_size=int(cfg["round_size"]), seed=int(cfg["seed"]), spec=spec_from_config(cfg),
+                      prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
+                      grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)), params.get("grading_workers")),
+                      separator=params.get("separator", "\n\n"), last_step=cfg.get("last_step", "rollout"))
+        engine_stats = {"engine_seconds": round(engine.stats.seconds, 2), "engine_calls": engine.stats.calls}
+    else:
+        rows = run_mc(items, None, k=int(cfg["completions"]), needs=needs, protocol=cfg["protocol"],
+                      prompt_fn=lambda q, p: "", grade_fn=lambda t, g: [])
+    df = pd.DataFrame(rows, columns=["problem_id", "sample_idx", "n_steps", "k", "n_success", "n_total", "inferred",
+                                     "tokens_generated", "n_completions", "n_truncated"])
+    summary = {"responses": len(df), "tokens_generated": int(df["tokens_generated"].sum()) if len(df) else 0,
+               "completions": int(df["n_completions"].sum()) if len(df) else 0,
+               "completions_truncated": int(df["n_truncated"].sum()) if len(df) else 0,
+               "responses_without_steps": n_empty, **engine_stats}
+    print(f"mc summary: {summary}", flush=True)
+    write_table(df, outputs["table"], "mc", meta={"k": int(cfg["completions"]), "protocol": cfg["protocol"],
+                                                  "needs": needs.to_params(), "mc": cfg, "summary": summary})
+
+
+def judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `judge`: judge verdicts for one shard of a dataset's sampled responses → `judge` table."""
+    cfg = params["judge"]
+    samples = read_table(inputs["samples"], "samples")
+    shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
+    part = shard_by_problem(samples, shard, nshards)
+    steps = [clean_steps(s) for s in part["steps"]]
+    print(f"judge: {len(part)} responses in shard {shard} of {nshards}; style={cfg['style']}, n={cfg['n']}", flush=True)
+    rows: list[dict] = []
+    if any(steps):
+        engine = generation.load_engine(params["model_dir"], params["model_entry"])  # via the module: tests swap it
+        rows = judge_responses(
+            engine, list(part["question"]), steps, [instance_id(p, s) for p, s in zip(part["problem_id"], part["sample_idx"])],
+            style=cfg["style"], n=int(cfg["n"]), temperature=float(cfg["temperature"]), top_p=float(cfg["top_p"]),
+            max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]), template=load_template(cfg.get("template_path")),
+            system_prompt=cfg.get("system_prompt"), force_answer=bool(cfg["force_answer"]),
+            guided=bool(cfg["guided"]), force_truncated=bool(cfg.get("force_truncated", False)))
+    else:
+        rows = [{"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps", "votes": [],
+                 "n_forced": 0, "n_truncated": 0, "tokens_generated": 0} for _ in steps]
+    df = pd.DataFrame(rows, columns=["first_error", "verdicts", "parsed", "status", "votes", "n_forced",
+                                     "n_truncated", "tokens_generated"])
+    df.insert(0, "sample_idx", part["sample_idx"].astype(int).values)
+    df.insert(0, "problem_id", part["problem_id"].values)
+    df.insert(2, "n_steps", [len(s) for s in steps])
+    df["first_error"] = df["first_error"].astype("Int64")
+    counts = df["status"].value_counts().to_dict()
+    summary = {"responses": len(df), "parsed": int(df["parsed"].sum()), "status_counts": counts,
+               "forced": int(df["n_forced"].sum()), "truncated_unparsed": int(df["n_truncated"].sum()),
+               "tokens_generated": int(df["tokens_generated"].sum())}
+    print(f"judge summary: {summary}", flush=True)
+    if len(df) and summary["parsed"] < len(df):
+        print(f"judge: {len(df) - summary['parsed']} responses without a readable verdict are excluded "
+              "from judge-based training sets", flush=True)
+    write_table(df, outputs["table"], "judge", meta={"judge": cfg, "summary": summary})
+
+
+def _merge_label_shards(inputs: dict, outputs: dict, kind: str) -> None:
+    """Shard tables of one kind (mc or judge) → the dataset table, with the first shard's metadata
+    less its per-shard summary."""
+    shards = as_paths(inputs["shards"])
+    df, meta = merge_shards(shards, kind)
+    meta.pop("summary", None)
+    print(f"merged {len(shards)} {kind} shards: {len(df)} rows", flush=True)
+    write_table(df, outputs["table"], kind, meta=meta)
+
+
+def merge_mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `merge_mc`: MC shard tables → results/labels/mc/{dataset}.parquet."""
+    _merge_label_shards(inputs, outputs, "mc")
+
+
+def merge_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `merge_judge`: judge shard tables → results/labels/judge/{dataset}.parquet."""
+    _merge_label_shards(inputs, outputs, "judge")
+
+
+def human_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `human_labels`: human step labels (PRM800K or by construction), decontaminated →
+    results/labels/human.parquet (trainset format)."""
+    cfg = params["human"]
+    evals = as_paths(inputs.get("eval_sets", []))
+    if cfg["source"] == "construction":
+        paths = as_paths(inputs.get("problems"))
+        if not paths:
+            raise ValueError("human.source 'construction' needs the training problem tables (problems:)")
+        problems = pd.concat([read_table(p, "problems") for p in paths], ignore_index=True)
+        c = cfg["construction"]
+        inst, counts = construction_instances(problems, int(c["corrupted_per_problem"]), bool(c["include_gold"]),
+                                              int(c["seed"]), bool(c["keep_final_answer"]))
+    elif cfg["source"] == "prm800k":
+        inst, counts = [], {}
+        for name, path in prm800k_files(cfg):
+            part, cnt = convert_prm800k(iter_records(path), cfg["neutral"], cfg["keep_finish_reasons"],
+                                        bool(cfg["skip_quality_control"]), source=Path(name).stem)
+            inst.extend(part)
+            for key, v in cnt.items():
+                counts[f"{Path(name).stem}.{key}"] = v
+    else:
+        raise ValueError(f"human.source must be 'construction' or 'prm800k', not {cfg['source']!r}")
+    n_before = len(inst)
+    inst, removed = decontaminate(inst, eval_questions(evals))
+    summary = {"source": cfg["source"], "instances_before_decontamination": n_before,
+               "removed_by_decontamination": removed, "instances": len(inst), **counts}
+    print(f"human labels: {summary}", flush=True)
+    df = pd.DataFrame(inst, columns=["instance_id", "question", "steps", "labels"] +
+                      (["error_index"] if cfg["source"] == "construction" else []))
+    write_table(df, outputs["table"], "trainset", meta={"human": cfg, "summary": summary,
+                                                        "n_candidates": n_before})
+
+
+def consensus(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `consensus`: MC ∩ judge agreement for one dataset → results/labels/consensus/{dataset}.parquet."""
+    mc_table = read_table(inputs["mc"], "mc")
+    judge_table = read_table(inputs["judge"], "judge")
+    k = int(table_meta(inputs["mc"]).get("k") or params["k"])
+    threshold = float(params["consensus"]["threshold"])
+    out = consensus_table(mc_table, judge_table, k, threshold)
+    kept = int(out["agree"].sum())
+    share = kept / len(out) if len(out) else 0.0
+    print(f"consensus ({wildcards.get('dataset', '')}, MC threshold {threshold:g}): kept {kept} of {len(out)} "
+          f"responses ({share:.1%}); reasons {out['reason'].value_counts().to_dict()}", flush=True)
+    out.to_parquet(outputs["table"], index=False)
+
+
+def trainset(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `trainset`: one variant's training set → results/trainsets/{variant}.parquet (+ .json stats)."""
+    name, spec = params["variant"], params["spec"]
+    human = None
+    n_human = None
+    k = None
+    if inputs.get("mc"):
+        k = int(table_meta(as_paths(inputs["mc"])[0]).get("k") or params.get("k"))
+    if spec["source"] == "human":
+        human = read_table(inputs["human"], "trainset")
+        n_human = table_meta(inputs["human"]).get("n_candidates")
+    df, st = build_variant(
+        name, spec, samples=[read_table(p, "samples") for p in as_paths(inputs.get("samples"))],
+        mc=[read_table(p, "mc") for p in as_paths(inputs.get("mc"))],
+        judge=[read_table(p, "judge") for p in as_paths(inputs.get("judge"))],
+        consensus=[pd.read_parquet(p) for p in as_paths(inputs.get("consensus"))], human=human, k=k,
+        n_human_candidates=n_human)
+    print(f"trainset {name}: {st}", flush=True)
+    write_table(df, outputs["table"], "trainset", meta={"variant": name, "spec": spec, "stats": st,
+                                                        "run": params.get("run", {})})
+    Path(outputs["stats"]).write_text(json.dumps(st, indent=1) + "\n")
+
+
+def trainsets_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `trainsets_table`: every variant's stats → results/tables/trainsets.csv."""
+    rows = [json.loads(Path(p).read_text()) for p in as_paths(inputs["stats"])]
+    df = pd.DataFrame(rows)
+    for c in CSV_COLUMNS:
+        if c not in df.columns:
+            df[c] = None
+    df = df[CSV_COLUMNS]
+    df["run"] = params.get("run_label", "")  # provenance: which configuration made these numbers
+    Path(outputs["csv"]).parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(outputs["csv"], index=False)
+    print(df.to_string(index=False), flush=True)

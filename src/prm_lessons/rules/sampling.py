@@ -1,0 +1,61 @@
+"""Rule glue of workflow/rules/sampling.smk: policy sampling shards, their merge, the Best-of-N baselines."""
+from __future__ import annotations
+
+import logging
+import os
+
+import pandas as pd
+
+from .. import as_paths, generation
+from ..metrics import baselines
+from ..sampling import sample_problems, shard_rows
+from ..tables import SCHEMAS, merge_shards, read_table, table_meta, write_table
+
+log = logging.getLogger(__name__)
+
+
+def sample(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `sample`: one shard of one problem set → results/samples/{dataset}/shard{i}of{n}.parquet."""
+    problems = read_table(inputs["problems"], "problems")
+    part = shard_rows(problems, int(wildcards["shard"]), int(wildcards["nshards"]))
+    entry = params["model"]
+    if len(part) == 0:  # more shards than problems: an empty shard is valid
+        df = pd.DataFrame(columns=SCHEMAS["samples"])
+    else:
+        engine = generation.load_engine(params["model_dir"], entry)  # via the module: tests swap the engine
+        # the dataset's answer format travels in the problems table's metadata (its config entry)
+        fmt = (table_meta(inputs["problems"]).get("spec") or {}).get("answer_format", "plain")
+        df = sample_problems(engine, part, n=int(params["n"]), sampling=params["sampling"],
+                             grading=params["grading"], answer_format=fmt)
+        log.info("engine: %s backend, %d tokens in %.1f s", engine.backend, engine.stats.generated_tokens,
+                 engine.stats.seconds)
+    write_table(df, outputs["samples"], "samples",
+                meta={"policy": entry["name"], "sampling": params["sampling"]})
+
+
+def merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `merge_samples`: shards → results/samples/{dataset}.parquet (duplicates are an error)."""
+    df, _ = merge_shards(as_paths(inputs["shards"]), "samples")  # the merged table carries no metadata
+    write_table(df, outputs["samples"], "samples")
+    log.info("%s: %d responses over %d problems", wildcards["dataset"], len(df), df["problem_id"].nunique())
+
+
+def bon_baselines(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `bon_baselines`: pass@N and maj@N per benchmark and their unweighted average →
+    results/tables/bon_baselines.csv."""
+    rows = []
+    for path in as_paths(inputs["samples"]):
+        df = read_table(path, "samples")
+        name = df["dataset"].iloc[0] if len(df) else os.path.basename(path).removesuffix(".parquet")
+        rows.append({"benchmark": name, **baselines(df, params.get("n"))})
+    table = pd.DataFrame(rows)
+    avg = {"benchmark": "average", "n_problems": int(table["n_problems"].sum()), "N": int(table["N"].max())}
+    for col in ("pass", "maj", "mean_acc"):
+        avg[col] = float(table[col].mean())
+    table = pd.concat([table, pd.DataFrame([avg])], ignore_index=True)
+    table.insert(0, "run", params.get("run_label", ""))
+    for col in ("pass", "maj", "mean_acc"):
+        table[col] = (100 * table[col]).round(1)
+    os.makedirs(os.path.dirname(outputs["table"]), exist_ok=True)
+    table.to_csv(outputs["table"], index=False)
+    log.info("\n%s", table.to_string(index=False))

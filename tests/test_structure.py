@@ -1,0 +1,208 @@
+"""The codebase's structure, held by tests: every rule's `func` resolves to the rule function of its own
+stage module under the rule's name, library modules never import the rule glue, the package import graph
+has no cycle (function-local imports included), own-package imports sit at module top, and a package edit
+reruns exactly the rules whose code imports it."""
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from prm_lessons import codedeps
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "src" / "prm_lessons"
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+# modules that run only while the DAG is built: no job may import them
+DAG_ONLY = {"prm_lessons.config", "prm_lessons.plan", "prm_lessons.codedeps"}
+
+
+def load_rules(configfiles=()):
+    """The workflow's rules as Snakemake parses them (no job runs)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
+
+    with SnakemakeApi(OutputSettings(quiet=True)) as api:
+        wf = api.workflow(resource_settings=ResourceSettings(),
+                          config_settings=ConfigSettings(configfiles=[ROOT / c for c in configfiles]),
+                          storage_settings=StorageSettings(), snakefile=ROOT / "Snakefile",
+                          workdir=Path(tempfile.mkdtemp()))._workflow
+        return list(wf.rules)
+
+
+def package_modules() -> dict[str, Path]:
+    return {codedeps._module_name(PKG, f): f for f in sorted(PKG.rglob("*.py"))}
+
+
+@pytest.mark.parametrize("configfiles", [(), ("config/paper.yaml",)], ids=["embedded", "paper"])
+def test_every_rule_func_resolves_to_its_stage_module_under_the_rule_name(configfiles):
+    rules = [r for r in load_rules(configfiles) if r.name != "all"]
+    assert len(rules) > 20
+    for rule in rules:
+        func = dict(rule.params.items()).get("func")
+        assert func, f"rule {rule.name} has no params.func"
+        stage, name = func.split(":")
+        assert stage == Path(rule.snakefile).stem, f"rule {rule.name}: func {func} is not in its .smk's module"
+        assert name == rule.name, f"rule {rule.name}: func {func} is not named after the rule"
+        target = getattr(importlib.import_module(f"prm_lessons.rules.{stage}"), name, None)
+        assert callable(target), f"rule {rule.name}: {func} does not resolve"
+        code = {str(p) for p in rule.input if str(p).startswith(str(PKG)) and str(p).endswith(".py")}
+        if code:  # a rule's code inputs are the closure of its function (downloads declare none)
+            assert code == set(codedeps.rule_code_inputs(PKG, func)), rule.name
+
+
+def test_no_job_imports_the_dag_time_modules_and_no_library_module_imports_rule_glue():
+    mods = package_modules()
+    for name, file in mods.items():
+        if name.startswith("prm_lessons.rules."):
+            tree = ast.parse(file.read_text())
+            funcs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+            for f in funcs:
+                closure = codedeps.module_closure(PKG, codedeps.function_modules(PKG, name, f))
+                assert not closure & DAG_ONLY, f"{name}:{f} runs DAG-time code {closure & DAG_ONLY}"
+        elif not name.startswith(("prm_lessons.rules", "prm_lessons.rehearsal")) and name not in DAG_ONLY:
+            deps = codedeps._imports(PKG, file)[1]
+            assert not {d for d in deps if d.startswith("prm_lessons.rules")}, f"library module {name} imports rule glue"
+
+
+def test_package_import_graph_has_no_cycle():
+    graph = {name: set(codedeps._imports(PKG, f)[1]) - {name} for name, f in package_modules().items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node):  # depth-first search; a grey node reached again closes a cycle
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                pytest.fail("import cycle: " + " -> ".join(stack[stack.index(dep):] + [dep]))
+            if dep not in state:
+                visit(dep)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+def _local_imports(file: Path):
+    """(line, imported module, is own package, comment on the line or the line above) per import
+    statement inside a function body."""
+    lines = file.read_text().splitlines()
+    tree = ast.parse("\n".join(lines))
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                own = isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("prm_lessons"))
+                own = own or any(a.name.startswith("prm_lessons") for a in getattr(node, "names", []))
+                near = lines[node.lineno - 1] + " " + (lines[node.lineno - 2] if node.lineno > 1 else "")
+                yield node.lineno, ast.unparse(node), own, near
+
+
+def test_imports_sit_at_module_top_except_lazy_heavy_ones_with_a_reason():
+    bad = []
+    for name, file in package_modules().items():
+        for line, stmt, own, near in _local_imports(file):
+            if own and not name.startswith("prm_lessons.rules."):
+                bad.append(f"{file.relative_to(ROOT)}:{line}: own-package import inside a function: {stmt}")
+            elif "lazy" not in near:  # rule glue may import a torch module lazily, with its reason
+                bad.append(f"{file.relative_to(ROOT)}:{line}: function-local import without a '# lazy: <reason>': {stmt}")
+    assert not bad, "\n".join(bad)
+
+
+# -- a package edit reruns exactly the rules that import it -------------------------------------------
+
+def _copy_checkout(dest: Path) -> Path:
+    for part in ("Snakefile", "workflow", "src", "config", "envs", "paper"):
+        src = ROOT / part
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / part)
+    return dest
+
+
+def _smk(cwd: Path, *args) -> str:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([*SNAKEMAKE, "--cores", "1", "--rerun-triggers", "mtime", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def _rerun_rules(out: str) -> dict[str, str]:
+    """rule → the reasons of its jobs in a dry run (a `reason:` line follows each `rule x:` header)."""
+    rules, current = {}, None
+    for line in out.splitlines():
+        s = line.strip()
+        if (s.startswith("rule ") or s.startswith("localrule ")) and s.endswith(":"):
+            current = s.split()[1][:-1]
+        elif s.startswith("reason:") and current:
+            rules[current] = rules.get(current, "") + " | " + s
+            current = None
+    return rules
+
+
+@pytest.fixture(scope="module")
+def finished_checkout():
+    """A copy of the checkout whose every output exists and is up to date (created empty, then marked done
+    with --touch): the state of a finished run, without running anything."""
+    dest = _copy_checkout(Path(tempfile.mkdtemp()))
+    summary = _smk(dest, "--summary")
+    files = [ln.split("\t")[0] for ln in summary.splitlines() if "\t" in ln and not ln.startswith("output_file")]
+    for f in files:
+        p = dest / f
+        if not p.suffix:  # directory() outputs: model directories (every file output has a suffix)
+            p.mkdir(parents=True, exist_ok=True)
+        else:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.touch()
+    _smk(dest, "--touch")
+    assert not _rerun_rules(_smk(dest, "-n")), "the touched checkout is not up to date"
+    yield dest
+    shutil.rmtree(dest, ignore_errors=True)
+
+
+FIGURE_RULES = {"fig2_consensus_filtering", "fig3_hard_soft_bon", "fig4_hard_soft_processbench",
+                "fig5_mc_threshold", "fig6_flawed_process", "fig7_tolerance_vs_bon", "fig8_min_at_last_step",
+                "fig9_scoring_strategies"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module, expected", [
+    ("config.py", set()),  # DAG time only: validation edits rerun nothing
+    ("plan.py", set()),
+    ("artifacts/plots.py", FIGURE_RULES),  # a plotting edit redraws figures, rebuilds no table
+    ("training.py", {"train_prm"}),  # the trainer: scoring and features use prm.py, not training.py
+    ("prm.py", {"train_prm", "step_features", "score_samples", "score_processbench"}),
+])
+def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout, module, expected):
+    target = finished_checkout / "src/prm_lessons" / module
+    before = target.stat().st_mtime
+    try:
+        os.utime(target, (before + 10, before + 10))
+        planned = _rerun_rules(_smk(finished_checkout, "-n"))
+        direct = {r for r, why in planned.items() if "updated input files" in why.lower() and f"prm_lessons/{module}" in why}
+        assert direct == expected, planned
+    finally:
+        os.utime(target, (before, before))
+
+
+@pytest.mark.slow
+def test_human_labels_reruns_when_grading_changes(finished_checkout):
+    """The hand-written lists missed this one: human labels by construction grade final answers."""
+    target = finished_checkout / "src/prm_lessons/grading.py"
+    before = target.stat().st_mtime
+    try:
+        os.utime(target, (before + 10, before + 10))
+        planned = _rerun_rules(_smk(finished_checkout, "-n"))
+        assert "human_labels" in planned and "prm_lessons/grading.py" in planned["human_labels"]
+    finally:
+        os.utime(target, (before, before))
