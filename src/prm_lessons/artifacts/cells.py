@@ -383,7 +383,7 @@ def build_summary_figure(tid: str, bon, pb, pub, params, tol: pd.DataFrame | Non
 
 def build_fig5(bon, pb, sweep: Iterable | pd.DataFrame | None, pub, params):
     """Figure 5: the MC hard-label threshold sweep. `sweep` = [(threshold, variant), …] (the workflow
-    passes labels.trainsets.threshold_sweep_variants), or a trainsets.csv frame whose hard MC rows are
+    passes plan.threshold_sweep_variants), or a trainsets.csv frame whose hard MC rows are
     used. Rows are matched to the paper's thresholds by value."""
     if isinstance(sweep, pd.DataFrame):
         ts = sweep[(sweep.get("source").astype(str) == "mc") & (sweep.get("label_type").astype(str) == "hard")]
