@@ -31,9 +31,9 @@ def build(model_dir: Path):
         source = f"{model_dir} (SmolLM2-135M weights)"
     else:
         sys.path.insert(0, str(ROOT / "tests"))
-        from test_scoring import make_tokenizer
+        from conftest import scoring_tokenizer  # the scoring tests' tiny tokenizer
 
-        tok = make_tokenizer()
+        tok = scoring_tokenizer()
         cfg = LlamaConfig(vocab_size=len(tok), hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
                           num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=2048)
         torch.manual_seed(0)

@@ -1,34 +1,12 @@
-"""Tiny random-weight base models + tokenizers for the training tests (no downloads), a trainset with a
-learnable signal (a step containing "wrong" is labelled 0, every other step 1), and `score_steps`, the
-reference scorer of a trained PRM that the scoring paths are checked against."""
+"""Tiny random-weight base models (with conftest.tiny_tokenizer) for the training tests (no downloads), a
+trainset with a learnable signal (a step containing "wrong" is labelled 0, every other step 1), and
+`score_steps`, the reference scorer of a trained PRM that the scoring paths are checked against."""
 from __future__ import annotations
 
 import random
 from pathlib import Path
 
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-CORPUS = ["Janet has 16 eggs. She eats 3 and bakes with 4. How many are left?",
-          "Step 1: 16 - 3 = 13. Step 2: 13 - 4 = 9. The answer is 9.",
-          "Please reason step by step, and put your final answer within \\boxed{}.",
-          "We compute 2 + 3 = 5 and then 5 * 4 = 20, so the total is \\boxed{20}.",
-          "this step is right. this step is wrong. correct wrong paragraph solution problem"] * 3
-
-
-def tiny_tokenizer(with_step_token: bool):
-    """Byte-level BPE with a ChatML template; `<extra_0>` in the vocabulary (Qwen-like) or not (SmolLM2-like)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    t = Tokenizer(models.BPE())
-    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    t.decoder = decoders.ByteLevel()
-    specials = ["<pad>", "<|im_start|>", "<|im_end|>"] + (["<extra_0>"] if with_step_token else [])
-    t.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=300, special_tokens=specials,
-                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=t, pad_token="<pad>", eos_token="<|im_end|>")
-    fast.chat_template = CHATML
-    return fast
+from conftest import tiny_tokenizer
 
 
 def tiny_base(path: Path, with_step_token: bool = False, arch: str = "llama", seed: int = 0,

@@ -1,4 +1,5 @@
-"""Shared test helpers: the read-only reference data in ../shared (see ../shared/data/README.md).
+"""Shared test helpers: the read-only reference data in ../shared (see ../shared/data/README.md), the
+one tiny tokenizer builder, and a stand-in for Snakemake's `script:` call. Fake engines: tests/fakes.py.
 
 Tests on real data call :func:`shared_data_dir` (or use the ``shared_data`` fixture). Off CI a
 missing ../shared skips them; under ``CI=true`` it FAILS them, because CI has ../shared and a silent
@@ -34,6 +35,43 @@ def shared_data_dir(*parts: str) -> Path:
 def shared_data() -> Path:
     """The ../shared/data directory (skip off CI / fail under CI=true when it is missing)."""
     return shared_data_dir()
+
+
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+TEXTS = ["Janet has 16 eggs. She eats 3 and bakes with 4. How many are left?",
+         "Step 1: 16 - 3 = 13. Step 2: 13 - 4 = 9. The answer is 9.",
+         "Please reason step by step, and put your final answer within \\boxed{}.",
+         "We compute 2 + 3 = 5 and then 5 * 4 = 20, so the total is \\boxed{20}."]
+STEP_WORDS = "this step is right. this step is wrong. correct wrong paragraph solution problem"  # training signal
+MARKER_WORDS = "+ - + - correct wrong paragraph solution problem"  # the released PRMs' +/- label tokens
+
+
+def tiny_tokenizer(with_step_token: bool = True, *, words: str = STEP_WORDS, vocab_size: int = 300,
+                   bos: bool = False, added: tuple[str, ...] = ()):
+    """Byte-level BPE with a ChatML template, trained offline in a second on TEXTS + `words`; `<extra_0>` in
+    the vocabulary (Qwen-like) or not (SmolLM2-like), a BOS token `<s>` if `bos`, and `added` tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # lazy: torch-free tests
+    from transformers import PreTrainedTokenizerFast
+
+    t = Tokenizer(models.BPE())
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    t.decoder = decoders.ByteLevel()
+    specials = (["<pad>"] + (["<s>"] if bos else []) + ["<|im_start|>", "<|im_end|>"]
+                + (["<extra_0>"] if with_step_token else []))
+    t.train_from_iterator((TEXTS + [words]) * 3, trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=t, pad_token="<pad>", eos_token="<|im_end|>",
+                                   **({"bos_token": "<s>"} if bos else {}))
+    if added:
+        fast.add_tokens(list(added))
+    fast.chat_template = CHATML
+    return fast
+
+
+def scoring_tokenizer():
+    """The scoring adapters' tokenizer: +/- in the merges, a BOS, `<extra_0>` and Math-Shepherd's step tag ки."""
+    return tiny_tokenizer(True, words=MARKER_WORDS, vocab_size=400, bos=True, added=("ки",))
 
 
 def run_rule_script(log_path, func: str, rule: str, gpu: int = 0) -> None:

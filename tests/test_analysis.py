@@ -1,14 +1,11 @@
 """The three Best-of-N bias analyses (prm_lessons.analysis): definitions, edge cases, real data."""
 import math
-import os
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from conftest import shared_data_dir
 from prm_lessons import analysis as A
-
-SHARED = Path(os.environ.get("PRM_LESSONS_SHARED", Path(__file__).resolve().parents[1] / ".." / "shared"))
 
 
 def test_wilson_interval():
@@ -55,13 +52,12 @@ def test_flaw_rates_skips_dataset_without_judge_and_adds_processbench(caplog):
     assert "no judge labels for dataset 'b'" in caplog.text
 
 
-@pytest.mark.skipif(not (SHARED / "data/processbench/gsm8k.json").exists(), reason="../shared data absent")
 def test_processbench_annotated_rates_on_real_data():
     """ProcessBench's own flawed-process rate among answer-correct cases: 3.5/18.8/32.2/51.8 %
     (research notes §3.1: 7/200, 94/500, 161/500, 259/500)."""
     frames = []
     for subset in ("gsm8k", "math", "olympiadbench", "omnimath"):
-        d = pd.read_json(SHARED / f"data/processbench/{subset}.json")
+        d = pd.read_json(shared_data_dir("processbench", f"{subset}.json"))
         d["subset"] = subset
         frames.append(d)
     r = A.processbench_flaw_rates(pd.concat(frames)).set_index("dataset")

@@ -6,31 +6,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
+from fakes import ScriptedEngine  # noqa: E402
 from prm_lessons import critic, metrics  # noqa: E402
-from prm_lessons.generation import Completion  # noqa: E402
-
-
-class _Tok:
-    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
-        return "".join(m["content"] for m in messages) + "\n<assistant>"
-
-
-class ScriptedEngine:
-    """Answers by case: the text given for the problem (no model; the protocol around it is tested)."""
-
-    backend = "scripted"
-
-    def __init__(self, answers):
-        self.tokenizer, self.answers, self.prompts = _Tok(), answers, []
-
-    def generate(self, prompts, spec, seeds=None):
-        self.prompts += prompts
-        out = []
-        for p in prompts:
-            key = next(k for k in self.answers if k in p)
-            out.append([Completion(text=self.answers[key], n_tokens=5, finish_reason="stop")])
-        return out
-
 
 CASES = pd.DataFrame({"id": ["a-0", "a-1", "a-2"], "subset": ["a"] * 3,
                       "problem": ["PROB0", "PROB1", "PROB2"], "steps": [["x", "y"], ["x", "y", "z"], ["x"]],

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, shared_data_dir
+from fakes import FixedEngine
 from prm_lessons.grading import (
     GradeResult,
     choice_answer_clean,
@@ -279,24 +280,11 @@ def test_cli_grade_answer_format_choice(tmp_path):
 def test_sampling_grades_with_the_datasets_answer_format(tmp_path, monkeypatch):
     """rule sample reads the answer format from the problems table's config entry."""
     from prm_lessons import generation
-    from prm_lessons.generation import Completion, Engine
     from prm_lessons.rules.data import problems as rule_problems
     from prm_lessons.rules.sampling import sample as rule_sample
 
-    class Fixed(Engine):
-        backend = "fake"
-
-        class Tok:
-            def apply_chat_template(self, messages, tokenize, add_generation_prompt):
-                return "|".join(m["content"] for m in messages)
-
-        tokenizer = Tok()
-
-        def generate(self, prompts, spec, seeds=None):
-            return [[Completion("Eliminating \\boxed{A} first. The answer is C.", 9, "stop")] * spec.n
-                    for _ in prompts]
-
-    monkeypatch.setattr(generation, "load_engine", lambda *a, **k: Fixed())
+    fixed = FixedEngine("Eliminating \\boxed{A} first. The answer is C.", n_tokens=9)
+    monkeypatch.setattr(generation, "load_engine", lambda *a, **k: fixed)
     fix = Path(__file__).resolve().parent / "fixtures" / "data" / "mmlu_style.jsonl"  # gold: C
     params = {"sampling": {"temperature": 0.7, "top_p": 0.8, "max_tokens": 16, "seed": 0,
                            "step_separator": "\n\n"},

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from labels_fakes import ScriptedJudge
+from fakes import ScriptedJudge
 from prm_lessons.labels.judge import judge_responses, parse_verdict, parse_verdict_detail, render_judge_prompt, vote
 
 CASES = yaml.safe_load((Path(__file__).parent / "fixtures" / "judge_verdicts.yaml").read_text())

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-from labels_fakes import SeededCompleter, boxed_grade
+from fakes import SeededCompleter, boxed_grade
 from prm_lessons.labels import clean_steps, labels_from_first_error
 from prm_lessons.labels.mc import LabelError, MCInput, Needs, decide, first_error, hard_labels, run_mc, soft_labels
 

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 import prm_lessons.generation as generation
-from labels_fakes import ScriptedJudge, SeededCompleter
+from fakes import ScriptedJudge, SeededCompleter
 from prm_lessons.plan import label_needs, variants
 from prm_lessons.rules.labels import consensus as rule_consensus
 from prm_lessons.rules.labels import judge as rule_judge

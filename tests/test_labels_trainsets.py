@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from labels_fakes import SeededCompleter, boxed_grade
+from fakes import SeededCompleter, boxed_grade
 from prm_lessons.labels.consensus import consensus_table
 from prm_lessons.labels.mc import MCInput, Needs, run_mc
 from prm_lessons.labels.trainsets import CSV_COLUMNS, build_variant

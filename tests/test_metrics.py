@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
+import random
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import shared_data_dir
 from prm_lessons import metrics as M
 from prm_lessons.data import load_processbench_cases
 
@@ -233,31 +236,82 @@ def test_long_tables():
 
 
 # --------------------------------------------------------------------------- real data (../shared)
-
-SHARED = Path(os.environ.get("PRM_LESSONS_SHARED", Path(__file__).resolve().parents[1] / ".." / "shared"))
-PB_DIR = SHARED / "data" / "processbench"
-BON_FILE = SHARED / "data" / "bon" / "math_cot_100_samples.jsonl"
+# The official definitions on the real data (these checks were bench/validate_official_metrics.py).
 
 
-@pytest.mark.skipif(not PB_DIR.exists(), reason="../shared/data/processbench not available")
-def test_official_processbench_gold_and_all_correct():
-    cases = load_processbench_cases(str(PB_DIR))
+@pytest.fixture(scope="module")
+def pb_cases():
+    """ProcessBench's 3,400 cases from ../shared/data/processbench."""
+    return load_processbench_cases(str(shared_data_dir("processbench")))
+
+
+def _official_pb(cases: pd.DataFrame, preds: dict) -> dict:
+    """The official run_eval.py arithmetic, written out independently (percentages → fractions)."""
+    out = {}
+    for subset, g in cases.groupby("subset"):
+        data = [{"match": preds[i] == l, "label": l} for i, l in zip(g["id"], g["label"])]
+        d1 = [e for e in data if e["label"] != -1]
+        d2 = [e for e in data if e["label"] == -1]
+        a1 = np.mean([e["match"] for e in d1]) * 100
+        a2 = np.mean([e["match"] for e in d2]) * 100
+        f1 = 2 * a1 * a2 / (a1 + a2) if a1 + a2 else 0.0
+        out[subset] = (a1 / 100, a2 / 100, f1 / 100)
+    return {"subsets": out, "average_f1": float(np.mean([v[2] for v in out.values()]))}
+
+
+def _check_bon(path: Path, k: int = 8) -> dict:
+    """maj@k, rm@k (the harness's `pred_score`, an ORM) and pass@k recomputed the Qwen2.5-Math harness's way
+    (rm_maj_eval.py: Counter.most_common on the exact `pred` strings, index of the first max score), and
+    ours through the `prm-lessons eval bon` code path with maj_grouping=exact."""
+    rows = [json.loads(line) for line in open(path)]
+    maj = rm = pas = 0
+    for r in rows:  # rm_maj_eval.py, verbatim in logic
+        preds, score = r["pred"][:k], r["score"][:k]
+        majority = Counter(preds).most_common(1)[0][0]
+        maj += score[preds.index(majority)]
+        rs = [s for sc in r["pred_score"][:k] for s in sc]
+        rm += score[rs.index(max(rs))]
+        pas += any(score)
+    harness = {"maj": maj / len(rows), "orm": rm / len(rows), "pass": pas / len(rows)}
+    flat = [{"benchmark": "math", "problem_id": str(r["idx"]), "sample_idx": j, "pred": r["pred"][j],
+             "correct": bool(r["score"][j]), "step_scores": None, "orm_score": r["pred_score"][j][0]}
+            for r in rows for j in range(len(r["pred"]))]
+    m = M.bon_metrics(pd.DataFrame(flat), [], n=k, maj_grouping="exact", orm_column="orm_score", bootstrap=1000)
+    b = m["benchmarks"]["math"]
+    return {"harness": harness, "ours": {"maj": b["maj"], "orm": b["orm"], "pass": b["pass"]},
+            "ci": b["ci"], "n_problems": b["n_problems"]}
+
+
+def test_official_processbench_gold_and_all_correct(pb_cases):
+    cases = pb_cases
     assert len(cases) == 3400
     gold = dict(zip(cases["id"], cases["label"].astype(int)))
     m = M.processbench_metrics(cases, gold)
     assert all(s["f1"] == 1.0 for s in m["subsets"].values()) and m["average_f1"] == 1.0
+    assert all((s["error_acc"], s["correct_acc"], s["f1"]) == (1.0, 1.0, 1.0) for s in m["subsets"].values())
     m = M.processbench_metrics(cases, {i: -1 for i in gold})
     counts = {k: (s["n_error"], s["n_correct"]) for k, s in m["subsets"].items()}
     assert counts == {"gsm8k": (207, 193), "math": (594, 406), "olympiadbench": (661, 339), "omnimath": (759, 241)}
     assert all(s["error_acc"] == 0 and s["correct_acc"] == 1 and s["f1"] == 0 for s in m["subsets"].values())
 
 
-@pytest.mark.skipif(not BON_FILE.exists(), reason="../shared/data/bon not available")
+def test_official_processbench_arithmetic_on_random_predictions(pb_cases):
+    """A random prediction set scored by an independent re-implementation of the official run_eval.py
+    arithmetic (numpy means, harmonic mean, mean of subset F1s) equals ours."""
+    cases = pb_cases
+    gold = dict(zip(cases["id"], cases["label"].astype(int)))
+    rnd = random.Random(0)
+    steps = dict(zip(cases["id"], cases["steps"]))
+    preds = {i: rnd.choice([-1, -1, l if l >= 0 else 0, rnd.randrange(len(steps[i]))]) for i, l in gold.items()}
+    ours = M.processbench_metrics(cases, preds)
+    ref = _official_pb(cases, preds)
+    got = {k: (s["error_acc"], s["correct_acc"], s["f1"]) for k, s in ours["subsets"].items()}
+    assert all(np.allclose(got[k], ref["subsets"][k], atol=1e-12) for k in ref["subsets"])
+    assert abs(ours["average_f1"] - ref["average_f1"]) < 1e-12
+
+
 def test_harness_maj_rm_pass_on_real_samples():
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    from validate_official_metrics import check_bon
-
-    res = check_bon(BON_FILE)
+    """Best-of-8 on math_cot_100_samples.jsonl (100 MATH problems × 8 responses from the Qwen2.5-Math
+    harness): maj@8, rm@8 and pass@8 the harness's way equal ours."""
+    res = _check_bon(shared_data_dir("bon", "math_cot_100_samples.jsonl"))
     assert res["ours"] == res["harness"]

@@ -3,7 +3,8 @@ merge rejects duplicates, and the pass@N / maj@N definitions."""
 import pandas as pd
 import pytest
 
-from prm_lessons.generation import Completion, Engine, derive_seed
+from fakes import SeedEngine
+from prm_lessons.generation import derive_seed
 from prm_lessons.metrics import baselines
 from prm_lessons.sampling import sample_problems, shard_rows
 from prm_lessons.tables import TableError, check_table
@@ -14,21 +15,6 @@ def test_shards_partition_rows(n_rows, nshards):
     df = pd.DataFrame({"x": range(n_rows)})
     parts = [shard_rows(df, i, nshards)["x"].tolist() for i in range(nshards)]
     assert sorted(x for p in parts for x in p) == list(range(n_rows))
-
-
-class SeedEngine(Engine):
-    """Test double: output depends only on the request seed, like a seeded sampler."""
-    backend = "fake"
-
-    class Tok:
-        def apply_chat_template(self, messages, tokenize, add_generation_prompt):
-            return "|".join(m["content"] for m in messages) + "|A:"
-
-    tokenizer = Tok()
-
-    def generate(self, prompts, spec, seeds=None):
-        return [[Completion(f"step one {s}\n\nso \\boxed{{{s % 3}}}", 5, "stop") for _ in range(spec.n)]
-                for s in seeds]
 
 
 def problems(n=6):

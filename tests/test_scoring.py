@@ -13,16 +13,9 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from conftest import scoring_tokenizer  # noqa: E402
 from prm_lessons import plan, scoring  # noqa: E402
 from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat, build_prm_input  # noqa: E402
-
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-CORPUS = ["Janet has 16 eggs. She eats 3 and bakes with 4. How many are left?",
-          "Step 1: 16 - 3 = 13. Step 2: 13 - 4 = 9. The answer is 9.",
-          "Please reason step by step, and put your final answer within \\boxed{}.",
-          "We compute 2 + 3 = 5 and then 5 * 4 = 20, so the total is \\boxed{20}.",
-          "+ - + - correct wrong paragraph solution problem"] * 3
 
 QUESTION = "Janet has 16 eggs. She eats 3. How many are left?"
 STEPS = ["She starts with 16 eggs.", "She eats 3, so 16 - 3 = 13.", "Then she bakes with 4: 13 - 4 = 9.",
@@ -30,26 +23,9 @@ STEPS = ["She starts with 16 eggs.", "She eats 3, so 16 - 3 = 13.", "Then she ba
 STEPS_B = ["2 + 3 = 5.", "So the total is \\boxed{5}."]
 
 
-def make_tokenizer():
-    """A tiny byte-level BPE tokenizer with ChatML, <extra_0> and ки (built offline in a second)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    t = Tokenizer(models.BPE())
-    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    t.decoder = decoders.ByteLevel()
-    specials = ["<pad>", "<s>", "<|im_start|>", "<|im_end|>", "<extra_0>"]
-    t.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
-                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=t, pad_token="<pad>", bos_token="<s>", eos_token="<|im_end|>")
-    fast.add_tokens(["ки"])
-    fast.chat_template = CHATML
-    return fast
-
-
 @pytest.fixture(scope="module")
 def tok():
-    return make_tokenizer()
+    return scoring_tokenizer()
 
 
 def _cfg(cls, tok, **kw):

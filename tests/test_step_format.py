@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from _prm_tiny import signal_rows, tiny_tokenizer  # noqa: E402
+from _prm_tiny import signal_rows  # noqa: E402
+from conftest import tiny_tokenizer  # noqa: E402
 from prm_lessons import prm as P  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
 from prm_lessons.steps import StepFormat, build_prm_input  # noqa: E402

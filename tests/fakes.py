@@ -1,5 +1,6 @@
-"""Test doubles for the label tests: a deterministic completer implementing the Engine.generate
-contract (outputs depend only on the prompt and the per-request seed) and a chat tokenizer."""
+"""Test doubles implementing the Engine.generate contract (no model; the protocol around it is tested),
+all with one chat tokenizer double: a seeded MC completer and a scripted judge (label tests), a seeded
+sampler (sampling tests), a fixed-answer sampler (grading) and a critic answering by case (critic tests)."""
 from __future__ import annotations
 
 import random
@@ -49,6 +50,49 @@ def boxed_grade(texts, golds):
         m = re.findall(r"\\boxed\{([^}]*)\}", t)
         res.append(bool(m) and m[-1] == g)
     return res
+
+
+class SeedEngine(Engine):
+    """Sampler double: output depends only on the request seed, like a seeded sampler."""
+
+    backend = "fake"
+    tokenizer = FakeTokenizer()
+
+    def generate(self, prompts, spec, seeds=None):
+        return [[Completion(f"step one {s}\n\nso \\boxed{{{s % 3}}}", 5, "stop") for _ in range(spec.n)]
+                for s in seeds]
+
+
+class FixedEngine(Engine):
+    """Returns the same completion for every request, spec.n times."""
+
+    backend = "fake"
+    tokenizer = FakeTokenizer()
+
+    def __init__(self, text, n_tokens=5):
+        super().__init__()
+        self.text, self.n_tokens = text, n_tokens
+
+    def generate(self, prompts, spec, seeds=None):
+        return [[Completion(self.text, self.n_tokens, "stop")] * spec.n for _ in prompts]
+
+
+class ScriptedEngine(Engine):
+    """Critic double: answers by case, with the text given for the problem its prompt contains."""
+
+    backend = "scripted"
+
+    def __init__(self, answers):
+        super().__init__()
+        self.tokenizer, self.answers, self.prompts = FakeTokenizer(), answers, []
+
+    def generate(self, prompts, spec, seeds=None):
+        self.prompts += prompts
+        out = []
+        for p in prompts:
+            key = next(k for k in self.answers if k in p)
+            out.append([Completion(text=self.answers[key], n_tokens=5, finish_reason="stop")])
+        return out
 
 
 class ScriptedJudge(Engine):
