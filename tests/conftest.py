@@ -7,7 +7,9 @@ skip there would hide that the real-data checks never ran.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,17 @@ def run_rule_script(log_path, func: str, rule: str, gpu: int = 0) -> None:
     finally:
         sys.stdout, sys.stderr = out, err
         logging.root.handlers[:] = handlers
+
+
+@contextlib.contextmanager
+def parsed_workflow(configfiles=(), quiet: bool = True):
+    """The workflow as Snakemake parses it (rules, params, resources callables), without building a DAG
+    or running a job; `configfiles` relative to the repository (none: the embedded default)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
+
+    with SnakemakeApi(OutputSettings(quiet=quiet)) as api:
+        wf = api.workflow(resource_settings=ResourceSettings(cores=4), storage_settings=StorageSettings(),
+                          config_settings=ConfigSettings(configfiles=[ROOT / c for c in configfiles]),
+                          snakefile=ROOT / "Snakefile", workdir=Path(tempfile.mkdtemp()))
+        yield wf._workflow  # the parsed rules (snakemake is pinned in pyproject.toml)

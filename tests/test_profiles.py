@@ -84,13 +84,9 @@ def test_memory_fits_a_gpu_node(paper_jobs):
 def test_runtime_grows_with_the_attempt():
     """Resource callables get the attempt number: a retry (retries: 1 in the slurm profile) asks for
     more time. Read from the rules as Snakemake evaluates them."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+    from conftest import parsed_workflow
 
-    with SnakemakeApi(OutputSettings()) as api:
-        wf = api.workflow(resource_settings=ResourceSettings(cores=4), snakefile=ROOT / "Snakefile",
-                          config_settings=ConfigSettings(configfiles=[ROOT / "config/paper.yaml"]), workdir=ROOT)
-        workflow = wf._workflow  # the parsed rules (snakemake is pinned in pyproject.toml)
+    with parsed_workflow(["config/paper.yaml"]) as workflow:
         for rule in ("sample", "mc", "judge", "score_samples", "score_processbench", "critic_processbench",
                      "step_features", "train_prm"):
             runtime = workflow.get_rule(rule).resources["runtime"]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import parsed_workflow
 from prm_lessons import codedeps
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,14 +29,7 @@ DAG_ONLY = {"prm_lessons.config", "prm_lessons.plan", "prm_lessons.codedeps"}
 
 def load_rules(configfiles=()):
     """The workflow's rules as Snakemake parses them (no job runs)."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
-
-    with SnakemakeApi(OutputSettings(quiet=True)) as api:
-        wf = api.workflow(resource_settings=ResourceSettings(),
-                          config_settings=ConfigSettings(configfiles=[ROOT / c for c in configfiles]),
-                          storage_settings=StorageSettings(), snakefile=ROOT / "Snakefile",
-                          workdir=Path(tempfile.mkdtemp()))._workflow
+    with parsed_workflow(configfiles) as wf:
         return list(wf.rules)
 
 
