@@ -22,7 +22,7 @@ from typing import Sequence
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from . import prm
 from .steps import StepFormat, build_prm_input
@@ -99,8 +99,7 @@ def score_with_features(prm_dir: str | Path, features_path: str | Path, row_ids:
     if list(row_ids) != list(meta["rows"]):
         raise ValueError(f"{where}: the features were computed for other rows ({len(meta['rows'])} rows from "
                          f"{meta['source']}); rerun rule step_features")
-    head = prm.StepHead(int(info["head"]["hidden_size"]))
-    head.load_state_dict(load_file(str(prm_dir / prm.HEAD_FILE)))
+    head = prm.load_head(prm_dir, info)
     with torch.no_grad():
         probs = torch.softmax(head.eval()(feats["features"]).float(), dim=-1)[:, 1].tolist()
     scores, offset = [], 0

@@ -194,11 +194,28 @@ def label_shard_paths(config: dict, kind: str, dataset: str) -> list[str]:
 
 
 def eval_set_paths(config: dict) -> list[str]:
-    """Every evaluation problem set (benchmarks + ProcessBench cases), for decontaminating human labels."""
+    """Every evaluation problem set (benchmarks + ProcessBench cases and its dev split), for
+    decontaminating human labels."""
     paths = [f"results/problems/{b}.parquet" for b in config.get("benchmarks") or {}]
     if config.get("processbench"):
         paths.append("results/processbench/cases.parquet")
+    if processbench_dev(config):
+        paths.append(PROCESSBENCH_DEV)
     return paths
+
+
+# -- ProcessBench dev split and model-free baselines -----------------------------------------------------
+
+PROCESSBENCH_DEV = "results/processbench/dev.parquet"
+# model-free ProcessBench predictors reported beside every PRM (metrics.baseline_predictions kinds)
+PROCESSBENCH_BASELINES = ("always_correct", "first_step", "structure")
+
+
+def processbench_dev(config: dict) -> bool:
+    """Whether the run has a ProcessBench dev split (constructed sets with `processbench.constructed.dev`);
+    without one, tuned choices are cross-fitted over folds of the evaluation cases."""
+    pb = config.get("processbench") or {}
+    return pb.get("source", "constructed") == "constructed" and bool((pb.get("constructed") or {}).get("dev"))
 
 
 def trainset_inputs(config: dict, variant: str) -> dict:

@@ -63,16 +63,50 @@ def step_loss(logits, targets, label_type: str, soft_loss: str = "bce"):
 
 
 class StepHead(nn.Module):
-    """Linear(h,h) -> ReLU -> Linear(h,2), the value head of the released Qwen2.5-Math-PRM."""
+    """Linear(h,h) -> ReLU -> Linear(h,2), the value head of the released Qwen2.5-Math-PRM.
 
-    def __init__(self, hidden_size: int):
+    `standardize=True` (head-only mode, `training.standardize_features`) puts a fixed per-feature
+    standardisation in front: (h - mean) / std with the mean and std of the training set's step
+    features (buffers `feature_mean`, `feature_std`, saved with the head). A frozen base's raw hidden
+    states have a few dimensions of very large magnitude; on them the head stays at the majority
+    class (measured: embedded-signal review), while a fine-tuned base adapts its own scale, so full
+    and LoRA fine-tuning keep the paper's head unchanged."""
+
+    def __init__(self, hidden_size: int, standardize: bool = False):
         super().__init__()
         self.hidden_size = hidden_size
+        self.standardize = standardize
+        if standardize:
+            self.register_buffer("feature_mean", torch.zeros(hidden_size))
+            self.register_buffer("feature_std", torch.ones(hidden_size))
         self.net = nn.Sequential(nn.Linear(hidden_size, hidden_size), nn.ReLU(), nn.Linear(hidden_size, 2))
+
+    @torch.no_grad()
+    def fit_standardization(self, features: torch.Tensor, min_std: float = 1e-4) -> None:
+        """Set the standardisation from the training set's step features [n, h] (float)."""
+        if not self.standardize:
+            raise ValueError("fit_standardization on a head built without standardize=True")
+        x = features.float()
+        self.feature_mean.copy_(x.mean(dim=0))
+        self.feature_std.copy_(x.std(dim=0, unbiased=False).clamp_min(min_std))
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         w = self.net[0].weight  # a base spread over GPUs hands over its last layer's device
+        if self.standardize:
+            h = (h.to(device=w.device, dtype=torch.float32) - self.feature_mean) / self.feature_std
         return self.net(h.to(device=w.device, dtype=w.dtype))
+
+
+def head_type(head_state: dict) -> str:
+    return "standardize-linear-relu-linear" if "feature_mean" in head_state else "linear-relu-linear"
+
+
+def load_head(prm_dir: str | Path, meta: dict) -> StepHead:
+    """The step head of a PRM directory (its prm.json read as `meta`), with its standardisation if any."""
+    state = load_file(str(Path(prm_dir) / HEAD_FILE))
+    head = StepHead(int(meta["head"]["hidden_size"]), standardize="feature_mean" in state)
+    head.load_state_dict(state)
+    return head
 
 
 class ProcessRewardModel(nn.Module):
@@ -280,7 +314,7 @@ def save_prm(out: str | Path, backbone, tokenizer, head_state: dict, fmt: StepFo
     hidden = int(head_state["net.0.weight"].shape[1])
     (out / FORMAT_FILE).write_text(json.dumps({
         "format": fmt.to_dict(), **meta,
-        "head": {"type": "linear-relu-linear", "hidden_size": hidden, "num_labels": 2, "positive_index": 1},
+        "head": {"type": head_type(head_state), "hidden_size": hidden, "num_labels": 2, "positive_index": 1},
         "step_token_id": tokenizer.convert_tokens_to_ids(fmt.step_token),
     }, indent=2))
 
@@ -305,8 +339,7 @@ def load_prm(path: str | Path, device=None, dtype=None):
         dtype = torch.bfloat16 if device.type == "cuda" or meta.get("mode") == "head" else torch.float32
     tokenizer = AutoTokenizer.from_pretrained(path)
     backbone = AutoModel.from_pretrained(path, dtype=dtype, **({"device_map": "auto"} if spread else {}))
-    head = StepHead(int(meta["head"]["hidden_size"]))
-    head.load_state_dict(load_file(str(path / HEAD_FILE)))
+    head = load_head(path, meta)
     model = ProcessRewardModel(backbone, head, meta.get("label_type", "hard"), meta.get("soft_loss", "bce"))
     model.max_length = meta.get("max_length")
     if spread:  # inputs go to the first parameter's device (the embeddings); the head follows the output

@@ -358,7 +358,8 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     log.info("trainset %s: %s", trainset, data_stats)
 
     set_seed(int(settings["seed"]))
-    head = StepHead(hidden)
+    # head mode: a fixed standardisation of the frozen base's features in front of the paper's head
+    head = StepHead(hidden, standardize=mode == "head" and bool(settings["standardize_features"]))
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if on_gpu else torch.device("cpu")
     feature_seconds = 0.0
     if mode == "head":
@@ -369,6 +370,8 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         dataset = step_features(backbone, instances, pad_id(tokenizer), int(settings["batch_size"]), device)
         feature_seconds = time.time() - tf
         backbone.to("cpu")
+        if head.standardize:
+            head.fit_standardization(torch.cat([d["step_features"] for d in dataset]))
         model: nn.Module = HeadOnlyModel(head, label_type, settings["soft_loss"])
         feature_tokens = sum(len(it["input_ids"]) for it in instances)
     else:
@@ -404,6 +407,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     rank0 = trainer.is_world_process_zero()
 
     history = [(h["step"], float(h["loss"])) for h in trainer.state.log_history if "loss" in h]
+    fit = step_fit(head, dataset) if mode == "head" else {}
     metrics = {
         "mode": mode, "label_type": label_type, "soft_loss": settings["soft_loss"] if label_type == "soft" else None,
         "base": str(base_dir), "trainset": str(trainset), "step_token": fmt.step_token, "step_token_added": added,
@@ -416,6 +420,9 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         # mode each instance went through the frozen base once (feature_tokens, feature_seconds)
         "train_tokens": train_tokens, "feature_tokens": int(feature_tokens),
         "train_seconds": train_seconds, "feature_seconds": feature_seconds,
+        # head mode: accuracy of the trained head on its own training steps beside the majority-class
+        # rate (a head that learnt nothing sits at the majority rate)
+        "train_fit": fit,
         "data": data_stats, "precision": "bf16" if bf16 else ("bf16-frozen-base" if dtype == torch.bfloat16 else "fp32"),
         "hardware": hardware(), "settings": settings,
     }
@@ -447,6 +454,19 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     if not settings["keep_checkpoints"]:
         shutil.rmtree(ckpt, ignore_errors=True)
     return metrics
+
+
+def step_fit(head: StepHead, dataset: list[dict]) -> dict:
+    """Training-set fit of a head-only PRM: step accuracy (P(good) >= 0.5 against labels >= 0.5),
+    the majority-class rate and the share of positive steps."""
+    feats = torch.cat([d["step_features"] for d in dataset])
+    target = torch.tensor([t for d in dataset for t in d["step_targets"]], dtype=torch.float32) >= 0.5
+    with torch.no_grad():
+        good = torch.softmax(head.eval()(feats).float(), dim=-1)[:, 1] >= 0.5
+    pos = float(target.float().mean()) if len(target) else float("nan")
+    return {"steps": int(len(target)), "step_accuracy": float((good == target).float().mean()) if len(target) else None,
+            "majority_rate": max(pos, 1 - pos) if len(target) else None, "positive_rate": pos,
+            "predicted_positive_rate": float(good.float().mean()) if len(target) else None}
 
 
 def _merged_lora_backbone(peft_state: dict, base_dir: str, dtype: torch.dtype, step_token: str, lora: dict):

@@ -26,6 +26,8 @@ BON_BENCHMARKS = list(config["benchmarks"])
 CRITICS = list(config["critics"]["judges"])
 CRITIC_NAMES = [f"critic-{j}" for j in CRITICS]
 SHARED_FEATURES = plan.shared_features(config)
+PB_DEV = plan.processbench_dev(config)  # a ProcessBench dev split exists (results/processbench/dev.parquet)
+PB_BASELINES = [f"baseline_{k}" for k in plan.PROCESSBENCH_BASELINES]
 
 
 wildcard_constraints:

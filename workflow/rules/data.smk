@@ -80,4 +80,25 @@ rule processbench:
         RUN
 
 
+if PB_DEV:
+
+    rule processbench_dev:
+        # the dev split of a constructed ProcessBench: thresholds and the structure baseline are fitted here
+        input:
+            code("data:processbench_dev"),
+        output:
+            cases=plan.PROCESSBENCH_DEV,
+        log:
+            "logs/processbench_dev.log",
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="data:processbench_dev",
+            spec=config["processbench"],
+            exclude=config.get("problems", {}),
+        script:
+            RUN
+
+
 TARGETS.append("results/processbench/cases.parquet")

@@ -17,7 +17,9 @@ rule step_features:
     log:
         "logs/step_features/{source}.log",
     wildcard_constraints:
-        source="|".join([*(f"samples/{re.escape(b)}" for b in BON_BENCHMARKS), "processbench/cases"]),
+        source="|".join(
+            [*(f"samples/{re.escape(b)}" for b in BON_BENCHMARKS), "processbench/cases", "processbench/dev"]
+        ),
     conda:
         "../../envs/training.yaml"
     threads: 2
@@ -72,13 +74,17 @@ rule score_samples:
 
 
 rule score_processbench:
+    # the evaluation cases and, when the run has one, the dev split (where thresholds are tuned)
     input:
         code("evaluation:score_processbench"),
         cases="results/processbench/cases.parquet",
+        dev_cases=[plan.PROCESSBENCH_DEV] if PB_DEV else [],
         model=lambda wc: prm_model_input(wc.prm),
         features=lambda wc: features_input(wc.prm, "processbench/cases"),
+        dev_features=lambda wc: features_input(wc.prm, "processbench/dev") if PB_DEV else [],
     output:
         scores="results/scores/{prm}/processbench.parquet",
+        dev_scores=["results/scores/{prm}/processbench_dev.parquet"] if PB_DEV else [],
     log:
         "logs/score_processbench/{prm}.log",
     wildcard_constraints:
@@ -150,6 +156,31 @@ rule bon_metrics:
         RUN
 
 
+rule processbench_baseline:
+    # model-free predictors that never read a step's text: always "no error", always "step 0", and the
+    # best rule on (subset, number of steps) fitted on the dev split (cross-fitted without one)
+    input:
+        code("evaluation:processbench_baseline"),
+        cases="results/processbench/cases.parquet",
+        dev_cases=[plan.PROCESSBENCH_DEV] if PB_DEV else [],
+    output:
+        metrics="results/metrics/processbench/baseline_{kind}.json",
+        predictions="results/metrics/processbench/baseline_{kind}_predictions.parquet",
+    log:
+        "logs/processbench_baseline/{kind}.log",
+    wildcard_constraints:
+        kind=plan.wildcard_alternatives(plan.PROCESSBENCH_BASELINES),
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        func="evaluation:processbench_baseline",
+        processbench_eval=config["processbench_eval"],
+        run_label=config["run"]["label"],
+    script:
+        RUN
+
+
 rule processbench_metrics:
     input:
         code("evaluation:processbench_metrics"),
@@ -159,6 +190,12 @@ rule processbench_metrics:
             if wc.prm in PRM_SPECS
             else f"results/critics/{wc.prm[len('critic-'):]}/processbench.parquet"
         ),
+        dev_cases=lambda wc: [plan.PROCESSBENCH_DEV] if PB_DEV and wc.prm in PRM_SPECS else [],
+        dev_scores=lambda wc: (
+            [f"results/scores/{wc.prm}/processbench_dev.parquet"] if PB_DEV and wc.prm in PRM_SPECS else []
+        ),
+        # the paired F1 difference against the structure-only baseline, case by case
+        structure="results/metrics/processbench/baseline_structure_predictions.parquet",
     output:
         metrics="results/metrics/processbench/{prm}.json",
         predictions="results/metrics/processbench/{prm}_predictions.parquet",
@@ -199,7 +236,9 @@ rule bon_table:
 rule processbench_table:
     input:
         code("evaluation:processbench_table"),
-        metrics=expand("results/metrics/processbench/{prm}.json", prm=list(PRM_SPECS) + CRITIC_NAMES),
+        metrics=expand(
+            "results/metrics/processbench/{prm}.json", prm=PB_BASELINES + list(PRM_SPECS) + CRITIC_NAMES
+        ),
     output:
         table="results/tables/processbench.csv",
     log:

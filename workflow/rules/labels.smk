@@ -103,7 +103,7 @@ rule human_labels:
         code("labels:human_labels"),
         problems=(
             [f"results/problems/{d}.parquet" for d in config.get("problems") or {}]
-            if HUMAN["source"] == "construction"
+            if HUMAN["source"] == "construction" and not HUMAN["construction"]["problems"]
             else []
         ),
         eval_sets=plan.eval_set_paths(config),

@@ -66,3 +66,14 @@ def processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
              cases["subset"].value_counts().sort_index().to_dict(), int(err.sum()), int((~err).sum()),
              int((err & cases["final_answer_correct"]).sum()))
     write_table(cases, outputs["cases"], "processbench", meta={"spec": spec})
+
+
+def processbench_dev(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `processbench_dev`: results/processbench/dev.parquet, the dev split of a constructed
+    ProcessBench (`processbench.constructed.dev`; questions disjoint from the evaluation cases and the
+    training problems)."""
+    spec = dict(params["spec"])
+    cases = constructed_processbench(spec.get("constructed") or {}, params.get("exclude"), split="dev")
+    log.info("processbench dev split: %d cases; per subset: %s", len(cases),
+             cases["subset"].value_counts().sort_index().to_dict())
+    write_table(cases, outputs["cases"], "processbench", meta={"spec": spec, "split": "dev"})

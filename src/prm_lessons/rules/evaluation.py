@@ -130,21 +130,26 @@ def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: 
     from ..scoring import load_adapter  # lazy: torch (module docstring)
 
     spec, cfg = params["spec"], params.get("scoring", {})
-    cases = read_table(inputs["cases"], "processbench")
-    steps = [list(s) for s in cases["steps"]]
-    done = _from_features(inputs.get("features"), spec, cases["id"].astype(str).tolist())
-    tokens = None
-    if done:
-        (scores, stats), outcome = done, False
-    else:
-        adapter = load_adapter(spec)
-        scores, stats = _score_frame(adapter, cases["problem"].tolist(), steps, cfg, prefixes=adapter.outcome)
-        outcome, tokens = adapter.outcome, adapter.token_info()
-    out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["subset"], "step_scores": scores,
-                        "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
-    write_table(out, outputs["scores"], "pb_scores",
-                meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
-                      "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
+    adapter = None
+    jobs = [(inputs["cases"], inputs.get("features"), outputs["scores"])]
+    if as_paths(outputs.get("dev_scores")):  # the dev split, scored by the same model in the same job
+        jobs.append((as_paths(inputs["dev_cases"])[0], inputs.get("dev_features"), as_paths(outputs["dev_scores"])[0]))
+    for cases_path, feats, dst in jobs:
+        cases = read_table(cases_path, "processbench")
+        steps = [list(s) for s in cases["steps"]]
+        done = _from_features(feats, spec, cases["id"].astype(str).tolist())
+        tokens = None
+        if done:
+            (scores, stats), outcome = done, False
+        else:
+            adapter = adapter or load_adapter(spec)
+            scores, stats = _score_frame(adapter, cases["problem"].tolist(), steps, cfg, prefixes=adapter.outcome)
+            outcome, tokens = adapter.outcome, adapter.token_info()
+        out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["subset"], "step_scores": scores,
+                            "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
+        write_table(out, dst, "pb_scores",
+                    meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
+                          "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
 
 
 # ------------------------------------------------------------------------------------------------ critics
@@ -202,9 +207,52 @@ def _pb_threshold(params) -> float | str:
     return params["processbench_eval"]["threshold"] if t is None else t
 
 
+def _bootstrap_args(cfg: dict) -> dict:
+    b = cfg["bootstrap"]
+    return {"bootstrap": int(b["samples"]), "seed": int(b["seed"]), "confidence": float(b["confidence"])}
+
+
+def _write_pb(m: dict, per_case: pd.DataFrame, outputs: dict) -> None:
+    write_json(m, outputs["metrics"])
+    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
+    per_case.to_parquet(outputs["predictions"], index=False)
+
+
+def processbench_baseline(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `processbench_baseline`: a model-free ProcessBench predictor (always_correct, first_step,
+    structure) → results/metrics/processbench/baseline_{kind}.json and its predictions. The predictors
+    get only `metrics.structure_view` (id, subset, number of steps), never a step's text; `structure`
+    is fitted on the dev split, or cross-fitted over two folds of the cases without one."""
+    kind, cfg = wildcards["kind"], params["processbench_eval"]
+    cases = read_table(inputs["cases"], "processbench")
+    view = metrics.structure_view(cases)
+    rule = None
+    if kind == "structure":
+        dev_paths = as_paths(inputs.get("dev_cases"))
+        if dev_paths:
+            dev = read_table(dev_paths[0], "processbench")
+            rule = metrics.fit_structure_rule(metrics.structure_view(dev), dev["label"].astype(int).tolist())
+            preds = metrics.baseline_predictions(kind, view, rule)
+            fitted = f"dev split ({len(dev)} cases)"
+        else:
+            preds, rule = metrics.crossfit_structure_predictions(view, cases["label"].astype(int).tolist())
+            fitted = "cross-fitted over 2 folds of the cases"
+    else:
+        preds = metrics.baseline_predictions(kind, view)
+        fitted = None
+    m, per_case = metrics.evaluate_processbench(cases, preds, {}, **_bootstrap_args(cfg))
+    m.update(prm=f"baseline_{kind}", run_label=params.get("run_label"), baseline=kind, fitted_on=fitted,
+             rule=[{"subset": k[0], "n_steps": int(k[1]), "prediction": int(v)} for k, v in sorted((rule or {}).items())]
+             if isinstance(rule, dict) else rule)
+    _write_pb(m, per_case, outputs)
+    log.info("processbench baseline %s: average F1 %.3f (fitted on %s)", kind, m["average_f1"], fitted)
+
+
 def processbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `processbench_metrics`: cases + results/scores/{prm}/processbench.parquet (step scores) or a
-    critic's predictions → results/metrics/processbench/{prm}.json and {prm}_predictions.parquet."""
+    critic's predictions → results/metrics/processbench/{prm}.json and {prm}_predictions.parquet. A
+    tuned threshold comes from the dev split's scores (cross-fitted without one); the paired F1
+    difference against the structure-only baseline is recorded as `vs_structure`."""
     cfg = params["processbench_eval"]
     cases = read_table(inputs["cases"], "processbench")
     src = pd.read_parquet(inputs["scores"])
@@ -217,17 +265,25 @@ def processbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards
         threshold = _pb_threshold(params)
         t0 = 0.5 if threshold == "tune" else float(threshold)
         preds = {i: metrics.first_error(s, t0) for i, s in scores.items()}
-    m, per_case = metrics.evaluate_processbench(cases, preds, scores, threshold, cfg["tune_subset"],
-                                                bootstrap=int(cfg["bootstrap"]["samples"]),
-                                                seed=int(cfg["bootstrap"]["seed"]),
-                                                confidence=float(cfg["bootstrap"]["confidence"]))
+    dev_cases = dev_scores = None
+    if as_paths(inputs.get("dev_scores")):
+        dev_cases = read_table(as_paths(inputs["dev_cases"])[0], "processbench")
+        dev_src = pd.read_parquet(as_paths(inputs["dev_scores"])[0])
+        dev_scores = {str(i): [float(x) for x in s] for i, s in zip(dev_src["id"], dev_src["step_scores"])}
+    boot = _bootstrap_args(cfg)
+    m, per_case = metrics.evaluate_processbench(cases, preds, scores, threshold, dev_cases=dev_cases,
+                                                dev_scores=dev_scores, **boot)
     if "n_steps_scored" in src.columns and "n_steps" in src.columns:
         m["n_truncated"] = int((src["n_steps_scored"] < src["n_steps"]).sum())
+    if as_paths(inputs.get("structure")):
+        base = pd.read_parquet(as_paths(inputs["structure"])[0])
+        base_preds = {str(i): (None if pd.isna(p) else int(p)) for i, p in zip(base["id"], base["prediction"])}
+        own = {str(i): (None if pd.isna(p) else int(p)) for i, p in zip(per_case["id"], per_case["prediction"])}
+        m["vs_structure"] = metrics.paired_f1_difference(cases, own, base_preds, n_boot=boot["bootstrap"],
+                                                         seed=boot["seed"], confidence=boot["confidence"])
     m["prm"] = wildcards.get("prm")
     m["run_label"] = params.get("run_label")
-    write_json(m, outputs["metrics"])
-    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
-    per_case.to_parquet(outputs["predictions"], index=False)
+    _write_pb(m, per_case, outputs)
     log.info("processbench %s: average F1 %.3f (threshold %s)", m["prm"], m["average_f1"], m["threshold"])
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import as_paths, generation
+from ..data import load_problems
 from ..labels import clean_steps, instance_id, shard_by_problem
 from ..labels.consensus import consensus_table
 from ..labels.human import construction_instances, convert_prm800k, decontaminate, eval_questions, prm800k_files
@@ -119,13 +120,19 @@ def human_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
     cfg = params["human"]
     evals = as_paths(inputs.get("eval_sets", []))
     if cfg["source"] == "construction":
-        paths = as_paths(inputs.get("problems"))
-        if not paths:
-            raise ValueError("human.source 'construction' needs the training problem tables (problems:)")
-        problems = pd.concat([read_table(p, "problems") for p in paths], ignore_index=True)
         c = cfg["construction"]
+        if c.get("problems"):  # its own problem sets (never sampled): loaded here
+            problems = pd.concat([load_problems(name, spec) for name, spec in c["problems"].items()],
+                                 ignore_index=True)
+        else:
+            paths = as_paths(inputs.get("problems"))
+            if not paths:
+                raise ValueError("human.source 'construction' needs problem sets: human.construction.problems "
+                                 "or the training problems (problems:)")
+            problems = pd.concat([read_table(p, "problems") for p in paths], ignore_index=True)
         inst, counts = construction_instances(problems, int(c["corrupted_per_problem"]), bool(c["include_gold"]),
-                                              int(c["seed"]), bool(c["keep_final_answer"]))
+                                              int(c["seed"]), bool(c["keep_final_answer"]),
+                                              keep_answer_fraction=c.get("keep_answer_fraction"))
     elif cfg["source"] == "prm800k":
         inst, counts = [], {}
         for name, path in prm800k_files(cfg):
