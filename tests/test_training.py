@@ -80,7 +80,9 @@ def test_loss_goes_down_and_dir_loads(tmp_path, base_plain, trainset, mode, lr):
 
 def test_head_is_the_released_architecture(tmp_path, base_plain, trainset):
     out = tmp_path / "prm"
-    T.train_prm(str(trainset), str(base_plain), str(out), {**FAST, "mode": "head", "epochs": 1}, "hard")
+    # the paper's head exactly when the head-only standardisation is off (full/LoRA never have it)
+    T.train_prm(str(trainset), str(base_plain), str(out),
+                {**FAST, "mode": "head", "epochs": 1, "standardize_features": False}, "hard")
     from safetensors.torch import load_file
 
     head = load_file(str(out / P.HEAD_FILE))
@@ -491,3 +493,37 @@ def test_load_prm_spreads_over_several_gpus(tmp_path, monkeypatch, base_plain, t
     assert next(model.head.parameters()).device == next(model.backbone.parameters()).device
     P.load_prm(out, device="cpu")
     assert seen == ["auto", None]
+
+
+def test_head_fits_above_the_majority_rate_and_keeps_its_standardisation(tmp_path, base_plain, trainset):
+    """Head mode: the standardised head learns the fixture's signal (training accuracy above the
+    majority-class rate, recorded in train_fit), and the saved head carries its standardisation, which
+    load_prm and the features path read back (same scores as the in-memory head)."""
+    out = tmp_path / "prm"
+    m = T.train_prm(str(trainset), str(base_plain), str(out),
+                    {**FAST, "mode": "head", "epochs": 30, "learning_rate": 1e-2}, "hard",
+                    checkpoint_dir=str(tmp_path / "ckpt"), threads=1)
+    fit = m["train_fit"]
+    assert fit["steps"] == m["data"]["steps_used"]
+    assert fit["majority_rate"] == pytest.approx(max(fit["positive_rate"], 1 - fit["positive_rate"]))
+    assert fit["step_accuracy"] > fit["majority_rate"] + 0.1, fit
+    from safetensors.torch import load_file
+
+    head = load_file(str(out / P.HEAD_FILE))
+    assert {"feature_mean", "feature_std"} <= set(head) and bool((head["feature_std"] > 0).all())
+    meta = json.loads((out / P.FORMAT_FILE).read_text())
+    assert meta["head"]["type"] == "standardize-linear-relu-linear"
+    model, _, _ = P.load_prm(out)
+    assert model.head.standardize and torch.equal(model.head.feature_mean, head["feature_mean"])
+
+
+def test_standardisation_is_the_training_features_moments():
+    torch.manual_seed(0)
+    x = torch.randn(50, 8) * torch.tensor([1000.0, 1, 1, 1, 1, 1, 1, 0.001]) + 5
+    h = P.StepHead(8, standardize=True)
+    h.fit_standardization(x)
+    z = (x - h.feature_mean) / h.feature_std
+    assert torch.allclose(z.mean(0), torch.zeros(8), atol=1e-3)
+    assert torch.allclose(z.std(0, unbiased=False), torch.ones(8), atol=1e-3)
+    with pytest.raises(ValueError):
+        P.StepHead(8).fit_standardization(x)
