@@ -146,13 +146,17 @@ def table_tex(aid: str, cells: pd.DataFrame, pub: Mapping, run: Mapping) -> str:
 # paper/report.md, paper/tables/run_info.tex, paper/main.pdf
 # ------------------------------------------------------------------------------------------------
 
-def report_markdown(pub: Mapping, run: Mapping, cells_of: Mapping[str, pd.DataFrame], report_dir: str | Path) -> str:
+def report_markdown(pub: Mapping, run: Mapping, cells_of: Mapping[str, pd.DataFrame], report_dir: str | Path,
+                    findings: str = "") -> str:
     """paper/report.md: every table in Markdown beside the paper's numbers, every figure linked (links
-    relative to `report_dir`). `cells_of` holds the cells of each artifact whose CSV exists."""
+    relative to `report_dir`). `cells_of` holds the cells of each artifact whose CSV exists. `findings`
+    (Markdown, prm_lessons.artifacts.findings.findings_markdown; passed in so that this module, which the
+    table rules import, does not depend on it) opens the report, right after the title."""
     report_dir = Path(report_dir)
-    md = [f"# Reproduction report: {pub['citation']['title']}",
-          "",
-          f"**What produced these numbers:** {stamp(run)}.",
+    md = [f"# Reproduction report: {pub['citation']['title']}", ""]
+    if findings.strip():
+        md += [findings.strip(), ""]
+    md += [f"**What produced these numbers:** {stamp(run)}.",
           "",
           f"Published numbers: {pub['citation']['text']} <{pub['citation']['url']}>. "
           f"Paper setup: {pub['citation']['setup']}",

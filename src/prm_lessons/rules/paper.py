@@ -5,7 +5,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import pandas as pd
+
 from prm_lessons.artifacts.cells import load_cells
+from prm_lessons.artifacts.findings import findings_markdown
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.registry import ARTIFACTS
 from prm_lessons.artifacts.render import latexmk_pdf, report_markdown, run_info_tex
@@ -13,10 +16,23 @@ from prm_lessons.artifacts.render import latexmk_pdf, report_markdown, run_info_
 log = logging.getLogger(__name__)
 
 
+def _read_csv(path) -> pd.DataFrame | None:
+    """A result table, or None (with a logged note) when it is not an input, absent or unreadable."""
+    if not path or not Path(path).exists():
+        return None
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError) as e:  # pandas' EmptyDataError / ParserError are ValueErrors
+        log.warning("findings: cannot read %s (%s); its sentences are left out", path, e)
+        return None
+
+
 def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
-    """paper/report.md (every table in Markdown beside the paper's numbers, every figure linked) and
-    paper/tables/run_info.tex (run label and config hash for main.tex). Inputs `<id>_csv`: each
-    artifact's cells; one that does not exist is left out of the report."""
+    """paper/report.md (opening with what this run found, then every table in Markdown beside the paper's
+    numbers, every figure linked) and paper/tables/run_info.tex (run label and config hash for main.tex).
+    Inputs `<id>_csv`: each artifact's cells; one that does not exist is left out of the report.
+    `processbench_table`, `bon_table`, `trainsets_table` (results/tables/*.csv, each optional): the
+    findings; params `aggregation`, `threshold_sweep` (optional) as the analysis rules get them."""
     run = params.get("run", {})
     report = Path(outputs["report"])
     report.parent.mkdir(parents=True, exist_ok=True)
@@ -25,7 +41,12 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
         csv = inputs.get(f"{aid}_csv")
         if csv and Path(csv).exists():
             cells_of[aid] = load_cells(csv)
-    report.write_text(report_markdown(load_published(), run, cells_of, report.parent))
+    findings = findings_markdown(_read_csv(inputs.get("processbench_table")), _read_csv(inputs.get("bon_table")),
+                                 _read_csv(inputs.get("trainsets_table")),
+                                 str(run.get("label") or run.get("name") or ""),
+                                 aggregation=str(params.get("aggregation") or "product"),
+                                 threshold_sweep=params.get("threshold_sweep"))
+    report.write_text(report_markdown(load_published(), run, cells_of, report.parent, findings))
     info = Path(outputs["run_info"])
     info.parent.mkdir(parents=True, exist_ok=True)
     info.write_text(run_info_tex(run))
