@@ -151,18 +151,41 @@ def test_first_error_threshold_is_strict():
     assert M.first_error([], 0.5) == -1
 
 
-def test_tune_threshold_maximises_gsm8k_f1_and_applies_to_all():
+def test_tune_threshold_on_one_subset_or_the_average():
     cases = _cases()
     scores = {"g0": [0.9, 0.8], "g1": [0.9, 0.3, 0.2], "g2": [0.25, 0.9], "g3": [0.7, 0.6],
               "m0": [0.9, 0.9, 0.1], "m1": [0.35]}
     t = M.tune_threshold(cases, scores, "gsm8k")
     # every threshold in (0.3, 0.6] is perfect on gsm8k; the smallest candidate (a step score) is taken
     assert t == 0.6
-    m, per_case = M.evaluate_processbench(cases, {}, scores, "tune", "gsm8k")
-    assert m["subsets"]["gsm8k"]["f1"] == 1.0 and m["threshold"] == t
-    assert list(per_case.columns) == ["id", "subset", "label", "final_answer_correct", "prediction"]
+    # the average over subsets: math needs T in (0.1, 0.35] as well → (0.3, 0.35] → 0.35
+    assert M.tune_threshold(cases, scores) == 0.35
     with pytest.raises(ValueError, match="subset 'nope'"):
         M.tune_threshold(cases, scores, "nope")
+    with pytest.raises(ValueError, match="step_scores for every case.*m1"):
+        M.tune_threshold(cases, {k: v for k, v in scores.items() if k != "m1"})
+
+
+def test_tune_threshold_equals_brute_force_over_candidates():
+    """The interval-count search equals scoring every candidate with first_error + processbench_metrics."""
+    rng = np.random.default_rng(3)
+    rows, scores = [], {}
+    for k in range(120):
+        n = int(rng.integers(1, 7))
+        lab = int(rng.integers(-1, n))
+        rows.append({"id": f"c{k}", "subset": ["a", "b", "c"][k % 3], "label": lab})
+        s = np.round(rng.uniform(0, 1, n), 2).tolist()
+        if lab >= 0:
+            s[lab] = round(s[lab] * 0.5, 2)
+        scores[f"c{k}"] = s
+    cases = pd.DataFrame(rows)
+    for subset in (None, "b"):
+        g = cases if subset is None else cases[cases["subset"] == subset]
+        pool = sorted({v for i in g["id"] for v in scores[i]})
+        cands = pool + [np.nextafter(pool[-1], 1.0)]
+        f = [round(M.processbench_metrics(g, {i: M.first_error(scores[i], t) for i in g["id"]})["average_f1"], 12)
+             for t in cands]
+        assert M.tune_threshold(cases, scores, subset) == cands[int(np.argmax(f))]  # first maximum = smallest
 
 
 def test_predictions_rows_validation():

@@ -64,7 +64,13 @@ def _cli_processbench(args) -> int:
     cases = load_processbench_cases(args.data)
     thr: float | str = "tune" if args.tune_threshold else args.threshold
     preds, scores = predictions_from_rows(read_records(args.predictions), args.threshold)
-    m, _ = evaluate_processbench(cases, preds, scores, thr, args.tune_subset,
+    dev_cases = dev_scores = None
+    if bool(args.dev_data) != bool(args.dev_predictions):
+        raise ValueError("--dev-data and --dev-predictions go together")
+    if args.dev_data:
+        dev_cases = load_processbench_cases(args.dev_data)
+        _, dev_scores = predictions_from_rows(read_records(args.dev_predictions), args.threshold)
+    m, _ = evaluate_processbench(cases, preds, scores, thr, dev_cases=dev_cases, dev_scores=dev_scores,
                                  bootstrap=args.bootstrap, seed=args.seed)
     write_json(m, args.output)
     for name, s in m["subsets"].items():
@@ -72,6 +78,8 @@ def _cli_processbench(args) -> int:
               f"correct_acc={100 * s['correct_acc']:5.1f} f1={100 * s['f1']:5.1f}")
     print(f"{'average F1':>14}: {100 * m['average_f1']:.1f}"
           + (f"  (unparsable predictions: {m['n_unparsed']})" if m["n_unparsed"] else ""))
+    if m["tuned_on"]:
+        print(f"{'threshold':>14}: {m['threshold']} ({m['threshold_policy']})")
     return 0
 
 
@@ -105,8 +113,13 @@ def _add_eval(subparsers) -> None:
     pb.add_argument("--threshold", type=float, default=0.5,
                     help="a step is erroneous when its score is below this (default 0.5)")
     pb.add_argument("--tune-threshold", action="store_true",
-                    help="use the threshold maximising F1 on --tune-subset instead (needs step_scores)")
-    pb.add_argument("--tune-subset", default="gsm8k")
+                    help="use the threshold maximising the average F1 on the dev split (--dev-data and "
+                         "--dev-predictions) instead; without one, cross-fit it over 2 folds of the cases "
+                         "(each case is scored with the threshold tuned on the other fold); needs step_scores")
+    pb.add_argument("--dev-data", default=None,
+                    help="the dev split's cases (as --data; no id shared with --data) for --tune-threshold")
+    pb.add_argument("--dev-predictions", default=None,
+                    help='JSONL rows {"id", "step_scores"} of the dev split for --tune-threshold')
     pb.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for CIs (0 = none)")
     pb.add_argument("--seed", type=int, default=0)
     pb.add_argument("--output", required=True, help="metrics JSON")

@@ -20,16 +20,24 @@ Best-of-N, per problem over its first N responses (by sample_idx):
 - pass@N (`pass`) = any of the N responses correct.
 Benchmark accuracy = mean over problems; `average` = unweighted mean over benchmarks. Every number
 has a percentile bootstrap interval from resampling problems (within each benchmark; the average's
-interval resamples every benchmark and averages, replicate by replicate), fixed seed.
+interval resamples every benchmark and averages, replicate by replicate), fixed seed. Every selector
+is also compared with maj@N by a paired bootstrap (same resampled problems): `vs_maj`, rows
+`<col>-maj` of the long table.
 
 ProcessBench (official `run_eval.py`): per subset, error_acc = mean over label != −1 of
 [prediction == label]; correct_acc = mean over label == −1 of [prediction == −1];
 f1 = 2·e·c/(e+c), 0 when both are 0; average_f1 = unweighted mean of the subset F1s. A PRM's
 prediction = index of the first step whose score is < threshold, −1 if none. A prediction of None
 (an unparsable critic answer) never equals the label: it is counted wrong and reported.
+Nothing is tuned on the cases being scored: a tuned threshold maximises the average F1 on a dev split
+(disjoint ids) or is cross-fitted over two folds of the cases. Model-free baselines (always_correct,
+first_step, structure: the best rule on subset × number of steps, fitted on the dev split) see only
+structure_view(cases); paired_f1_difference compares two predictors on the same bootstrap draws.
 """
 from __future__ import annotations
 
+import hashlib
+import itertools
 import logging
 import math
 import re
@@ -257,26 +265,42 @@ def bon_metrics(df: pd.DataFrame, aggregations: Sequence[str] = ("product", "min
                 n: int | None = None, maj_grouping: str = "normalized", orm_column: str | None = None,
                 bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:
     """Best-of-N metrics JSON: {"benchmarks": {name: {"n_problems", "n", "pass", "maj", "prm_<agg>",
-    …, "ci": {metric: [low, high]}}}, "average": {…}, "settings": {…}} — fractions in [0, 1]."""
+    …, "ci": {metric: [low, high]}}}, "average": {…}, "vs_maj": {…}, "settings": {…}} — fractions in
+    [0, 1].
+
+    "vs_maj" = the paired difference of every selector (prm_<agg>, orm) minus maj@N:
+    {"benchmarks": {name: {col: {"diff", "ci"}}}, "average": {col: {"diff", "ci"}}}. A benchmark's
+    interval resamples its problems once for both columns (the same indices); the average's resamples
+    every benchmark's problems and averages the per-benchmark differences, replicate by replicate.
+    Without bootstrap the intervals are [nan, nan]."""
     probs, n_by_bench = bon_problem_table(df, aggregations, n, maj_grouping, orm_column)
-    metrics = ["pass", "maj"] + [f"prm_{a}" for a in aggregations] + (["orm"] if orm_column else [])
+    selectors = [f"prm_{a}" for a in aggregations] + (["orm"] if orm_column else [])
+    metrics = ["pass", "maj"] + selectors
     rng = np.random.default_rng(seed)
+    nan2 = [float("nan"), float("nan")]
     benches: dict[str, dict] = {}
     reps_by_metric: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
+    vs_maj: dict = {"benchmarks": {}, "average": {}}
     for bench, g in probs.groupby("benchmark", sort=True):
         entry: dict = {"n_problems": int(len(g)), "n": int(n_by_bench[str(bench)])}
         ci = {}
         # one set of resampled problem indices per benchmark, shared by all metrics (paired CIs)
         idx = rng.integers(0, len(g), size=(bootstrap, len(g))) if bootstrap else None
+        reps_here: dict[str, np.ndarray] = {}
         for m in metrics:
             vals = g[m].to_numpy(dtype=float)
             entry[m] = float(vals.mean())
             if bootstrap:
                 reps = vals[idx].mean(axis=1)
+                reps_here[m] = reps
                 reps_by_metric[m].append(reps)
                 ci[m] = _interval(reps, confidence)
         entry["ci"] = ci
         benches[str(bench)] = entry
+        vs_maj["benchmarks"][str(bench)] = {
+            col: {"diff": entry[col] - entry["maj"],
+                  "ci": _interval(reps_here[col] - reps_here["maj"], confidence) if bootstrap else list(nan2)}
+            for col in selectors}
     avg: dict = {"n_benchmarks": len(benches)}
     ci = {}
     for m in metrics:
@@ -284,7 +308,15 @@ def bon_metrics(df: pd.DataFrame, aggregations: Sequence[str] = ("product", "min
         if bootstrap and benches:
             ci[m] = _interval(np.mean(np.stack(reps_by_metric[m]), axis=0), confidence)
     avg["ci"] = ci
-    return {"benchmarks": benches, "average": avg,
+    for col in selectors:
+        diffs = [d[col]["diff"] for d in vs_maj["benchmarks"].values()]
+        if bootstrap and benches:
+            reps = np.mean(np.stack(reps_by_metric[col]) - np.stack(reps_by_metric["maj"]), axis=0)
+            dci = _interval(reps, confidence)
+        else:
+            dci = list(nan2)
+        vs_maj["average"][col] = {"diff": float(np.mean(diffs)) if diffs else float("nan"), "ci": dci}
+    return {"benchmarks": benches, "average": avg, "vs_maj": vs_maj,
             "settings": {"n": n, "aggregations": list(aggregations), "maj_grouping": maj_grouping,
                          "orm": bool(orm_column), "bootstrap": bootstrap, "seed": seed,
                          "confidence": confidence}}
@@ -292,7 +324,9 @@ def bon_metrics(df: pd.DataFrame, aggregations: Sequence[str] = ("product", "min
 
 def bon_long_rows(metrics: dict, prm: str) -> list[dict]:
     """Rows of results/tables/bon.csv: prm, benchmark, metric, N, accuracy, ci_low, ci_high
-    (benchmark 'average' = unweighted mean over benchmarks)."""
+    (benchmark 'average' = unweighted mean over benchmarks). The paired differences against maj@N
+    (metrics["vs_maj"]) follow as rows whose metric is "<col>-maj" (e.g. "prm_product-maj"):
+    accuracy = the difference, ci_low / ci_high = its paired bootstrap interval."""
     rows = []
     items = list(metrics["benchmarks"].items()) + [("average", metrics["average"])]
     for bench, entry in items:
@@ -303,6 +337,15 @@ def bon_long_rows(metrics: dict, prm: str) -> list[dict]:
             n_val = entry.get("n", metrics.get("settings", {}).get("n"))
             rows.append({"prm": prm, "benchmark": bench, "metric": key, "N": n_val, "accuracy": val,
                          "ci_low": lo, "ci_high": hi})
+    vs = metrics.get("vs_maj") or {}
+    paired = list((vs.get("benchmarks") or {}).items()) + ([("average", vs["average"])] if "average" in vs else [])
+    for bench, cols in paired:
+        entry = metrics["benchmarks"].get(bench, {}) if bench != "average" else metrics["average"]
+        n_val = entry.get("n", metrics.get("settings", {}).get("n"))
+        for col, d in cols.items():
+            lo, hi = (d.get("ci") or [float("nan"), float("nan")])
+            rows.append({"prm": prm, "benchmark": bench, "metric": f"{col}-maj", "N": n_val,
+                         "accuracy": d["diff"], "ci_low": lo, "ci_high": hi})
     return rows
 
 
@@ -333,11 +376,9 @@ def _subset_stats(labels: np.ndarray, preds: list) -> dict:
             "n_unparsed": int(sum(p is None for p in preds)), "match": match}
 
 
-def processbench_metrics(cases: pd.DataFrame, predictions: dict, bootstrap: int = 0, seed: int = 0,
-                         confidence: float = 0.95) -> dict:
-    """Official ProcessBench metric. `cases` needs id, subset, label; `predictions` maps every case id
-    to an int (−1 = no error) or None (unparsable: counted wrong, reported as n_unparsed).
-    Errors name unknown and missing ids."""
+def _pred_by_id(cases: pd.DataFrame, predictions: dict) -> dict:
+    """Predictions keyed by str(id), checked against the cases (id, subset, label): errors name unknown
+    and missing ids."""
     for c in ("id", "subset", "label"):
         if c not in cases.columns:
             raise ValueError(f"ProcessBench cases lack column '{c}'")
@@ -352,6 +393,15 @@ def processbench_metrics(cases: pd.DataFrame, predictions: dict, bootstrap: int 
     if missing:
         raise KeyError(f"no prediction for ProcessBench id(s): {', '.join(missing[:10])}"
                        + (f" … and {len(missing) - 10} more" if len(missing) > 10 else ""))
+    return pred_by_id
+
+
+def processbench_metrics(cases: pd.DataFrame, predictions: dict, bootstrap: int = 0, seed: int = 0,
+                         confidence: float = 0.95) -> dict:
+    """Official ProcessBench metric. `cases` needs id, subset, label; `predictions` maps every case id
+    to an int (−1 = no error) or None (unparsable: counted wrong, reported as n_unparsed).
+    Errors name unknown and missing ids."""
+    pred_by_id = _pred_by_id(cases, predictions)
     rng = np.random.default_rng(seed)
     subsets: dict[str, dict] = {}
     f1_reps = []
@@ -380,56 +430,129 @@ def processbench_metrics(cases: pd.DataFrame, predictions: dict, bootstrap: int 
     return out
 
 
-def tune_threshold(cases: pd.DataFrame, scores: dict, subset: str = "gsm8k") -> float:
-    """Threshold maximising F1 on one subset (ProcessBench's rule for scalar-score PRMs). Candidates:
-    every distinct step score of the subset (+ one above the maximum, i.e. "every step wrong");
-    ties → the smallest threshold."""
-    g = cases[cases["subset"] == subset]
-    if g.empty:
-        raise ValueError(f"threshold tuning subset '{subset}' has no cases "
-                         f"(subsets: {', '.join(sorted(map(str, cases['subset'].unique())))})")
+def _prefix_minima(step_scores) -> np.ndarray:
+    """Running minima of a response's step scores; None / NaN → −inf (first_error counts such a step
+    as below every threshold)."""
+    a = np.array([-math.inf if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+                  for v in (step_scores or [])], dtype=float)
+    return np.minimum.accumulate(a) if len(a) else a
+
+
+def tune_threshold(cases: pd.DataFrame, scores: dict, subset: str | None = None) -> float:
+    """Threshold maximising ProcessBench F1 on `cases` (id, subset, label) with step scores `scores`
+    (id → list): subset None = the average F1 over all subsets of `cases` (the ProcessBench average);
+    a name = that subset's F1 only. Candidates: every distinct step score of the cases considered
+    (+ one above the maximum, i.e. "every step wrong"); ties → the smallest threshold. Reads the labels
+    of `cases` only: pass a dev split (or one cross-fitting fold), never the cases being scored.
+
+    A case's prediction (first i with score_i < T) matches its label on one interval of T: label −1
+    on T ≤ min(scores); label l on min(scores[:l+1]) < T ≤ min(scores[:l]); so every candidate is
+    scored at once from interval counts."""
+    if subset is not None:
+        g = cases[cases["subset"].astype(str) == str(subset)]
+        if g.empty:
+            raise ValueError(f"threshold tuning subset '{subset}' has no cases "
+                             f"(subsets: {', '.join(sorted(map(str, cases['subset'].unique())))})")
+    else:
+        g = cases
+        if g.empty:
+            raise ValueError("threshold tuning needs at least one case")
+    ids = [str(i) for i in g["id"]]
+    lacking = [i for i in ids if i not in scores]
+    if lacking:
+        raise ValueError(f"threshold tuning needs step_scores for every case; none for "
+                         f"{', '.join(lacking[:10])}" + (" …" if len(lacking) > 10 else ""))
     labels = g["label"].to_numpy(dtype=int)
-    lists = [list(scores[str(i)] or []) for i in g["id"]]
-    flat = sorted({float(s) for lst in lists for s in lst if s is not None and not math.isnan(s)})
+    subs = g["subset"].astype(str).to_numpy()
+    pms = [_prefix_minima(scores[i]) for i in ids]
+    flat = sorted({float(v) for i in ids for v in (scores[i] or [])
+                   if v is not None and not (isinstance(v, float) and math.isnan(v)) and math.isfinite(float(v))})
     if not flat:
         return 0.5
-    candidates = flat + [np.nextafter(flat[-1], math.inf)]
-    # prefix minima: first i with s_i < T  ⇔  first i with min(s_0..s_i) < T
-    L = max(len(x) for x in lists)
-    pm = np.full((len(lists), max(L, 1)), np.inf)
-    for r, lst in enumerate(lists):
-        if lst:
-            pm[r, :len(lst)] = np.minimum.accumulate(np.asarray(lst, dtype=float))
-    err = labels != -1
-    best_t, best_f = candidates[0], -1.0
-    for t in candidates:
-        below = pm < t
-        pred = np.where(below.any(axis=1), below.argmax(axis=1), -1)
-        match = pred == labels
-        e = match[err].mean() if err.any() else 0.0
-        c = match[~err].mean() if (~err).any() else 0.0
-        f = f1_harmonic(float(e), float(c))
-        if f > best_f:
-            best_f, best_t = f, float(t)
-    return best_t
+    cand = np.asarray(flat + [float(np.nextafter(flat[-1], math.inf))])
+    names = sorted(set(subs))
+    pos = {n: k for k, n in enumerate(names)}
+    hits = np.zeros((len(names), 2, len(cand) + 1))  # [subset, error?, candidate] difference arrays
+    n_err = np.zeros(len(names))
+    n_cor = np.zeros(len(names))
+    for pm, lab, sub in zip(pms, labels, subs):
+        k = pos[sub]
+        if lab == -1:
+            n_cor[k] += 1
+            lo, hi = -math.inf, (pm[-1] if len(pm) else math.inf)
+        else:
+            n_err[k] += 1
+            if lab >= len(pm):  # the error step was never scored: no threshold finds it
+                continue
+            lo, hi = pm[lab], (pm[lab - 1] if lab > 0 else math.inf)
+        start, end = np.searchsorted(cand, lo, "right"), np.searchsorted(cand, hi, "right")
+        if end > start:
+            e = int(lab != -1)
+            hits[k, e, start] += 1
+            hits[k, e, end] -= 1
+    counts = np.cumsum(hits, axis=2)[:, :, :-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        e_acc = np.where(n_err[:, None] > 0, counts[:, 1] / np.maximum(n_err, 1)[:, None], 0.0)
+        c_acc = np.where(n_cor[:, None] > 0, counts[:, 0] / np.maximum(n_cor, 1)[:, None], 0.0)
+        f1 = np.where(e_acc + c_acc > 0, 2 * e_acc * c_acc / (e_acc + c_acc), 0.0)
+    avg = np.round(f1.mean(axis=0), 12)  # exact ties → the first (smallest) candidate
+    return float(cand[int(np.argmax(avg))])
+
+
+def crossfit_folds(ids: Sequence, subsets: Sequence, labels: Sequence, n_folds: int = 2) -> np.ndarray:
+    """Cross-fitting fold (0 … n_folds−1) of every case: within each stratum subset × (error / correct),
+    the cases ordered by a SHA-256 hash of their id are dealt round-robin. Depends on the ids, subsets
+    and labels only, not on row order."""
+    ids = [str(i) for i in ids]
+    strata: dict[tuple, list[int]] = {}
+    for r, (sub, lab) in enumerate(zip(subsets, labels)):
+        strata.setdefault((str(sub), int(lab) != -1), []).append(r)
+    folds = np.zeros(len(ids), dtype=int)
+    for rows in strata.values():
+        order = sorted(rows, key=lambda r: (hashlib.sha256(ids[r].encode()).hexdigest(), ids[r]))
+        for rank, r in enumerate(order):
+            folds[r] = rank % n_folds
+    return folds
+
+
+def _threshold_cell(t):
+    """The threshold column of the long table: a number, None, or 'a|b' for cross-fitted fold thresholds."""
+    if isinstance(t, (list, tuple)):
+        return "|".join(f"{float(x):.6g}" for x in t)
+    return t
+
+
+PROCESSBENCH_LONG_COLUMNS = ["prm", "subset", "n", "error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high",
+                             "n_unparsed", "threshold", "delta_f1_structure", "delta_ci_low", "delta_ci_high"]
 
 
 def processbench_long_rows(metrics: dict, prm: str) -> list[dict]:
-    """Rows of results/tables/processbench.csv (subset 'average': f1 = average_f1, accuracies = the
-    unweighted means of the subset accuracies, n = all cases)."""
+    """Rows of results/tables/processbench.csv, columns PROCESSBENCH_LONG_COLUMNS (subset 'average':
+    f1 = average_f1, accuracies = the unweighted means of the subset accuracies, n = all cases).
+    threshold: the number used, 'a|b' for the two cross-fitted fold thresholds, None for critics.
+    delta_f1_structure / delta_ci_low / delta_ci_high: metrics["vs_structure"] (paired bootstrap of
+    this average F1 minus the structure-only baseline's), on the 'average' row only; NaN elsewhere."""
+    nan = float("nan")
+    thr = _threshold_cell(metrics.get("threshold"))
     rows = []
     for name, s in metrics["subsets"].items():
-        ci = s.get("ci", {}).get("f1", [float("nan"), float("nan")])
+        ci = s.get("ci", {}).get("f1", [nan, nan])
         rows.append({"prm": prm, "subset": name, "n": s["n"], "error_acc": s["error_acc"],
                      "correct_acc": s["correct_acc"], "f1": s["f1"], "f1_ci_low": ci[0], "f1_ci_high": ci[1],
-                     "n_unparsed": s.get("n_unparsed", 0), "threshold": metrics.get("threshold")})
+                     "n_unparsed": s.get("n_unparsed", 0), "threshold": thr,
+                     "delta_f1_structure": nan, "delta_ci_low": nan, "delta_ci_high": nan})
     subs = list(metrics["subsets"].values())
-    ci = metrics.get("average_f1_ci", [float("nan"), float("nan")])
+    ci = metrics.get("average_f1_ci", [nan, nan])
+    vs = metrics.get("vs_structure") or {}
+    dci = vs.get("ci") or [nan, nan]
     rows.append({"prm": prm, "subset": "average", "n": int(sum(s["n"] for s in subs)),
-                 "error_acc": float(np.mean([s["error_acc"] for s in subs])) if subs else float("nan"),
-                 "correct_acc": float(np.mean([s["correct_acc"] for s in subs])) if subs else float("nan"),
+                 "error_acc": float(np.mean([s["error_acc"] for s in subs])) if subs else nan,
+                 "correct_acc": float(np.mean([s["correct_acc"] for s in subs])) if subs else nan,
                  "f1": metrics["average_f1"], "f1_ci_low": ci[0], "f1_ci_high": ci[1],
-                 "n_unparsed": metrics.get("n_unparsed", 0), "threshold": metrics.get("threshold")})
+                 "n_unparsed": metrics.get("n_unparsed", 0), "threshold": thr,
+                 "delta_f1_structure": float(vs["diff"]) if "diff" in vs and vs["diff"] is not None else nan,
+                 "delta_ci_low": float(dci[0]) if dci[0] is not None else nan,
+                 "delta_ci_high": float(dci[1]) if dci[1] is not None else nan})
     return rows
 
 
@@ -471,28 +594,242 @@ def predictions_from_rows(rows: Iterable[dict], threshold: float) -> tuple[dict,
 # Evaluating one PRM / critic on ProcessBench (shared by the CLI and the workflow)
 # ----------------------------------------------------------------------------------------------
 
+def _need_scores(cases: pd.DataFrame, scores: dict, what: str) -> None:
+    lacking = [str(i) for i in cases["id"] if str(i) not in scores]
+    if lacking:
+        raise ValueError(f"threshold tuning needs step_scores for every case of {what}; none for "
+                         f"{', '.join(lacking[:10])}" + (" …" if len(lacking) > 10 else ""))
+
+
 def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, threshold: float | str = 0.5,
-                          tune_subset: str = "gsm8k", bootstrap: int = 0, seed: int = 0,
-                          confidence: float = 0.95) -> tuple[dict, pd.DataFrame]:
+                          dev_cases: pd.DataFrame | None = None, dev_scores: dict | None = None,
+                          bootstrap: int = 0, seed: int = 0, confidence: float = 0.95) -> tuple[dict, pd.DataFrame]:
     """Metrics JSON + per-case predictions frame (id, subset, label, final_answer_correct, prediction).
-    threshold: a number, or "tune" (maximise F1 on `tune_subset`, apply to all) — then every case
-    needs step scores."""
+
+    threshold: a number (`preds` were made with it from `scores`; "fixed"), or predictions given
+    (`scores` empty: a critic), or "tune": the threshold maximising the average F1 (tune_threshold,
+    subset None) is chosen where no evaluated label can reach it —
+    - with a dev split (`dev_cases` + `dev_scores`, no id shared with `cases`): tuned on the dev split
+      and applied to every evaluated case ("tuned_on": "dev", "threshold" = that value);
+    - without one: cross-fitted: the evaluated cases are split into 2 folds (crossfit_folds: by a hash
+      of the id, stratified by subset × error/correct); the threshold tuned on fold k predicts the
+      cases of the other fold ("tuned_on": "crossfit", "threshold" = [tuned on fold 0, tuned on fold 1]).
+    Tuning needs step scores for every evaluated (and dev) case. The dev split is ignored with a
+    numeric threshold. Keys added to processbench_metrics': threshold, threshold_policy, tuned_on
+    (+ crossfit_fold_sizes when cross-fitted)."""
+    extra: dict = {}
+    if (dev_cases is None) != (dev_scores is None) and threshold == "tune":
+        raise ValueError("a dev split needs both dev_cases and dev_scores")
     if threshold == "tune":
-        lacking = [str(i) for i in cases["id"] if str(i) not in scores]
-        if lacking:
-            raise ValueError(f"threshold tuning needs step_scores for every case; none for "
-                             f"{', '.join(lacking[:10])}" + (" …" if len(lacking) > 10 else ""))
-        t = tune_threshold(cases, scores, tune_subset)
-        preds = {i: first_error(s, t) for i, s in scores.items()}
-        threshold_used: float | None = t
+        _need_scores(cases, scores, "the evaluated cases")
+        ids = [str(i) for i in cases["id"]]
+        if dev_cases is not None:
+            shared = sorted(set(ids) & {str(i) for i in dev_cases["id"]})
+            if shared:
+                raise ValueError(f"the dev split shares {len(shared)} id(s) with the evaluated cases "
+                                 f"(tuning on them would score cases with a threshold fitted on themselves): "
+                                 f"{', '.join(shared[:10])}" + (" …" if len(shared) > 10 else ""))
+            _need_scores(dev_cases, dev_scores, "the dev split")
+            t = tune_threshold(dev_cases, dev_scores)
+            preds = {i: first_error(scores[i], t) for i in ids}
+            threshold_used: float | list | None = t
+            policy, tuned_on = f"tuned on the dev split ({len(dev_cases)} cases)", "dev"
+        else:
+            folds = crossfit_folds(cases["id"], cases["subset"], cases["label"])
+            sizes = [int((folds == k).sum()) for k in (0, 1)]
+            if min(sizes) == 0:
+                raise ValueError(f"cross-fitting the threshold needs cases in both folds (fold sizes {sizes}); "
+                                 "give a dev split or a fixed threshold")
+            ts = [tune_threshold(cases[folds == k], scores) for k in (0, 1)]
+            preds = {i: first_error(scores[i], ts[1 - int(f)]) for i, f in zip(ids, folds)}
+            threshold_used = ts
+            policy, tuned_on = "cross-fitted over 2 folds", "crossfit"
+            extra["crossfit_fold_sizes"] = sizes
     else:
         threshold_used = float(threshold) if scores else None
+        policy, tuned_on = ("fixed" if scores else "predictions given"), None
     m = processbench_metrics(cases, preds, bootstrap=bootstrap, seed=seed, confidence=confidence)
     m["threshold"] = threshold_used
-    m["threshold_policy"] = (f"tuned on {tune_subset}" if threshold == "tune"
-                             else ("fixed" if scores else "predictions given"))
+    m["threshold_policy"] = policy
+    m["tuned_on"] = tuned_on
+    m.update(extra)
     per_case = cases[["id", "subset", "label"]].copy()
     per_case["final_answer_correct"] = (cases["final_answer_correct"].astype("boolean")
                                         if "final_answer_correct" in cases.columns else pd.NA)
     per_case["prediction"] = pd.array([preds[str(i)] for i in cases["id"]], dtype="Int64")
     return m, per_case.reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Model-free ProcessBench baselines (they see the subset and the number of steps, never a step's text)
+# ----------------------------------------------------------------------------------------------
+
+BASELINE_KINDS = ("always_correct", "first_step", "structure")
+STRUCTURE_VIEW_COLUMNS = ["id", "subset", "n_steps"]
+_EXHAUSTIVE_MAX = 1 << 16  # a subset's rule is searched exhaustively up to this many combinations
+
+
+def structure_view(cases: pd.DataFrame) -> pd.DataFrame:
+    """All a model-free baseline may see of the cases: id, subset (the generator's problem set) and
+    n_steps = the number of steps. No text, no label."""
+    return pd.DataFrame({"id": [str(i) for i in cases["id"]],
+                         "subset": [str(x) for x in cases["subset"]],
+                         "n_steps": [len(s) if s is not None else 0 for s in cases["steps"]]},
+                        columns=STRUCTURE_VIEW_COLUMNS)
+
+
+def _check_view(view: pd.DataFrame) -> None:
+    if list(view.columns) != STRUCTURE_VIEW_COLUMNS:
+        raise ValueError(f"a baseline takes structure_view(cases) (columns {STRUCTURE_VIEW_COLUMNS}), "
+                         f"got columns {list(view.columns)}")
+
+
+def baseline_predictions(kind: str, view: pd.DataFrame, rule: dict | None = None) -> dict:
+    """id → prediction of a model-free baseline from structure_view(cases): always_correct (−1 everywhere),
+    first_step (0 everywhere), structure (rule[(subset, n_steps)] from fit_structure_rule; unseen
+    strata → −1)."""
+    _check_view(view)
+    ids = view["id"].astype(str).tolist()
+    if kind == "always_correct":
+        return {i: -1 for i in ids}
+    if kind == "first_step":
+        return {i: 0 for i in ids}
+    if kind == "structure":
+        if rule is None:
+            raise ValueError("the structure baseline needs a rule (fit_structure_rule on the dev split)")
+        return {i: int(rule.get((str(s), int(n)), -1))
+                for i, s, n in zip(ids, view["subset"], view["n_steps"])}
+    raise ValueError(f"unknown ProcessBench baseline '{kind}' (allowed: {', '.join(BASELINE_KINDS)})")
+
+
+def _f1_counts(e_hits: float, n_err: int, c_hits: float, n_cor: int) -> float:
+    return f1_harmonic(e_hits / n_err if n_err else 0.0, c_hits / n_cor if n_cor else 0.0)
+
+
+def fit_structure_rule(dev_view: pd.DataFrame, dev_labels: Sequence[int]) -> dict:
+    """The best ProcessBench predictor that sees only the subset, the number of steps and step positions:
+    (subset, n_steps) → prediction in {−1, 0, …, n_steps−1}, maximising the dev split's average F1.
+
+    Subsets do not interact (the average is a mean of subset F1s), so each is fitted alone. Within a
+    stratum, the only error prediction worth making is its most frequent error position (ties → the
+    earliest): F1 grows with error accuracy at equal correct accuracy. So each stratum chooses between
+    −1 and that position: exhaustively when a subset has at most 16 strata with errors (first maximum
+    in enumeration order, which starts from all −1), else by coordinate ascent from all −1 (strata by
+    n_steps, a change only on a strict gain) until a full pass changes nothing."""
+    _check_view(dev_view)
+    labels = np.asarray([int(x) for x in dev_labels], dtype=int)
+    if len(labels) != len(dev_view):
+        raise ValueError(f"fit_structure_rule: {len(labels)} labels for {len(dev_view)} cases")
+    rule: dict = {}
+    frame = dev_view.assign(_label=labels)
+    for sub, g in frame.groupby("subset", sort=True):
+        is_err = g["_label"].to_numpy() != -1
+        n_err, n_cor = int(is_err.sum()), int((~is_err).sum())
+        strata = []  # (n_steps, modal position or None, error hits if predicted, correct cases lost)
+        for n_steps, h in g.groupby("n_steps", sort=True):
+            lab = h["_label"].to_numpy()
+            pos = [int(x) for x in lab if 0 <= x < int(n_steps)]
+            modal, hits = None, 0
+            if pos:
+                cnt = Counter(pos)
+                hits = max(cnt.values())
+                modal = min(p for p, c in cnt.items() if c == hits)
+            strata.append((int(n_steps), modal, hits, int((lab == -1).sum())))
+        choosable = [k for k, st in enumerate(strata) if st[1] is not None]
+        choice = [False] * len(strata)  # True = predict the modal error position
+
+        def value(ch):
+            e = sum(strata[k][2] for k in range(len(strata)) if ch[k])
+            c = n_cor - sum(strata[k][3] for k in range(len(strata)) if ch[k])
+            return round(_f1_counts(e, n_err, c, n_cor), 12)
+
+        if (1 << len(choosable)) <= _EXHAUSTIVE_MAX:
+            best_v = value(choice)
+            best = list(choice)
+            for bits in itertools.product((False, True), repeat=len(choosable)):
+                ch = [False] * len(strata)
+                for k, b in zip(choosable, bits):
+                    ch[k] = b
+                v = value(ch)
+                if v > best_v:
+                    best_v, best = v, ch
+            choice = best
+        else:
+            cur = value(choice)
+            changed = True
+            while changed:
+                changed = False
+                for k in choosable:
+                    trial = list(choice)
+                    trial[k] = not trial[k]
+                    v = value(trial)
+                    if v > cur:
+                        choice, cur, changed = trial, v, True
+        for (n_steps, modal, _, _), ch in zip(strata, choice):
+            rule[(str(sub), n_steps)] = modal if ch else -1
+    return rule
+
+
+def crossfit_structure_predictions(view: pd.DataFrame, labels: Sequence[int]) -> tuple[dict, list[dict]]:
+    """The structure baseline without a dev split: crossfit_folds over the cases; the rule fitted on fold
+    k predicts the other fold. Returns (id → prediction, the two rules as JSON records
+    {"fitted_on_fold", "applied_to_fold", "subset", "n_steps", "prediction"})."""
+    _check_view(view)
+    labels = [int(x) for x in labels]
+    if len(labels) != len(view):
+        raise ValueError(f"crossfit_structure_predictions: {len(labels)} labels for {len(view)} cases")
+    folds = crossfit_folds(view["id"], view["subset"], labels)
+    lab = np.asarray(labels)
+    preds: dict = {}
+    records: list[dict] = []
+    for k in (0, 1):
+        fit_rows = folds == k
+        rule = fit_structure_rule(view[fit_rows].reset_index(drop=True), lab[fit_rows].tolist())
+        preds.update(baseline_predictions("structure", view[~fit_rows].reset_index(drop=True), rule))
+        records += [{"fitted_on_fold": k, "applied_to_fold": 1 - k, "subset": sub, "n_steps": int(n),
+                     "prediction": int(p)} for (sub, n), p in sorted(rule.items())]
+    return preds, records
+
+
+# ----------------------------------------------------------------------------------------------
+# Paired comparison of two ProcessBench predictors
+# ----------------------------------------------------------------------------------------------
+
+def paired_f1_difference(cases: pd.DataFrame, preds_a: dict, preds_b: dict, n_boot: int = 1000, seed: int = 0,
+                         confidence: float = 0.95) -> dict:
+    """Average F1 of predictor a minus that of b on the same cases, with a paired bootstrap interval:
+    every replicate resamples the cases once (stratified by subset × error/correct, as
+    processbench_metrics) and scores both predictors on the same draw; F1 is averaged over subsets in
+    each replicate. Returns {"diff", "ci" ([nan, nan] when n_boot = 0), "f1_a", "f1_b", "n_boot",
+    "confidence"}."""
+    pa, pb = _pred_by_id(cases, preds_a), _pred_by_id(cases, preds_b)
+    ma = processbench_metrics(cases, pa)
+    mb = processbench_metrics(cases, pb)
+    rng = np.random.default_rng(seed)
+    diff_reps = []
+    for _, g in cases.groupby("subset", sort=False):
+        labels = g["label"].to_numpy(dtype=int)
+        gid = [str(i) for i in g["id"]]
+        hit_a = np.array([pa[i] is not None and int(pa[i]) == int(l) for i, l in zip(gid, labels)], dtype=float)
+        hit_b = np.array([pb[i] is not None and int(pb[i]) == int(l) for i, l in zip(gid, labels)], dtype=float)
+        if not n_boot:
+            continue
+        err = labels != -1
+        reps = {}
+        for stratum, mask in (("e", err), ("c", ~err)):
+            n = int(mask.sum())
+            if n == 0:
+                reps[stratum] = (np.zeros(n_boot), np.zeros(n_boot))
+                continue
+            idx = rng.integers(0, n, size=(n_boot, n))
+            reps[stratum] = (hit_a[mask][idx].mean(axis=1), hit_b[mask][idx].mean(axis=1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            fa = np.where(reps["e"][0] + reps["c"][0] > 0,
+                          2 * reps["e"][0] * reps["c"][0] / (reps["e"][0] + reps["c"][0]), 0.0)
+            fb = np.where(reps["e"][1] + reps["c"][1] > 0,
+                          2 * reps["e"][1] * reps["c"][1] / (reps["e"][1] + reps["c"][1]), 0.0)
+        diff_reps.append(fa - fb)
+    ci = (_interval(np.mean(np.stack(diff_reps), axis=0), confidence) if n_boot and diff_reps
+          else [float("nan"), float("nan")])
+    return {"diff": float(ma["average_f1"] - mb["average_f1"]), "ci": ci, "f1_a": ma["average_f1"],
+            "f1_b": mb["average_f1"], "n_boot": int(n_boot), "confidence": confidence}

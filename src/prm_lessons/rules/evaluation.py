@@ -23,8 +23,7 @@ log = logging.getLogger(__name__)
 # columns of the long tables results/tables/{bon,processbench}.csv
 TABLE_COLUMNS = {
     "bon": ["prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high"],
-    "processbench": ["prm", "subset", "n", "error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high",
-                     "n_unparsed", "threshold"],
+    "processbench": list(metrics.PROCESSBENCH_LONG_COLUMNS),
 }
 
 
