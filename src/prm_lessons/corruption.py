@@ -316,8 +316,8 @@ def _substitute(step: str, mapping: dict[Fraction, Fraction]) -> tuple[str, dict
     return "".join(out), mapping
 
 
-def corrupt_solution(gold_steps: Sequence[str], answer: str, rng, keep_final_answer: bool = False
-                     ) -> tuple[list[str], int]:
+def corrupt_solution(gold_steps: Sequence[str], answer: str, rng, keep_final_answer: bool = False,
+                     position: int | None = None) -> tuple[list[str], int]:
     """Inject one real error into a correct step-by-step solution; return (steps, error_index).
 
     The error is placed in a step with a checkable equation (``<arithmetic> = <number>``): either a
@@ -330,6 +330,11 @@ def corrupt_solution(gold_steps: Sequence[str], answer: str, rng, keep_final_ans
     is not used. keep_final_answer=True: later steps stay as they were, so the solution still ends in
     the original final answer ("correct answer, flawed process").
 
+    ``position``: place the error at that step only. The step that states the final answer
+    (``\\boxed{...}`` without an equation, the last step of :func:`arithmetic_gold_steps`) is then a
+    valid place too: the answer written down differs from the value the steps computed (a
+    transcription error), which cannot keep the final answer. None: any equation step.
+
     ``rng`` is a ``random.Random``, a numpy Generator or an int seed. Raises :class:`CorruptionError`
     (a ValueError) when no step allows the requested kind of error.
     """
@@ -339,6 +344,12 @@ def corrupt_solution(gold_steps: Sequence[str], answer: str, rng, keep_final_ans
         raise CorruptionError("no steps to corrupt")
     answer = str(answer).strip()
     candidates = [(i, eq) for i, s in enumerate(steps) for eq in _checkable_equations(s)]
+    if position is not None:
+        if not 0 <= position < len(steps):
+            raise CorruptionError(f"position {position} is outside the solution's {len(steps)} steps")
+        candidates = [(i, eq) for i, eq in candidates if i == position]
+        if not candidates:
+            return _corrupt_final_answer(steps, position, answer, rnd, keep_final_answer)
     if not candidates:
         raise CorruptionError("no step holds a checkable equation (<arithmetic> = <number>)")
     rnd.shuffle(candidates)
@@ -385,6 +396,29 @@ def corrupt_solution(gold_steps: Sequence[str], answer: str, rng, keep_final_ans
             return new_steps, idx
     raise CorruptionError("no placement of an error changes the final answer" if not keep_final_answer
                           else "no placement of an error keeps the final answer")
+
+
+def _corrupt_final_answer(steps: list[str], position: int, answer: str, rnd: random.Random,
+                          keep_final_answer: bool) -> tuple[list[str], int]:
+    """A wrong final answer written in the answer step at ``position`` (its \\boxed{} content)."""
+    if keep_final_answer:
+        raise CorruptionError(f"an error in the answer step {position} cannot keep the final answer")
+    if position != len(steps) - 1:
+        raise CorruptionError(f"step {position} holds no checkable equation and is not the answer step")
+    shown = last_boxed_content(steps[position])
+    if shown is None:
+        raise CorruptionError(f"step {position} holds neither a checkable equation nor a \\boxed{{}} answer")
+    try:
+        value = _to_fraction(shown.strip())
+    except (ValueError, ZeroDivisionError):
+        raise CorruptionError(f"the answer {shown!r} of step {position} is not a number") from None
+    wrong = next((w for w in _wrong_values(value, rnd) if not _same_number(_fmt(w), answer)), None)
+    if wrong is None:  # pragma: no cover - _wrong_values always offers several
+        raise CorruptionError("no wrong value for the final answer")
+    step = steps[position]
+    start = step.rfind("\\boxed{") + len("\\boxed{")
+    new_step = step[:start] + step[start:].replace(shown, _fmt(wrong), 1)
+    return steps[:position] + [new_step], position
 
 
 def _same_number(a: str, b: str) -> bool:
@@ -439,3 +473,36 @@ def _replace_operator(step: str, start: int, end: int, new_lhs: str) -> str | No
     shown = {"*": "×" if m.group(0) == "×" else ("x" if m.group(0) == "x" else "*"),
              "/": "÷" if m.group(0) == "÷" else "/"}.get(new_sym, new_sym)
     return step[:start] + region[:m.start()] + shown + region[m.end():]
+
+
+def construction_plan(lengths: Sequence[int], error_fraction: float, keep_answer_fraction: float,
+                      rnd: random.Random) -> list[tuple[str, int]]:
+    """Balanced slots (kind, error position) for solutions of the given lengths, one per entry.
+
+    Within each length L: a share ``error_fraction`` of the slots are erroneous, their positions cycling
+    through 0..L-1 (counts differ by at most one), the rest clean (kind "clean", position -1); a share
+    ``keep_answer_fraction`` of the erroneous slots before the last step keep the final answer ("keep"),
+    the others propagate the error ("error"). So neither the length nor the step position tells whether
+    or where a solution is wrong. Slots are shuffled within each length."""
+    by_len: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        by_len.setdefault(int(n), []).append(i)
+    plan: list[tuple[str, int]] = [("clean", -1)] * len(lengths)
+    for n, idx in sorted(by_len.items()):
+        n_err = int(round(len(idx) * error_fraction))
+        positions = [k % n for k in range(n_err)]
+        # keep-answer slots spread over the positions before the last step: the j-th slot at a position
+        # keeps the answer when the running share of keeps there falls below keep_answer_fraction
+        seen: dict[int, int] = {}
+        kept: dict[int, int] = {}
+        slots = []
+        for p in positions:
+            seen[p] = seen.get(p, 0) + 1
+            keep = p < n - 1 and kept.get(p, 0) < round(seen[p] * keep_answer_fraction)
+            kept[p] = kept.get(p, 0) + keep
+            slots.append(("keep" if keep else "error", p))
+        slots += [("clean", -1)] * (len(idx) - n_err)
+        rnd.shuffle(slots)
+        for i, slot in zip(idx, slots):
+            plan[i] = slot
+    return plan

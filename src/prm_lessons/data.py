@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlparse
 
 import pandas as pd
 
-from .corruption import CorruptionError, arithmetic_gold_steps, corrupt_solution
+from .corruption import CorruptionError, arithmetic_gold_steps, construction_plan, corrupt_solution
 from .grading import gold_answer_text, last_boxed_content
 from .tables import read_records
 
@@ -431,15 +431,18 @@ def load_processbench(spec: dict, files: dict[str, str | Path] | None = None) ->
 
 def build_constructed_processbench(problems: pd.DataFrame, n_per_subset: int = 12, seed: int = 0,
                                    error_fraction: float = 0.5, keep_answer_fraction: float = 0.3,
-                                   subset_column: str = "dataset") -> pd.DataFrame:
-    """A ProcessBench-format set built by construction from problems with gold steps.
+                                   subset_column: str = "dataset", id_prefix: str = "") -> pd.DataFrame:
+    """A ProcessBench-format set built by construction from problems with gold steps, balanced so that
+    structure does not solve it.
 
-    Per subset (one per value of ``subset_column``, e.g. one per benchmark generator), up to
-    ``n_per_subset`` cases: a share ``error_fraction`` gets one injected error at a known step
-    (:func:`corrupt_solution`; of those, a share ``keep_answer_fraction`` keeps the correct final
-    answer — the "correct answer, flawed process" case), the rest are the untouched gold solutions
-    (label −1, final answer correct). Problems whose solution admits no error are used untouched.
-    Deterministic for a given seed.
+    Per subset (one per value of ``subset_column``, e.g. one per generator), up to ``n_per_subset``
+    cases, planned by :func:`construction_plan` over the solution lengths: within every length, a share
+    ``error_fraction`` gets one injected error (:func:`corrupt_solution` at the planned position, the
+    last step included: a wrong final answer written down), spread evenly over the positions; of the
+    errors before the last step a share ``keep_answer_fraction`` keeps the correct final answer (the
+    "correct answer, flawed process" case); the rest are untouched gold solutions (label −1). A problem
+    where the planned error cannot be placed is replaced by the next spare problem of the same length
+    (never by another kind or position). Deterministic for a given seed; ids ``{id_prefix}{subset}-{k}``.
     """
     if problems.empty:
         raise ValueError("constructed ProcessBench: no problems")
@@ -449,51 +452,91 @@ def build_constructed_processbench(problems: pd.DataFrame, n_per_subset: int = 1
         group = group[group["gold_steps"].map(lambda s: s is not None and len(s) > 0)]
         if group.empty:
             raise ValueError(f"constructed ProcessBench: subset '{subset}' has no problems with gold steps")
-        picked = group.iloc[:n_per_subset]
-        n = len(picked)
-        n_err = int(round(n * error_fraction))
-        n_keep = int(round(n_err * keep_answer_fraction))
-        kinds = ["keep"] * n_keep + ["error"] * (n_err - n_keep) + ["clean"] * (n - n_err)
-        rnd.shuffle(kinds)
-        for k, (row, kind) in enumerate(zip(picked.itertuples(index=False), kinds)):
-            gold = list(row.gold_steps)
-            steps, label, fac = gold, -1, True
-            if kind != "clean":
-                try:
-                    steps, label = corrupt_solution(gold, str(row.answer), rnd, keep_final_answer=(kind == "keep"))
-                    fac = kind == "keep"
-                except CorruptionError as exc:
-                    log.info("constructed ProcessBench: %s left untouched (%s)", row.problem_id, exc)
-            rows.append({"id": f"{subset}-{k}", "subset": str(subset), "generator": CONSTRUCTED_GENERATOR,
-                         "problem": row.question, "steps": steps, "final_answer_correct": fac,
-                         "label": int(label), "problem_id": row.problem_id})
+        picked, spare = group.iloc[:n_per_subset], group.iloc[n_per_subset:]
+        if len(picked) < n_per_subset:
+            log.info("constructed ProcessBench: subset %s has %d problems with gold steps (asked %d)",
+                     subset, len(picked), n_per_subset)
+        spares: dict[int, list] = {}
+        for row in spare.itertuples(index=False):
+            spares.setdefault(len(row.gold_steps), []).append(row)
+        plan = construction_plan([len(s) for s in picked["gold_steps"]], error_fraction, keep_answer_fraction, rnd)
+        k = 0
+        for row, (kind, pos) in zip(picked.itertuples(index=False), plan):
+            candidates = [row] + spares.get(len(row.gold_steps), [])
+            for cand in candidates:
+                gold = list(cand.gold_steps)
+                if kind == "clean":
+                    steps, label = gold, -1
+                else:
+                    try:
+                        steps, label = corrupt_solution(gold, str(cand.answer), rnd, keep_final_answer=kind == "keep",
+                                                        position=pos)
+                    except CorruptionError as exc:
+                        log.info("constructed ProcessBench: %s: no %s error at step %d (%s); next problem",
+                                 cand.problem_id, kind, pos, exc)
+                        continue
+                if cand is not row:
+                    spares[len(row.gold_steps)].remove(cand)
+                rows.append({"id": f"{id_prefix}{subset}-{k}", "subset": str(subset),
+                             "generator": CONSTRUCTED_GENERATOR, "problem": cand.question, "steps": steps,
+                             "final_answer_correct": kind != "error", "label": int(label),
+                             "problem_id": cand.problem_id})
+                k += 1
+                break
+            else:
+                log.warning("constructed ProcessBench: subset %s: slot (%s, step %d) left empty, no problem allows it",
+                            subset, kind, pos)
     df = pd.DataFrame(rows)
     return _validate_cases(df[PROCESSBENCH_COLUMNS + ["problem_id"]])
 
 
-def constructed_processbench(con: dict, exclude: dict | None = None) -> pd.DataFrame:
-    """The constructed ProcessBench set of the config's `processbench.constructed` section, held out
-    from the training problems: a problem whose question also appears among the problem sets of
-    ``exclude`` (name -> dataset spec) is dropped."""
-    seen = set()
-    for name, train_spec in (exclude or {}).items():
-        seen |= set(load_problems(name, train_spec)["question"])
+def constructed_balance(cases: pd.DataFrame) -> pd.DataFrame:
+    """Case counts by (subset, n_steps, label, final_answer_correct): the constructed set's balance."""
+    view = cases.assign(n_steps=cases["steps"].map(len))
+    return (view.groupby(["subset", "n_steps", "label", "final_answer_correct"]).size()
+            .rename("n").reset_index())
+
+
+def _subset_problems(subsets: dict, prefix: str, seen: set, what: str) -> list[pd.DataFrame]:
     frames = []
-    for subset, sub in (con.get("subsets") or {}).items():
-        problems = load_problems(f"processbench-{subset}", sub)
+    for subset, sub in subsets.items():
+        problems = load_problems(f"{prefix}{subset}", sub)
         problems["subset"] = subset
         overlap = problems["question"].isin(seen)
         if overlap.any():
-            log.info("processbench subset %s: %d problem(s) also among the training problems, dropped",
-                     subset, int(overlap.sum()))
+            log.info("%s subset %s: %d problem(s) also among held-out questions, dropped", what, subset,
+                     int(overlap.sum()))
         frames.append(problems[~overlap])
-    if not frames:
+    return frames
+
+
+def constructed_processbench(con: dict, exclude: dict | None = None, split: str = "eval") -> pd.DataFrame:
+    """The constructed ProcessBench set of the config's `processbench.constructed` section, held out
+    from the training problems: a problem whose question also appears among the problem sets of
+    ``exclude`` (name -> dataset spec) is dropped. ``split="dev"``: the dev split of ``con["dev"]``
+    (its own problems; questions of the evaluation subsets are dropped too), ids ``dev-{subset}-{k}``."""
+    if split not in ("eval", "dev"):
+        raise ValueError(f"constructed ProcessBench: split {split!r} is not 'eval' or 'dev'")
+    seen = set()
+    for name, train_spec in (exclude or {}).items():
+        seen |= set(load_problems(name, train_spec)["question"])
+    if not con.get("subsets"):
         raise ValueError("processbench.constructed.subsets: no subsets defined")
+    if split == "dev":
+        dev = con.get("dev") or {}
+        if not dev.get("subsets"):
+            raise ValueError("processbench.constructed.dev: the dev split needs `subsets` (own seeds)")
+        for sub in _subset_problems(con["subsets"], "processbench-", set(), "processbench"):
+            seen |= set(sub["question"])
+        frames = _subset_problems(dev["subsets"], "processbench-dev-", seen, "processbench dev")
+        n, prefix, seed = int(dev.get("n_per_subset", 100)), "dev-", int(con.get("seed", 0)) + 1
+    else:
+        frames = _subset_problems(con["subsets"], "processbench-", seen, "processbench")
+        n, prefix, seed = int(con.get("n_per_subset", 12)), "", int(con.get("seed", 0))
     return build_constructed_processbench(
-        pd.concat(frames, ignore_index=True), subset_column="subset",
-        n_per_subset=int(con.get("n_per_subset", 12)),
-        seed=int(con.get("seed", 0)), error_fraction=float(con.get("error_fraction", 0.5)),
-        keep_answer_fraction=float(con.get("keep_answer_fraction", 0.3)))
+        pd.concat(frames, ignore_index=True), subset_column="subset", n_per_subset=n, seed=seed,
+        error_fraction=float(con.get("error_fraction", 0.5)),
+        keep_answer_fraction=float(con.get("keep_answer_fraction", 0.3)), id_prefix=prefix)
 
 
 def load_processbench_cases(source: str) -> pd.DataFrame:

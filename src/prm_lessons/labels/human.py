@@ -29,7 +29,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from ..corruption import CorruptionError, corrupt_solution
+from ..corruption import CorruptionError, construction_plan, corrupt_solution
 from . import clean_steps
 
 log = logging.getLogger(__name__)
@@ -160,13 +160,29 @@ def prm800k_files(cfg: dict) -> list[tuple[str, str]]:
 # -- labels by construction --------------------------------------------------------------------------
 
 def construction_instances(problems, corrupted_per_problem: int = 1, include_gold: bool = True,
-                           seed: int = 0, keep_final_answer: bool = False) -> tuple[list[dict], dict]:
+                           seed: int = 0, keep_final_answer: bool = False,
+                           keep_answer_fraction: float | None = None) -> tuple[list[dict], dict]:
     """Gold solutions with one injected error (labels [1]*e + [0]) plus untouched gold solutions (all
     ones). `problems` is a problems table (DataFrame) with gold_steps; problems without gold steps,
-    or where no error can be placed, are skipped and counted."""
+    or where no error can be placed, are skipped and counted.
+
+    keep_answer_fraction None: errors in equation steps, all propagating or all keeping the final answer
+    (keep_final_answer). A number: error positions planned per solution length as for the constructed
+    ProcessBench (`data.construction_plan`: every position, the answer step included, evenly; this
+    share of the errors before the last step keep the final answer); keep_final_answer is ignored."""
     out: list[dict] = []
     counts = {"problems": 0, "no_gold_steps": 0, "not_corruptible": 0}
-    for row in problems.itertuples():
+    plans: dict = {}
+    if keep_answer_fraction is not None:
+        cleaned = [clean_steps(g if g is not None else []) for g in problems["gold_steps"]]
+        with_steps = [i for i, g in enumerate(cleaned) if g]
+        # every corrupted copy is erroneous (error_fraction 1); positions cycle per solution length
+        plan = construction_plan([len(cleaned[i]) for i in with_steps for _ in range(corrupted_per_problem)],
+                                 1.0, float(keep_answer_fraction), random.Random(f"construction-plan-{seed}"))
+        for j, i in enumerate(i for i in with_steps for _ in range(corrupted_per_problem)):
+            plans.setdefault(i, []).append(plan[j])
+        counts["by_position"] = {}
+    for r, row in enumerate(problems.itertuples()):
         counts["problems"] += 1
         gold = clean_steps(row.gold_steps if row.gold_steps is not None else [])
         if not gold:
@@ -179,7 +195,14 @@ def construction_instances(problems, corrupted_per_problem: int = 1, include_gol
         made = set()
         for c in range(corrupted_per_problem):
             try:
-                steps, err = corrupt_solution(gold, str(row.answer), rnd, keep_final_answer=keep_final_answer)
+                if keep_answer_fraction is None:
+                    steps, err = corrupt_solution(gold, str(row.answer), rnd, keep_final_answer=keep_final_answer)
+                else:
+                    kind, pos = plans[r][c]
+                    steps, err = corrupt_solution(gold, str(row.answer), rnd, keep_final_answer=kind == "keep",
+                                                  position=pos)
+                    key = f"{len(gold)}:{pos}:{kind}"
+                    counts["by_position"][key] = counts["by_position"].get(key, 0) + 1
             except CorruptionError:
                 counts["not_corruptible"] += 1
                 break
