@@ -475,33 +475,53 @@ def _replace_operator(step: str, start: int, end: int, new_lhs: str) -> str | No
     return step[:start] + region[:m.start()] + shown + region[m.end():]
 
 
+def _apportion(sizes: dict, fraction: float, rnd: random.Random) -> dict:
+    """Largest-remainder split of ``round(sum(sizes) * fraction)`` over the keys of ``sizes``: every key
+    gets ``sizes[k] * fraction`` rounded down or up (less than one away), the total is exact, and the
+    leftover units go to the largest remainders (ties broken by ``rnd``)."""
+    fraction = float(fraction)
+    quota = {k: n * fraction for k, n in sizes.items()}
+    got = {k: min(sizes[k], int(q + 1e-9)) for k, q in quota.items()}
+    left = int(round(sum(sizes.values()) * fraction)) - sum(got.values())
+    if left > 0:
+        keys = sorted(sizes)
+        ties = {k: rnd.random() for k in keys}
+        keys.sort(key=lambda k: (-round(quota[k] - got[k], 9), ties[k]))
+        for k in [k for k in keys if got[k] < sizes[k]][:left]:
+            got[k] += 1
+    return got
+
+
 def construction_plan(lengths: Sequence[int], error_fraction: float, keep_answer_fraction: float,
                       rnd: random.Random) -> list[tuple[str, int]]:
     """Balanced slots (kind, error position) for solutions of the given lengths, one per entry.
 
-    Within each length L: a share ``error_fraction`` of the slots are erroneous, their positions cycling
-    through 0..L-1 (counts differ by at most one), the rest clean (kind "clean", position -1); a share
-    ``keep_answer_fraction`` of the erroneous slots before the last step keep the final answer ("keep"),
-    the others propagate the error ("error"). So neither the length nor the step position tells whether
-    or where a solution is wrong. Slots are shuffled within each length."""
+    Within each length L a share ``error_fraction`` of the slots are erroneous, their positions spread
+    over 0..L-1 (counts differ by at most one; which positions get the one extra is drawn), the rest
+    clean (kind "clean", position -1). Of the erroneous slots before the last step, a share
+    ``keep_answer_fraction`` keep the final answer ("keep") at every (length, position); the others
+    propagate the error ("error"). Shares are apportioned by largest remainder: every length (and every
+    (length, position) for the keeps) is less than one slot away from its share, and the totals are
+    ``round(len(lengths) * error_fraction)`` and ``round(early errors * keep_answer_fraction)``, so a
+    small set still gets its keeps. Neither the length nor the step position tells whether or where a
+    solution is wrong. Slots are shuffled within each length; deterministic for a given ``rnd``."""
     by_len: dict[int, list[int]] = {}
     for i, n in enumerate(lengths):
         by_len.setdefault(int(n), []).append(i)
+    errs = _apportion({n: len(idx) for n, idx in by_len.items()}, error_fraction, rnd)
+    at: dict[tuple[int, int], int] = {}  # erroneous slots per (length, position)
+    for n in sorted(by_len):
+        extra = set(rnd.sample(range(n), errs[n] % n))
+        for p in range(n):
+            at[(n, p)] = errs[n] // n + (p in extra)
+    keeps = _apportion({k: c for k, c in at.items() if k[1] < k[0] - 1}, keep_answer_fraction, rnd)
     plan: list[tuple[str, int]] = [("clean", -1)] * len(lengths)
     for n, idx in sorted(by_len.items()):
-        n_err = int(round(len(idx) * error_fraction))
-        positions = [k % n for k in range(n_err)]
-        # keep-answer slots spread over the positions before the last step: the j-th slot at a position
-        # keeps the answer when the running share of keeps there falls below keep_answer_fraction
-        seen: dict[int, int] = {}
-        kept: dict[int, int] = {}
         slots = []
-        for p in positions:
-            seen[p] = seen.get(p, 0) + 1
-            keep = p < n - 1 and kept.get(p, 0) < round(seen[p] * keep_answer_fraction)
-            kept[p] = kept.get(p, 0) + keep
-            slots.append(("keep" if keep else "error", p))
-        slots += [("clean", -1)] * (len(idx) - n_err)
+        for p in range(n):
+            kept = keeps.get((n, p), 0)
+            slots += [("keep", p)] * kept + [("error", p)] * (at[(n, p)] - kept)
+        slots += [("clean", -1)] * (len(idx) - errs[n])
         rnd.shuffle(slots)
         for i, slot in zip(idx, slots):
             plan[i] = slot

@@ -473,7 +473,7 @@ def build_constructed_processbench(problems: pd.DataFrame, n_per_subset: int = 1
                                                         position=pos)
                     except CorruptionError as exc:
                         log.info("constructed ProcessBench: %s: no %s error at step %d (%s); next problem",
-                                 cand.problem_id, kind, pos, exc)
+                                 cand.problem_id, "answer-keeping" if kind == "keep" else "answer-changing", pos, exc)
                         continue
                 if cand is not row:
                     spares[len(row.gold_steps)].remove(cand)

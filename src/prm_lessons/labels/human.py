@@ -168,7 +168,7 @@ def construction_instances(problems, corrupted_per_problem: int = 1, include_gol
 
     keep_answer_fraction None: errors in equation steps, all propagating or all keeping the final answer
     (keep_final_answer). A number: error positions planned per solution length as for the constructed
-    ProcessBench (`data.construction_plan`: every position, the answer step included, evenly; this
+    ProcessBench (`corruption.construction_plan`: every position, the answer step included, evenly; this
     share of the errors before the last step keep the final answer); keep_final_answer is ignored."""
     out: list[dict] = []
     counts = {"problems": 0, "no_gold_steps": 0, "not_corruptible": 0}
@@ -201,8 +201,6 @@ def construction_instances(problems, corrupted_per_problem: int = 1, include_gol
                     kind, pos = plans[r][c]
                     steps, err = corrupt_solution(gold, str(row.answer), rnd, keep_final_answer=kind == "keep",
                                                   position=pos)
-                    key = f"{len(gold)}:{pos}:{kind}"
-                    counts["by_position"][key] = counts["by_position"].get(key, 0) + 1
             except CorruptionError:
                 counts["not_corruptible"] += 1
                 break
@@ -210,6 +208,9 @@ def construction_instances(problems, corrupted_per_problem: int = 1, include_gol
             if key in made:
                 continue
             made.add(key)
+            if keep_answer_fraction is not None:  # "length:position:kind" of the instances made
+                at = f"{len(gold)}:{err}:{kind}"
+                counts["by_position"][at] = counts["by_position"].get(at, 0) + 1
             steps = list(steps)[: err + 1]  # truncated after the first error, like every source
             out.append({"instance_id": f"{row.problem_id}-err{c}", "question": row.question, "steps": steps,
                         "labels": [1.0] * err + [0.0], "error_index": int(err)})
