@@ -45,7 +45,8 @@ def test_head_mode_shares_base_features_once_per_table(tmp_path):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     counts = job_counts(smk("-n", "--cores", "2", "--forceall").stdout)
     assert cfg["training"]["mode"] == "head"
-    assert counts["step_features"] == len(cfg["benchmarks"]) + 1  # each benchmark + ProcessBench
+    # each benchmark + the ProcessBench cases + its dev split
+    assert counts["step_features"] == len(cfg["benchmarks"]) + 2
     full = tmp_path / "full.yaml"
     full.write_text("training:\n  mode: full\n")
     counts = job_counts(smk("-n", "--cores", "2", "--forceall", "--configfile", "config/config.yaml",
