@@ -236,9 +236,7 @@ rule bon_table:
 rule processbench_table:
     input:
         code("evaluation:processbench_table"),
-        metrics=expand(
-            "results/metrics/processbench/{prm}.json", prm=PB_BASELINES + list(PRM_SPECS) + CRITIC_NAMES
-        ),
+        metrics=expand("results/metrics/processbench/{prm}.json", prm=PB_BASELINES + list(PRM_SPECS) + CRITIC_NAMES),
     output:
         table="results/tables/processbench.csv",
     log:

@@ -14,11 +14,11 @@ rule paper_report:
         code("paper:paper_report"),
         str(PKG / "published.yaml"),
         **{f"{aid}_csv": artifact_paths(aid)["csv"] for aid in ARTIFACTS},
+        **({"trainsets_table": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {}),
         figures=[artifact_paths(aid)["png"] for aid in ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
         # the generated findings that open the report (artifacts.findings)
         processbench_table="results/tables/processbench.csv",
         bon_table="results/tables/bon.csv",
-        **({"trainsets_table": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {}),
     output:
         report="paper/report.md",
         run_info="paper/tables/run_info.tex",
