@@ -178,3 +178,14 @@ def test_last_step_by_answer_needs_no_generation():
 def test_bad_protocol_is_rejected():
     with pytest.raises(ValueError, match="mc.protocol"):
         run("greedy", Needs())
+
+
+def test_with_soft_labels_the_thresholds_change_no_rollout():
+    """Why plan.label_needs drops the thresholds when soft labels are needed: the early protocol then rolls
+    out every step up to the first zero step K times, which decides every threshold, so the counts (and
+    the engine's work) are the same for any set of thresholds."""
+    one, e1 = run("early", Needs.from_params({"thresholds": [0], "soft": True}), round_size=3)
+    many, e2 = run("early", Needs.from_params({"thresholds": [0, 0.25, 0.5, 0.75, 0.875], "soft": True}), round_size=3)
+    assert [(r["n_success"], r["n_total"]) for r in one] == [(r["n_success"], r["n_total"]) for r in many]
+    hard_only, _ = run("early", Needs.from_params({"thresholds": [0, 0.875], "soft": False}), round_size=3)
+    assert [r["n_total"] for r in hard_only] != [r["n_total"] for r in one]  # without soft they do matter

@@ -43,7 +43,13 @@ def test_variant_names_and_sweep_naming():
 
 
 def test_label_needs_follow_the_variants():
-    assert label_needs(CONFIG) == {"thresholds": SWEEP, "soft": True}
+    # soft labels roll out every step K times up to the first zero step: every threshold is decided, so
+    # the thresholds stay out of the MC params (a new sweep point relabels nothing)
+    assert label_needs(CONFIG) == {"thresholds": [0.0], "soft": True}
+    hard_sweep = {**CONFIG, "trainsets": {**CONFIG["trainsets"], "variants": {
+        k: v for k, v in CONFIG["trainsets"]["variants"].items() if v.get("label_type") != "soft"}}}
+    assert label_needs(hard_sweep) == {"thresholds": SWEEP, "soft": False}
+    assert label_needs({**CONFIG, "mc": {"protocol": "binary"}})["thresholds"] == SWEEP
     only_hard = {"problems": {"train": {}}, "trainsets": {"variants": {"m": {"source": "mc", "label_type": "hard"}}}}
     assert label_needs(only_hard) == {"thresholds": [0.0], "soft": False}
     assert uses(only_hard, "mc") and not uses(only_hard, "judge")

@@ -161,6 +161,11 @@ def label_needs(config: dict) -> dict:
         elif v["source"] == "consensus":
             ts.add(cons_t)
             soft = soft or v["label_type"] == "soft"
+    if soft and (config.get("mc") or {}).get("protocol", "early") != "binary":
+        # soft labels roll out all K completions of every step up to the first zero step, which decides
+        # every threshold: the thresholds change no rollout, so they stay out of the MC rule's params
+        # (adding a sweep point relabels nothing)
+        return {"thresholds": [0.0], "soft": True}
     return {"thresholds": sorted(ts) or [0.0], "soft": soft}
 
 
