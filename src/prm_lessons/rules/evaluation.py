@@ -206,6 +206,16 @@ def _pb_threshold(params) -> float | str:
     return params["processbench_eval"]["threshold"] if t is None else t
 
 
+def _predictions_by_id(df: pd.DataFrame) -> dict:
+    """{id: first-error prediction} of a frame with id, prediction (null = unparsable → None)."""
+    return {str(i): (None if pd.isna(p) else int(p)) for i, p in zip(df["id"], df["prediction"])}
+
+
+def _scores_by_id(df: pd.DataFrame) -> dict:
+    """{id: step scores} of a pb_scores frame."""
+    return {str(i): [float(x) for x in s] for i, s in zip(df["id"], df["step_scores"])}
+
+
 def _bootstrap_args(cfg: dict) -> dict:
     b = cfg["bootstrap"]
     return {"bootstrap": int(b["samples"]), "seed": int(b["seed"]), "confidence": float(b["confidence"])}
@@ -256,29 +266,27 @@ def processbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards
     cases = read_table(inputs["cases"], "processbench")
     src = pd.read_parquet(inputs["scores"])
     if "prediction" in src.columns:  # a critic: predictions given (null = unparsable)
-        preds = {str(i): (None if pd.isna(p) else int(p)) for i, p in zip(src["id"], src["prediction"])}
+        preds = _predictions_by_id(src)
         scores: dict = {}
         threshold: float | str = 0.5
     else:
-        scores = {str(i): [float(x) for x in s] for i, s in zip(src["id"], src["step_scores"])}
+        scores = _scores_by_id(src)
         threshold = _pb_threshold(params)
         t0 = 0.5 if threshold == "tune" else float(threshold)
         preds = {i: metrics.first_error(s, t0) for i, s in scores.items()}
     dev_cases = dev_scores = None
     if as_paths(inputs.get("dev_scores")):
         dev_cases = read_table(as_paths(inputs["dev_cases"])[0], "processbench")
-        dev_src = pd.read_parquet(as_paths(inputs["dev_scores"])[0])
-        dev_scores = {str(i): [float(x) for x in s] for i, s in zip(dev_src["id"], dev_src["step_scores"])}
+        dev_scores = _scores_by_id(pd.read_parquet(as_paths(inputs["dev_scores"])[0]))
     boot = _bootstrap_args(cfg)
     m, per_case = metrics.evaluate_processbench(cases, preds, scores, threshold, dev_cases=dev_cases,
                                                 dev_scores=dev_scores, **boot)
     if "n_steps_scored" in src.columns and "n_steps" in src.columns:
         m["n_truncated"] = int((src["n_steps_scored"] < src["n_steps"]).sum())
     if as_paths(inputs.get("structure")):
-        base = pd.read_parquet(as_paths(inputs["structure"])[0])
-        base_preds = {str(i): (None if pd.isna(p) else int(p)) for i, p in zip(base["id"], base["prediction"])}
-        own = {str(i): (None if pd.isna(p) else int(p)) for i, p in zip(per_case["id"], per_case["prediction"])}
-        m["vs_structure"] = metrics.paired_f1_difference(cases, own, base_preds, n_boot=boot["bootstrap"],
+        base_preds = _predictions_by_id(pd.read_parquet(as_paths(inputs["structure"])[0]))
+        m["vs_structure"] = metrics.paired_f1_difference(cases, _predictions_by_id(per_case), base_preds,
+                                                         n_boot=boot["bootstrap"],
                                                          seed=boot["seed"], confidence=boot["confidence"])
     m["prm"] = wildcards.get("prm")
     m["run_label"] = params.get("run_label")
