@@ -527,3 +527,13 @@ def test_standardisation_is_the_training_features_moments():
     assert torch.allclose(z.std(0, unbiased=False), torch.ones(8), atol=1e-3)
     with pytest.raises(ValueError):
         P.StepHead(8).fit_standardization(x)
+
+
+def test_last_step_loss_logged_when_logging_steps_exceed_the_run(tmp_path, base_plain, trainset):
+    """24 rows, batch 4, 1 epoch = 6 steps < logging_steps 10: the final loss is still in the history
+    (the SLURM CI job and any short ablation read it)."""
+    m = T.train_prm(str(trainset), str(base_plain), str(tmp_path / "prm"),
+                    {**FAST, "mode": "head", "epochs": 1, "logging_steps": 10}, "hard", threads=1)
+    assert m["global_steps"] == 6
+    assert m["loss_history_steps"] == [6] and len(m["loss_history"]) == 1
+    assert math.isfinite(m["loss_history"][0])

@@ -197,6 +197,21 @@ def _trainer_class():
     return PrmTrainer
 
 
+def _log_last_step_callback():
+    from transformers import TrainerCallback  # lazy, as in _trainer_class
+
+    class LogLastStep(TrainerCallback):
+        """Logs the loss at the last optimizer step too: with fewer steps than `logging_steps` the loss
+        history would otherwise be empty (a short run, a small trainset)."""
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.max_steps and state.global_step >= state.max_steps:
+                control.should_log = True
+            return control
+
+    return LogLastStep()
+
+
 def hardware() -> dict:
     info = {"device": "cuda" if torch.cuda.is_available() else "cpu", "cpu_count": os.cpu_count(),
             "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
@@ -390,7 +405,8 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         feature_tokens = 0
 
     trainer = _trainer_class()(model=model, args=args, train_dataset=dataset,
-                               data_collator=StepCollator(pad_id(tokenizer)), callbacks=callbacks)
+                               data_collator=StepCollator(pad_id(tokenizer)),
+                               callbacks=[_log_last_step_callback(), *(callbacks or [])])
     if resume:
         log.info("resuming from %s", resume)
     tt = time.time()
