@@ -1,7 +1,15 @@
 import pandas as pd
 import pytest
 
-from prm_lessons.tables import TableError, read_table, table_meta, write_table
+from prm_lessons.tables import (
+    CorruptTableError,
+    TableError,
+    quarantine,
+    read_records,
+    read_table,
+    table_meta,
+    write_table,
+)
 
 
 def _trainset():
@@ -28,3 +36,81 @@ def test_missing_column_names_file_and_column(tmp_path):
 def test_read_missing_file_is_clear(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such table"):
         read_table(tmp_path / "nope.parquet", "trainset")
+
+
+def _flip_last_byte_of_first_column(path):
+    """A flipped byte inside the first column chunk's last data page; file size and mtime unchanged."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    col = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    off = (col.dictionary_page_offset or col.data_page_offset) + col.total_compressed_size - 1
+    st = os.stat(path)
+    b = bytearray(path.read_bytes())
+    b[off] ^= 0xFF
+    path.write_bytes(bytes(b))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_flipped_byte_is_caught_by_the_page_checksum(tmp_path):
+    p = tmp_path / "t.parquet"
+    write_table(_trainset(), p, "trainset")
+    _flip_last_byte_of_first_column(p)
+    with pytest.raises(CorruptTableError, match=r"t\.parquet: corrupt table \(.*CRC"):
+        read_table(p, "trainset")
+
+
+def test_truncated_table_names_the_file(tmp_path):
+    p = tmp_path / "t.parquet"
+    write_table(_trainset(), p, "trainset", meta={"k": 1})
+    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+    for read in (lambda: read_table(p, "trainset"), lambda: table_meta(p), lambda: read_records(p)):
+        with pytest.raises(CorruptTableError, match=r"t\.parquet: corrupt table"):
+            read()
+
+
+def test_recorded_row_count_and_kind_are_checked(tmp_path):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "t.parquet"
+    write_table(_trainset(), p, "trainset")
+    table = pq.read_table(p)
+    md = dict(table.schema.metadata)
+    # a valid Parquet file, one row short of what its producer wrote (e.g. a hand edit, a bad copy)
+    pq.write_table(table.slice(0, 1).replace_schema_metadata(md), p)
+    with pytest.raises(CorruptTableError, match="1 rows, 2 written"):
+        read_table(p, "trainset")
+    md[b"prm_lessons.integrity"] = json.dumps({"kind": "judge", "rows": 2}).encode()
+    pq.write_table(pa.Table.from_pandas(_trainset(), preserve_index=False).replace_schema_metadata(md), p)
+    with pytest.raises(TableError, match="a 'judge' table where a 'trainset' table is expected"):
+        read_table(p, "trainset")
+    assert len(read_table(p, None)) == 2  # kind None: any table
+
+
+def test_quarantine_moves_only_a_job_input(tmp_path):
+    p = tmp_path / "t.parquet"
+    write_table(_trainset(), p, "trainset")
+    assert "left in place" in quarantine(p, [str(tmp_path / "other.parquet")]) and p.exists()
+    msg = quarantine(p, [str(p)])
+    assert not p.exists() and (tmp_path / "t.parquet.corrupt").exists() and "producer rule" in msg
+
+
+def test_records_that_are_not_objects_or_not_utf8_name_file_and_line(tmp_path):
+    j = tmp_path / "rows.jsonl"
+    j.write_bytes(b'{"a": 1}\n[1, 2]\n')
+    with pytest.raises(ValueError, match=r"rows\.jsonl: line 2 is a JSON list, not an object"):
+        read_records(j)
+    j.write_bytes(b'{"a": 1}\n\n{"a": "\xff"}\n')
+    with pytest.raises(ValueError, match=r"rows\.jsonl: line 3 is not UTF-8 \(byte 0xff"):
+        read_records(j)
+    a = tmp_path / "rows.json"
+    a.write_text('[{"a": 1}, "x", 3]')
+    with pytest.raises(ValueError, match=r"rows\.json: element\(s\) 1, 2 of the list are not an object"):
+        read_records(a)
+    a.write_bytes(b'[{"a": 1},\n {"a": "\xfe"}]')
+    with pytest.raises(ValueError, match=r"rows\.json: line 2 is not UTF-8"):
+        read_records(a)

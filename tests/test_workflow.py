@@ -145,3 +145,26 @@ def test_tiny_config_end_to_end(tmp_path):
     for p in ("results/tables/trainsets.csv", "results/tables/bon.csv", "results/tables/processbench.csv",
               "paper/report.md"):
         assert (wd / p).exists(), p
+
+
+def test_corrupt_intermediate_is_regenerated_by_its_producer(tmp_path):
+    """A table corrupted in place with its mtime kept (Snakemake sees nothing): the consumer's job fails
+    naming the file and moves it aside; the same command again reruns the producer, then the consumer."""
+    from test_tables import _flip_last_byte_of_first_column
+
+    wd = tmp_path / "run"
+    target = "results/metrics/processbench/baseline_first_step.json"
+    args = (target, "--cores", "1", "--directory", str(wd))
+    smk(*args)
+    cases = wd / "results/processbench/cases.parquet"
+    good = cases.read_bytes()
+    _flip_last_byte_of_first_column(cases)
+    proc = smk(*args, "--forcerun", "processbench_baseline", check=False)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "results/processbench/cases.parquet: corrupt input moved to" in out
+    assert not cases.exists() and (wd / "results/processbench/cases.parquet.corrupt").exists()
+    proc = smk(*args)
+    assert re.search(r"localrule processbench:\n", proc.stdout + proc.stderr), "the producer did not rerun"
+    assert cases.read_bytes() == good  # regenerated, byte-identical (deterministic producer)
+    assert (wd / target).exists()

@@ -1,6 +1,13 @@
 """Intermediate tables and the package's file I/O: Parquet with a documented schema
 (docs/architecture.md), checked on read and write so a stage fails with the offending file and column,
-not three rules later; the one record reader (JSONL / JSON / Parquet), JSON writer and shard merger."""
+not three rules later; the one record reader (JSONL / JSON / Parquet), JSON writer and shard merger.
+
+Integrity: every table is written with Parquet's own page checksums (CRC32 per data page, the format's
+content checksum; pyarrow verifies them on read) and records its kind and row count in the file's
+metadata. A truncated file (no footer), a flipped byte in a data page, a row count or a kind that differs
+from what was recorded: read_table raises CorruptTableError naming the file and what is wrong. The rule
+adapter (workflow/scripts/run.py) then moves the corrupt input aside, so the next run regenerates it with
+its producer rule instead of feeding it to consumers."""
 from __future__ import annotations
 
 import gzip
@@ -10,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 # kind -> required columns (extra columns are allowed and kept)
@@ -37,8 +45,21 @@ KEYS: dict[str, list[str]] = {
 }
 
 
+META_KEY = b"prm_lessons"  # the producer's metadata (JSON), table_meta
+INTEGRITY_KEY = b"prm_lessons.integrity"  # {"kind", "rows"} recorded by write_table, checked by read_table
+
+
 class TableError(ValueError):
     pass
+
+
+class CorruptTableError(TableError):
+    """A table whose bytes are not what its producer wrote (unreadable, a page checksum, the recorded
+    row count or kind); `path` is the file."""
+
+    def __init__(self, path: str | Path, what: str):
+        self.path = str(path)
+        super().__init__(f"{path}: corrupt table ({what}); its producer rule must write it again")
 
 
 def check_table(df: pd.DataFrame, kind: str, where: str = "") -> pd.DataFrame:
@@ -54,34 +75,56 @@ def check_table(df: pd.DataFrame, kind: str, where: str = "") -> pd.DataFrame:
     return df
 
 
-def write_table(df: pd.DataFrame, path: str | Path, kind: str, meta: dict | None = None) -> None:
-    """Validate and write atomically (tmp file + rename), so a killed job leaves no half-written table."""
-    check_table(df, kind, str(path))
+def write_table(df: pd.DataFrame, path: str | Path, kind: str | None, meta: dict | None = None) -> None:
+    """Validate (kind None: any columns) and write atomically (tmp file + rename), so a killed job leaves
+    no half-written table; with page checksums and the recorded kind and row count (module docstring)."""
+    if kind is not None:
+        check_table(df, kind, str(path))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    df.to_parquet(tmp, index=False)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    md = dict(table.schema.metadata or {})
+    md[INTEGRITY_KEY] = json.dumps({"kind": kind, "rows": len(df)}).encode()
     if meta is not None:
-
-        table = pq.read_table(tmp)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                               b"prm_lessons": json.dumps(meta, default=str).encode()})
-        pq.write_table(table, tmp)
+        md[META_KEY] = json.dumps(meta, default=str).encode()
+    pq.write_table(table.replace_schema_metadata(md), tmp, write_page_checksum=True)
     os.replace(tmp, path)
 
 
-def read_table(path: str | Path, kind: str | None) -> pd.DataFrame:
-    """A Parquet table with list columns as Python lists, checked against `kind`'s schema (None: any
-    Parquet file, unchecked)."""
+def read_table(path: str | Path, kind: str | None, columns: list[str] | None = None) -> pd.DataFrame:
+    """A Parquet table with list columns as Python lists, its integrity checked (module docstring) and its
+    columns against `kind`'s schema (None: any columns). CorruptTableError names the file."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such table")
-    df = pd.read_parquet(path)
+    try:
+        table = pq.read_table(path, columns=columns, page_checksum_verification=True)
+    except (pa.ArrowException, OSError) as exc:  # no footer, a bad page checksum, undecodable pages
+        raise CorruptTableError(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    recorded = json.loads((table.schema.metadata or {}).get(INTEGRITY_KEY, b"{}"))
+    if "rows" in recorded and recorded["rows"] != table.num_rows:
+        raise CorruptTableError(path, f"{table.num_rows} rows, {recorded['rows']} written")
+    if kind is not None and recorded.get("kind") not in (None, kind):
+        raise TableError(f"{path}: a '{recorded['kind']}' table where a '{kind}' table is expected")
+    df = table.to_pandas()
     # Parquet gives numpy arrays for list columns; the contract is Python lists
     for col in df.columns:
         if df[col].dtype == object and any(isinstance(v, np.ndarray) for v in df[col].head(20)):
             df[col] = df[col].map(lambda v: v.tolist() if isinstance(v, np.ndarray) else v)
     return df if kind is None else check_table(df, kind, str(path))
+
+
+def quarantine(path: str | Path, inputs: list[str]) -> str:
+    """Move a corrupt table that is one of a job's inputs to `<path>.corrupt` (kept for inspection); what
+    was done, as a line for the job's log. A file that is no input of the job is left alone."""
+    path = Path(path)
+    if not any(Path(f).resolve() == path.resolve() for f in inputs) or not path.exists():
+        return f"{path}: corrupt, not an input of this job: left in place"
+    dest = path.with_name(path.name + ".corrupt")
+    os.replace(path, dest)
+    return (f"{path}: corrupt input moved to {dest}; run the same command again and its producer rule "
+            "writes it anew")
 
 
 def merge_shards(paths, kind: str) -> tuple[pd.DataFrame, dict]:
@@ -95,8 +138,11 @@ def merge_shards(paths, kind: str) -> tuple[pd.DataFrame, dict]:
 
 
 def table_meta(path: str | Path) -> dict:
-    md = pq.read_schema(path).metadata or {}
-    raw = md.get(b"prm_lessons")
+    try:
+        md = pq.read_schema(path).metadata or {}
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptTableError(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    raw = md.get(META_KEY)
     return json.loads(raw) if raw else {}
 
 
@@ -105,24 +151,33 @@ def _suffix(path: Path) -> str:
 
 
 def iter_records(path: str | Path):
-    """Rows of a .jsonl(.gz) file one at a time (PRM800K is too large to hold as dicts); a bad line
-    names its file and line number."""
+    """Rows of a .jsonl(.gz) file one at a time (PRM800K is too large to hold as dicts); a line that is not
+    JSON, not UTF-8 or not an object names its file and line number."""
 
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as fh:
-        for n, line in enumerate(fh, 1):
+    with opener(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}: line {n} is not UTF-8 (byte {exc.object[exc.start]:#x} at column "
+                                 f"{exc.start + 1})") from None
             if line.strip():
                 try:
-                    yield json.loads(line)
+                    rec = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise ValueError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
+                if not isinstance(rec, dict):
+                    raise ValueError(f"{path}: line {n} is a JSON {type(rec).__name__}, not an object")
+                yield rec
 
 
 def read_records(path: str | Path) -> list[dict]:
-    """Rows of a local .jsonl(.gz) / .json (list of objects, or {"data": [...]}) / .parquet file."""
+    """Rows of a local .jsonl(.gz) / .json (list of objects, or {"data": [...]}) / .parquet file; every row
+    is an object (a row that is not names its line or index)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
@@ -130,15 +185,27 @@ def read_records(path: str | Path) -> list[dict]:
     if suffix in (".jsonl", ".jsonl.gz"):
         return list(iter_records(path))
     if suffix == ".json":
-        with open(path) as fh:
-            data = json.load(fh)
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = path.read_bytes()[: exc.start].count(b"\n") + 1
+            raise ValueError(f"{path}: line {line} is not UTF-8 (byte {exc.object[exc.start]:#x})") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})") from None
         if isinstance(data, dict):
             data = data.get("data", data.get("rows"))
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of objects (or {{'data': [...]}})")
+        bad = [i for i, rec in enumerate(data) if not isinstance(rec, dict)]
+        if bad:
+            raise ValueError(f"{path}: element(s) {', '.join(map(str, bad[:20]))}{' …' if len(bad) > 20 else ''} "
+                             f"of the list {'is' if len(bad) == 1 else 'are'} not an object "
+                             f"(element {bad[0]}: a JSON {type(data[bad[0]]).__name__})")
         return data
     if suffix == ".parquet":
-        return pd.read_parquet(path).to_dict("records")
+        return read_table(path, None).to_dict("records")
     raise ValueError(f"{path}: unsupported file type '{suffix}' (use .jsonl, .json or .parquet)")
 
 

@@ -46,8 +46,16 @@ def main() -> None:
         func = getattr(importlib.import_module(f"prm_lessons.rules.{module_name}"), func_name)
         func(inputs=named(snakemake.input), outputs=named(snakemake.output),
              params=params, wildcards=dict(snakemake.wildcards.items()), threads=snakemake.threads)
-    except Exception:
+    except Exception as exc:
         traceback.print_exc(file=stream)
+        from prm_lessons.tables import CorruptTableError, quarantine
+
+        if isinstance(exc, CorruptTableError):
+            # moved aside: the next run sees the input missing and regenerates it with its producer rule
+            # (left in place, a corrupt input with a good mtime would be read again by every rerun)
+            msg = quarantine(exc.path, [str(f) for f in snakemake.input])
+            for out in {stream, sys.__stderr__}:  # the job's log and the console
+                print(msg, file=out, flush=True)
         raise
 
 

@@ -27,9 +27,8 @@ import unicodedata
 from pathlib import Path
 from typing import Iterable, Sequence
 
-import pandas as pd
-
 from ..corruption import CorruptionError, construction_plan, corrupt_solution
+from ..tables import read_table
 from . import clean_steps
 
 log = logging.getLogger(__name__)
@@ -223,7 +222,7 @@ def eval_questions(paths: Sequence[str]) -> list[str]:
     """Questions of every evaluation set (problems tables: question; ProcessBench cases: problem)."""
     qs: list[str] = []
     for p in paths:
-        df = pd.read_parquet(p)
+        df = read_table(p, None)
         col = "question" if "question" in df.columns else "problem" if "problem" in df.columns else None
         if col is None:
             raise ValueError(f"{p}: evaluation table without a question/problem column")

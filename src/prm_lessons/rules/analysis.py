@@ -118,7 +118,7 @@ def table4_data_sources_processbench(*, inputs, outputs, params, wildcards, thre
 
 def table5_prm_tolerance(*, inputs, outputs, params, wildcards, threads) -> None:
     """Table 5 from every PRM's ProcessBench predictions."""
-    preds = {name: pd.read_parquet(path) for name, path in analysis.named_inputs(inputs, "predictions").items()}
+    preds = {name: read_table(path, None) for name, path in analysis.named_inputs(inputs, "predictions").items()}
     tol = analysis.tolerance_accuracy(preds)
     _emit_table("table5", build_table5(tol, load_published(), params), outputs, params, inputs)
 
@@ -170,9 +170,9 @@ def fig5_mc_threshold(*, inputs, outputs, params, wildcards, threads) -> None:
 def fig6_flawed_process(*, inputs, outputs, params, wildcards, threads) -> None:
     """Figure 6: judge-based flawed-process rate on the policy's correct answers, and ProcessBench's
     annotated rate per subset."""
-    samples = {d: pd.read_parquet(p) for d, p in analysis.named_inputs(inputs, "samples").items()}
-    judges = {d: pd.read_parquet(p) for d, p in analysis.named_inputs(inputs, "judge").items()}
-    cases = pd.read_parquet(inputs["cases"]) if inputs.get("cases") and Path(inputs["cases"]).exists() else None
+    samples = {d: read_table(p, None) for d, p in analysis.named_inputs(inputs, "samples").items()}
+    judges = {d: read_table(p, None) for d, p in analysis.named_inputs(inputs, "judge").items()}
+    cases = read_table(inputs["cases"], None) if inputs.get("cases") and Path(inputs["cases"]).exists() else None
     rates = analysis.flaw_rates(samples, judges, cases)
     _emit_figure("fig6", build_fig6(rates, load_published(), params) if len(rates) else finish_cells([], params),
                  plot_fig6, outputs, params, inputs)

@@ -165,7 +165,7 @@ def consensus(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thr
     share = kept / len(out) if len(out) else 0.0
     print(f"consensus ({wildcards.get('dataset', '')}, MC threshold {threshold:g}): kept {kept} of {len(out)} "
           f"responses ({share:.1%}); reasons {out['reason'].value_counts().to_dict()}", flush=True)
-    out.to_parquet(outputs["table"], index=False)
+    write_table(out, outputs["table"], None)
 
 
 def trainset(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
@@ -183,7 +183,7 @@ def trainset(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thre
         name, spec, samples=[read_table(p, "samples") for p in as_paths(inputs.get("samples"))],
         mc=[read_table(p, "mc") for p in as_paths(inputs.get("mc"))],
         judge=[read_table(p, "judge") for p in as_paths(inputs.get("judge"))],
-        consensus=[pd.read_parquet(p) for p in as_paths(inputs.get("consensus"))], human=human, k=k,
+        consensus=[read_table(p, None) for p in as_paths(inputs.get("consensus"))], human=human, k=k,
         n_human_candidates=n_human)
     print(f"trainset {name}: {st}", flush=True)
     write_table(df, outputs["table"], "trainset", meta={"variant": name, "spec": spec, "stats": st,
