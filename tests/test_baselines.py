@@ -82,10 +82,10 @@ def test_crossfit_folds_are_stable_stratified_and_order_free():
 
 
 def test_crossfit_never_scores_a_case_with_a_threshold_from_its_own_fold(monkeypatch):
-    """Each fold's tuning returns its own threshold (0.3, then 0.7); every case scores 0.5 on its only step,
-    so its prediction tells which threshold it got (0.3 → −1, 0.7 → 0): it must be the other fold's."""
+    """Each fold's tuning returns its own threshold (0.3, then 0.7); every case scores 0.5 on each of its 3
+    steps, so its prediction tells which threshold it got (0.3 → −1, 0.7 → 0): it must be the other fold's."""
     ev, _ = _scored_set("ev", 30, cut=0.5, seed=3)
-    scores = {i: [0.5] for i in ev["id"]}
+    scores = {i: [0.5] * 3 for i in ev["id"]}
     calls: list[tuple[set, float]] = []
     real = M.tune_threshold
 

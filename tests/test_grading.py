@@ -147,7 +147,7 @@ def test_cli_grade_writes_rows_and_counts(tmp_path, capsys):
 
     # a missing field is a clear error naming the row
     assert main(["grade", "--input", str(inp), "--output", str(out), "--response-field", "nope"]) == 2
-    assert "row 3" in capsys.readouterr().err
+    assert "row 1 (id 3): no field 'nope'" in capsys.readouterr().err
 
 
 def test_grade_rows_empty_list():

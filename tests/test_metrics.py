@@ -220,7 +220,7 @@ def test_cli_processbench(tmp_path):
     pred = tmp_path / "p.jsonl"
     pred.write_text("\n".join(json.dumps(r) for r in [
         {"id": "g0", "prediction": -1}, {"id": "g1", "step_scores": [0.9, 0.2, 0.1]}, {"id": "g2", "prediction": 0},
-        {"id": "g3", "step_scores": [0.9, 0.9]}, {"id": "m0", "prediction": 2}, {"id": "m1", "prediction": -1}]))
+        {"id": "g3", "step_scores": [0.9, 0.9, 0.9]}, {"id": "m0", "prediction": 2}, {"id": "m1", "prediction": -1}]))
     out = tmp_path / "m.json"
     _run(["eval", "processbench", "--data", str(data), "--predictions", str(pred), "--output", str(out)])
     m = json.loads(out.read_text())

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import socket
 import sys
+from pathlib import Path
+from urllib.parse import urlparse
 
 import pandas as pd
 
 from .data import load_processbench_cases
+from .errors import InputError, json_type
 from .grading import grade_rows
 from .metrics import (
     AGGREGATIONS,
@@ -21,21 +26,91 @@ from .metrics import (
 )
 from .tables import read_records, write_json
 
+# -- argument types: bad values are argparse errors (usage + one line, exit status 2) ------------------
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer ≥ 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer ≥ 1, got {v}")
+    return v
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer ≥ 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer ≥ 0, got {v}")
+    return v
+
+
+def _finite_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    v = _finite_float(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return v
+
+
+def _check_output(path: str) -> None:
+    """--output must be a file path whose parent is (or can be made) a directory."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"--output {path} is a directory; give a file path")
+    parent = p.resolve().parent
+    for up in [parent, *parent.parents]:
+        if up.exists():
+            if not up.is_dir():
+                raise ValueError(f"--output {path}: {up} is not a directory")
+            break
+
+
+def _json_safe(value, counter: list) -> object:
+    """value with every NaN/±inf float replaced by null (JSON has no NaN); counter[0] counts them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        counter[0] += 1
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v, counter) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v, counter) for v in value]
+    return value
+
+
 # -- grade ---------------------------------------------------------------------------------------------
 
 def _cmd_grade(args) -> int:
+    _check_output(args.output)
     rows = read_records(args.input)
-    out, summary = grade_rows(rows, args.response_field, args.answer_field, args.timeout, args.workers,
-                              answer_format=args.answer_format)
+    try:
+        out, summary = grade_rows(rows, args.response_field, args.answer_field, args.timeout, args.workers,
+                                  answer_format=args.answer_format)
+    except InputError as exc:
+        raise exc.within(args.input) from None
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    nonfinite = [0]
+    lines = [json.dumps(_json_safe(row, nonfinite), ensure_ascii=False, allow_nan=False) + "\n" for row in out]
     with open(args.output, "w") as fh:
-        for row in out:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        fh.writelines(lines)
     n = summary["n"]
     print(f"graded {n} responses in {len(rows)} rows: {summary['correct']} correct "
           f"({100.0 * summary['correct'] / max(n, 1):.1f}%), {summary['no_answer']} without an answer, "
           f"{summary['timeout']} timed out (counted incorrect), {summary['error']} grading errors "
-          f"(counted incorrect) -> {args.output}")
+          f"(counted incorrect) -> {args.output}"
+          + (f"; {nonfinite[0]} NaN/infinite value(s) of other fields written as null" if nonfinite[0] else ""))
     return 0
 
 
@@ -44,7 +119,11 @@ def _add_grade(subparsers) -> None:
         "grade", help="extract final answers and grade them against gold answers (math-verify)",
         description="Writes every input row plus `pred` (extracted answer or null), `correct` (bool) and "
                     "`grade_status` (ok/no_answer/timeout/error). A response field holding a list of "
-                    "responses (e.g. the harness's `code`) gives lists of the same length.")
+                    "responses (e.g. the harness's `code`) gives lists of the same length; a response that "
+                    "is not text (null, a number) has no answer. Every row is checked first: a line that "
+                    "is not a JSON object, a missing field, or a gold answer that is null, NaN, empty, a "
+                    "boolean or an object is an error naming the row (exit status 2, nothing graded or "
+                    "written). NaN/infinite values of other fields are written as null (JSON has no NaN).")
     p.add_argument("--input", required=True, help="JSONL file, one row per problem or response")
     p.add_argument("--output", required=True, help="JSONL file to write")
     p.add_argument("--response-field", default="response", help="field with the response text (or a list of them)")
@@ -53,23 +132,68 @@ def _add_grade(subparsers) -> None:
                    help="the dataset's answer_format (as in the config): choice = multiple choice as the "
                         "Qwen2.5-Math harness grades MMLU STEM (choice letter extracted; an option index as gold "
                         "is read as a letter). Any row whose gold is a letter A-E is graded as a choice.")
-    p.add_argument("--timeout", type=float, default=5.0, help="seconds per response before it counts as incorrect")
-    p.add_argument("--workers", type=int, default=2, help="grading processes")
+    p.add_argument("--timeout", type=_positive_float, default=5.0,
+                   help="seconds per response before it counts as incorrect (> 0)")
+    p.add_argument("--workers", type=_positive_int, default=2, help="grading processes (≥ 1)")
     p.set_defaults(func=_cmd_grade)
 
 
 # -- eval ----------------------------------------------------------------------------------------------
 
+def _hub_unreachable() -> str | None:
+    """Why the Hugging Face Hub cannot be reached (None when a TCP connection opens within 5 s, or a
+    proxy is configured, which only the download itself can test). Without this, `datasets` retries
+    for about 25 s before its ConnectionError."""
+    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        return f"{host}:{port}: {exc.strerror or exc}"
+    return None
+
+
+def _offline() -> bool:
+    return any(os.environ.get(k, "").strip().upper() in ("1", "ON", "YES", "TRUE")
+               for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def _load_cases(source: str, flag: str):
+    """load_processbench_cases, with a Hub id that cannot be fetched reported in one line, fast."""
+    hub = not Path(source).exists() and source.count("/") == 1
+    if hub and not _offline():
+        why = _hub_unreachable()
+        if why:
+            raise ValueError(f"{flag} {source}: the Hugging Face Hub cannot be reached ({why}); give a "
+                             "directory of {subset}.json files or a cases.parquet, or set HF_HUB_OFFLINE=1 "
+                             "to use a copy in the datasets cache")
+    try:
+        return load_processbench_cases(source)
+    except (ConnectionError, TimeoutError) as exc:
+        state = "offline (HF_HUB_OFFLINE=1) and not in the datasets cache" if _offline() else "download failed"
+        raise ValueError(f"{flag} {source}: cannot load the Hub dataset: {state} ({exc}); give a directory "
+                         "of {subset}.json files or a cases.parquet") from None
+
+
 def _cli_processbench(args) -> int:
-    cases = load_processbench_cases(args.data)
-    thr: float | str = "tune" if args.tune_threshold else args.threshold
-    preds, scores = predictions_from_rows(read_records(args.predictions), args.threshold)
-    dev_cases = dev_scores = None
     if bool(args.dev_data) != bool(args.dev_predictions):
         raise ValueError("--dev-data and --dev-predictions go together")
+    _check_output(args.output)
+    cases = _load_cases(args.data, "--data")
+    thr: float | str = "tune" if args.tune_threshold else args.threshold
+    try:
+        preds, scores = predictions_from_rows(read_records(args.predictions), args.threshold, cases)
+    except InputError as exc:
+        raise exc.within(args.predictions) from None
+    dev_cases = dev_scores = None
     if args.dev_data:
-        dev_cases = load_processbench_cases(args.dev_data)
-        _, dev_scores = predictions_from_rows(read_records(args.dev_predictions), args.threshold)
+        dev_cases = _load_cases(args.dev_data, "--dev-data")
+        try:
+            _, dev_scores = predictions_from_rows(read_records(args.dev_predictions), args.threshold, dev_cases)
+        except InputError as exc:
+            raise exc.within(args.dev_predictions) from None
     m, _ = evaluate_processbench(cases, preds, scores, thr, dev_cases=dev_cases, dev_scores=dev_scores,
                                  bootstrap=args.bootstrap, seed=args.seed)
     write_json(m, args.output)
@@ -84,21 +208,43 @@ def _cli_processbench(args) -> int:
 
 
 def _cli_bon(args) -> int:
+    _check_output(args.output)
     rows = read_records(args.samples)
+    if not rows:
+        raise InputError(["no rows"], args.samples)
+    with_orm = any(isinstance(r, dict) and "orm_score" in r for r in rows)
+    problems = []
     for k, r in enumerate(rows):
-        miss = [c for c in BON_COLUMNS if c not in r]
+        if not isinstance(r, dict):
+            problems.append(f"row {k + 1}: a JSON {json_type(r)}, not an object")
+            continue
+        miss = [c for c in BON_COLUMNS + (["orm_score"] if with_orm else []) if c not in r]
         if miss:
-            raise ValueError(f"{args.samples}: row {k + 1} "
-                             f"(problem_id={r.get('problem_id')!r}) lacks field(s) {miss}")
+            problems.append(f"row {k + 1} (problem_id={r.get('problem_id')!r}) lacks field(s) {miss}"
+                            + (" (orm_score: other rows have one)" if miss == ["orm_score"] else ""))
+    if problems:
+        raise InputError(problems, args.samples)
     df = pd.DataFrame(rows)
     aggs = [a.strip() for a in args.aggregations.split(",") if a.strip()]
-    orm = "orm_score" if "orm_score" in df.columns else None
-    m = bon_metrics(df, aggs, n=args.n, maj_grouping=args.maj_grouping, orm_column=orm,
-                    bootstrap=args.bootstrap, seed=args.seed)
+    try:
+        m = bon_metrics(df, aggs, n=args.n, maj_grouping=args.maj_grouping,
+                        orm_column="orm_score" if with_orm else None, bootstrap=args.bootstrap, seed=args.seed,
+                        maj_timeout_s=args.maj_timeout, workers=args.workers)
+    except InputError as exc:
+        raise exc.within(args.samples) from None
     write_json(m, args.output)
     for name, e in list(m["benchmarks"].items()) + [("average", m["average"])]:
         vals = " ".join(f"{k}={100 * v:.1f}" for k, v in e.items() if k not in ("n_problems", "n", "n_benchmarks", "ci"))
         print(f"{name:>14}: {vals}")
+    for col, count in m["n_unscored"].items():
+        if count:
+            ids = [f"{b}/{p}" for b, lists in m["unscored"].items() for p in lists.get(col, [])]
+            print(f"{'note':>14}: {col}: {count} problem(s) without a finite score on any response, counted "
+                  f"wrong: {', '.join(ids[:10])}" + (f" … and {len(ids) - 10} more" if len(ids) > 10 else ""))
+    mc = m.get("maj_comparisons") or {}
+    if mc.get("timeouts") or mc.get("errors"):
+        print(f"{'note':>14}: maj ({args.maj_grouping}): {mc['timeouts']} of {mc['comparisons']} answer comparisons "
+              f"timed out after {args.maj_timeout:g} s and {mc['errors']} failed (each counted as different answers)")
     return 0
 
 
@@ -106,12 +252,19 @@ def _add_eval(subparsers) -> None:
     ev = subparsers.add_parser("eval", help="evaluate predictions / step scores (ProcessBench, Best-of-N)")
     sub = ev.add_subparsers(dest="eval_command", required=True)
 
-    pb = sub.add_parser("processbench", help="official ProcessBench metric (error/correct accuracy, F1)")
+    pb = sub.add_parser(
+        "processbench", help="official ProcessBench metric (error/correct accuracy, F1)",
+        description="Every prediction row is checked against its case; each problem is an error line "
+                    "naming the id (exit status 2, no metrics written): a row that is not a JSON object, "
+                    "a prediction that is not null or an integer in [-1, n_steps - 1] (booleans, strings, "
+                    "1.9 are errors; null = unparsable, counted wrong), step_scores that are not a list of "
+                    "finite numbers with exactly one score per step (null, NaN, inf, strings, booleans are "
+                    "errors), unknown, duplicate or missing ids.")
     pb.add_argument("--data", required=True, help="directory of {subset}.json files, a cases.parquet, or a Hub id")
     pb.add_argument("--predictions", required=True,
                     help='JSONL rows {"id", "prediction"} (int, -1 = no error) or {"id", "step_scores"}')
-    pb.add_argument("--threshold", type=float, default=0.5,
-                    help="a step is erroneous when its score is below this (default 0.5)")
+    pb.add_argument("--threshold", type=_finite_float, default=0.5,
+                    help="a step is erroneous when its score is below this (default 0.5; a finite number)")
     pb.add_argument("--tune-threshold", action="store_true",
                     help="use the threshold maximising the average F1 on the dev split (--dev-data and "
                          "--dev-predictions) instead; without one, cross-fit it over 2 folds of the cases "
@@ -120,21 +273,36 @@ def _add_eval(subparsers) -> None:
                     help="the dev split's cases (as --data; no id shared with --data) for --tune-threshold")
     pb.add_argument("--dev-predictions", default=None,
                     help='JSONL rows {"id", "step_scores"} of the dev split for --tune-threshold')
-    pb.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for CIs (0 = none)")
-    pb.add_argument("--seed", type=int, default=0)
+    pb.add_argument("--bootstrap", type=_nonnegative_int, default=0, help="bootstrap resamples for CIs (0 = none)")
+    pb.add_argument("--seed", type=_nonnegative_int, default=0)
     pb.add_argument("--output", required=True, help="metrics JSON")
     pb.set_defaults(func=_cli_processbench)
 
-    bon = sub.add_parser("bon", help="Best-of-N: prm@N per aggregation, maj@N, pass@N (+ orm@N)")
+    bon = sub.add_parser(
+        "bon", help="Best-of-N: prm@N per aggregation, maj@N, pass@N (+ orm@N)",
+        description="Every row is checked first; each problem is an error line naming the row (exit status 2, "
+                    "no metrics written): a line that is not a JSON object, a missing field, `correct` that "
+                    "is not a JSON boolean or 0/1 (the string \"False\" is an error, as is null; 1.0 and 0.0 are accepted), `pred` "
+                    "that is not text or null, step_scores that are not null or a list of numbers, a "
+                    "duplicate response, problems with unequal numbers of responses. A response whose "
+                    "aggregated score is not finite (no step scores, an empty list, NaN or inf) is never "
+                    "chosen; a problem where no response has a finite score counts as WRONG for that "
+                    "selector and is reported (printed, and `unscored` / `n_unscored` in the metrics JSON).")
     bon.add_argument("--samples", required=True,
                      help='JSONL rows {"benchmark", "problem_id", "sample_idx", "pred", "correct", '
                           '"step_scores"} (optional "orm_score" → orm@N)')
     bon.add_argument("--aggregations", default="product,min,last",
                      help=f"comma list from {', '.join(AGGREGATIONS)}")
-    bon.add_argument("--n", type=int, default=None, help="use the first N samples per problem (default: all)")
+    bon.add_argument("--n", type=_positive_int, default=None,
+                     help="use the first N samples per problem (≥ 1; default: all)")
     bon.add_argument("--maj-grouping", default="normalized", choices=MAJ_GROUPINGS)
-    bon.add_argument("--bootstrap", type=int, default=1000)
-    bon.add_argument("--seed", type=int, default=0)
+    bon.add_argument("--maj-timeout", type=_positive_float, default=5.0,
+                     help="--maj-grouping math_verify: seconds per answer comparison, run in a grading worker "
+                          "that is killed after it (a timed-out comparison counts as different answers)")
+    bon.add_argument("--workers", type=_positive_int, default=2,
+                     help="grading processes for --maj-grouping math_verify")
+    bon.add_argument("--bootstrap", type=_nonnegative_int, default=1000, help="bootstrap resamples (0 = none)")
+    bon.add_argument("--seed", type=_nonnegative_int, default=0)
     bon.add_argument("--output", required=True, help="metrics JSON")
     bon.set_defaults(func=_cli_bon)
 
@@ -152,9 +320,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as exc:  # user errors: one clear line, no traceback
-        print(f"prm-lessons: error: {exc}", file=sys.stderr)
-        return 2
+    except InputError as exc:  # bad input rows: one line per problem (the first 20, then a count)
+        lines = exc.lines()
+    except KeyError as exc:  # str(KeyError) would quote the message
+        lines = [str(exc.args[0]) if exc.args else type(exc).__name__]
+    except (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        lines = str(exc).splitlines() or [type(exc).__name__]  # user errors: clear lines, no traceback
+    for line in lines:
+        print(f"prm-lessons: error: {line}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

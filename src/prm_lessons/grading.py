@@ -22,6 +22,8 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import math
+import numbers
 import re
 import subprocess
 import sys
@@ -34,6 +36,7 @@ from multiprocessing.connection import wait
 from typing import Iterable, Sequence
 
 from . import checkout_env
+from .errors import InputError, json_type
 
 log = logging.getLogger(__name__)
 
@@ -246,6 +249,25 @@ def _grade_unsafe(text: str, gold: str, answer_format: str = "plain") -> tuple[s
     return pred, compare(pred, gold_s), "ok"
 
 
+EQUIV = "math_verify_equiv"  # a worker job comparing two answers as majority voting groups them
+PARSE = "math_verify_parse"  # a worker job: does an answer parse at all (else it equals nothing)?
+
+
+def _vote_parse(text: str):
+    from math_verify import parse  # lazy: heavy (SymPy)
+
+    return parse(text if "$" in text or "\\boxed" in text else f"${text}$", parsing_timeout=None)
+
+
+def _equivalent(rep: str, other: str) -> bool:
+    """math-verify equivalence of two answers as `maj_grouping: math_verify` groups them (the harness's
+    use_symbol=True): each parsed as is when it holds `$` or `\\boxed`, else as `$answer$`, then
+    verify(rep, other). Runs in a worker (its signal timeouts are off: the pool owns the timeout)."""
+    from math_verify import verify  # lazy: heavy (SymPy)
+
+    return bool(verify(_vote_parse(rep), _vote_parse(other), timeout_seconds=None))
+
+
 def _worker_main() -> None:
     """Worker loop over stdin/stdout, one JSON line each way: "ready", then [text, gold] -> [pred, correct, status]."""
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # "timeout disabled" notices
@@ -261,6 +283,14 @@ def _worker_main() -> None:
         if job is None:
             return
         text, gold, fmt = (job + ["plain"])[:3]  # [text, gold] or [text, gold, answer_format]
+        if fmt in (EQUIV, PARSE):  # [answer, rep, EQUIV]: one vote? [answer, "", PARSE]: parsable?
+            try:
+                result = (None, _equivalent(gold, text) if fmt == EQUIV else bool(_vote_parse(text)), "ok")
+            except Exception as exc:  # noqa: BLE001 - math-verify failure: not equivalent, reported
+                result = (None, False, f"error:{type(exc).__name__}")
+            out.write(json.dumps(result) + "\n")
+            out.flush()
+            continue
         try:
             result = _grade_unsafe(text, gold, fmt)
         except Exception as exc:  # noqa: BLE001 - a math-verify/SymPy failure on odd input: reported
@@ -348,7 +378,7 @@ class GradingPool:
 
             def fallback_pred(i):  # the answer reported for a job whose comparison did not finish
                 _, text, gold, *fmt = by_idx[i]
-                return extract_final(text, gold, *fmt)
+                return None if fmt and fmt[0] in (EQUIV, PARSE) else extract_final(text, gold, *fmt)
             queue = list(reversed(jobs))
             out: dict[int, GradeResult] = {}
             self._top_up()
@@ -389,8 +419,13 @@ class GradingPool:
                     if w.job is not None and now - w.started >= timeout_s:
                         job = w.job
                         out[job] = GradeResult(fallback_pred(job), False, "timeout")
-                        log.warning("grading response %d (%d characters) timed out after %.1fs; "
-                                    "counted incorrect", job, len(by_idx[job][1] or ""), timeout_s)
+                        if by_idx[job][3:4] in ((EQUIV,), (PARSE,)):
+                            log.warning("math-verify %s of an answer (%d characters) timed out after %.1fs; "
+                                        "counted as not equal", "comparison" if by_idx[job][3] == EQUIV else "parse",
+                                        len(by_idx[job][1] or ""), timeout_s)
+                        else:
+                            log.warning("grading response %d (%d characters) timed out after %.1fs; "
+                                        "counted incorrect", job, len(by_idx[job][1] or ""), timeout_s)
                         self._replace(w)
                 if progress_every and len(out) % progress_every == 0 and ready:
                     log.info("graded %d/%d comparisons", len(out), len(jobs))
@@ -439,6 +474,7 @@ def grade_many(texts: Sequence[str | None], golds: Sequence, timeout_s: float = 
     one per response): ``choice`` extracts a choice letter as the harness does for MMLU STEM (see
     :func:`extract_final`).
     """
+    _check_timeout(timeout_s)
     if len(texts) != len(golds):
         raise ValueError(f"grade_many: {len(texts)} responses but {len(golds)} gold answers")
     formats = [answer_format] * len(texts) if isinstance(answer_format, str) else list(answer_format)
@@ -469,6 +505,45 @@ def grade_many(texts: Sequence[str | None], golds: Sequence, timeout_s: float = 
             if own:
                 pool.close()
     return results  # type: ignore[return-value]
+
+
+def parses_many(texts: Sequence[str], timeout_s: float = 5.0, pool: GradingPool | None = None,
+                workers: int = 2) -> list[GradeResult]:
+    """Whether each answer parses under math-verify as majority voting parses it (``correct``: a
+    non-empty parse), each in a worker killed after ``timeout_s``. An answer that does not parse (or
+    times out: status timeout) can equal no other answer, so no comparison with it is needed."""
+    _check_timeout(timeout_s)
+    return _run_pairs([(i, str(t), "", PARSE) for i, t in enumerate(texts)], timeout_s, pool, workers)
+
+
+def _run_pairs(jobs: list, timeout_s: float, pool: GradingPool | None, workers: int) -> list[GradeResult]:
+    if not jobs:
+        return []
+    own = pool is None
+    pool = pool or GradingPool(min(workers, len(jobs)))
+    try:
+        res = pool.run(jobs, timeout_s)
+    finally:
+        if own:
+            pool.close()
+    return [res[i] for i in range(len(jobs))]
+
+
+def equivalent_many(pairs: Sequence[tuple[str, str]], timeout_s: float = 5.0, workers: int = 2,
+                    pool: GradingPool | None = None) -> list[GradeResult]:
+    """math-verify equivalence of (representative, answer) pairs as majority voting groups answers
+    (:func:`_equivalent`), each comparison in a worker process killed after ``timeout_s``.
+    ``correct`` = equivalent; a comparison that times out (status timeout) or fails (error) counts as
+    not equivalent. ``pool`` reuses a :class:`GradingPool`; without one a pool of ``workers`` runs
+    them and is closed."""
+    _check_timeout(timeout_s)
+    return _run_pairs([(i, str(b), str(a), EQUIV) for i, (a, b) in enumerate(pairs)], timeout_s, pool, workers)
+
+
+def _check_timeout(timeout_s) -> None:
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real) \
+            or not math.isfinite(timeout_s) or timeout_s <= 0:
+        raise ValueError(f"grading timeout must be a positive number of seconds, got {timeout_s!r}")
 
 
 def grade(text_or_pred: str | None, gold, timeout_s: float = 5.0, answer_format: str = "plain") -> GradeResult:
@@ -505,17 +580,71 @@ def summarize(results: Iterable[GradeResult]) -> dict:
 # rows of a JSONL file (the `grade` CLI)
 # --------------------------------------------------------------------------------------------------
 
+def gold_problem(gold) -> str | None:
+    """Why a gold answer cannot be graded (None when it can): null, NaN or infinite, empty, a boolean,
+    an object, or a list that is empty or holds such a value (a list of scalars is a multi-part
+    answer, as OlympiadBench's). Grading null against a response saying "None" would count it right."""
+    if isinstance(gold, (list, tuple)):
+        if not gold:
+            return "is an empty list"
+        for k, g in enumerate(gold):
+            why = "is a list" if isinstance(g, (list, tuple)) else _scalar_gold_problem(g)
+            if why:
+                return f"element {k} {why}"
+        return None
+    return _scalar_gold_problem(gold)
+
+
+def _scalar_gold_problem(gold) -> str | None:
+    if gold is None:
+        return "is null"
+    if isinstance(gold, bool) or type(gold).__name__ == "bool_":
+        return f"is a boolean ({gold})"
+    if isinstance(gold, numbers.Real):
+        return None if math.isfinite(float(gold)) else f"is {float(gold)}"
+    if isinstance(gold, str):
+        return None if gold_answer_text(gold) else "is empty"
+    return f"is a JSON {json_type(gold)}"
+
+
+def _row_name(n: int, row) -> str:
+    ident = row.get("id", row.get("idx")) if isinstance(row, dict) else None
+    return f"row {n + 1}" + (f" (id {ident})" if ident is not None and not isinstance(ident, (dict, list)) else "")
+
+
+def check_grade_rows(rows: Sequence, response_field: str = "response", answer_field: str = "answer") -> None:
+    """Every row an object with the response and gold-answer fields and a gradable gold answer
+    (:func:`gold_problem`); raises InputError with one line per problem, naming the row (1-based) and
+    its id. A response that is not text (null, a number) is no error: it has no answer (no_answer)."""
+    problems = []
+    for n, row in enumerate(rows):
+        if not isinstance(row, dict):
+            problems.append(f"row {n + 1}: a JSON {json_type(row)}, not an object")
+            continue
+        name = _row_name(n, row)
+        if response_field not in row:
+            problems.append(f"{name}: no field '{response_field}' (use --response-field)")
+        if answer_field not in row:
+            problems.append(f"{name}: no field '{answer_field}' (use --answer-field)")
+            continue
+        why = gold_problem(row[answer_field])
+        if why:
+            problems.append(f"{name}: gold answer (field '{answer_field}') {why}; a row without a gold "
+                            "answer cannot be graded")
+    if problems:
+        raise InputError(problems)
+
+
 def grade_rows(rows: list[dict], response_field: str = "response", answer_field: str = "answer",
                timeout_s: float = 5.0, workers: int = 2, answer_format: str = "plain") -> tuple[list[dict], dict]:
     """Add ``pred``/``correct``/``grade_status`` to each row (lists of responses give lists).
-    ``answer_format``: the dataset's (``choice`` for MMLU STEM; see :func:`extract_final`)."""
+    ``answer_format``: the dataset's (``choice`` for MMLU STEM; see :func:`extract_final`).
+    The rows are checked first (:func:`check_grade_rows`: InputError naming every bad row, nothing
+    graded); a response that is not text, or a list element that is not, has no answer."""
+    _check_timeout(timeout_s)
+    check_grade_rows(rows, response_field, answer_field)
     flat_texts, flat_golds, where = [], [], []
     for n, row in enumerate(rows):
-        row_id = row.get("id", row.get("idx", n))
-        if response_field not in row:
-            raise KeyError(f"row {row_id}: no field '{response_field}' (use --response-field)")
-        if answer_field not in row:
-            raise KeyError(f"row {row_id}: no field '{answer_field}' (use --answer-field)")
         resp = row[response_field]
         items = resp if isinstance(resp, list) else [resp]
         for k, text in enumerate(items):

@@ -6,8 +6,10 @@ Definitions (docs/architecture.md "Evaluation outputs"; paper_reference §1.6–
 
 Best-of-N, per problem over its first N responses (by sample_idx):
 - response score = aggregation of its step scores: product (the paper's default), min, last, mean;
-  a response without step scores gets −inf (never picked unless all are empty);
-- prm@N (`prm_<agg>`) = correctness of the highest-scoring response; ties → lowest sample_idx;
+  a response without a finite score (no step scores, an empty list, NaN or ±inf) is never picked;
+- prm@N (`prm_<agg>`) = correctness of the highest-scoring response; ties → lowest sample_idx; a
+  problem none of whose responses has a finite score counts as wrong and is reported (`unscored`,
+  `n_unscored` in bon_metrics);
 - orm@N (`orm`) = the same with one outcome score per response (an ORM's single "step" score);
 - maj@N (`maj`) = correctness of the first response carrying the most frequent answer; ties between
   equally frequent answers → the answer that appears first (as Qwen2.5-Math `rm_maj_eval.py`, whose
@@ -15,9 +17,10 @@ Best-of-N, per problem over its first N responses (by sample_idx):
   `exact` (the string as is, the harness's default), `normalized` (default: whitespace removed,
   surrounding $ and a trailing period stripped, lower-cased) or `math_verify` (a response joins the
   first earlier group whose representative math-verify judges equivalent, as the harness's
-  `use_symbol=True`). Responses without an answer (pred null/empty) do not vote; a problem whose
+  `use_symbol=True`; each comparison in a grading worker killed after a timeout). Responses without an answer (pred null/empty) do not vote; a problem whose
   responses all lack an answer counts as wrong;
 - pass@N (`pass`) = any of the N responses correct.
+Rows are validated first (check_bon_rows): `correct` must be a boolean or 0/1, never a string.
 Benchmark accuracy = mean over problems; `average` = unweighted mean over benchmarks. Every number
 has a percentile bootstrap interval from resampling problems (within each benchmark; the average's
 interval resamples every benchmark and averages, replicate by replicate), fixed seed. Every selector
@@ -38,14 +41,19 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import logging
 import math
+import numbers
 import re
 from collections import Counter
 from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+
+from . import grading
+from .errors import InputError, json_type
 
 log = logging.getLogger(__name__)
 
@@ -110,30 +118,56 @@ def _exact_key(ans) -> str | None:
     return s if s.strip() else None
 
 
-def majority_index(preds: Sequence, grouping: str = "normalized") -> int | None:
-    """Index of the first response carrying the most frequent answer (ties → the answer seen first);
-    None when no response has an answer."""
-    if grouping not in MAJ_GROUPINGS:
-        raise ValueError(f"unknown maj_grouping '{grouping}' (allowed: {', '.join(MAJ_GROUPINGS)})")
-    if grouping == "math_verify":
-        keys = _math_verify_groups(preds)
-    else:
-        keyf = normalize_answer if grouping == "normalized" else _exact_key
-        keys = [keyf(p) for p in preds]
+def _winner(keys: Sequence) -> int | None:
+    """Index of the first response of the most voted group (ties → the group seen first); None when no
+    response has an answer."""
     votes = [k for k in keys if k is not None]
     if not votes:
         return None
     winner = Counter(votes).most_common(1)[0][0]  # Counter keeps first-seen order among equal counts
-    return keys.index(winner)
+    return list(keys).index(winner)
 
 
-def baselines(samples: pd.DataFrame, n: int | None = None, grouping: str = "normalized") -> dict:
+def vote_keys(pred_lists: Sequence[Sequence], grouping: str = "normalized", timeout_s: float = 5.0,
+              workers: int = 2, pool: "grading.GradingPool | None" = None) -> tuple[list[list], dict]:
+    """Group key of every answer of every problem (one list of preds per problem; None = no vote) and
+    {"answers", "comparisons", "timeouts", "errors"} of the math-verify parses and comparisons (all 0 for the string
+    groupings). `math_verify` runs every comparison in a grading worker killed after `timeout_s`
+    (math_verify_groups)."""
+    if grouping not in MAJ_GROUPINGS:
+        raise ValueError(f"unknown maj_grouping '{grouping}' (allowed: {', '.join(MAJ_GROUPINGS)})")
+    if grouping == "math_verify":
+        return math_verify_groups(pred_lists, timeout_s=timeout_s, workers=workers, pool=pool)
+    keyf = normalize_answer if grouping == "normalized" else _exact_key
+    return [[keyf(p) for p in preds] for preds in pred_lists], {"answers": 0, "comparisons": 0, "timeouts": 0, "errors": 0}
+
+
+def majority_index(preds: Sequence, grouping: str = "normalized", timeout_s: float = 5.0) -> int | None:
+    """Index of the first response carrying the most frequent answer (ties → the answer seen first);
+    None when no response has an answer. `math_verify` compares in the process-wide grading worker."""
+    pool = grading._shared_pool() if grouping == "math_verify" else None
+    keys, _ = vote_keys([list(preds)], grouping, timeout_s=timeout_s, pool=pool)
+    return _winner(keys[0])
+
+
+def baselines(samples: pd.DataFrame, n: int | None = None, grouping: str = "normalized",
+              timeout_s: float = 5.0, workers: int = 2) -> dict:
     """pass@N (any of the first N correct) and maj@N (majority_index: most frequent extracted
-    answer among the first N, ties to the answer seen first; responses without an answer do not vote)."""
+    answer among the first N, ties to the answer seen first; responses without an answer do not vote).
+    The rows are checked first (check_bon_rows: `correct` a boolean or 0/1, `pred` text or null, …;
+    InputError names every bad row). math-verify comparisons that time out are logged (as not equal)."""
+    _check_n(n)
+    samples = check_bon_rows(samples, [])
+    groups = [g.head(n) if n else g for _, g in samples.sort_values("sample_idx", kind="stable")
+              .groupby("problem_id", sort=True)]
+    keys, stats = vote_keys([list(g["pred"]) for g in groups], grouping, timeout_s=timeout_s, workers=workers)
+    if stats["timeouts"] or stats["errors"]:
+        log.warning("maj@N (%s grouping): %d of %d answer comparisons timed out after %.1f s and %d failed; "
+                    "each counted as different answers", grouping, stats["timeouts"], stats["comparisons"],
+                    timeout_s, stats["errors"])
     per_problem = []
-    for _, grp in samples.sort_values("sample_idx").groupby("problem_id", sort=True):
-        g = grp.head(n) if n else grp
-        winner = majority_index(list(g["pred"]), grouping)
+    for g, k in zip(groups, keys):
+        winner = _winner(k)
         per_problem.append({"pass": bool(g["correct"].any()),
                             "maj": winner is not None and bool(g["correct"].iloc[winner]),
                             "n": len(g), "mean_acc": float(g["correct"].mean())})
@@ -143,49 +177,276 @@ def baselines(samples: pd.DataFrame, n: int | None = None, grouping: str = "norm
             **{k: float("nan") if empty else float(pp[k].mean()) for k in ("pass", "maj", "mean_acc")}}
 
 
+def math_verify_groups(pred_lists: Sequence[Sequence], timeout_s: float = 5.0, workers: int = 2,
+                       pool: "grading.GradingPool | None" = None) -> tuple[list[list], dict]:
+    """Group ids by math-verify equivalence to each group's first member (harness use_symbol=True), for
+    many problems at once: a response joins the first earlier group whose representative math-verify
+    judges equivalent (grading._equivalent), else starts a group. Identical answer strings always share
+    a group; an answer math-verify cannot parse equals no other answer.
 
-def _math_verify_groups(preds: Sequence) -> list:
-    """Group ids by math-verify equivalence to each group's first member (harness use_symbol=True)."""
-    from math_verify import parse, verify  # lazy: heavy import, optional grouping
-
-    reps: list[tuple[int, object]] = []
-    keys: list = []
-    for p in preds:
-        if _exact_key(p) is None:
-            keys.append(None)
-            continue
-        text = str(p)
-        parsed = parse(text if "$" in text or "\\boxed" in text else f"${text}$")
-        gid = None
-        for g, rep in reps:
-            try:
-                if verify(rep, parsed):
-                    gid = g
-                    break
-            except Exception:  # math-verify failures never crash a vote: the answer starts a new group
-                continue
-        if gid is None:
-            gid = len(reps)
-            reps.append((gid, parsed))
-        keys.append(gid)
-    return keys
+    Bounded: every parse and comparison runs in a grading worker process killed after `timeout_s`, so a
+    hostile answer (a SymPy power tower, a huge factorial) costs at most one parse timeout, after which
+    it counts as unparsable; a comparison that times out or fails counts as not equivalent. First each
+    distinct answer is parsed once (all problems in one batch); then the problems advance together,
+    each round comparing the next new answer of every problem with its groups' parsable representatives
+    in one batch. Returns the keys per problem and {"answers", "comparisons", "timeouts", "errors"}."""
+    keys = [[None] * len(preds) for preds in pred_lists]
+    todo = [[(j, str(p)) for j, p in enumerate(preds) if _exact_key(p) is not None] for preds in pred_lists]
+    distinct = sorted({t for items in todo for _, t in items})
+    stats = {"answers": len(distinct), "comparisons": 0, "timeouts": 0, "errors": 0}
+    own = None
+    if pool is None and distinct:
+        own = grading.GradingPool(min(workers, len(distinct)))
+    try:
+        parsed = grading.parses_many(distinct, timeout_s=timeout_s, pool=pool or own)
+        parsable = {t: r.correct for t, r in zip(distinct, parsed)}
+        for r in parsed:
+            stats["timeouts"] += r.status == "timeout"
+            stats["errors"] += r.status == "error"
+        reps: list[list[str]] = [[] for _ in pred_lists]  # representative text of each group, by group id
+        memo: list[dict] = [{} for _ in pred_lists]  # answer text -> group id
+        pos = [0] * len(pred_lists)
+        while True:
+            pending = []  # (problem, response index, text, group ids to compare with)
+            for q in range(len(pred_lists)):
+                while pos[q] < len(todo[q]):
+                    j, text = todo[q][pos[q]]
+                    pos[q] += 1
+                    if text in memo[q]:
+                        keys[q][j] = memo[q][text]
+                        continue
+                    cands = [g for g, rep in enumerate(reps[q]) if parsable[rep]] if parsable[text] else []
+                    if cands:
+                        pending.append((q, j, text, cands))
+                        break
+                    memo[q][text] = keys[q][j] = len(reps[q])
+                    reps[q].append(text)
+            if not pending:
+                break
+            pairs = [(reps[q][g], text) for q, _, text, cands in pending for g in cands]
+            results = grading.equivalent_many(pairs, timeout_s=timeout_s, pool=pool or own)
+            stats["comparisons"] += len(results)
+            stats["timeouts"] += sum(r.status == "timeout" for r in results)
+            stats["errors"] += sum(r.status == "error" for r in results)
+            k = 0
+            for q, j, text, cands in pending:
+                same = [g for g, r in zip(cands, results[k:k + len(cands)]) if r.correct]
+                k += len(cands)
+                gid = same[0] if same else len(reps[q])
+                if not same:
+                    reps[q].append(text)
+                memo[q][text] = keys[q][j] = gid
+    finally:
+        if own is not None:
+            own.close()
+    return keys, stats
 
 
 BON_COLUMNS = ["benchmark", "problem_id", "sample_idx", "pred", "correct", "step_scores"]
 
 
+def _show(v, limit: int = 60) -> str:
+    """A value as a message shows it: strings quoted, numbers plain, JSON words (true, null, NaN)."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, str):
+        text = repr(v)
+    else:
+        try:
+            text = json.dumps(v.tolist() if isinstance(v, np.ndarray) else v, default=str, allow_nan=True)
+        except (TypeError, ValueError, RecursionError):
+            text = repr(v)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _missing(v) -> bool:
+    """null, or the NaN pandas puts in place of a missing value."""
+    return v is None or (isinstance(v, (float, np.floating)) and math.isnan(v))
+
+
+def _is_bool(v) -> bool:
+    return isinstance(v, (bool, np.bool_))
+
+
+def _int_value(v) -> int | None:
+    """An integer (a float only when integral, as pandas stores integers beside a missing value); None
+    for anything else (booleans included)."""
+    if _is_bool(v):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
+        return int(v)
+    return None
+
+
+def _element_problem(x, finite: bool) -> str | None:
+    """Why a step score is not one (None when it is): a real number, NaN/±inf only when not `finite`."""
+    if _is_bool(x):
+        return f"is a boolean ({_show(x)})"
+    if x is None:
+        return "is null"
+    if isinstance(x, numbers.Real):
+        try:
+            f = float(x)
+        except OverflowError:
+            return f"{_show(x)} is too large for a float"
+        if finite and not math.isfinite(f):
+            return "is NaN" if math.isnan(f) else f"is {f}"
+        return None
+    if isinstance(x, str):
+        return f"is a string ({_show(x)}), not a number"
+    return f"is a JSON {json_type(x)}, not a number"
+
+
+def score_list_problem(s, finite: bool = True, allow_empty: bool = False, what: str = "step_scores") -> str | None:
+    """Why `s` is not a list of step scores (None when it is): a list (tuple, 1-D array) of real numbers,
+    finite ones only when `finite`, non-empty unless `allow_empty`. Names the first bad element."""
+    if isinstance(s, np.ndarray):
+        if s.ndim != 1:
+            return f"{what} must be a list of numbers, got a {s.ndim}-D array"
+        if s.dtype.kind in "iu" or (s.dtype.kind == "f" and (not finite or np.isfinite(s).all())):
+            return None if (len(s) or allow_empty) else f"{what} is empty"
+        s = s.tolist()
+    if not isinstance(s, (list, tuple)):
+        return f"{what} must be a list of numbers, got a JSON {json_type(s)} ({_show(s)})"
+    if not s and not allow_empty:
+        return f"{what} is empty"
+    bad = [(k, why) for k, x in enumerate(s) if (why := _element_problem(x, finite))]
+    if not bad:
+        return None
+    k, why = bad[0]
+    return f"{what}[{k}] {why}" + (f" ({len(bad) - 1} more bad element(s))" if len(bad) > 1 else "")
+
+
+def _key_problem(v) -> str | None:
+    if _missing(v):
+        return "is null"
+    if _is_bool(v):
+        return f"is a boolean ({_show(v)})"
+    if isinstance(v, str):
+        return None if v.strip() else "is empty"
+    if _int_value(v) is not None:
+        return None
+    return f"is a JSON {json_type(v)} ({_show(v)}), not a string or an integer"
+
+
+def _correct_value(v) -> tuple[bool | None, str | None]:
+    """`correct` as a bool: a boolean, or a number equal to 0 or 1 (1.0 too: pandas stores integers
+    beside a missing value as floats). Anything else is an error: a string ("False" would be truthy),
+    null/NaN (ungraded), 2, a list."""
+    if _is_bool(v):
+        return bool(v), None
+    if _missing(v):
+        return None, "correct is null (an ungraded response)"
+    if isinstance(v, numbers.Real) and not isinstance(v, complex):
+        if v == 0 or v == 1:
+            return bool(v == 1), None
+        return None, f"correct is {_show(v)}; it must be true/false or 0/1"
+    if isinstance(v, str):
+        return None, f"correct is the string {_show(v)}; it must be the JSON boolean true/false (or 0/1)"
+    return None, f"correct is a JSON {json_type(v)}; it must be true/false or 0/1"
+
+
+def _pred_problem(v) -> str | None:
+    if _missing(v) or isinstance(v, str):
+        return None
+    if _is_bool(v):
+        return f"pred is a boolean ({_show(v)}); it must be the answer text or null"
+    if isinstance(v, numbers.Real):
+        return None if math.isfinite(float(v)) else f"pred is {_show(v)}; it must be the answer text or null"
+    return f"pred is a JSON {json_type(v)}; it must be the answer text or null"
+
+
+def _orm_problem(v) -> str | None:
+    if _missing(v) or (isinstance(v, (list, tuple, np.ndarray)) and len(v) == 0):
+        return None
+    if isinstance(v, (list, tuple, np.ndarray)):
+        why = _element_problem(v[0], finite=False)
+        return f"orm score [0] {why}" if why else None
+    why = _element_problem(v, finite=False)
+    return f"orm score {why}" if why else None
+
+
+def check_bon_rows(df: pd.DataFrame, aggregations: Sequence[str] = (), orm_column: str | None = None) -> pd.DataFrame:
+    """Every Best-of-N row checked, all problems listed (InputError, one line per problem, naming the
+    row's position, 1-based, and its benchmark / problem_id / sample_idx):
+    benchmark and problem_id a non-empty string or an integer; sample_idx an integer ≥ 0; `correct` a
+    boolean or a number equal to 0 or 1 (the strings "False" and "yes" are errors, as are null/NaN);
+    `pred` text, a finite number or null/NaN (no answer); with aggregations, `step_scores` null or a list
+    of real numbers (NaN and ±inf allowed: such a response has no finite score, see bon_problem_table;
+    null elements, strings and booleans are errors); `orm_column` null, a number or a list of them.
+    Returns a copy with `correct` as bool, sample_idx as int, benchmark as text (problem ids too when
+    their types are mixed), missing step scores as None. Missing columns are left to the caller."""
+    df = df.reset_index(drop=True)
+    cols = set(df.columns)
+    problems: list[str] = []
+    have = {c: df[c].tolist() if c in cols else [None] * len(df) for c in
+            ("benchmark", "problem_id", "sample_idx", "correct", "pred", "step_scores")}
+    correct_out = []
+    for r in range(len(df)):
+        b, p, si = have["benchmark"][r], have["problem_id"][r], have["sample_idx"][r]
+        label = (f"row {r + 1} (" + ", ".join(f"{k}={_show(v, 30)}" for k, v in
+                 (("benchmark", b), ("problem_id", p), ("sample_idx", si)) if k in cols) + ")")
+        for col, v in (("benchmark", b), ("problem_id", p)):
+            if col in cols and (why := _key_problem(v)):
+                problems.append(f"{label}: {col} {why}")
+        if "sample_idx" in cols:
+            i = _int_value(si)
+            if i is None or i < 0:
+                problems.append(f"{label}: sample_idx {_show(si)} is not an integer ≥ 0")
+        if "correct" in cols:
+            c, why = _correct_value(have["correct"][r])
+            correct_out.append(c)
+            if why:
+                problems.append(f"{label}: {why}")
+        if "pred" in cols and (why := _pred_problem(have["pred"][r])):
+            problems.append(f"{label}: {why}")
+        if aggregations and "step_scores" in cols:
+            s = have["step_scores"][r]
+            if not _missing(s) and (why := score_list_problem(s, finite=False, allow_empty=True)):
+                problems.append(f"{label}: {why}")
+        if orm_column and orm_column in cols and (why := _orm_problem(df[orm_column].iloc[r])):
+            problems.append(f"{label}: {why}")
+    if problems:
+        raise InputError(problems)
+    df = df.copy()
+    if "correct" in cols:
+        df["correct"] = pd.Series(correct_out, index=df.index, dtype=bool)
+    if "sample_idx" in cols:
+        df["sample_idx"] = [_int_value(v) for v in df["sample_idx"]]
+    if "benchmark" in cols:
+        df["benchmark"] = [str(v) for v in df["benchmark"]]
+    if "problem_id" in cols:
+        vals = df["problem_id"].tolist()
+        if not all(isinstance(v, str) for v in vals):  # integers (maybe stored as floats), or mixed types
+            mixed = any(isinstance(v, str) for v in vals)
+            df["problem_id"] = [v if isinstance(v, str) else (str(_int_value(v)) if mixed else _int_value(v))
+                                for v in vals]
+    if "step_scores" in cols:
+        df["step_scores"] = [None if _missing(v) else v for v in df["step_scores"]]
+    if orm_column and orm_column in cols:
+        df[orm_column] = [None if _missing(v) else v for v in df[orm_column]]
+    return df
+
+
+def _check_n(n) -> None:
+    if n is not None and (_int_value(n) is None or _int_value(n) < 1 or isinstance(n, float)):
+        raise ValueError(f"N must be a positive integer (or None for all responses), got {n!r}")
+
+
 def select_first_n(df: pd.DataFrame, n: int | None) -> tuple[pd.DataFrame, dict[str, int]]:
     """Keep the first n responses (by sample_idx) of every problem; check every problem of a benchmark
     has the same N. Returns the frame (sorted) and N per benchmark. Errors name the problems."""
+    _check_n(n)
     missing = [c for c in ("benchmark", "problem_id", "sample_idx") if c not in df.columns]
     if missing:
         raise ValueError(f"Best-of-N rows lack column(s) {missing}")
     df = df.sort_values(["benchmark", "problem_id", "sample_idx"], kind="stable").reset_index(drop=True)
-    dup = df.duplicated(["benchmark", "problem_id", "sample_idx"], keep=False)
+    dup = df.duplicated(["benchmark", "problem_id", "sample_idx"], keep="first")
     if dup.any():
-        r = df.loc[dup].iloc[0]
-        raise ValueError(f"duplicate response: benchmark={r['benchmark']} problem_id={r['problem_id']} "
-                         f"sample_idx={r['sample_idx']}")
+        raise InputError([f"duplicate response: benchmark={r.benchmark} problem_id={r.problem_id} "
+                          f"sample_idx={r.sample_idx}" for r in df.loc[dup].itertuples()])
     counts = df.groupby(["benchmark", "problem_id"], sort=False).size()
     n_by_bench: dict[str, int] = {}
     if n is not None:
@@ -209,42 +470,72 @@ def select_first_n(df: pd.DataFrame, n: int | None) -> tuple[pd.DataFrame, dict[
     return df.reset_index(drop=True), n_by_bench
 
 
+def _best_or_none(vals: Sequence[float]) -> int | None:
+    """best_index over the finite scores; None when no response has a finite score."""
+    vals = [v if v is not None and math.isfinite(v) else -math.inf for v in vals]
+    return None if all(v == -math.inf for v in vals) else best_index(vals)
+
+
+def _orm_value(v) -> float:
+    if v is None or (isinstance(v, (list, tuple, np.ndarray)) and len(v) == 0):
+        return -math.inf
+    return float(v[0] if isinstance(v, (list, tuple, np.ndarray)) else v)
+
+
 def bon_problem_table(df: pd.DataFrame, aggregations: Sequence[str] = ("product", "min", "last"),
                       n: int | None = None, maj_grouping: str = "normalized",
-                      orm_column: str | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
+                      orm_column: str | None = None, maj_timeout_s: float = 5.0,
+                      workers: int = 2) -> tuple[pd.DataFrame, dict[str, int]]:
     """One row per (benchmark, problem): 0/1 correctness of pass, maj, prm_<agg> (and orm), plus the
     chosen sample_idx of each selector. Rows need BON_COLUMNS (step_scores may be null for a
-    selector-free evaluation)."""
+    selector-free evaluation) and are checked first (check_bon_rows: InputError naming every bad row).
+
+    A response whose aggregated score is not finite (no step scores, an empty list, NaN or ±inf among
+    them) is never chosen. A problem none of whose responses has a finite score is unscored for that
+    selector: it counts as wrong (0) and its `<selector>_sample_idx` is null; bon_metrics reports such
+    problems (`unscored`, `n_unscored`). `table.attrs["maj_comparisons"]`: {"answers", "comparisons", "timeouts",
+    "errors"} of maj_grouping math_verify (a comparison that timed out after `maj_timeout_s` or failed
+    counts as two different answers)."""
     for a in aggregations:
         if a not in AGGREGATIONS:
             raise ValueError(f"unknown aggregation '{a}' (allowed: {', '.join(AGGREGATIONS)})")
+    if maj_grouping not in MAJ_GROUPINGS:
+        raise ValueError(f"unknown maj_grouping '{maj_grouping}' (allowed: {', '.join(MAJ_GROUPINGS)})")
     need = [c for c in BON_COLUMNS if c not in df.columns and not (c == "step_scores" and not aggregations)]
+    if orm_column and orm_column not in df.columns:
+        need.append(orm_column)
     if need:
         raise ValueError(f"Best-of-N rows lack column(s) {need}")
+    if len(df) == 0:
+        raise InputError(["no Best-of-N rows"])
+    df = check_bon_rows(df, aggregations, orm_column)
     df, n_by_bench = select_first_n(df, n)
+    groups = list(df.groupby(["benchmark", "problem_id"], sort=False))
+    keys_all, stats = vote_keys([g["pred"].tolist() for _, g in groups], maj_grouping, timeout_s=maj_timeout_s,
+                                workers=workers)
     out = []
-    for (bench, pid), g in df.groupby(["benchmark", "problem_id"], sort=False):
-        correct = [bool(c) if c is not None and not (isinstance(c, float) and math.isnan(c)) else False
-                   for c in g["correct"].tolist()]
+    for k, ((bench, pid), g) in enumerate(groups):
+        correct = g["correct"].tolist()
         sidx = g["sample_idx"].tolist()
         row = {"benchmark": bench, "problem_id": pid, "n": len(correct), "pass": float(any(correct))}
-        mi = majority_index(g["pred"].tolist(), maj_grouping)
+        mi = _winner(keys_all[k])
         row["maj"] = float(correct[mi]) if mi is not None else 0.0
         row["maj_sample_idx"] = sidx[mi] if mi is not None else None
         if aggregations:
             scores_list = g["step_scores"].tolist()
             for a in aggregations:
-                bi = best_index([aggregate(s, a) for s in scores_list])
-                row[f"prm_{a}"] = float(correct[bi])
-                row[f"prm_{a}_sample_idx"] = sidx[bi]
+                with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN scores: no finite score
+                    bi = _best_or_none([aggregate(s, a) for s in scores_list])
+                row[f"prm_{a}"] = float(correct[bi]) if bi is not None else 0.0
+                row[f"prm_{a}_sample_idx"] = sidx[bi] if bi is not None else None
         if orm_column:
-            vals = [(-math.inf if v is None else float(v[0] if isinstance(v, (list, tuple, np.ndarray)) else v))
-                    for v in g[orm_column].tolist()]
-            bi = best_index(vals)
-            row["orm"] = float(correct[bi])
-            row["orm_sample_idx"] = sidx[bi]
+            bi = _best_or_none([_orm_value(v) for v in g[orm_column].tolist()])
+            row["orm"] = float(correct[bi]) if bi is not None else 0.0
+            row["orm_sample_idx"] = sidx[bi] if bi is not None else None
         out.append(row)
-    return pd.DataFrame(out), n_by_bench
+    table = pd.DataFrame(out)
+    table.attrs["maj_comparisons"] = stats
+    return table, n_by_bench
 
 
 def bootstrap_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
@@ -263,18 +554,40 @@ def _interval(reps: np.ndarray, confidence: float) -> list[float]:
 
 def bon_metrics(df: pd.DataFrame, aggregations: Sequence[str] = ("product", "min", "last"),
                 n: int | None = None, maj_grouping: str = "normalized", orm_column: str | None = None,
-                bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:
+                bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95, maj_timeout_s: float = 5.0,
+                workers: int = 2) -> dict:
     """Best-of-N metrics JSON: {"benchmarks": {name: {"n_problems", "n", "pass", "maj", "prm_<agg>",
-    …, "ci": {metric: [low, high]}}}, "average": {…}, "vs_maj": {…}, "settings": {…}} — fractions in
-    [0, 1].
+    …, "ci": {metric: [low, high]}}}, "average": {…}, "vs_maj": {…}, "unscored": {…},
+    "n_unscored": {…}, "maj_comparisons": {…}, "settings": {…}} — fractions in [0, 1].
+
+    The rows are checked first (check_bon_rows; InputError names every bad row). Problems without a
+    finite score: a problem none of whose N responses has a finite aggregated score (step scores null,
+    empty, NaN or ±inf) counts as WRONG for that selector, as if the selector had chosen a wrong
+    response (never a silent pick of sample 0), and is reported: "unscored" = {benchmark: {selector:
+    [problem ids]}} (only those with some), "n_unscored" = {selector: count over all benchmarks} (every
+    selector, 0 included). "maj_comparisons" = {"comparisons", "timeouts", "errors"} of maj_grouping
+    math_verify, whose comparisons run in grading workers killed after `maj_timeout_s` seconds (a
+    timed-out or failed comparison counts as two different answers).
 
     "vs_maj" = the paired difference of every selector (prm_<agg>, orm) minus maj@N:
     {"benchmarks": {name: {col: {"diff", "ci"}}}, "average": {col: {"diff", "ci"}}}. A benchmark's
     interval resamples its problems once for both columns (the same indices); the average's resamples
     every benchmark's problems and averages the per-benchmark differences, replicate by replicate.
     Without bootstrap the intervals are [nan, nan]."""
-    probs, n_by_bench = bon_problem_table(df, aggregations, n, maj_grouping, orm_column)
+    if _int_value(bootstrap) is None or bootstrap < 0 or isinstance(bootstrap, float):
+        raise ValueError(f"bootstrap must be an integer ≥ 0 (0 = no intervals), got {bootstrap!r}")
+    if not (isinstance(confidence, numbers.Real) and 0 < confidence < 1):
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    probs, n_by_bench = bon_problem_table(df, aggregations, n, maj_grouping, orm_column,
+                                          maj_timeout_s=maj_timeout_s, workers=workers)
     selectors = [f"prm_{a}" for a in aggregations] + (["orm"] if orm_column else [])
+    unscored: dict = {}
+    for bench, g in probs.groupby("benchmark", sort=True):
+        lists = {col: [str(p) for p in g.loc[g[f"{col}_sample_idx"].isna(), "problem_id"]] for col in selectors}
+        lists = {col: ids for col, ids in lists.items() if ids}
+        if lists:
+            unscored[str(bench)] = lists
+    n_unscored = {col: int(probs[f"{col}_sample_idx"].isna().sum()) for col in selectors}
     metrics = ["pass", "maj"] + selectors
     rng = np.random.default_rng(seed)
     nan2 = [float("nan"), float("nan")]
@@ -316,7 +629,8 @@ def bon_metrics(df: pd.DataFrame, aggregations: Sequence[str] = ("product", "min
         else:
             dci = list(nan2)
         vs_maj["average"][col] = {"diff": float(np.mean(diffs)) if diffs else float("nan"), "ci": dci}
-    return {"benchmarks": benches, "average": avg, "vs_maj": vs_maj,
+    return {"benchmarks": benches, "average": avg, "vs_maj": vs_maj, "unscored": unscored,
+            "n_unscored": n_unscored, "maj_comparisons": dict(probs.attrs.get("maj_comparisons", {})),
             "settings": {"n": n, "aggregations": list(aggregations), "maj_grouping": maj_grouping,
                          "orm": bool(orm_column), "bootstrap": bootstrap, "seed": seed,
                          "confidence": confidence}}
@@ -556,38 +870,140 @@ def processbench_long_rows(metrics: dict, prm: str) -> list[dict]:
     return rows
 
 
-def predictions_from_rows(rows: Iterable[dict], threshold: float) -> tuple[dict, dict]:
+def check_threshold(threshold) -> float:
+    """A fixed ProcessBench threshold as a float: a finite number (a numeric string too); NaN, ±inf,
+    booleans and other strings are errors."""
+    if not _is_bool(threshold) and isinstance(threshold, (numbers.Real, str)):
+        try:
+            t = float(threshold)
+        except ValueError:
+            t = math.nan
+        if math.isfinite(t):
+            return t
+    raise ValueError(f"threshold must be a finite number (or 'tune'), got {threshold!r}")
+
+
+def _prediction_value(v) -> tuple[int | None, str | None]:
+    """A first-error prediction: null (unparsable, counted wrong) or an integer ≥ −1 (an integral float
+    too); booleans, strings, fractions, NaN are errors. The upper bound needs the case (check_processbench_inputs)."""
+    if v is None:
+        return None, None
+    if _is_bool(v):
+        return None, f"prediction {_show(v)} is a boolean, not a step index"
+    p = _int_value(v)
+    if p is None:
+        return None, (f"prediction {_show(v)} is not an integer" if isinstance(v, (str, numbers.Real))
+                      else f"prediction is a JSON {json_type(v)} ({_show(v)}), not an integer")
+    if p < -1:
+        return None, f"prediction {p} < -1 (-1 = no error)"
+    return p, None
+
+
+def predictions_from_rows(rows: Iterable[dict], threshold: float,
+                          cases: pd.DataFrame | None = None) -> tuple[dict, dict]:
     """{"id", "prediction"} or {"id", "step_scores"} rows → (predictions by id, step_scores by id).
-    Errors name the offending id."""
-    preds, scores = {}, {}
+    Every row is checked and every problem listed (InputError, naming the row or the id): a row that is
+    not an object or has no usable id, a duplicate id, both or neither of prediction / step_scores, a
+    prediction that is not null or an integer ≥ −1 (booleans, strings, 1.9 are errors), step_scores that
+    are not a non-empty list of finite numbers (null, NaN, ±inf, strings, booleans are errors). A
+    `threshold` that is not a finite number is an error. With `cases`, the predictions and score lists
+    are also checked against the cases' numbers of steps (check_processbench_inputs) and those problems
+    are listed with the others (evaluate_processbench checks them anyway)."""
+    threshold = check_threshold(threshold)
+    preds, scores, seen, problems = {}, {}, {}, []
     for k, r in enumerate(rows):
+        if not isinstance(r, dict):
+            problems.append(f"row {k + 1}: a JSON {json_type(r)}, not an object")
+            continue
         if "id" not in r:
-            raise ValueError(f"prediction row {k} has no 'id'")
-        i = str(r["id"])
-        if i in preds:
-            raise ValueError(f"duplicate prediction for id '{i}'")
-        if "prediction" in r:  # null = an unparsable critic answer: counted wrong, reported
-            p = r["prediction"]
-            if p is not None:
-                try:
-                    p = int(p)
-                except (TypeError, ValueError):
-                    raise ValueError(f"id '{i}': prediction {p!r} is not an integer") from None
-                if p < -1:
-                    raise ValueError(f"id '{i}': prediction {p} < -1")
-            preds[i] = p
+            problems.append(f"row {k + 1}: no 'id'")
+            continue
+        raw = r["id"]
+        if _is_bool(raw) or not (isinstance(raw, str) and raw.strip() or isinstance(raw, (int, np.integer))):
+            problems.append(f"row {k + 1}: id {_show(raw)} is not a non-empty string or an integer")
+            continue
+        i = str(raw)
+        if i in seen:
+            problems.append(f"duplicate prediction for id '{i}' (rows {seen[i]} and {k + 1})")
+            continue
+        seen[i] = k + 1
+        if "prediction" in r and "step_scores" in r:
+            problems.append(f"id '{i}': the row has both 'prediction' and 'step_scores' (give one)")
+        elif "prediction" in r:  # null = an unparsable critic answer: counted wrong, reported
+            p, why = _prediction_value(r["prediction"])
+            if why:
+                problems.append(f"id '{i}': {why}")
+            else:
+                preds[i] = p
         elif "step_scores" in r:
-            s = r["step_scores"]
-            if s is None or not isinstance(s, (list, tuple, np.ndarray)):
-                raise ValueError(f"id '{i}': step_scores must be a list of floats")
-            s = [float(x) for x in s]
-            scores[i] = s
-            preds[i] = first_error(s, threshold)
+            why = score_list_problem(r["step_scores"], finite=True)
+            if why:
+                problems.append(f"id '{i}': {why}")
+            else:
+                s = [float(x) for x in r["step_scores"]]
+                scores[i] = s
+                preds[i] = first_error(s, threshold)
         else:
-            raise ValueError(f"id '{i}': row needs 'prediction' or 'step_scores'")
+            problems.append(f"id '{i}': row needs 'prediction' or 'step_scores'")
+    if cases is not None:
+        problems += _processbench_input_problems(cases, preds, scores)
+    if problems:
+        raise InputError(problems)
     return preds, scores
 
 
+def _case_steps(cases: pd.DataFrame) -> dict | None:
+    """{id: number of steps} from the cases' `steps` (or `n_steps`); None when they have neither."""
+    if "steps" in cases.columns:
+        return {str(i): (0 if s is None or (isinstance(s, float) and math.isnan(s)) else len(s))
+                for i, s in zip(cases["id"], cases["steps"])}
+    if "n_steps" in cases.columns:
+        return {str(i): int(n) for i, n in zip(cases["id"], cases["n_steps"])}
+    return None
+
+
+def check_processbench_inputs(cases: pd.DataFrame, preds: dict, scores: dict, truncated_ok: bool = False,
+                              what: str = "") -> None:
+    """Predictions and step scores checked against the cases (ids of other cases are left to
+    processbench_metrics, which names unknown and missing ids); InputError with one line per id:
+    step scores not a list of finite real numbers (NaN, ±inf, null, strings, booleans), or whose length
+    differs from the case's number of steps (fewer only allowed with `truncated_ok`: a PRM truncated at
+    its max length, which the workflow records as n_truncated); a prediction (of an id without bad
+    scores) not null or an integer in [−1, n_steps − 1]. Without `steps`/`n_steps` in the cases only
+    the lower bound is checked."""
+    problems = _processbench_input_problems(cases, preds, scores, truncated_ok, what)
+    if problems:
+        raise InputError(problems)
+
+
+def _processbench_input_problems(cases: pd.DataFrame, preds: dict, scores: dict, truncated_ok: bool = False,
+                                 what: str = "") -> list[str]:
+    n_steps = _case_steps(cases)
+    known = {str(i) for i in cases["id"]}
+    problems, bad = [], set()
+    for i, s in scores.items():
+        i = str(i)
+        if i not in known:
+            continue
+        why = score_list_problem(s, finite=True, allow_empty=truncated_ok)
+        if not why and n_steps is not None:
+            n, m = n_steps[i], len(s)
+            if m > n or (m < n and not truncated_ok):
+                why = f"{m} step score(s) for a case of {n} step(s) (one score per step)"
+        if why:
+            problems.append(f"{what}id '{i}': {why}")
+            bad.add(i)
+    for i, p in preds.items():
+        i = str(i)
+        if i not in known or i in bad or p is None:
+            continue
+        q, why = _prediction_value(p)
+        if not why and n_steps is not None and q > n_steps[i] - 1:
+            why = (f"prediction {q} is past the last step (the case has {n_steps[i]} step(s): "
+                   f"predictions -1..{n_steps[i] - 1})")
+        if why:
+            problems.append(f"{what}id '{i}': {why}")
+    return problems
 
 
 # ----------------------------------------------------------------------------------------------
@@ -603,7 +1019,8 @@ def _need_scores(cases: pd.DataFrame, scores: dict, what: str) -> None:
 
 def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, threshold: float | str = 0.5,
                           dev_cases: pd.DataFrame | None = None, dev_scores: dict | None = None,
-                          bootstrap: int = 0, seed: int = 0, confidence: float = 0.95) -> tuple[dict, pd.DataFrame]:
+                          bootstrap: int = 0, seed: int = 0, confidence: float = 0.95,
+                          truncated_ok: bool = False) -> tuple[dict, pd.DataFrame]:
     """Metrics JSON + per-case predictions frame (id, subset, label, final_answer_correct, prediction).
 
     threshold: a number (`preds` were made with it from `scores`; "fixed"), or predictions given
@@ -616,10 +1033,19 @@ def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, thresh
       cases of the other fold ("tuned_on": "crossfit", "threshold" = [tuned on fold 0, tuned on fold 1]).
     Tuning needs step scores for every evaluated (and dev) case. The dev split is ignored with a
     numeric threshold. Keys added to processbench_metrics': threshold, threshold_policy, tuned_on
-    (+ crossfit_fold_sizes when cross-fitted)."""
+    (+ crossfit_fold_sizes when cross-fitted).
+
+    Inputs are checked first (check_processbench_inputs: InputError naming every bad id): predictions
+    in [−1, n_steps − 1], step-score lists of finite numbers with one score per step (fewer allowed
+    with `truncated_ok`, for PRMs truncated at their max length); a numeric threshold must be finite."""
     extra: dict = {}
     if (dev_cases is None) != (dev_scores is None) and threshold == "tune":
         raise ValueError("a dev split needs both dev_cases and dev_scores")
+    if threshold != "tune":
+        threshold = check_threshold(threshold)
+    if _int_value(bootstrap) is None or bootstrap < 0 or isinstance(bootstrap, float):
+        raise ValueError(f"bootstrap must be an integer ≥ 0 (0 = no intervals), got {bootstrap!r}")
+    check_processbench_inputs(cases, preds, scores, truncated_ok)
     if threshold == "tune":
         _need_scores(cases, scores, "the evaluated cases")
         ids = [str(i) for i in cases["id"]]
@@ -629,6 +1055,7 @@ def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, thresh
                 raise ValueError(f"the dev split shares {len(shared)} id(s) with the evaluated cases "
                                  f"(tuning on them would score cases with a threshold fitted on themselves): "
                                  f"{', '.join(shared[:10])}" + (" …" if len(shared) > 10 else ""))
+            check_processbench_inputs(dev_cases, {}, dev_scores, truncated_ok, what="dev split: ")
             _need_scores(dev_cases, dev_scores, "the dev split")
             t = tune_threshold(dev_cases, dev_scores)
             preds = {i: first_error(scores[i], t) for i in ids}

@@ -61,6 +61,7 @@ rule bon_baselines:
     params:
         func="sampling:bon_baselines",
         n=config.get("bon", {}).get("n"),
+        maj_grouping=config.get("bon", {}).get("maj_grouping", "normalized"),
         run_label=config["run"]["label"],
     script:
         RUN

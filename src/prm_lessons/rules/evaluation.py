@@ -11,6 +11,7 @@ import logging
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .. import as_paths, critic, metrics
@@ -194,16 +195,33 @@ def bon_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, t
         df["orm_score"] = [s[0] if s is not None and len(s) else None for s in df["step_scores"]]
     m = metrics.bon_metrics(df, aggs, n=cfg.get("n"), maj_grouping=cfg["maj_grouping"],
                             orm_column="orm_score" if outcome else None, bootstrap=int(cfg["bootstrap"]["samples"]),
-                            seed=int(cfg["bootstrap"]["seed"]), confidence=float(cfg["bootstrap"]["confidence"]))
+                            seed=int(cfg["bootstrap"]["seed"]), confidence=float(cfg["bootstrap"]["confidence"]),
+                            workers=max(1, int(threads or 1)))
     m["prm"] = wildcards.get("prm")
     m["run_label"] = params.get("run_label")
     write_json(m, outputs["metrics"])
     log.info("bon %s: %s", m["prm"], {k: v for k, v in m["average"].items() if k != "ci"})
+    for col, count in m["n_unscored"].items():  # recorded in the JSON as n_unscored / unscored
+        if count:
+            log.warning("bon %s: %s: %d problem(s) without a finite score on any response, counted wrong: %s",
+                        m["prm"], col, count, {b: ids[col] for b, ids in m["unscored"].items() if col in ids})
+    if m["maj_comparisons"].get("timeouts") or m["maj_comparisons"].get("errors"):
+        log.warning("bon %s: maj@N math_verify grouping: %s (each counted as different answers)", m["prm"],
+                    m["maj_comparisons"])
 
 
 def _pb_threshold(params) -> float | str:
+    """The PRM's threshold (prms.models.<prm>.threshold), else processbench_eval.threshold: 'tune' or a
+    finite number; an error names the key."""
     t = params.get("threshold")
-    return params["processbench_eval"]["threshold"] if t is None else t
+    key = "prms.models.<prm>.threshold" if t is not None else "processbench_eval.threshold"
+    t = params["processbench_eval"]["threshold"] if t is None else t
+    if t == "tune":
+        return t
+    try:
+        return metrics.check_threshold(t)
+    except ValueError as exc:
+        raise ValueError(f"config {key}: {exc}") from None
 
 
 def _predictions_by_id(df: pd.DataFrame) -> dict:
@@ -212,8 +230,10 @@ def _predictions_by_id(df: pd.DataFrame) -> dict:
 
 
 def _scores_by_id(df: pd.DataFrame) -> dict:
-    """{id: step scores} of a pb_scores frame."""
-    return {str(i): [float(x) for x in s] for i, s in zip(df["id"], df["step_scores"])}
+    """{id: step scores} of a pb_scores frame, as stored (metrics.check_processbench_inputs checks them and
+    names the id of a null or NaN score)."""
+    return {str(i): (list(s) if isinstance(s, (list, tuple, np.ndarray)) else s)
+            for i, s in zip(df["id"], df["step_scores"])}
 
 
 def _bootstrap_args(cfg: dict) -> dict:
@@ -273,14 +293,16 @@ def processbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards
         scores = _scores_by_id(src)
         threshold = _pb_threshold(params)
         t0 = 0.5 if threshold == "tune" else float(threshold)
+        metrics.check_processbench_inputs(cases, {}, scores, truncated_ok=True)  # before first_error reads them
         preds = {i: metrics.first_error(s, t0) for i, s in scores.items()}
     dev_cases = dev_scores = None
     if as_paths(inputs.get("dev_scores")):
         dev_cases = read_table(as_paths(inputs["dev_cases"])[0], "processbench")
         dev_scores = _scores_by_id(pd.read_parquet(as_paths(inputs["dev_scores"])[0]))
     boot = _bootstrap_args(cfg)
+    # a PRM truncated at its max length scores fewer steps than a case has (recorded as n_truncated)
     m, per_case = metrics.evaluate_processbench(cases, preds, scores, threshold, dev_cases=dev_cases,
-                                                dev_scores=dev_scores, **boot)
+                                                dev_scores=dev_scores, truncated_ok=True, **boot)
     if "n_steps_scored" in src.columns and "n_steps" in src.columns:
         m["n_truncated"] = int((src["n_steps_scored"] < src["n_steps"]).sum())
     if as_paths(inputs.get("structure")):

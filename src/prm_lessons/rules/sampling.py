@@ -42,12 +42,13 @@ def merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
 
 def bon_baselines(*, inputs, outputs, params, wildcards, threads) -> None:
     """Rule `bon_baselines`: pass@N and maj@N per benchmark and their unweighted average →
-    results/tables/bon_baselines.csv."""
+    results/tables/bon_baselines.csv. maj@N groups answers by `bon.maj_grouping`, as bon_metrics does."""
     rows = []
+    grouping = params.get("maj_grouping") or "normalized"
     for path in as_paths(inputs["samples"]):
         df = read_table(path, "samples")
         name = df["dataset"].iloc[0] if len(df) else os.path.basename(path).removesuffix(".parquet")
-        rows.append({"benchmark": name, **baselines(df, params.get("n"))})
+        rows.append({"benchmark": name, **baselines(df, params.get("n"), grouping)})
     table = pd.DataFrame(rows)
     avg = {"benchmark": "average", "n_problems": int(table["n_problems"].sum()), "N": int(table["N"].max())}
     for col in ("pass", "maj", "mean_acc"):
