@@ -28,9 +28,14 @@ DAG_ONLY = {"prm_lessons.config", "prm_lessons.plan", "prm_lessons.codedeps"}
 
 
 def load_rules(configfiles=()):
-    """The workflow's rules as Snakemake parses them (no job runs)."""
+    """The workflow's rules as Snakemake parses them (no job runs), with their inputs made absolute (the
+    workflow declares checkout files relative to the working directory, a temporary one here)."""
     with parsed_workflow(configfiles) as wf:
-        return list(wf.rules)
+        cwd = os.getcwd()
+        rules = list(wf.rules)
+        for rule in rules:
+            rule.abs_inputs = [os.path.normpath(os.path.join(cwd, str(p))) for p in rule.input]
+        return rules
 
 
 def package_modules() -> dict[str, Path]:
@@ -49,9 +54,11 @@ def test_every_rule_func_resolves_to_its_stage_module_under_the_rule_name(config
         assert name == rule.name, f"rule {rule.name}: func {func} is not named after the rule"
         target = getattr(importlib.import_module(f"prm_lessons.rules.{stage}"), name, None)
         assert callable(target), f"rule {rule.name}: {func} does not resolve"
-        code = {str(p) for p in rule.input if str(p).startswith(str(PKG)) and str(p).endswith(".py")}
+        code = {p for p in rule.abs_inputs if p.startswith(str(PKG)) and p.endswith(".py")}
         if code:  # a rule's code inputs are the closure of its function (downloads declare none)
             assert code == set(codedeps.rule_code_inputs(PKG, func)), rule.name
+        assert not [p for p in rule.input if os.path.isabs(str(p)) and str(p).startswith(str(ROOT))], \
+            f"rule {rule.name} declares a checkout file by absolute path (a moved checkout would rerun it)"
 
 
 def test_no_job_imports_the_dag_time_modules_and_no_library_module_imports_rule_glue():
@@ -212,3 +219,29 @@ def test_human_labels_reruns_when_grading_changes(finished_checkout):
     with _edited(finished_checkout / "src/prm_lessons/grading.py"):
         planned = _rerun_rules(_smk(finished_checkout, "-n"))
     assert "human_labels" in planned and "prm_lessons/grading.py" in planned["human_labels"]
+
+
+# -- a moved checkout reruns nothing -------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_moved_checkout_reruns_nothing(tmp_path):
+    """Run real jobs (the problems tables), then move the checkout, results and Snakemake's records alike,
+    as a cluster with another mount path would see it: with every rerun trigger on (input set, params,
+    code, mtime) nothing is planned. Package sources declared by absolute path reran every job."""
+    (tmp_path / "first").mkdir()
+    first = _copy_checkout(tmp_path / "first")
+    targets = ["results/problems/train.parquet", "results/problems/arith.parquet"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+    def smk(cwd, *args):
+        proc = subprocess.run([*SNAKEMAKE, "--cores", "1", *args, *targets], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc.stdout + proc.stderr
+
+    smk(first)
+    moved = tmp_path / "elsewhere" / "moved"
+    moved.parent.mkdir()
+    shutil.move(first, moved)  # a rename keeps every mtime
+    out = smk(moved, "-n")
+    assert "Nothing to be done" in out, out[-3000:]

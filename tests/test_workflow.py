@@ -126,7 +126,8 @@ def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path):
     assert not (wd / target).exists()
     mtime0 = shard0.stat().st_mtime
     smk("--unlock", "--cores", "1", "--directory", str(wd), *TEST_CFG)  # a SIGKILLed Snakemake leaves its lock
-    smk(target, "--cores", "1", "--directory", str(wd), "--rerun-incomplete", *TEST_CFG, timeout=900)
+    # no --rerun-incomplete: the workflow profile (profiles/default) sets it, so recovery is one command
+    smk(target, "--cores", "1", "--directory", str(wd), *TEST_CFG, timeout=900)
     assert shard0.stat().st_mtime == mtime0, "the finished shard was redone"
     df = pd.read_parquet(wd / target)
     problems = pd.read_parquet(wd / "results/problems/arith.parquet")

@@ -128,8 +128,9 @@ def function_modules(root: Path, module: str, func: str) -> set[str]:
 
 def rule_code_inputs(root: str | Path, func: str) -> list[str]:
     """Source files of the package that the job of `func` ("<stage>:<rule>") runs, sorted: the rule
-    module itself and the closure of the modules the function uses."""
-    root = Path(root).resolve()
+    module itself and the closure of the modules the function uses. Paths are under `root` as given (the
+    workflow passes it relative to the working directory, so a moved checkout declares the same inputs)."""
+    root = Path(root)
     stage, name = func.split(":")
     module = f"{PACKAGE}.rules.{stage}"
     # the rules module's other imports serve other rules: only what this function uses

@@ -1,5 +1,6 @@
 # Shared workflow state: the config validated before any job, then every name the stage files share,
 # computed once from prm_lessons.plan (config → DAG). Stage files read only what this file defines.
+import os
 import sys
 from pathlib import Path
 
@@ -10,7 +11,15 @@ from prm_lessons.config import validate_config, model_entry, hub_models_dir, mod
 config = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 
 RUN = "../scripts/run.py"  # script: paths are relative to this .smk file
-PKG = Path(workflow.basedir) / "src/prm_lessons"
+
+
+def checkout_path(rel):
+    """A file of the checkout, relative to the working directory: a moved or copied checkout (another
+    mount path on a cluster) declares the same inputs, so Snakemake's input-set trigger reruns nothing."""
+    return os.path.relpath(Path(workflow.basedir) / rel)
+
+
+PKG = Path(checkout_path("src/prm_lessons"))
 TARGETS = []  # each stage .smk extends this; rule all takes it
 
 # -- names shared across stages ------------------------------------------------------------------------
@@ -18,7 +27,7 @@ TRAINSET_VARIANTS = plan.variants(config)  # name -> spec (source, label_type, t
 THRESHOLD_SWEEP = plan.threshold_sweep_variants(config)  # [(threshold, variant)] for Figure 5
 COMPLETER = plan.role_model(config, "completer")
 JUDGE = plan.role_model(config, "judge")
-TRAIN = plan.training_settings(config, workflow.basedir)
+TRAIN = plan.training_settings(config, checkout_path("."))
 TRAIN_PARAMS = plan.training_params(TRAIN)  # what a trained PRM depends on
 PRM_SPECS = plan.resolve_prm_specs(config)  # name -> spec: trained variants + released models (prms.models)
 PRM_RE = plan.wildcard_alternatives(PRM_SPECS)

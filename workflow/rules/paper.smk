@@ -38,7 +38,7 @@ rule paper_report:
 
 rule paper_pdf:
     input:
-        tex=str(Path(workflow.basedir) / "paper/main.tex"),
+        tex=checkout_path("paper/main.tex"),
         run_info="paper/tables/run_info.tex",
         tables=[artifact_paths(aid)["tex"] for aid in ARTIFACTS if ARTIFACTS[aid]["kind"] == "table"],
         figures=[artifact_paths(aid)["pdf"] for aid in ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
