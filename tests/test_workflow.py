@@ -169,3 +169,30 @@ def test_corrupt_intermediate_is_regenerated_by_its_producer(tmp_path):
     assert re.search(r"localrule processbench:\n", proc.stdout + proc.stderr), "the producer did not rerun"
     assert cases.read_bytes() == good  # regenerated, byte-identical (deterministic producer)
     assert (wd / target).exists()
+
+
+@pytest.mark.slow
+def test_corrupt_intermediate_is_moved_aside_and_regenerated_by_its_producer(tmp_path):
+    """A truncated intermediate table whose mtime looks good (Snakemake cannot see it): its consumer
+    fails naming the file, the file is moved aside, and the next plain run regenerates it with its
+    producer instead of reading it again."""
+    wd = _workdir(tmp_path)
+    target = "results/metrics/processbench/baseline_structure.json"
+    args = ["--cores", "1", "--directory", str(wd), *TEST_CFG]
+    smk(target, *args)
+    cases = wd / "results/processbench/cases.parquet"
+    good = pd.read_parquet(cases)
+    st = cases.stat()
+    cases.write_bytes(cases.read_bytes()[: st.st_size // 2])
+    os.utime(cases, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    proc = smk(target, "--forcerun", "processbench_baseline", *args, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-5000:]
+    assert "results/processbench/cases.parquet: corrupt" in out, out[-3000:]
+    assert not cases.exists() and cases.with_name("cases.parquet.corrupt").exists()
+
+    out = smk(target, *args).stdout + smk(target, *args, "-n").stdout
+    assert "Nothing to be done" in out
+    pd.testing.assert_frame_equal(pd.read_parquet(cases), good)  # the producer wrote it again, the same
+    assert (wd / target).exists()
