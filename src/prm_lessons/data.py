@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import math
+import numbers
 import random
 import re
 import shutil
@@ -25,8 +26,9 @@ from urllib.parse import unquote, urlparse
 import pandas as pd
 
 from .corruption import CorruptionError, arithmetic_gold_steps, construction_plan, corrupt_solution
+from .errors import InputError, json_type
 from .grading import gold_answer_text, last_boxed_content
-from .tables import read_records
+from .tables import read_records, read_table
 
 log = logging.getLogger(__name__)
 
@@ -241,14 +243,10 @@ def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
     fields = {"question": "question", "answer": "answer", "gold_steps": None, "id": None, "choices": None,
               **(spec.get("fields") or {})}
     fmt = spec.get("answer_format", "plain")
-    if fmt not in ANSWER_FORMATS:
-        raise ValueError(f"unknown answer_format '{fmt}' (one of {', '.join(ANSWER_FORMATS)})")
     qf, af = fields["question"], fields["answer"]
     if qf not in rec:
         raise ValueError(f"row {row_id}: no field '{qf}' (fields.question); fields present: {sorted(rec)}")
-    if _missing(rec[qf]):
-        raise ValueError(f"row {row_id}: empty question (field '{qf}')")
-    question = str(rec[qf])
+    question = _question_text(rec[qf], f"row {row_id}", f" (field '{qf}')")
     if af not in rec or _missing(rec[af]) if not isinstance(rec.get(af), (list, tuple)) else not rec[af]:
         if af in rec and spec.get("missing_answer") == "keep":
             # kept with an empty gold (never graded correct), as the harness keeps such rows in its denominator
@@ -263,8 +261,8 @@ def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
         elif fmt == "boxed":
             answer = boxed_answer(raw_answer)
         elif fmt == "choice":
-            if not fields.get("choices") or fields["choices"] not in rec:
-                raise ValueError("answer_format choice needs fields.choices naming the options field")
+            if fields["choices"] not in rec:
+                raise ValueError(f"no field '{fields['choices']}' (fields.choices)")
             choices = _decode_list(rec[fields["choices"]])
             question = _choice_question(question, choices)
             letter = str(raw_answer).strip()
@@ -294,48 +292,108 @@ def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
             "source_id": None if source_id is None else str(source_id)}
 
 
+def _question_text(value, where: str, field: str = "") -> str:
+    """The question as text; a missing one or one that is not a string (an object, a list, a number) is
+    an error naming the row: stringifying it would sample the policy on "{'text': ...}"."""
+    if _missing(value):
+        raise ValueError(f"{where}: empty question{field}")
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: question{field} is a JSON {json_type(value)}, not a string")
+    return value
+
+
+def _duplicate_id_problems(source_ids: Sequence, row_ids: Sequence[str], id_field: str) -> list[str]:
+    """One line per source id that more than one row carries (ids compared as text)."""
+    rows: dict[str, list[str]] = {}
+    for sid, rid in zip(source_ids, row_ids):
+        if sid is not None:
+            rows.setdefault(str(sid), []).append(rid)
+    return [f"id {sid!r} (fields.id '{id_field}') repeats in rows {', '.join(r)}; source ids must be unique"
+            for sid, r in rows.items() if len(r) > 1]
+
+
+def _repeated_problems(df: pd.DataFrame) -> dict[str, str]:
+    """problem_id -> the earlier problem_id with the same question and answer.
+
+    Kept, not dropped or refused: the pinned harness files repeat problems (mmlu_stem has 12 rows that
+    are exact copies, counted in the harness's 3,018) and small reasoning-gym families draw the same
+    problem again (one-digit arithmetic: ~20 of 100); the loader keeps the set as its source defines it,
+    logs the repeats and the problems rule records them in the table's metadata (`repeated`)."""
+    first: dict[tuple, str] = {}
+    out = {}
+    for pid, q, a in zip(df["problem_id"], df["question"], df["answer"]):
+        if (q, a) in first:
+            out[pid] = first[(q, a)]
+        else:
+            first[(q, a)] = pid
+    return out
+
+
 def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.DataFrame:
     """The problems table for one dataset entry of the config (``problems:`` or ``benchmarks:``).
 
     Columns: ``problem_id`` (``{name}-{i:05d}``, stable for a given spec), ``dataset`` (= name),
     ``question``, ``answer`` (str), ``gold_steps`` (list of str, or None), and ``source_id`` (the
-    source's own id where known). A bad row (missing answer, empty question) raises ValueError
-    naming the row. ``source: url`` reads the copy made by rule `benchmark_file` (``path``, default
-    :func:`downloaded_path`). Checksums (``sha256``/``git_blob_sha1``, url and local) and ``rows``
-    (any source, counted before ``limit``) stop the load with a message naming the set.
+    source's own id where known). Bad rows (missing answer, empty question, a question that is not a
+    string, a source id (``fields.id``) that repeats) raise InputError with one line per problem, each
+    naming its row; the file reader names the file and line of a row that is not an object or not
+    UTF-8. A problem that repeats an earlier one (same question and answer) is kept and counted
+    (:func:`_repeated_problems`; ``df.attrs["repeated"]``). ``source: url`` reads the copy made by rule
+    `benchmark_file` (``path``, default :func:`downloaded_path`). Checksums (``sha256``/``git_blob_sha1``,
+    url and local) and ``rows`` (any source, counted before ``limit``) stop the load with a message
+    naming the set.
     """
     source = spec.get("source")
+    fmt = spec.get("answer_format", "plain")
+    if fmt not in ANSWER_FORMATS:
+        raise ValueError(f"dataset '{name}': unknown answer_format '{fmt}' (one of {', '.join(ANSWER_FORMATS)})")
+    if fmt == "choice" and not (spec.get("fields") or {}).get("choices"):
+        raise ValueError(f"dataset '{name}': answer_format choice needs fields.choices naming the options field")
     n_source = None  # rows of the whole set, before `limit` (recorded in the table's metadata)
+    problems: list[str] = []  # every bad row, one line each
+    mapped = []
+    where = f"dataset '{name}'"
     if source == "reasoning_gym":
         records = _reasoning_gym_rows(spec)
         n_source = len(records)
-        mapped = []
         for i, rec in enumerate(records):
             row_id = f"{name}-{i:05d} ({rec['source_id']})"
-            if _missing(rec["question"]):
-                raise ValueError(f"row {row_id}: empty question")
-            if _missing(rec["answer"]):
-                raise ValueError(f"row {row_id}: missing answer")
-            mapped.append({**rec, "question": str(rec["question"]), "answer": str(rec["answer"]).strip()})
+            try:
+                question = _question_text(rec["question"], f"row {row_id}")
+                if _missing(rec["answer"]):
+                    raise ValueError(f"row {row_id}: missing answer")
+            except ValueError as exc:
+                problems.append(str(exc))
+                continue
+            mapped.append({**rec, "question": question, "answer": str(rec["answer"]).strip()})
     elif source in ("hub", "local", "url"):
-        what = f"dataset '{name}'"
         if source == "hub":
             records = _hub_records(spec)
         else:
             if source == "local" and not spec.get("path"):
                 raise ValueError("dataset spec with source local needs `path`")
             file = spec["path"] if source == "local" else (path or downloaded_path(name, spec))
-            verify_checksums(file, spec, what)
-            records = read_records(file)
-        check_rows(len(records), spec.get("rows"), what)
+            where = f"dataset '{name}' ({file})"
+            verify_checksums(file, spec, f"dataset '{name}'")
+            records = read_records(file)  # names the file and line of a non-object or non-UTF-8 row
+        check_rows(len(records), spec.get("rows"), f"dataset '{name}'")
         n_source = len(records)
         if spec.get("limit"):
             records = records[: int(spec["limit"])]
         id_field = (spec.get("fields") or {}).get("id")
-        mapped = [_map_record(rec, spec, f"{name}-{i:05d}" + (f" (id {rec.get(id_field)})" if id_field else ""))
-                  for i, rec in enumerate(records)]
+        for i, rec in enumerate(records):
+            try:
+                mapped.append(_map_record(rec, spec, f"{name}-{i:05d}"
+                                          + (f" (id {rec.get(id_field)})" if id_field else "")))
+            except ValueError as exc:
+                problems.append(str(exc))
+        if id_field:
+            problems += _duplicate_id_problems([rec.get(id_field) for rec in records],
+                                               [f"{name}-{i:05d}" for i in range(len(records))], id_field)
     else:
         raise ValueError(f"dataset '{name}': unknown source {source!r} (reasoning_gym, hub, local or url)")
+    if problems:
+        raise InputError(problems, where)
     if not mapped:
         raise ValueError(f"dataset '{name}': no problems")
     df = pd.DataFrame(mapped)
@@ -343,6 +401,13 @@ def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.D
     df.insert(1, "dataset", name)
     df = df[PROBLEM_COLUMNS + ["source_id"]]
     df.attrs["rows_loaded"] = n_source
+    repeated = _repeated_problems(df)
+    if repeated:
+        log.warning("%s: %d of %d problems repeat an earlier one (same question and answer), kept as the "
+                    "source has them: %s", where, len(repeated), len(df),
+                    ", ".join(f"{p} = {q}" for p, q in list(repeated.items())[:10])
+                    + (" …" if len(repeated) > 10 else ""))
+    df.attrs["repeated"] = repeated
     return df
 
 
@@ -350,33 +415,95 @@ def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.D
 # ProcessBench
 # --------------------------------------------------------------------------------------------------
 
-def _validate_cases(df: pd.DataFrame) -> pd.DataFrame:
+def _label_value(label, n_steps: int | None) -> tuple[int | None, str | None]:
+    """A ProcessBench label as an int, or why it is none: an integer (an integral float from a Parquet
+    column too) in -1..n_steps-1; a string ("two"), a fraction (1.7) or a boolean is refused, never cast."""
+    if isinstance(label, bool) or type(label).__name__ == "bool_":
+        return None, f"label {label!r} is a boolean, not an integer"
+    if isinstance(label, numbers.Integral):
+        value = int(label)
+    elif isinstance(label, numbers.Real) and math.isfinite(label) and float(label).is_integer():
+        value = int(label)
+    elif isinstance(label, numbers.Real):
+        return None, f"label {label!r} is not an integer"
+    else:
+        return None, f"label {label!r} is a JSON {json_type(label)}, not an integer"
+    if n_steps is not None and not -1 <= value < n_steps:
+        return None, f"label {value} outside -1..{n_steps - 1}"
+    return value, None
+
+
+def _flag_value(value) -> tuple[bool | None, str | None]:
+    """final_answer_correct as a bool: a boolean or 0/1 (bool("False") would be True)."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value), None
+    if isinstance(value, numbers.Real) and value in (0, 1):
+        return bool(value), None
+    return None, f"final_answer_correct {value!r} is a JSON {json_type(value)}, not a boolean"
+
+
+def _validate_cases(df: pd.DataFrame, where: str | None = None) -> pd.DataFrame:
+    """Every case's problem, steps and label, and unique ids; InputError with one line per problem."""
+    problems = []
     for row in df.itertuples(index=False):
         steps = row.steps
         if _missing(row.problem):
-            raise ValueError(f"ProcessBench case {row.id}: empty problem")
+            problems.append(f"ProcessBench case {row.id}: empty problem")
         if steps is None or len(steps) == 0 or any(_missing(s) for s in steps):
-            raise ValueError(f"ProcessBench case {row.id}: empty steps")
-        if not (-1 <= int(row.label) < len(steps)):
-            raise ValueError(f"ProcessBench case {row.id}: label {row.label} outside -1..{len(steps) - 1}")
-    if df["id"].duplicated().any():
-        raise ValueError(f"ProcessBench: duplicate case id {df.loc[df['id'].duplicated(), 'id'].iloc[0]}")
+            problems.append(f"ProcessBench case {row.id}: empty steps")
+            continue
+        _, why = _label_value(row.label, len(steps))
+        if why:
+            problems.append(f"ProcessBench case {row.id}: {why}")
+    problems += _duplicate_case_problems(df)
+    if problems:
+        raise InputError(problems, where)
     return df
 
 
-def _cases_from_records(records: Iterable[dict], subset: str) -> list[dict]:
-    out = []
+def _duplicate_case_problems(df: pd.DataFrame) -> list[str]:
+    counts = df["id"].astype(str).value_counts(sort=False)
+    subsets = df["subset"] if "subset" in df.columns else pd.Series([""] * len(df), index=df.index)
+    return [f"duplicate ProcessBench case id {i}: {n} cases (subsets "
+            f"{', '.join(sorted(set(map(str, subsets[df['id'].astype(str) == i]))))})"
+            for i, n in counts[counts > 1].items()]
+
+
+def _cases_from_records(records: Iterable[dict], subset: str, where: str | None = None) -> list[dict]:
+    """Rows of one subset's file as cases; every field checked, never cast (a label "two" or 1.7, steps
+    that are not strings, a problem that is not a string): InputError naming each case and `where`."""
+    out, problems = [], []
     for n, rec in enumerate(records):
         cid = rec.get("id", f"{subset}-{n}")
         missing = [k for k in ("problem", "steps", "final_answer_correct", "label") if k not in rec]
         if missing:
-            raise ValueError(f"ProcessBench case {cid}: missing field(s) {missing}")
+            problems.append(f"ProcessBench case {cid}: missing field(s) {missing}")
+            continue
+        why = []
         steps = _decode_list(rec["steps"])
         if not isinstance(steps, list):
-            raise ValueError(f"ProcessBench case {cid}: steps must be a list")
+            why.append(f"steps must be a list, got a JSON {json_type(steps)}")
+        else:
+            bad = [k for k, s in enumerate(steps) if not isinstance(s, str)]
+            if bad:
+                why.append(f"steps must be strings (step {bad[0]} is a JSON {json_type(steps[bad[0]])})")
+            elif not steps or any(_missing(s) for s in steps):
+                why.append("empty steps")
+        if _missing(rec["problem"]):
+            why.append("empty problem")
+        elif not isinstance(rec["problem"], str):
+            why.append(f"problem is a JSON {json_type(rec['problem'])}, not a string")
+        label, label_why = _label_value(rec["label"], len(steps) if isinstance(steps, list) and steps else None)
+        flag, flag_why = _flag_value(rec["final_answer_correct"])
+        why += [w for w in (label_why, flag_why) if w]
+        if why:
+            problems += [f"ProcessBench case {cid}: {w}" for w in why]
+            continue
         out.append({"id": str(cid), "subset": subset, "generator": str(rec.get("generator") or ""),
-                    "problem": rec["problem"], "steps": [str(s) for s in steps],
-                    "final_answer_correct": bool(rec["final_answer_correct"]), "label": int(rec["label"])})
+                    "problem": rec["problem"], "steps": list(steps), "final_answer_correct": flag,
+                    "label": label})
+    if problems:
+        raise InputError(problems, where)
     return out
 
 
@@ -402,6 +529,7 @@ def load_processbench(spec: dict, files: dict[str, str | Path] | None = None) ->
         if source == "hub":
             import datasets  # lazy: heavy, and only Hub sources need it
 
+            where = f"{spec.get('id', 'Qwen/ProcessBench')} split {subset}"
             kwargs = {"revision": spec["revision"]} if spec.get("revision") else {}
             records = [dict(r) for r in datasets.load_dataset(spec.get("id", "Qwen/ProcessBench"), split=subset,
                                                               **kwargs)]
@@ -418,15 +546,16 @@ def load_processbench(spec: dict, files: dict[str, str | Path] | None = None) ->
                     raise FileNotFoundError(f"{path}: no {subset}.json (or .jsonl/.parquet) for ProcessBench subset '{subset}'")
                 file = found[0]
             verify_checksums(file, checks, what)
+            where = str(file)
             records = read_records(file)
         else:
             raise ValueError(f"processbench: unknown source {source!r} (hub, local, url or constructed)")
         check_rows(len(records), (spec.get("rows") or {}).get(subset), what)
         if limit:
             records = records[: int(limit)]
-        rows += _cases_from_records(records, subset)
+        rows += _cases_from_records(records, subset, where)
     df = pd.DataFrame(rows, columns=PROCESSBENCH_COLUMNS)
-    return _validate_cases(df)
+    return _validate_cases(df)  # ids across subsets (each file's rows were checked above)
 
 
 def build_constructed_processbench(problems: pd.DataFrame, n_per_subset: int = 12, seed: int = 0,
@@ -545,7 +674,7 @@ def load_processbench_cases(source: str) -> pd.DataFrame:
     (Qwen/ProcessBench) — through `load_processbench`."""
     p = Path(source)
     if p.is_file() and p.suffix == ".parquet":
-        df = pd.read_parquet(p)
+        df = read_table(p, None)  # integrity checked; rows below
     elif p.is_dir():
         subsets = sorted({f.stem for f in p.iterdir() if f.suffix in (".json", ".jsonl", ".parquet")})
         if not subsets:
@@ -560,4 +689,14 @@ def load_processbench_cases(source: str) -> pd.DataFrame:
             raise ValueError(f"{source}: ProcessBench data lacks column '{c}'")
     df = df.copy()
     df["id"] = df["id"].astype(str)
+    if p.is_file():  # the loaders above checked their rows; a cases table is checked here, as they do
+        if {"problem", "steps"} <= set(df.columns):
+            _validate_cases(df, source)
+        else:
+            problems = [f"ProcessBench case {cid}: {why}" for cid, why in
+                        ((cid, _label_value(lab, None)[1]) for cid, lab in zip(df["id"], df["label"])) if why]
+            problems += _duplicate_case_problems(df)
+            if problems:
+                raise InputError(problems, source)
+        df["label"] = [int(v) for v in df["label"]]
     return df

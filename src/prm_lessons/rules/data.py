@@ -43,8 +43,11 @@ def problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thre
     n_steps = df["gold_steps"].map(lambda s: len(s) if s is not None else 0)
     log.info("dataset %s: %d problems, %d with gold steps (mean %.1f steps)", name, len(df),
              int((n_steps > 0).sum()), float(n_steps[n_steps > 0].mean()) if (n_steps > 0).any() else 0.0)
+    # repeated problems are kept as the source has them; the count and pairs travel with the table
+    repeated = df.attrs.get("repeated") or {}
     write_table(df, outputs["problems"], "problems",
-                meta={"dataset": name, "spec": params["spec"], "rows_loaded": df.attrs.get("rows_loaded")})
+                meta={"dataset": name, "spec": params["spec"], "rows_loaded": df.attrs.get("rows_loaded"),
+                      "n_repeated": len(repeated), "repeated": repeated})
 
 
 def processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
