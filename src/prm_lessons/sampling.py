@@ -7,11 +7,30 @@ import time
 
 import pandas as pd
 
+from .errors import InputError
 from .generation import SamplingSpec, derive_seed, render_chat
 from .grading import grade_many
 from .steps import COT_SYSTEM_PROMPT, split_steps
+from .tables import SCHEMAS
 
 log = logging.getLogger(__name__)
+
+LONG_QUESTIONS = ("error", "skip")  # sampling.long_questions
+
+
+def prompt_tokens(tokenizer, prompts: list[str]) -> list[int]:
+    """Tokens of each rendered prompt as vLLM counts them (a text prompt is encoded with the tokenizer's
+    special tokens; for chat-templated Qwen / SmolLM prompts that adds none)."""
+    return [len(tokenizer.encode(p, add_special_tokens=True)) for p in prompts]
+
+
+def long_prompts(tokenizer, problem_ids, prompts: list[str], max_model_len: int, max_tokens: int) -> dict[str, int]:
+    """problem_id -> prompt tokens, for each prompt that leaves less than `max_tokens` of `max_model_len`
+    to generate: vLLM refuses a prompt of max_model_len tokens or more, and the whole batch (the shard)
+    dies with an error naming no problem; a shorter one that still eats into the budget gets responses
+    cut short of sampling.max_tokens. Either way the problem is not sampled as configured."""
+    return {str(pid): n for pid, n in zip(problem_ids, prompt_tokens(tokenizer, prompts))
+            if n + max_tokens > max_model_len}
 
 
 def shard_rows(df: pd.DataFrame, shard: int, nshards: int) -> pd.DataFrame:
@@ -23,21 +42,53 @@ def shard_rows(df: pd.DataFrame, shard: int, nshards: int) -> pd.DataFrame:
 
 
 def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, grading: dict,
-                    answer_format: str = "plain") -> pd.DataFrame:
+                    answer_format: str = "plain", max_model_len: int | None = None,
+                    model_name: str = "policy") -> pd.DataFrame:
     """Sample n responses per problem, split them into steps and grade them (``answer_format``: the
     dataset's, so multiple choice is graded as the harness does). One seed per problem (derived from
-    its id), so results do not depend on how problems are sharded or batched."""
+    its id), so results do not depend on how problems are sharded or batched.
+
+    With ``max_model_len`` (the policy's), every prompt is measured before any generation
+    (:func:`long_prompts`); ``sampling.long_questions`` decides: ``error`` (default) raises InputError
+    naming each problem, its prompt tokens and the limit; ``skip`` samples the rest and reports the
+    skipped problems in ``out.attrs["long_questions"]`` (the rule records them in the table's metadata).
+    Checked here, in the job, not in the problems rule: the problems table is shared by the policy,
+    the completer and the judge (different models and limits), and the problems rule has no model."""
     spec = SamplingSpec(n=n, temperature=sampling["temperature"], top_p=sampling["top_p"],
                         max_tokens=sampling["max_tokens"])
     system = sampling.get("system_prompt", COT_SYSTEM_PROMPT)
+    policy = sampling.get("long_questions", "error")
+    if policy not in LONG_QUESTIONS:
+        raise ValueError(f"sampling.long_questions {policy!r}: one of {', '.join(LONG_QUESTIONS)}")
+    prompts = [render_chat(engine.tokenizer, system, q) for q in problems["question"]]
+    skipped: dict[str, int] = {}
+    if max_model_len is not None and len(problems):
+        skipped = long_prompts(engine.tokenizer, problems["problem_id"], prompts, int(max_model_len),
+                               int(spec.max_tokens))
+        if skipped and policy == "error":
+            # what to change first: InputError shows 20 lines, then a count
+            raise InputError([f"{len(skipped)} problem(s) too long for the policy: shorten or drop them, raise "
+                              f"models.{model_name}.max_model_len or lower sampling.max_tokens, or set "
+                              "sampling.long_questions: skip"]
+                             + [f"problem {pid}: prompt of {k} tokens + sampling.max_tokens {spec.max_tokens} > "
+                                f"models.{model_name}.max_model_len {max_model_len}" for pid, k in skipped.items()],
+                             f"dataset '{problems['dataset'].iloc[0]}'")
+        if skipped:
+            log.warning("%d of %d problems skipped (sampling.long_questions: skip): prompt + max_tokens %d > "
+                        "max_model_len %d: %s", len(skipped), len(problems), spec.max_tokens, max_model_len,
+                        ", ".join(f"{pid} ({k} tokens)" for pid, k in skipped.items()))
+            keep = ~problems["problem_id"].astype(str).isin(list(skipped))
+            problems = problems[keep.to_numpy()]
+            prompts = [p for p, k in zip(prompts, keep) if k]
+    report = {"policy": policy, "max_model_len": max_model_len, "max_tokens": spec.max_tokens,
+              "n_skipped": len(skipped), "skipped": skipped}
     rows = []
     batch = int(sampling.get("batch_size", 256))
     t0 = time.perf_counter()
     for start in range(0, len(problems), batch):
         chunk = problems.iloc[start:start + batch]
-        prompts = [render_chat(engine.tokenizer, system, q) for q in chunk["question"]]
         seeds = [derive_seed(sampling["seed"], pid) for pid in chunk["problem_id"]]
-        outs = engine.generate(prompts, spec, seeds=seeds)
+        outs = engine.generate(prompts[start:start + batch], spec, seeds=seeds)
         for (_, prob), comps in zip(chunk.iterrows(), outs):
             for k, c in enumerate(comps):
                 rows.append({"problem_id": prob["problem_id"], "sample_idx": k, "dataset": prob["dataset"],
@@ -47,6 +98,10 @@ def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, g
         done = min(start + batch, len(problems))
         log.info("sampled %d/%d problems (%d tokens, %.1f tokens/s)", done, len(problems),
                  engine.stats.generated_tokens, engine.stats.generated_tokens / max(time.perf_counter() - t0, 1e-9))
+    if not rows:  # every problem skipped: an empty shard, as with more shards than problems
+        out = pd.DataFrame(columns=SCHEMAS["samples"])
+        out.attrs["long_questions"] = report
+        return out
     out = pd.DataFrame(rows, columns=["problem_id", "sample_idx", "dataset", "question", "answer", "response",
                                       "steps", "n_tokens", "finish_reason"])
     results = grade_many(list(out["response"]), list(out["answer"]), timeout_s=grading["timeout_s"],
@@ -58,5 +113,6 @@ def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, g
     log.info("grading: %s; accuracy %.3f", counts, out["correct"].mean() if len(out) else float("nan"))
     if counts.get("timeout"):
         log.warning("%d responses hit the grading time limit and count as incorrect", counts["timeout"])
+    out.attrs["long_questions"] = report
     return out
 

@@ -15,10 +15,13 @@ log = logging.getLogger(__name__)
 
 
 def sample(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Rule `sample`: one shard of one problem set → results/samples/{dataset}/shard{i}of{n}.parquet."""
+    """Rule `sample`: one shard of one problem set → results/samples/{dataset}/shard{i}of{n}.parquet.
+    Problems too long for the policy (sampling.long_questions) stop the job before any generation, or
+    are skipped and recorded in the table's metadata (`long_questions`)."""
     problems = read_table(inputs["problems"], "problems")
     part = shard_rows(problems, int(wildcards["shard"]), int(wildcards["nshards"]))
     entry = params["model"]
+    long_questions = {"policy": params["sampling"].get("long_questions", "error"), "n_skipped": 0, "skipped": {}}
     if len(part) == 0:  # more shards than problems: an empty shard is valid
         df = pd.DataFrame(columns=SCHEMAS["samples"])
     else:
@@ -26,18 +29,30 @@ def sample(*, inputs, outputs, params, wildcards, threads) -> None:
         # the dataset's answer format travels in the problems table's metadata (its config entry)
         fmt = (table_meta(inputs["problems"]).get("spec") or {}).get("answer_format", "plain")
         df = sample_problems(engine, part, n=int(params["n"]), sampling=params["sampling"],
-                             grading=params["grading"], answer_format=fmt)
+                             grading=params["grading"], answer_format=fmt,
+                             max_model_len=entry.get("max_model_len"), model_name=entry["name"])
+        long_questions = df.attrs.get("long_questions", long_questions)
         log.info("engine: %s backend, %d tokens in %.1f s", engine.backend, engine.stats.generated_tokens,
                  engine.stats.seconds)
     write_table(df, outputs["samples"], "samples",
-                meta={"policy": entry["name"], "sampling": params["sampling"]})
+                meta={"policy": entry["name"], "sampling": params["sampling"], "long_questions": long_questions})
 
 
 def merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Rule `merge_samples`: shards → results/samples/{dataset}.parquet (duplicates are an error)."""
-    df, _ = merge_shards(as_paths(inputs["shards"]), "samples")  # the merged table carries no metadata
-    write_table(df, outputs["samples"], "samples")
+    """Rule `merge_samples`: shards → results/samples/{dataset}.parquet (duplicates are an error). Its
+    metadata carries the problems the shards skipped as too long (`long_questions`), so the skip is
+    seen downstream of the merge too."""
+    paths = as_paths(inputs["shards"])
+    df, _ = merge_shards(paths, "samples")
+    skipped: dict[str, int] = {}
+    for path in paths:
+        skipped.update((table_meta(path).get("long_questions") or {}).get("skipped") or {})
+    write_table(df, outputs["samples"], "samples",
+                meta={"long_questions": {"n_skipped": len(skipped), "skipped": skipped}})
     log.info("%s: %d responses over %d problems", wildcards["dataset"], len(df), df["problem_id"].nunique())
+    if skipped:
+        log.warning("%s: %d problem(s) not sampled, too long for the policy (sampling.long_questions: skip): %s",
+                    wildcards["dataset"], len(skipped), ", ".join(sorted(skipped)))
 
 
 def bon_baselines(*, inputs, outputs, params, wildcards, threads) -> None:
