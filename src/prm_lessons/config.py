@@ -6,11 +6,14 @@ at DAG-construction time, not hours later on a GPU node.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
+import math
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import jsonschema
 import yaml
+
+from .embedded_model import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -21,13 +24,18 @@ class ConfigError(ValueError):
 
 def _key_path(error: jsonschema.ValidationError) -> str:
     parts = [str(p) for p in error.absolute_path]
-    if error.validator == "additionalProperties":
+    if "propertyNames" in error.schema_path:
+        # jsonschema reports the map; the offending key is the instance
+        parts.append(str(error.instance))
+    elif error.validator == "additionalProperties":
         # jsonschema reports the parent; name the unknown key itself
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         parts += extra[:1]
     elif error.validator == "required":
-        missing = [k for k in error.validator_value if k not in error.instance]
-        parts += missing[:1]
+        # from the message: the defaulting validator may have filled the key since (a `then` runs
+        # before the `properties` that hold its default)
+        parts.append(error.message.split("'")[1] if error.message.startswith("'") else
+                     next((k for k in error.validator_value if k not in error.instance), ""))
     return ".".join(parts) or "<root>"
 
 
@@ -51,6 +59,55 @@ def load_schema(path: str | Path | None = None) -> dict:
         return yaml.safe_load(fh)
 
 
+def _condition(schema: dict, schema_path) -> str:
+    """The `if` a `then` error came from, as `key: value` (e.g. `source: local`), or ''."""
+    node, cond = schema, ""
+    for part in schema_path:
+        # jsonschema leaves `$ref` out of schema_path: follow a (local, "#/$defs/<name>") reference
+        # when the next part is not in the referring schema itself
+        while isinstance(node, dict) and part not in node and "$ref" in node:
+            ref, node = node["$ref"], schema
+            for seg in ref.split("/")[1:]:
+                node = node[seg]
+        if isinstance(node, dict) and part == "then" and "if" in node:
+            props = node["if"].get("properties", {})
+            cond = ", ".join(f"{k}: {v['const']}" for k, v in props.items() if "const" in v)
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            break
+    return cond
+
+
+def _describe(alternative: dict) -> str:
+    if "const" in alternative:
+        return repr(alternative["const"])
+    return {"number": "a number", "integer": "an integer", "string": "a string", "null": "null"}.get(
+        alternative.get("type"), str(alternative))
+
+
+def _message(err: jsonschema.ValidationError, schema: dict) -> str:
+    defs = schema.get("$defs", {})
+    if err.validator == "additionalProperties":
+        msg = f"unknown key (allowed: {', '.join(sorted(err.schema.get('properties', {})))})"
+    elif err.validator == "required":
+        msg = "missing required value"
+    elif err.schema == defs.get("name"):
+        msg = (f"name {err.instance!r} is not allowed: a name becomes a wildcard value and a file name, "
+               "so it may hold only letters, digits, '_' and '-' (no '/', '.', spaces)")
+    elif err.schema == defs.get("hub_id"):
+        msg = (f"{err.instance!r} is not a Hugging Face repository id (`name` or `org/name`: letters, "
+               "digits, '_', '-', '.'; no '..' or '--')")
+    elif err.validator == "minProperties" and not err.instance:
+        msg = "must not be empty"
+    elif err.validator == "anyOf":
+        msg = f"{err.instance!r} is not {' or '.join(map(_describe, err.validator_value))}"
+    else:
+        msg = err.message
+    cond = _condition(schema, err.schema_path) if "then" in err.schema_path else ""
+    return f"{msg} (with `{cond}`)" if cond else msg
+
+
 def validate_config(config: dict, schema_path: str | Path | None = None) -> dict:
     """Validate (and fill defaults in) a config dict; raise ConfigError naming the first bad key path."""
     schema = load_schema(schema_path)
@@ -58,19 +115,52 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
     validator = _defaulting_validator(schema)
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = []
-        for err in errors[:10]:
-            path = _key_path(err)
-            if err.validator == "additionalProperties":
-                msg = f"unknown key (allowed: {', '.join(sorted(err.schema.get('properties', {})))})"
-            elif err.validator == "required":
-                msg = "missing required value"
-            else:
-                msg = err.message
-            lines.append(f"config error at `{path}`: {msg}")
+        # dict.fromkeys: one line per message (a hub id can break both its pattern and its `not`)
+        lines = list(dict.fromkeys(f"config error at `{_key_path(err)}`: {_message(err, schema)}"
+                                   for err in errors))[:10]
         raise ConfigError("\n".join(lines))
+    _check_finite(cfg)
+    _check_output_paths(cfg)
     _check_cross_references(cfg)
+    _check_namespaces(cfg)
     return cfg
+
+
+def _err(path: str, msg: str) -> ConfigError:
+    return ConfigError(f"config error at `{path}`: {msg}")
+
+
+def _check_finite(value, path: str = "") -> None:
+    """YAML's .nan / .inf pass the schema's `type: number` and every bound (comparisons with NaN are
+    false); no key has a use for them."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_finite(v, f"{path}.{i}")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise _err(path, f"{value} is not a finite number")
+
+
+# Config values that become Snakemake outputs: Snakemake empties an output directory before its job, so
+# such a path must stay inside the working directory whatever the config says. Input paths (data files,
+# local models, ../shared/...) may point anywhere.
+OUTPUT_PATH_KEYS = (("hub", "models_dir"),)
+
+
+def _check_output_paths(cfg: dict) -> None:
+    for keys in OUTPUT_PATH_KEYS:
+        value = cfg
+        for k in keys:
+            value = (value or {}).get(k)
+        if value is None:
+            continue
+        p = PurePosixPath(str(value))
+        if p.is_absolute() or str(value).startswith("~") or ".." in p.parts:
+            raise _err(".".join(keys), f"{value!r} must be a relative path inside the working directory "
+                                       "(no absolute path, no '~', no '..'): rule outputs are written and "
+                                       "deleted there")
 
 
 def _check_cross_references(cfg: dict) -> None:
@@ -78,6 +168,33 @@ def _check_cross_references(cfg: dict) -> None:
     for role, name in cfg.get("roles", {}).items():
         if name not in models:
             raise ConfigError(f"config error at `roles.{role}`: model '{name}' is not defined under `models`")
+    for name, entry in models.items():
+        if entry.get("source") == "embedded" and entry.get("id") not in EMBEDDED_PACKAGES:
+            raise _err(f"models.{name}.id", f"unknown embedded model package {entry.get('id')!r} "
+                                            f"(known: {', '.join(sorted(EMBEDDED_PACKAGES))})")
+    base = (cfg.get("training") or {}).get("base")
+    if base and cfg.get("roles", {}).get(base, base) not in models:
+        raise _err("training.base", f"{base!r} is neither a role under `roles` nor a model under `models`")
+    for name, e in ((cfg.get("prms") or {}).get("models") or {}).items():
+        for key in ("model", "ref_model"):
+            if e.get(key) and e[key] not in models:
+                raise _err(f"prms.models.{name}.{key}", f"model '{e[key]}' is not defined under `models`")
+    for i, judge in enumerate((cfg.get("critics") or {}).get("judges") or []):
+        if judge not in models:
+            raise _err(f"critics.judges.{i}", f"model '{judge}' is not defined under `models`")
+    problems, benchmarks = cfg.get("problems") or {}, cfg.get("benchmarks") or {}
+    for name, spec in ((cfg.get("trainsets") or {}).get("variants") or {}).items():
+        unknown = [d for d in spec.get("datasets") or [] if d not in problems]
+        if unknown:
+            raise _err(f"trainsets.variants.{name}.datasets", f"unknown problem set(s) {unknown} "
+                                                            "(names under `problems`)")
+    for i, d in enumerate((cfg.get("analysis") or {}).get("policy_flaw_datasets") or []):
+        if d not in problems and d not in benchmarks:
+            raise _err(f"analysis.policy_flaw_datasets.{i}", f"'{d}' is not under `problems` or `benchmarks`")
+    n, bon_n = (cfg.get("analysis") or {}).get("n"), (cfg.get("bon") or {}).get("n")
+    if n is not None and bon_n is not None and n > bon_n:
+        # bon.csv holds no row for an N larger than the one sampled: the tables would come out empty
+        raise _err("analysis.n", f"{n} is larger than bon.n = {bon_n}, the N sampled per benchmark problem")
     for name in sorted(used_models(cfg)):
         entry = models[name]
         if entry.get("source") == "hub" and not entry.get("revision"):
@@ -89,6 +206,39 @@ def _check_cross_references(cfg: dict) -> None:
         for name in cfg.get("analysis", {}).get(key, []) or []:
             if name not in cfg.get("benchmarks", {}):
                 raise ConfigError(f"config error at `analysis.{key}`: unknown benchmark '{name}'")
+
+
+def _check_namespaces(cfg: dict) -> None:
+    """Names that share a wildcard must not clash: problem sets and benchmarks (`dataset`:
+    results/samples/<name>.parquet), and trained variants, released PRMs, critics and the ProcessBench
+    baselines (`prm`: results/scores/<prm>/, results/metrics/*/<prm>.json)."""
+    from . import plan  # plan imports this module
+
+    for name in cfg.get("benchmarks") or {}:
+        if name in (cfg.get("problems") or {}):
+            raise _err(f"benchmarks.{name}", "also defined under `problems`: problem sets and benchmarks "
+                                             "share one namespace (results/samples/<name>.parquet)")
+    tcfg = cfg.get("trainsets") or {}
+    declared = {n: plan._norm_spec(s) for n, s in (tcfg.get("variants") or {}).items() if s.get("enabled") is not False}
+    for t in tcfg.get("mc_threshold_sweep") or []:
+        name = f"mc_hard_t{plan.threshold_name(t)}"
+        spec = {"source": "mc", "label_type": "hard", "threshold": float(plan.as_fraction(t)), "datasets": None}
+        if name in declared and not any(v == spec for v in declared.values()):
+            # plan.variants would replace the declared variant with the sweep's
+            raise _err(f"trainsets.variants.{name}", f"the name of the MC threshold sweep variant for "
+                                                     f"threshold {t}, with another definition")
+    trained = plan.trained_variants(cfg)
+    critics = [f"critic-{j}" for j in (cfg.get("critics") or {}).get("judges") or []]
+    baselines = [f"baseline_{k}" for k in plan.PROCESSBENCH_BASELINES]
+    released = list(((cfg.get("prms") or {}).get("models") or {}))
+    for name in released:
+        if name in trained:
+            raise _err(f"prms.models.{name}", "name clashes with a trained PRM variant (trainsets.variants)")
+    for name in trained + released:
+        if name in critics or name in baselines:
+            key = f"prms.models.{name}" if name in released else f"trainsets.variants.{name}"
+            raise _err(key, f"name '{name}' is reserved for a ProcessBench critic or baseline row "
+                            "(critic-<judge>, baseline_<kind>)")
 
 
 def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:

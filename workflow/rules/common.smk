@@ -39,12 +39,16 @@ PB_DEV = plan.processbench_dev(config)  # a ProcessBench dev split exists (resul
 PB_BASELINES = [f"baseline_{k}" for k in plan.PROCESSBENCH_BASELINES]
 
 
+# Names from the config are identifiers (the schema's $defs/name, checked before the DAG): a wildcard
+# never matches a '/' or '.', so no config name or request can reach outside its folder.
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_\-]+",
     shard=r"\d+",
     nshards=r"\d+",
-    variant=r"[A-Za-z0-9_\-\.]+",
-    prm=r"[A-Za-z0-9_\-\.]+",
+    variant=r"[A-Za-z0-9_\-]+",
+    prm=r"[A-Za-z0-9_\-]+",
+    model=r"[A-Za-z0-9_\-]+",
+    judge=r"[A-Za-z0-9_\-]+",
 
 
 def code(func):
