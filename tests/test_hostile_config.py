@@ -355,3 +355,15 @@ def test_dry_run_stops_before_any_job_and_writes_nothing_outside(tmp_path, patch
     after = _outside(tmp_path, wd)
     assert after == before, f"created or touched outside the working directory: {sorted(set(after.items()) ^ set(before.items()))}"
     assert (tmp_path / "mydata" / "keep.txt").read_text() == "the user's data\n"
+
+
+def test_sweep_names_checked_at_validation_are_the_planned_ones():
+    """config.sweep_variant_name names the variants plan.variants adds, so the clash checks see them."""
+    from prm_lessons import plan
+    from prm_lessons.config import sweep_variant_name
+
+    cfg = load_config(ROOT / "config/paper.yaml")
+    sweep = cfg["trainsets"]["mc_threshold_sweep"]
+    assert {n for n in plan.variants(cfg) if n.startswith("mc_hard_t")} == {sweep_variant_name(t) for t in sweep if t}
+    cfg["prms"]["models"]["mc_hard_t1of8"] = {"adapter": "qwen_prm", "model": cfg["roles"]["policy"]}
+    rejects(cfg, "prms.models.mc_hard_t1of8", "trained PRM variant")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
+from fractions import Fraction
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -208,37 +209,58 @@ def _check_cross_references(cfg: dict) -> None:
                 raise ConfigError(f"config error at `analysis.{key}`: unknown benchmark '{name}'")
 
 
+def _fraction(t) -> Fraction:
+    # = prm_lessons.labels.mc.as_fraction, which this DAG-time module does not import (job code)
+    return t if isinstance(t, Fraction) else Fraction(str(t)).limit_denominator(1000)
+
+
+def sweep_variant_name(t) -> str:
+    """The MC threshold sweep's variant for threshold t: `mc_hard_t{p}of{q}` (0.125 → mc_hard_t1of8)."""
+    f = _fraction(t)
+    return f"mc_hard_t{f.numerator}" + (f"of{f.denominator}" if f.denominator != 1 else "")
+
+
+def _is_sweep_spec(spec: dict, t) -> bool:
+    """Whether a declared variant is the sweep's hard MC variant at t (plan.variants then reuses it)."""
+    return (spec.get("source") == "mc" and spec.get("label_type", "hard") == "hard" and not spec.get("datasets")
+            and _fraction(spec.get("threshold", 0.0)) == _fraction(t))
+
+
+# ProcessBench rows of critics (critic-<judge>) and model-free baselines (baseline_<kind>) share the
+# `prm` wildcard with the PRMs
+RESERVED_PRM_PREFIXES = ("critic-", "baseline_")
+
+
 def _check_namespaces(cfg: dict) -> None:
     """Names that share a wildcard must not clash: problem sets and benchmarks (`dataset`:
     results/samples/<name>.parquet), and trained variants, released PRMs, critics and the ProcessBench
     baselines (`prm`: results/scores/<prm>/, results/metrics/*/<prm>.json)."""
-    from . import plan  # plan imports this module
-
     for name in cfg.get("benchmarks") or {}:
         if name in (cfg.get("problems") or {}):
             raise _err(f"benchmarks.{name}", "also defined under `problems`: problem sets and benchmarks "
                                              "share one namespace (results/samples/<name>.parquet)")
     tcfg = cfg.get("trainsets") or {}
-    declared = {n: plan._norm_spec(s) for n, s in (tcfg.get("variants") or {}).items() if s.get("enabled") is not False}
+    declared = {n: s for n, s in (tcfg.get("variants") or {}).items() if s.get("enabled") is not False}
+    sweep = []
     for t in tcfg.get("mc_threshold_sweep") or []:
-        name = f"mc_hard_t{plan.threshold_name(t)}"
-        spec = {"source": "mc", "label_type": "hard", "threshold": float(plan.as_fraction(t)), "datasets": None}
-        if name in declared and not any(v == spec for v in declared.values()):
-            # plan.variants would replace the declared variant with the sweep's
-            raise _err(f"trainsets.variants.{name}", f"the name of the MC threshold sweep variant for "
+        if any(_is_sweep_spec(s, t) for s in declared.values()):
+            continue
+        name = sweep_variant_name(t)
+        if name in declared:  # plan.variants would replace the declared variant with the sweep's
+            raise _err(f"trainsets.variants.{name}", f"the name of the MC threshold sweep's variant for "
                                                      f"threshold {t}, with another definition")
-    trained = plan.trained_variants(cfg)
-    critics = [f"critic-{j}" for j in (cfg.get("critics") or {}).get("judges") or []]
-    baselines = [f"baseline_{k}" for k in plan.PROCESSBENCH_BASELINES]
-    released = list(((cfg.get("prms") or {}).get("models") or {}))
+        sweep.append(name)
+    trained = [*declared, *sweep] if (cfg.get("prms") or {}).get("include_trained", True) else []
+    released = list((cfg.get("prms") or {}).get("models") or {})
     for name in released:
         if name in trained:
-            raise _err(f"prms.models.{name}", "name clashes with a trained PRM variant (trainsets.variants)")
+            raise _err(f"prms.models.{name}", "name clashes with a trained PRM variant (trainsets.variants "
+                                              "or the MC threshold sweep)")
     for name in trained + released:
-        if name in critics or name in baselines:
+        if name.startswith(RESERVED_PRM_PREFIXES):
             key = f"prms.models.{name}" if name in released else f"trainsets.variants.{name}"
-            raise _err(key, f"name '{name}' is reserved for a ProcessBench critic or baseline row "
-                            "(critic-<judge>, baseline_<kind>)")
+            raise _err(key, f"names starting with {' or '.join(RESERVED_PRM_PREFIXES)} are reserved for the "
+                            "ProcessBench rows of critics and baselines")
 
 
 def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:

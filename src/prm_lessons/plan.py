@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .config import model_entry, model_path
+from .config import model_entry, model_path, sweep_variant_name
 from .data import downloaded_path, processbench_paths
 from .labels.mc import as_fraction
 
@@ -100,11 +100,6 @@ def sample_shards(config: dict, dataset: str) -> list[str]:
 
 # -- labels and training sets --------------------------------------------------------------------------
 
-def threshold_name(t) -> str:
-    f = as_fraction(t)
-    return f"{f.numerator}" if f.denominator == 1 else f"{f.numerator}of{f.denominator}"
-
-
 def _norm_spec(spec: dict) -> dict:
     src = spec["source"]
     lt = spec.get("label_type", "hard") if src in ("mc", "consensus") else "hard"
@@ -132,7 +127,7 @@ def variants(config: dict) -> dict[str, dict]:
         spec = {"source": "mc", "label_type": "hard", "threshold": float(as_fraction(t)), "datasets": None}
         if any(v == spec for v in out.values()):
             continue
-        out[f"mc_hard_t{threshold_name(t)}"] = spec
+        out[sweep_variant_name(t)] = spec
     return out
 
 
