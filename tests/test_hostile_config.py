@@ -285,11 +285,15 @@ def test_empty_maps(section):
     rejects(cfg, section, "must not be empty")
 
 
-def test_analysis_n_at_most_the_sampled_n():
+@pytest.mark.parametrize("factor", [16, 0.5])
+def test_analysis_n_is_the_evaluated_n(factor):
+    """bon.csv holds rows for bon.n only: a larger or a smaller analysis.n gave empty paper tables."""
     cfg = base()
-    cfg["analysis"]["n"] = cfg["bon"]["n"] * 16
-    rejects(cfg, "analysis.n", "larger than bon.n")
+    cfg["analysis"]["n"] = int(cfg["bon"]["n"] * factor)
+    rejects(cfg, "analysis.n", "differs from bon.n")
     cfg["analysis"]["n"] = cfg["bon"]["n"]
+    validate_config(cfg)
+    cfg["analysis"]["n"] = None
     validate_config(cfg)
 
 

@@ -192,10 +192,12 @@ def _check_cross_references(cfg: dict) -> None:
     for i, d in enumerate((cfg.get("analysis") or {}).get("policy_flaw_datasets") or []):
         if d not in problems and d not in benchmarks:
             raise _err(f"analysis.policy_flaw_datasets.{i}", f"'{d}' is not under `problems` or `benchmarks`")
-    n, bon_n = (cfg.get("analysis") or {}).get("n"), (cfg.get("bon") or {}).get("n")
-    if n is not None and bon_n is not None and n > bon_n:
-        # bon.csv holds no row for an N larger than the one sampled: the tables would come out empty
-        raise _err("analysis.n", f"{n} is larger than bon.n = {bon_n}, the N sampled per benchmark problem")
+    n = (cfg.get("analysis") or {}).get("n")
+    bon_n = (cfg.get("bon") or {}).get("n") or (cfg.get("sampling") or {}).get("n")
+    if n is not None and bon_n is not None and n != bon_n:
+        # bon.csv holds rows for the one N evaluated (bon.n): any other N would give empty tables
+        raise _err("analysis.n", f"{n} differs from bon.n = {bon_n}, the one N that Best-of-N evaluates "
+                                 "(leave analysis.n null to use it)")
     for name in sorted(used_models(cfg)):
         entry = models[name]
         if entry.get("source") == "hub" and not entry.get("revision"):
