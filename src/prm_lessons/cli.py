@@ -28,24 +28,19 @@ from .tables import read_records, write_json
 
 # -- argument types: bad values are argparse errors (usage + one line, exit status 2) ------------------
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer ≥ 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer ≥ 1, got {v}")
-    return v
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer ≥ {low}, got {text!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"expected an integer ≥ {low}, got {v}")
+        return v
+    return parse
 
 
-def _nonnegative_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer ≥ 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer ≥ 0, got {v}")
-    return v
+_positive_int, _nonnegative_int = _int_at_least(1), _int_at_least(0)
 
 
 def _finite_float(text: str) -> float:
