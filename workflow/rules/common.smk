@@ -40,7 +40,7 @@ PB_BASELINES = [f"baseline_{k}" for k in plan.PROCESSBENCH_BASELINES]
 
 
 # Names from the config are identifiers (the schema's $defs/name, checked before the DAG): a wildcard
-# never matches a '/' or '.', so no config name or request can reach outside its folder.
+# never matches a slash or a dot, so no config name or request can reach outside its folder.
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_\-]+",
     shard=r"\d+",
