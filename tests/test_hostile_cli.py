@@ -16,7 +16,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -94,6 +93,19 @@ GRADE_CASES = [
 ]
 
 
+def assert_refused(case, code, err, out, status, fragments) -> None:
+    """The exit status, no traceback, every expected fragment, no output file from invalid input, and
+    one line per bad row where the case lists several."""
+    assert code == status, err
+    assert "Traceback" not in err
+    for frag in fragments:
+        assert frag in err, (frag, err)
+    if status == 2 and not out.is_dir():
+        assert not out.exists()  # nothing computed from invalid input, nothing written
+    if case.startswith("every-bad-"):
+        assert len(error_lines(err)) == 3
+
+
 @pytest.mark.parametrize("case, rows, extra, status, fragments", GRADE_CASES, ids=[c[0] for c in GRADE_CASES])
 def test_grade_hostile_rows(tmp_path, case, rows, extra, status, fragments):
     inp = write_lines(tmp_path / "in.jsonl", rows)
@@ -102,14 +114,7 @@ def test_grade_hostile_rows(tmp_path, case, rows, extra, status, fragments):
         out, extra = tmp_path / "a_dir", []
         out.mkdir()
     code, _, err = run_cli(["grade", "--input", str(inp), "--output", str(out), *extra])
-    assert code == status, err
-    assert "Traceback" not in err
-    for frag in fragments:
-        assert frag in err, (frag, err)
-    if status == 2 and not out.is_dir():
-        assert not out.exists()  # nothing graded, nothing written
-    if case == "every-bad-row-listed":
-        assert len(error_lines(err)) == 3
+    assert_refused(case, code, err, out, status, fragments)
 
 
 def test_grade_never_writes_nan_and_reports_it(tmp_path):
@@ -203,13 +208,7 @@ def test_processbench_hostile_predictions(tmp_path, pb_data, case, rows, extra, 
     out = tmp_path / "m.json"
     code, _, err = run_cli(["eval", "processbench", "--data", str(pb_data), "--predictions", str(pred),
                             "--output", str(out), *extra])
-    assert code == status, err
-    assert "Traceback" not in err
-    for frag in fragments:
-        assert frag in err, (frag, err)
-    assert not out.exists()  # no metrics from invalid predictions
-    if case == "every-bad-id-listed":
-        assert len(error_lines(err)) == 3
+    assert_refused(case, code, err, out, status, fragments)
 
 
 def test_processbench_valid_predictions_score(tmp_path, pb_data):
@@ -243,26 +242,29 @@ def test_processbench_hub_id_without_network_fails_fast(tmp_path, monkeypatch):
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(cli, "_hub_unreachable", lambda: "huggingface.co:443: Name or service not known")
+
+    def no_download(*a, **k):  # "at once": the loader (and datasets' retries) is never reached
+        raise AssertionError("the Hub download was attempted")
+
+    monkeypatch.setattr(cli, "load_processbench_cases", no_download)
     monkeypatch.chdir(tmp_path)  # no ./Qwen/ProcessBench directory
     pred = write_lines(tmp_path / "p.jsonl", _pb_rows())
-    t0 = time.monotonic()
     code, _, err = run_cli(["eval", "processbench", "--data", "Qwen/ProcessBench", "--predictions", str(pred),
                             "--output", str(tmp_path / "m.json")])
-    assert code == 2 and time.monotonic() - t0 < 5
+    assert code == 2
     assert "--data Qwen/ProcessBench: the Hugging Face Hub cannot be reached (huggingface.co:443" in err
 
 
 def test_processbench_hub_id_offline_is_one_clear_line(tmp_path):
     """HF_HUB_OFFLINE=1 and an empty cache: the CLI (a real process, so the variable is read at import)
-    exits 2 with one line, quickly."""
+    exits 2 with one line."""
     pred = write_lines(tmp_path / "p.jsonl", _pb_rows())
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(ROOT / "src")}
-    t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "prm_lessons.cli", "eval", "processbench", "--data",
                            "Qwen/ProcessBench", "--predictions", str(pred), "--output", str(tmp_path / "m.json")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr and time.monotonic() - t0 < 30
+    assert "Traceback" not in proc.stderr
     assert "--data Qwen/ProcessBench: cannot load the Hub dataset: offline (HF_HUB_OFFLINE=1) and not in the " \
            "datasets cache" in proc.stderr
 
@@ -328,13 +330,7 @@ def test_bon_hostile_rows(tmp_path, case, rows, extra, status, fragments):
     out = tmp_path / "m.json"
     code, _, err = run_cli(["eval", "bon", "--samples", str(samples), "--aggregations", "product,min",
                             "--bootstrap", "10", "--output", str(out), *extra])
-    assert code == status, err
-    assert "Traceback" not in err
-    for frag in fragments:
-        assert frag in err, (frag, err)
-    assert not out.exists()  # no metrics from invalid rows
-    if case == "every-bad-row-listed":
-        assert len(error_lines(err)) == 3
+    assert_refused(case, code, err, out, status, fragments)
 
 
 # A problem none of whose responses has a finite score: it counts as WRONG for the selector and is counted
@@ -383,12 +379,10 @@ def test_bon_math_verify_grouping_is_bounded_on_hostile_answers(tmp_path):
     rows = [{"benchmark": "x", "problem_id": "p", "sample_idx": j, "pred": a, "correct": j == 2, "step_scores": [0.5]}
             for j, a in enumerate(["9^{9^{9^9}}", "10^{10^{10^{10}}}", "3"])]
     out = tmp_path / "m.json"
-    t0 = time.monotonic()
     code, printed, err = run_cli(["eval", "bon", "--samples", str(write_lines(tmp_path / "s.jsonl", rows)),
                                   "--maj-grouping", "math_verify", "--maj-timeout", "0.5", "--bootstrap", "0",
                                   "--output", str(out)])
     assert code == 0, err
-    assert time.monotonic() - t0 < 30
     mc = json.loads(out.read_text())["maj_comparisons"]
     assert mc["answers"] == 3 and mc["comparisons"] == 3 and mc["timeouts"] >= 2
     assert "answer comparisons timed out after 0.5 s" in printed

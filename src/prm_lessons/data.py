@@ -26,7 +26,7 @@ from urllib.parse import unquote, urlparse
 import pandas as pd
 
 from .corruption import CorruptionError, arithmetic_gold_steps, construction_plan, corrupt_solution
-from .errors import InputError, json_type
+from .errors import InputError, as_bool01, as_int, is_bool, json_type
 from .grading import gold_answer_text, last_boxed_content
 from .tables import read_records, read_table
 
@@ -418,15 +418,12 @@ def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.D
 def _label_value(label, n_steps: int | None) -> tuple[int | None, str | None]:
     """A ProcessBench label as an int, or why it is none: an integer (an integral float from a Parquet
     column too) in -1..n_steps-1; a string ("two"), a fraction (1.7) or a boolean is refused, never cast."""
-    if isinstance(label, bool) or type(label).__name__ == "bool_":
+    if is_bool(label):
         return None, f"label {label!r} is a boolean, not an integer"
-    if isinstance(label, numbers.Integral):
-        value = int(label)
-    elif isinstance(label, numbers.Real) and math.isfinite(label) and float(label).is_integer():
-        value = int(label)
-    elif isinstance(label, numbers.Real):
+    value = as_int(label)
+    if value is None and isinstance(label, numbers.Real):
         return None, f"label {label!r} is not an integer"
-    else:
+    if value is None:
         return None, f"label {label!r} is a JSON {json_type(label)}, not an integer"
     if n_steps is not None and not -1 <= value < n_steps:
         return None, f"label {value} outside -1..{n_steps - 1}"
@@ -435,10 +432,8 @@ def _label_value(label, n_steps: int | None) -> tuple[int | None, str | None]:
 
 def _flag_value(value) -> tuple[bool | None, str | None]:
     """final_answer_correct as a bool: a boolean or 0/1 (bool("False") would be True)."""
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
-        return bool(value), None
-    if isinstance(value, numbers.Real) and value in (0, 1):
-        return bool(value), None
+    if (flag := as_bool01(value)) is not None:
+        return flag, None
     return None, f"final_answer_correct {value!r} is a JSON {json_type(value)}, not a boolean"
 
 

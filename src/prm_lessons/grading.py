@@ -36,7 +36,7 @@ from multiprocessing.connection import wait
 from typing import Iterable, Sequence
 
 from . import checkout_env
-from .errors import InputError, json_type
+from .errors import InputError, is_bool, json_type
 
 log = logging.getLogger(__name__)
 
@@ -598,7 +598,7 @@ def gold_problem(gold) -> str | None:
 def _scalar_gold_problem(gold) -> str | None:
     if gold is None:
         return "is null"
-    if isinstance(gold, bool) or type(gold).__name__ == "bool_":
+    if is_bool(gold):
         return f"is a boolean ({gold})"
     if isinstance(gold, numbers.Real):
         return None if math.isfinite(float(gold)) else f"is {float(gold)}"

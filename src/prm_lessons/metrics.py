@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from . import grading
-from .errors import InputError, json_type
+from .errors import InputError, as_bool01, as_int, is_bool, json_type
 
 log = logging.getLogger(__name__)
 
@@ -264,25 +264,9 @@ def _missing(v) -> bool:
     return v is None or (isinstance(v, (float, np.floating)) and math.isnan(v))
 
 
-def _is_bool(v) -> bool:
-    return isinstance(v, (bool, np.bool_))
-
-
-def _int_value(v) -> int | None:
-    """An integer (a float only when integral, as pandas stores integers beside a missing value); None
-    for anything else (booleans included)."""
-    if _is_bool(v):
-        return None
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
-        return int(v)
-    return None
-
-
 def _element_problem(x, finite: bool) -> str | None:
     """Why a step score is not one (None when it is): a real number, NaN/±inf only when not `finite`."""
-    if _is_bool(x):
+    if is_bool(x):
         return f"is a boolean ({_show(x)})"
     if x is None:
         return "is null"
@@ -322,11 +306,11 @@ def score_list_problem(s, finite: bool = True, allow_empty: bool = False, what: 
 def _key_problem(v) -> str | None:
     if _missing(v):
         return "is null"
-    if _is_bool(v):
+    if is_bool(v):
         return f"is a boolean ({_show(v)})"
     if isinstance(v, str):
         return None if v.strip() else "is empty"
-    if _int_value(v) is not None:
+    if as_int(v) is not None:
         return None
     return f"is a JSON {json_type(v)} ({_show(v)}), not a string or an integer"
 
@@ -335,13 +319,11 @@ def _correct_value(v) -> tuple[bool | None, str | None]:
     """`correct` as a bool: a boolean, or a number equal to 0 or 1 (1.0 too: pandas stores integers
     beside a missing value as floats). Anything else is an error: a string ("False" would be truthy),
     null/NaN (ungraded), 2, a list."""
-    if _is_bool(v):
-        return bool(v), None
     if _missing(v):
         return None, "correct is null (an ungraded response)"
-    if isinstance(v, numbers.Real) and not isinstance(v, complex):
-        if v == 0 or v == 1:
-            return bool(v == 1), None
+    if (c := as_bool01(v)) is not None:
+        return c, None
+    if isinstance(v, numbers.Real):
         return None, f"correct is {_show(v)}; it must be true/false or 0/1"
     if isinstance(v, str):
         return None, f"correct is the string {_show(v)}; it must be the JSON boolean true/false (or 0/1)"
@@ -351,7 +333,7 @@ def _correct_value(v) -> tuple[bool | None, str | None]:
 def _pred_problem(v) -> str | None:
     if _missing(v) or isinstance(v, str):
         return None
-    if _is_bool(v):
+    if is_bool(v):
         return f"pred is a boolean ({_show(v)}); it must be the answer text or null"
     if isinstance(v, numbers.Real):
         return None if math.isfinite(float(v)) else f"pred is {_show(v)}; it must be the answer text or null"
@@ -392,7 +374,7 @@ def check_bon_rows(df: pd.DataFrame, aggregations: Sequence[str] = (), orm_colum
             if col in cols and (why := _key_problem(v)):
                 problems.append(f"{label}: {col} {why}")
         if "sample_idx" in cols:
-            i = _int_value(si)
+            i = as_int(si)
             if i is None or i < 0:
                 problems.append(f"{label}: sample_idx {_show(si)} is not an integer ≥ 0")
         if "correct" in cols:
@@ -414,14 +396,14 @@ def check_bon_rows(df: pd.DataFrame, aggregations: Sequence[str] = (), orm_colum
     if "correct" in cols:
         df["correct"] = pd.Series(correct_out, index=df.index, dtype=bool)
     if "sample_idx" in cols:
-        df["sample_idx"] = [_int_value(v) for v in df["sample_idx"]]
+        df["sample_idx"] = [as_int(v) for v in df["sample_idx"]]
     if "benchmark" in cols:
         df["benchmark"] = [str(v) for v in df["benchmark"]]
     if "problem_id" in cols:
         vals = df["problem_id"].tolist()
         if not all(isinstance(v, str) for v in vals):  # integers (maybe stored as floats), or mixed types
             mixed = any(isinstance(v, str) for v in vals)
-            df["problem_id"] = [v if isinstance(v, str) else (str(_int_value(v)) if mixed else _int_value(v))
+            df["problem_id"] = [v if isinstance(v, str) else (str(as_int(v)) if mixed else as_int(v))
                                 for v in vals]
     if "step_scores" in cols:
         df["step_scores"] = [None if _missing(v) else v for v in df["step_scores"]]
@@ -431,7 +413,7 @@ def check_bon_rows(df: pd.DataFrame, aggregations: Sequence[str] = (), orm_colum
 
 
 def _check_n(n) -> None:
-    if n is not None and (_int_value(n) is None or _int_value(n) < 1 or isinstance(n, float)):
+    if n is not None and (as_int(n) is None or as_int(n) < 1 or isinstance(n, float)):
         raise ValueError(f"N must be a positive integer (or None for all responses), got {n!r}")
 
 
@@ -574,7 +556,7 @@ def bon_metrics(df: pd.DataFrame, aggregations: Sequence[str] = ("product", "min
     interval resamples its problems once for both columns (the same indices); the average's resamples
     every benchmark's problems and averages the per-benchmark differences, replicate by replicate.
     Without bootstrap the intervals are [nan, nan]."""
-    if _int_value(bootstrap) is None or bootstrap < 0 or isinstance(bootstrap, float):
+    if as_int(bootstrap) is None or bootstrap < 0 or isinstance(bootstrap, float):
         raise ValueError(f"bootstrap must be an integer ≥ 0 (0 = no intervals), got {bootstrap!r}")
     if not (isinstance(confidence, numbers.Real) and 0 < confidence < 1):
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
@@ -873,7 +855,7 @@ def processbench_long_rows(metrics: dict, prm: str) -> list[dict]:
 def check_threshold(threshold) -> float:
     """A fixed ProcessBench threshold as a float: a finite number (a numeric string too); NaN, ±inf,
     booleans and other strings are errors."""
-    if not _is_bool(threshold) and isinstance(threshold, (numbers.Real, str)):
+    if not is_bool(threshold) and isinstance(threshold, (numbers.Real, str)):
         try:
             t = float(threshold)
         except ValueError:
@@ -888,9 +870,9 @@ def _prediction_value(v) -> tuple[int | None, str | None]:
     too); booleans, strings, fractions, NaN are errors. The upper bound needs the case (check_processbench_inputs)."""
     if v is None:
         return None, None
-    if _is_bool(v):
+    if is_bool(v):
         return None, f"prediction {_show(v)} is a boolean, not a step index"
-    p = _int_value(v)
+    p = as_int(v)
     if p is None:
         return None, (f"prediction {_show(v)} is not an integer" if isinstance(v, (str, numbers.Real))
                       else f"prediction is a JSON {json_type(v)} ({_show(v)}), not an integer")
@@ -919,7 +901,7 @@ def predictions_from_rows(rows: Iterable[dict], threshold: float,
             problems.append(f"row {k + 1}: no 'id'")
             continue
         raw = r["id"]
-        if _is_bool(raw) or not (isinstance(raw, str) and raw.strip() or isinstance(raw, (int, np.integer))):
+        if is_bool(raw) or not (isinstance(raw, str) and raw.strip() or isinstance(raw, (int, np.integer))):
             problems.append(f"row {k + 1}: id {_show(raw)} is not a non-empty string or an integer")
             continue
         i = str(raw)
@@ -1043,7 +1025,7 @@ def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, thresh
         raise ValueError("a dev split needs both dev_cases and dev_scores")
     if threshold != "tune":
         threshold = check_threshold(threshold)
-    if _int_value(bootstrap) is None or bootstrap < 0 or isinstance(bootstrap, float):
+    if as_int(bootstrap) is None or bootstrap < 0 or isinstance(bootstrap, float):
         raise ValueError(f"bootstrap must be an integer ≥ 0 (0 = no intervals), got {bootstrap!r}")
     check_processbench_inputs(cases, preds, scores, truncated_ok)
     if threshold == "tune":
