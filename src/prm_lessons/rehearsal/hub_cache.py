@@ -89,6 +89,26 @@ REPOS: dict[str, RepoSpec] = {
         bos_token_id=151643, eos_token_id=151645, rope_theta=1000000.0,
         unverified=("Qwen2ForCausalLM, vocab 152064, max_position_embeddings 32768 (Qwen2.5 family "
                     "configs; this repo's config.json was not read)", "shard count (stand-in: 4)")),
+    # the ProcessBench critics of Table 7 (config `critics`)
+    "meta-llama/Llama-3.3-70B-Instruct": RepoSpec(
+        "LlamaForCausalLM", "llama", 128256, tokenizer="llama3", shards=4, bos_token_id=128000,
+        eos_token_id=128009, max_position_embeddings=131072, rope_theta=500000.0,
+        unverified=("LlamaForCausalLM, vocab 128256, 131072 positions, rope_theta 500000 (Llama 3.1/3.3 "
+                    "family; this gated repo's config.json was not read)", "rope_scaling omitted",
+                    "chat template: the llama3 family's (Llama 3.1's)", "shard count (stand-in: 4)")),
+    "Qwen/Qwen2.5-Math-72B-Instruct": RepoSpec(
+        "Qwen2ForCausalLM", "qwen2", 152064, shards=4, bos_token_id=151643, eos_token_id=151645,
+        unverified=("Qwen2ForCausalLM, vocab 152064, max_position_embeddings 4096 as Qwen2.5-Math-7B-Instruct "
+                    "(this repo's config.json was not read)", "chat template: the qwen2 family's",
+                    "shard count (stand-in: 4)")),
+    "Qwen/QwQ-32B-Preview": RepoSpec(
+        "Qwen2ForCausalLM", "qwen2", 152064, shards=4, max_position_embeddings=32768,
+        bos_token_id=151643, eos_token_id=151645, rope_theta=1000000.0,
+        verified=("Qwen2ForCausalLM/qwen2, vocab 152064, max_position_embeddings 32768, rope_theta 1e6, untied "
+                  "(config.json of the copy hf.co/unsloth/QwQ-32B-Preview@1397937, _name_or_path "
+                  "Qwen/QwQ-32B-Preview)",),
+        unverified=("chat template: the qwen2 family's (QwQ's default system prompt differs)",
+                    "shard count (stand-in: 4)")),
     "Qwen/Qwen2.5-Math-PRM-7B": RepoSpec(
         "Qwen2ForProcessRewardModel", "qwen2", 152064, tokenizer="qwen2_prm", shards=4, head="qwen_prm",
         bos_token_id=151643, eos_token_id=151645,
