@@ -33,6 +33,9 @@ class Completion:
     text: str
     n_tokens: int
     finish_reason: str  # "stop" | "length"
+    # True: the model ended the response (EOS); False: stopped at a stop string or cut at max_tokens;
+    # None: an engine that does not tell (step-level search needs it: vLLM's stop_reason)
+    ended: bool | None = None
 
 
 @dataclass
@@ -130,7 +133,9 @@ class VLLMEngine(Engine):
                                          top_p=spec.top_p if spec.temperature > 0 else 1.0,
                                          max_tokens=spec.max_tokens, seed=seed, stop=spec.stop))
         results = self.llm.generate(prompts, params, use_tqdm=False)
-        outs = [[Completion(o.text, len(o.token_ids), "length" if o.finish_reason == "length" else "stop")
+        # stop_reason: the stop string matched (str), a stop token id (int) or None for EOS
+        outs = [[Completion(o.text, len(o.token_ids), "length" if o.finish_reason == "length" else "stop",
+                            ended=o.finish_reason == "stop" and not isinstance(o.stop_reason, str))
                  for o in r.outputs] for r in results]
         self._account(outs, len(prompts), t0)
         return outs
@@ -185,11 +190,12 @@ class HFEngine(Engine):
                     break
                 toks.append(t)
             text = self.tokenizer.decode(toks, skip_special_tokens=True)
+            ended = finished  # EOS
             if spec.stop:
                 for s in spec.stop:
                     if s in text:
-                        text, finished = text.split(s, 1)[0], True
-            comps.append(Completion(text, len(toks), "stop" if finished else "length"))
+                        text, finished, ended = text.split(s, 1)[0], True, False
+            comps.append(Completion(text, len(toks), "stop" if finished else "length", ended=ended))
         return [comps[i * spec.n:(i + 1) * spec.n] for i in range(len(prompts))]
 
     def generate(self, prompts, spec, seeds=None):

@@ -1,0 +1,260 @@
+"""PRM-guided greedy search (prm_lessons.search) with a scripted engine and PRM, and the incremental
+candidate scorer (prm_lessons.scoring) against full re-scoring on tiny real models."""
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from prm_lessons import search
+from prm_lessons.generation import Completion, Engine
+from prm_lessons.search import SearchSettings, greedy_search, pick
+
+from fakes import FakeTokenizer
+
+
+class _Tok(FakeTokenizer):
+    def encode(self, text, add_special_tokens=True):
+        return text.split()
+
+
+class StepEngine(Engine):
+    """Candidates that depend only on the request seed: candidate j of a request is "s<seed % 997>c<j>".
+    A candidate ends the response when the seed says so (p_end), or never; `empty` candidates are blank."""
+
+    backend = "fake"
+
+    def __init__(self, p_end=0.3, n_tokens=5, empty=False):
+        super().__init__()
+        self.tokenizer = _Tok()
+        self.p_end, self.n_tokens, self.empty = p_end, n_tokens, empty
+        self.calls: list[int] = []
+
+    def generate(self, prompts, spec, seeds=None):
+        assert seeds is not None and spec.stop == ["\n\n"]
+        self.calls.append(len(prompts))
+        out = []
+        for s in seeds:
+            rnd = random.Random(s)
+            out.append([Completion("  " if self.empty else f" s{s % 997}c{j} ", self.n_tokens, "stop",
+                                   ended=rnd.random() < self.p_end) for j in range(spec.n)])
+        return out
+
+
+def _hash_score(prefix, cand) -> float:
+    h = hashlib.sha256(("|".join(prefix) + "#" + cand).encode()).digest()
+    return h[0] / 255.0
+
+
+class FakeScorer:
+    """Scores from a function of (prefix, candidate); records every call."""
+
+    def __init__(self, fn=_hash_score):
+        self.fn, self.calls, self.released = fn, [], []
+        self.tokens_by_key: dict = {}
+
+    def score(self, requests):
+        self.calls.append(len(requests))
+        out = []
+        for key, q, prefix, cands in requests:
+            out.append([self.fn(prefix, c) for c in cands])
+            self.tokens_by_key[key] = self.tokens_by_key.get(key, 0) + len(cands)
+        return out
+
+    def release(self, key):
+        self.released.append(key)
+
+
+def _problems(n=5):
+    return pd.DataFrame({"problem_id": [f"p-{i:05d}" for i in range(n)], "dataset": "p",
+                         "question": [f"What is {i} + {i}?" for i in range(n)], "answer": [str(2 * i) for i in range(n)]})
+
+
+def _settings(**kw):
+    base = dict(candidates=4, max_step_tokens=8, max_steps=6, max_tokens=1000, seed=3)
+    base.update(kw)
+    return SearchSettings(**base)
+
+
+def test_pick_is_argmax_ties_lowest_nan_never():
+    assert pick([0.1, 0.7, 0.7, 0.2]) == 1
+    assert pick([float("nan"), 0.3, None, 0.3]) == 1
+    assert pick([float("nan"), None]) is None
+
+
+def test_chosen_path_is_the_argmax_at_every_depth():
+    recs = greedy_search(StepEngine(), FakeScorer(), _problems(), _settings())
+    for r in recs:
+        assert len(r["steps"]) == r["n_depths"] == len(r["chosen"])
+        for d, (cands, scores, j) in enumerate(zip(r["candidates"], r["candidate_scores"], r["chosen"])):
+            want = [_hash_score(r["steps"][:d], c) for c in cands]
+            assert scores == pytest.approx(want)
+            assert j == int(np.argmax(want))  # numpy's argmax: first of the maxima
+            assert r["steps"][d] == cands[j]
+        # the step-format contract: the response splits back into the kept steps
+        from prm_lessons.steps import split_steps
+        assert split_steps(r["response"]) == r["steps"]
+        assert r["status"] in ("ended", "max_steps")
+        assert (r["status"] == "ended") == r["candidate_ended"][-1][r["chosen"][-1]]
+
+
+def test_ties_go_to_the_lowest_candidate_index():
+    recs = greedy_search(StepEngine(p_end=0.0), FakeScorer(lambda p, c: 0.5), _problems(3), _settings(max_steps=3))
+    for r in recs:
+        assert r["chosen"] == [0, 0, 0]
+        assert all(s == c[0] for s, c in zip(r["steps"], r["candidates"]))
+
+
+def test_limits_are_counted():
+    # never ends: every problem stops at max_steps with exactly max_steps steps
+    recs = greedy_search(StepEngine(p_end=0.0), FakeScorer(), _problems(4), _settings(max_steps=3))
+    assert [r["status"] for r in recs] == ["max_steps"] * 4 and all(len(r["steps"]) == 3 for r in recs)
+    # the kept path's policy tokens reach max_tokens (5 tokens a step): after 2 steps
+    recs = greedy_search(StepEngine(p_end=0.0), FakeScorer(), _problems(4), _settings(max_steps=10, max_tokens=10))
+    assert [r["status"] for r in recs] == ["max_tokens"] * 4 and all(r["tokens_path"] == 10 for r in recs)
+    assert all(r["tokens_generated"] == 2 * 4 * 5 for r in recs)  # K candidates of 5 tokens per depth
+    # blank candidates: nothing to score, counted
+    scorer = FakeScorer()
+    recs = greedy_search(StepEngine(empty=True), scorer, _problems(2), _settings())
+    assert [r["status"] for r in recs] == ["no_candidate"] * 2 and all(r["steps"] == [] for r in recs)
+    assert scorer.calls == [0] and sorted(scorer.released) == ["p-00000", "p-00001"]
+    # the prompt no longer fits the policy's context
+    recs = greedy_search(StepEngine(), FakeScorer(), _problems(2), _settings(), max_model_len=5)
+    assert [r["status"] for r in recs] == ["context"] * 2
+    df = search.grade_records(greedy_search(StepEngine(p_end=0.0), FakeScorer(), _problems(3),
+                                            _settings(max_steps=2)), {"timeout_s": 5.0})
+    assert search.summary(df)["status"]["max_steps"] == 3
+
+
+def test_batching_all_problems_gives_the_same_paths_as_one_at_a_time():
+    probs = _problems(7)
+    eng_b, sc_b = StepEngine(), FakeScorer()
+    batched = greedy_search(eng_b, sc_b, probs, _settings(batch_size=64))
+    eng_1 = StepEngine()
+    single = greedy_search(eng_1, FakeScorer(), probs, _settings(batch_size=1))
+    keys = ["steps", "status", "candidates", "candidate_scores", "chosen", "tokens_generated"]
+    assert [{k: r[k] for k in keys} for r in batched] == [{k: r[k] for k in keys} for r in single]
+    depth = max(r["n_depths"] for r in batched)
+    assert len(eng_b.calls) == depth == len(sc_b.calls)  # one engine call and one scorer call per depth
+    assert eng_b.calls[0] == len(probs) and len(eng_1.calls) == sum(r["n_depths"] for r in single)
+
+
+def test_an_engine_that_cannot_tell_an_end_is_refused():
+    class NoEnd(StepEngine):
+        def generate(self, prompts, spec, seeds=None):
+            return [[Completion(c.text, c.n_tokens, c.finish_reason) for c in cs]
+                    for cs in super().generate(prompts, spec, seeds)]
+
+    with pytest.raises(ValueError, match="ended"):
+        greedy_search(NoEnd(), FakeScorer(), _problems(1), _settings())
+
+
+def test_search_metrics_rows_and_paired_difference():
+    rng = np.random.default_rng(0)
+    rows = []
+    for b in ("a", "b"):
+        for i in range(10):
+            for k in range(4):
+                ok = bool(rng.random() < 0.5)
+                rows.append({"benchmark": b, "problem_id": f"{b}-{i}", "sample_idx": k,
+                             "pred": "1" if ok else str(k + 2), "correct": ok})
+    samples = pd.DataFrame(rows)
+    greedy = pd.DataFrame({"benchmark": ["a"] * 10 + ["b"] * 10,
+                           "problem_id": [f"a-{i}" for i in range(10)] + [f"b-{i}" for i in range(10)],
+                           "correct": [True] * 20})
+    table = search.problem_table({"x": greedy}, samples, 4)
+    assert table["greedy_x"].eq(1.0).all()
+    out = pd.DataFrame(search.search_metrics(table, ["x"], n=4, candidates=8, bootstrap=200))
+    g = out[(out["prm"] == "x") & (out["metric"] == "greedy")]
+    assert (g["accuracy"] == 1.0).all() and (g["N"] == 8).all()
+    for b in ("a", "b", "average"):
+        maj = out[(out["metric"] == "maj") & (out["benchmark"] == b)]["accuracy"].iloc[0]
+        d = out[(out["metric"] == "greedy-maj") & (out["benchmark"] == b)].iloc[0]
+        assert d["accuracy"] == pytest.approx(1.0 - maj)
+        assert d["ci_low"] <= d["accuracy"] <= d["ci_high"]
+    p1 = out[(out["metric"] == "pass1") & (out["benchmark"] == "a")]["accuracy"].iloc[0]
+    assert p1 == pytest.approx(samples[samples["benchmark"] == "a"]["correct"].mean())
+
+
+# ----------------------------------------------------------------------------------------------
+# incremental scoring on tiny real models
+# ----------------------------------------------------------------------------------------------
+
+def _tiny_adapters():
+    import torch
+    import transformers
+
+    from conftest import tiny_tokenizer
+    from prm_lessons import prm, scoring
+    from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat
+
+    tok = tiny_tokenizer(True)
+    torch.manual_seed(0)
+    cfg = dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+               pad_token_id=tok.pad_token_id)
+    trained = prm.ProcessRewardModel(transformers.LlamaModel(transformers.LlamaConfig(**cfg)), prm.StepHead(32)).eval()
+    released = scoring.build_head_model(transformers.Qwen2Model(transformers.Qwen2Config(**cfg)), "qwen_prm").eval()
+    with torch.no_grad():  # heads with visible spread
+        for m in (trained.head, released.score):
+            for p in m.parameters():
+                if p.dim() == 2 and p.shape[0] <= 2:
+                    p.mul_(20 if m is trained.head else 3)
+    fmt = StepFormat("<extra_0>", COT_SYSTEM_PROMPT, True)
+    return tok, {"trained": scoring.TrainedAdapter(trained, tok, step_format=fmt),
+                 "qwen_prm": scoring.StepHeadAdapter(released, tok, step_format=fmt)}
+
+
+@pytest.mark.parametrize("kind", ["trained", "qwen_prm"])
+def test_incremental_scores_equal_full_rescoring(kind):
+    from prm_lessons import scoring
+
+    tok, adapters = _tiny_adapters()
+    ad = adapters[kind]
+    full = scoring.FullRescoringScorer(ad)
+    inc = scoring.candidate_scorer(ad, "auto")
+    assert isinstance(inc, scoring.IncrementalScorer)
+    q1, q2 = "What is 2 + 3?", "Add 7 and 8, then subtract 4."
+    rounds = [
+        [("a", q1, [], ["We add 2 and 3.", "2 + 3 = 5", "The answer is 6, this step is wrong."]),
+         ("b", q2, [], ["7 + 8 = 15.", "x"])],
+        # a kept candidate (cached rows reused), and for b two new steps never seen as candidates
+        [("a", q1, ["2 + 3 = 5"], ["So the answer is \\boxed{5}.", "Hmm"]),
+         ("b", q2, ["7 + 8 = 15.", "Then 15 - 4 = 11."], ["The answer is 11."])],
+        [("a", q1, ["2 + 3 = 5", "Hmm"], ["Done."]),
+         ("c", q1, ["unrelated"], ["a much longer candidate step with many words in it to pad the batch"])],
+    ]
+    seen = []
+    for reqs in rounds:
+        want, got = full.score(reqs), inc.score(reqs)
+        assert [len(w) for w in want] == [len(g) for g in got]
+        assert np.allclose(np.array(sum(got, [])), np.array(sum(want, [])), atol=1e-4)
+        seen += sum(got, [])
+    assert len(set(np.round(seen, 3))) > 4  # scores that differ: the comparison can fail
+    assert inc.tokens_scored < full.tokens_scored
+    assert set(inc.tokens_by_key) == {"a", "b", "c"}
+
+
+def test_incremental_respects_max_length_and_falls_back_where_unsupported():
+    from prm_lessons import scoring
+
+    tok, adapters = _tiny_adapters()
+    ad = adapters["trained"]
+    reqs = [("a", "What is 2 + 3?", ["2 + 3 = 5"], ["short", "a much longer candidate step " * 3])]
+    ad.max_length = len(ad.encode(reqs[0][1], ["2 + 3 = 5", "short"]).input_ids)
+    want = scoring.FullRescoringScorer(ad).score(reqs)
+    got = scoring.IncrementalScorer(ad).score(reqs)
+    assert math.isnan(want[0][1]) and math.isnan(got[0][1])
+    assert got[0][0] == pytest.approx(want[0][0], abs=1e-4)
+
+    class Remote:  # Hub code (trust_remote_code): no known cache support
+        kind = "remote"
+
+    ad.model = scoring._RemoteOutputs(Remote())
+    assert isinstance(scoring.candidate_scorer(ad, "auto"), scoring.FullRescoringScorer)
+    with pytest.raises(ValueError):
+        scoring.IncrementalScorer(ad)
