@@ -25,6 +25,7 @@ include: "workflow/rules/sampling.smk"
 include: "workflow/rules/labels.smk"
 include: "workflow/rules/training.smk"
 include: "workflow/rules/evaluation.smk"
+include: "workflow/rules/search.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/paper.smk"
 

@@ -204,12 +204,16 @@ def _tiny_adapters():
             for p in m.parameters():
                 if p.dim() == 2 and p.shape[0] <= 2:
                     p.mul_(20 if m is trained.head else 3)
+    skywork = scoring.build_head_model(transformers.Qwen2Model(transformers.Qwen2Config(**cfg)), "skywork").eval()
+    with torch.no_grad():
+        skywork.v_head.summary.weight.mul_(3)
     fmt = StepFormat("<extra_0>", COT_SYSTEM_PROMPT, True)
     return tok, {"trained": scoring.TrainedAdapter(trained, tok, step_format=fmt),
-                 "qwen_prm": scoring.StepHeadAdapter(released, tok, step_format=fmt)}
+                 "qwen_prm": scoring.StepHeadAdapter(released, tok, step_format=fmt),
+                 "skywork": scoring.SkyworkAdapter(skywork, tok)}
 
 
-@pytest.mark.parametrize("kind", ["trained", "qwen_prm"])
+@pytest.mark.parametrize("kind", ["trained", "qwen_prm", "skywork"])
 def test_incremental_scores_equal_full_rescoring(kind):
     from prm_lessons import scoring
 

@@ -200,7 +200,8 @@ FIGURE_RULES = {"fig2_consensus_filtering", "fig3_hard_soft_bon", "fig4_hard_sof
     ("plan.py", set()),
     ("artifacts/plots.py", FIGURE_RULES),  # a plotting edit redraws figures, rebuilds no table
     ("training.py", {"train_prm"}),  # the trainer: scoring and features use prm.py, not training.py
-    ("prm.py", {"train_prm", "step_features", "score_samples", "score_processbench"}),
+    # search_greedy scores candidates with the whole PRM (scoring imports prm)
+    ("prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy"}),
 ])
 def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout, module, expected):
     with _edited(finished_checkout / "src/prm_lessons" / module):

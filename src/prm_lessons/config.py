@@ -180,10 +180,18 @@ def _check_cross_references(cfg: dict) -> None:
         for key in ("model", "ref_model"):
             if e.get(key) and e[key] not in models:
                 raise _err(f"prms.models.{name}.{key}", f"model '{e[key]}' is not defined under `models`")
-    for i, judge in enumerate((cfg.get("critics") or {}).get("judges") or []):
-        if judge not in models:
-            raise _err(f"critics.judges.{i}", f"model '{judge}' is not defined under `models`")
+    critics = cfg.get("critics") or {}
+    for name, entry in (critics.get("judges") or {}).items():
+        if entry["model"] not in models:
+            raise _err(f"critics.judges.{name}.model", f"model '{entry['model']}' is not defined under `models`")
+        # the official template replaces the project's text; a template_path beside it would be ignored
+        template = entry.get("template", critics.get("template"))
+        if template == "official" and entry.get("template_path", critics.get("template_path")):
+            key = (f"critics.judges.{name}.template_path" if entry.get("template_path") else "critics.template_path")
+            raise _err(key, f"critic '{name}' has template: official; template_path replaces only the project "
+                            "template (set template: project, or remove template_path)")
     problems, benchmarks = cfg.get("problems") or {}, cfg.get("benchmarks") or {}
+    _check_bon_judges(cfg.get("bon_judges") or {}, models, benchmarks)
     for name, spec in ((cfg.get("trainsets") or {}).get("variants") or {}).items():
         unknown = [d for d in spec.get("datasets") or [] if d not in problems]
         if unknown:
@@ -205,10 +213,52 @@ def _check_cross_references(cfg: dict) -> None:
             raise ConfigError(f"config error at `models.{name}.revision`: Hub model '{entry.get('id')}' is used "
                               "but names no revision (a 40-hex commit; `main` is resolved once by rule "
                               "download_model)")
+    _check_search(cfg)
     for key in ("benchmarks",):
         for name in cfg.get("analysis", {}).get(key, []) or []:
             if name not in cfg.get("benchmarks", {}):
                 raise ConfigError(f"config error at `analysis.{key}`: unknown benchmark '{name}'")
+
+
+def _check_search(cfg: dict) -> None:
+    """search.*: the policy is a model, the PRMs (and the ORM) are PRMs the workflow scores, the
+    benchmarks are Best-of-N benchmarks."""
+    search = cfg.get("search") or {}
+    if search.get("policy") is not None and search["policy"] not in cfg.get("models", {}):
+        raise _err("search.policy", f"model '{search['policy']}' is not defined under `models`")
+    prms = cfg.get("prms") or {}
+    known = set((prms.get("models") or {}))
+    if prms.get("include_trained", True):
+        tcfg = cfg.get("trainsets") or {}
+        known |= {n for n, v in (tcfg.get("variants") or {}).items() if v.get("enabled") is not False}
+        known |= {sweep_variant_name(t) for t in tcfg.get("mc_threshold_sweep") or []}
+    where = "a trained variant (trainsets.variants, with prms.include_trained) or a prms.models entry"
+    for i, name in enumerate(search.get("prms") or []):
+        if name not in known:
+            raise _err(f"search.prms.{i}", f"'{name}' is not a PRM of this run: {where}")
+    if search.get("orm") is not None and search["orm"] not in known:
+        raise _err("search.orm", f"'{search['orm']}' is not a PRM of this run: {where}")
+    for i, name in enumerate(search.get("benchmarks") or []):
+        if name not in (cfg.get("benchmarks") or {}):
+            raise _err(f"search.benchmarks.{i}", f"unknown benchmark '{name}' (names under `benchmarks`)")
+
+
+def _check_bon_judges(bj: dict, models: dict, benchmarks: dict) -> None:
+    """bon_judges: judge models under `models`, benchmarks under `benchmarks`, template files that exist
+    (read by the judge jobs; relative to the working directory)."""
+    for name, j in (bj.get("judges") or {}).items():
+        if j.get("model") not in models:
+            raise _err(f"bon_judges.judges.{name}.model", f"model '{j.get('model')}' is not defined under `models`")
+    for name, j in (bj.get("judges") or {}).items():
+        if j.get("max_tokens", bj.get("max_tokens")) == 0 and not bj.get("force_answer", True):
+            key = f"bon_judges.judges.{name}.max_tokens" if "max_tokens" in j else "bon_judges.max_tokens"
+            raise _err(key, "0 (no free text) needs bon_judges.force_answer: every verdict would be unread")
+    for i, b in enumerate(bj.get("benchmarks") or []):
+        if b not in benchmarks:
+            raise _err(f"bon_judges.benchmarks.{i}", f"'{b}' is not a benchmark (names under `benchmarks`)")
+    for key in ("pointwise_template", "pairwise_template"):
+        if bj.get(key) and not Path(bj[key]).is_file():
+            raise _err(f"bon_judges.{key}", f"no such file {bj[key]!r} (relative to the working directory)")
 
 
 def _fraction(t) -> Fraction:
@@ -306,7 +356,10 @@ def used_models(cfg: dict) -> set[str]:
         names.add(roles.get(base, base))
     for e in ((cfg.get("prms") or {}).get("models") or {}).values():
         names.update(n for n in (e.get("model"), e.get("ref_model")) if n)
-    names.update((cfg.get("critics") or {}).get("judges") or [])
+    names.update(e["model"] for e in ((cfg.get("critics") or {}).get("judges") or {}).values())
+    names.update(j.get("model") for j in ((cfg.get("bon_judges") or {}).get("judges") or {}).values())
+    if (cfg.get("search") or {}).get("prms") and cfg["search"].get("policy"):
+        names.add(cfg["search"]["policy"])
     return {n for n in names if n in models}
 
 

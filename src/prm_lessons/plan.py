@@ -317,3 +317,145 @@ def scoring_gpus(config: dict, specs: dict, prm: str) -> int:
         asked = config["training"].get("gpus_scoring")
         return int(asked) if asked is not None else gpus(config, config["training"]["base"])
     return gpus(config, specs[prm]["model"])
+
+
+# -- ProcessBench critics (critics.judges) ---------------------------------------------------------------
+
+# every setting a critic takes from the `critics` section unless its own entry overrides it
+CRITIC_SETTINGS = ("n", "temperature", "top_p", "top_k", "max_tokens", "seed", "system_prompt", "template",
+                   "template_path", "force_answer", "force_truncated", "parse")
+OFFICIAL_CRITIC_TEMPLATE = "resources/templates/critique_template.txt"  # rule critique_template
+
+
+def critic_specs(config: dict) -> dict[str, dict]:
+    """critic name → {model, every CRITIC_SETTINGS value}: the section's values with the critic's own
+    overrides. n = 1 is greedy: temperature 0, top_p 1, no top_k (what the engine is given)."""
+    sec = config.get("critics") or {}
+    out = {}
+    for name, entry in (sec.get("judges") or {}).items():
+        spec = {"model": entry["model"], **{k: entry.get(k, sec.get(k)) for k in CRITIC_SETTINGS}}
+        if int(spec["n"]) == 1:
+            spec.update(temperature=0.0, top_p=1.0, top_k=None)
+        out[name] = spec
+    return out
+
+
+def critic_generation_sources(specs: dict[str, dict]) -> dict[str, str]:
+    """critic → the critic whose generations it reads: the first (in config order) with the same model
+    and generation settings (everything but `parse`); itself when it is that first one."""
+    first: dict[tuple, str] = {}
+    out = {}
+    for name, spec in specs.items():
+        key = tuple(repr(spec[k]) for k in ("model", *CRITIC_SETTINGS) if k != "parse")
+        out[name] = first.setdefault(key, name)
+    return out
+
+
+def critic_template_input(spec: dict) -> list[str]:
+    """The template file a critic job reads: the fetched official text, a template_path, or none."""
+    if spec["template"] == "official":
+        return [OFFICIAL_CRITIC_TEMPLATE]
+    return [spec["template_path"]] if spec.get("template_path") else []
+
+
+def critic_setting(spec: dict) -> str:
+    """One line naming what a critic row ran with (the table notes)."""
+    if int(spec["n"]) == 1:
+        sampling = "greedy"
+    else:
+        sampling = f"majority of {spec['n']} samples, T {spec['temperature']:g}, top_p {spec['top_p']:g}" + (
+            f", top_k {spec['top_k']}" if spec.get("top_k") else "")
+    template = ("official critique_template.txt" if spec["template"] == "official" else
+                f"project template{' ' + str(spec['template_path']) if spec.get('template_path') else ''}")
+    forced = ", unparsable answers forced" + (" (cut-off ones too)" if spec["force_truncated"] else "") \
+        if spec["force_answer"] else ""
+    return (f"{spec['model']}: {template}, {spec['parse']} parse, {sampling}, max {spec['max_tokens']} tokens, "
+            f"seed {spec['seed']}{forced}")
+
+
+# -- PRM-guided greedy search (workflow/rules/search.smk) ----------------------------------------------
+
+def search_prms(config: dict, specs: dict) -> list[str]:
+    """The PRMs that guide a search (search.prms), each one the workflow scores (`specs`)."""
+    names = list((config.get("search") or {}).get("prms") or [])
+    for i, n in enumerate(names):
+        if n not in specs:
+            raise ValueError(f"config error at `search.prms.{i}`: '{n}' is not a PRM of this run ({', '.join(specs)})")
+    return names
+
+
+def search_policy(config: dict) -> str:
+    """The model that proposes the steps: search.policy, else roles.policy."""
+    return (config.get("search") or {}).get("policy") or config["roles"]["policy"]
+
+
+def search_benchmarks(config: dict) -> list[str]:
+    return list((config.get("search") or {}).get("benchmarks") or []) or list(config.get("benchmarks") or {})
+
+
+def search_reuses_samples(config: dict) -> bool:
+    """The Best-of-N samples (and their scores) are the search baselines' when the search policy is the
+    sampling policy and N is bon.n: nothing is sampled or scored again."""
+    s = config.get("search") or {}
+    return search_policy(config) == config["roles"]["policy"] and int(s.get("n", 8)) == samples_per_problem(
+        config, next(iter(config.get("benchmarks") or {}), ""))
+
+
+def search_samples_path(config: dict, benchmark: str) -> str:
+    return (f"results/samples/{benchmark}.parquet" if search_reuses_samples(config)
+            else f"results/search/samples/{benchmark}.parquet")
+
+
+def search_orm_path(config: dict, benchmark: str) -> str | None:
+    orm = (config.get("search") or {}).get("orm")
+    if orm is None:
+        return None
+    return (f"results/scores/{orm}/{benchmark}.parquet" if search_reuses_samples(config)
+            else f"results/search/scores/{orm}/{benchmark}.parquet")
+
+
+def search_gpus(config: dict, specs: dict, prm: str) -> int:
+    """GPUs of a search job: the policy and the whole PRM (never stored features: candidates are new
+    text) share them, vLLM taking search.gpu_memory_utilization of each, so the larger of the two."""
+    spec = specs[prm]
+    if spec["trained"]:
+        asked = config["training"].get("gpus_scoring")
+        prm_gpus = int(asked) if asked is not None else gpus(config, config["training"]["base"])
+    else:
+        prm_gpus = gpus(config, spec["model"])
+    return max(gpus(config, search_policy(config)), prm_gpus)
+
+
+# -- LLM-as-a-judge Best-of-N (verifiers.smk) ----------------------------------------------------------
+BON_JUDGE_MODES = ("pointwise", "pairwise")
+# what a judge job's results depend on (bon_judges.* with the judge's own overrides)
+BON_JUDGE_SETTING_KEYS = ("temperature", "top_p", "max_tokens", "seed", "system_prompt", "force_answer",
+                          "force_truncated", "guided")
+
+
+def bon_judge_benchmarks(config: dict) -> list[str]:
+    """The benchmarks the judges choose on: bon_judges.benchmarks, else every Best-of-N benchmark."""
+    return list((config.get("bon_judges") or {}).get("benchmarks") or []) or list(config.get("benchmarks") or {})
+
+
+def bon_judge_settings(config: dict, judge: str) -> dict:
+    """A judge's settings: the bon_judges.* values with the judge's overrides."""
+    bj = config["bon_judges"]
+    own = bj["judges"][judge]
+    return {k: own.get(k, bj.get(k)) for k in BON_JUDGE_SETTING_KEYS}
+
+
+def bon_judge_template(config: dict, mode: str, package_dir: str | Path) -> str:
+    """The prompt file a judge job reads: bon_judges.<mode>_template, else the package's built-in one."""
+    return (config.get("bon_judges") or {}).get(f"{mode}_template") or str(
+        Path(package_dir) / "prompts" / f"bon_judge_{mode}.txt")
+
+
+def bon_judge_outputs(config: dict, judge: str, mode: str) -> list[str]:
+    return [f"results/bon_judges/{judge}/{mode}/{b}.parquet" for b in bon_judge_benchmarks(config)]
+
+
+def bon_judge_runs(config: dict) -> list[tuple[str, str]]:
+    """(judge, mode) of every judge job."""
+    bj = config.get("bon_judges") or {}
+    return [(j, m) for j in (bj.get("judges") or {}) for m in bj.get("modes") or BON_JUDGE_MODES]

@@ -38,7 +38,7 @@ from typing import Sequence
 
 import torch
 from safetensors import safe_open
-from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
 from . import hub
@@ -746,27 +746,54 @@ class FullRescoringScorer:
         """Nothing is kept between calls."""
 
 
-def _incremental_parts(adapter: Adapter):
-    """(base transformer, head → P(good) function) of a PRM whose score at a step token depends only on the
-    tokens before it through a causal base with a KV cache; None where that is not known (Hub code run via
-    trust_remote_code: its forward may not take past_key_values; other adapters read label-token logits of
-    a chat or a cumulative sum, not a step head after a piecewise-tokenised step)."""
-    if not isinstance(adapter, StepHeadAdapter) or adapter.step_tag_id is None:
-        return None
+@dataclass
+class _Parts:
+    base: object  # the causal transformer (takes past_key_values)
+    prob: object  # hidden states -> the step score
+    prefix_ids: object  # (question, steps) -> ids of the input up to and including the last step's tag
+    piece_ids: object  # step -> its ids + the step tag (what follows a prefix)
+
+
+def _incremental_parts(adapter: Adapter) -> _Parts | None:
+    """How to score a step on the cached prefix, for PRMs whose input is tokenised piecewise (prompt, then
+    each step's ids + a step tag) and whose score at the tag is a head on a causal base: the trained PRMs
+    and the Qwen PRM heads (steps.build_prm_input) and Skywork (its adapter's bos + question + "\n", each
+    step + the "\n" id), as loaded here. None otherwise: Hub code run through trust_remote_code (its forward
+    is not known to take past_key_values), and the adapters whose input is not a prefix plus appended
+    steps (RLHFlow's chat turns, Math-Shepherd's "Step k:" text tokenised as a whole, Eurus' cumulative
+    log-ratio against a reference model, an ORM's one score at the end of a closed chat)."""
     m = adapter.model
-    base = head = None
-    if hasattr(m, "backbone") and hasattr(m, "head"):  # prm.ProcessRewardModel (trained PRMs)
-        base, head = m.backbone, m.head
-    elif getattr(m, "kind", None) == "qwen_prm" and hasattr(m, "model"):  # _HeadModel built here
-        base, head = m.model, getattr(m, HEAD_PREFIX["qwen_prm"])
-    if base is None:
-        return None
+    tok = adapter.tokenizer
 
-    def prob(h):
-        logits = head(h).float()
-        return torch.sigmoid(logits[..., 0]) if logits.shape[-1] == 1 else torch.softmax(logits, dim=-1)[..., 1]
+    def head_prob(head):
+        def prob(h):
+            logits = head(h).float()
+            return torch.sigmoid(logits[..., 0]) if logits.shape[-1] == 1 else torch.softmax(logits, dim=-1)[..., 1]
+        return prob
 
-    return base, prob
+    if isinstance(adapter, StepHeadAdapter) and adapter.step_tag_id is not None:
+        if hasattr(m, "backbone") and hasattr(m, "head"):  # prm.ProcessRewardModel (trained PRMs)
+            base, head = m.backbone, m.head
+        elif getattr(m, "kind", None) == "qwen_prm" and hasattr(m, "model"):  # _HeadModel built here
+            base, head = m.model, getattr(m, HEAD_PREFIX["qwen_prm"])
+        else:
+            return None
+        sid = adapter.step_tag_id
+        return _Parts(base, head_prob(head),
+                      lambda q, steps: build_prm_input(tok, q, list(steps), adapter.fmt).input_ids,
+                      lambda s: list(tok(s, add_special_tokens=False, split_special_tokens=True)["input_ids"]) + [sid])
+    if isinstance(adapter, SkyworkAdapter) and getattr(m, "kind", None) == "skywork" and hasattr(m, "model"):
+        summary, nl = m.v_head.summary, adapter.step_token_id
+
+        def piece(s):
+            return list(tok.encode(s, add_special_tokens=False)) + [nl]
+
+        def prefix(q, steps):  # SkyworkAdapter.encode without its max_length cut
+            return list(tok.encode((tok.bos_token or "") + q + "\n", add_special_tokens=False)) + [
+                t for s in steps for t in piece(s)]
+
+        return _Parts(m.model, lambda h: torch.sigmoid(summary(h).float()[..., 0]), prefix, piece)
+    return None
 
 
 class IncrementalScorer:
@@ -787,7 +814,8 @@ class IncrementalScorer:
         parts = _incremental_parts(adapter)
         if parts is None:
             raise ValueError(f"adapter {adapter.kind}: no incremental scoring (use FullRescoringScorer)")
-        self.adapter, (self.base, self.prob) = adapter, parts
+        self.adapter, self.parts = adapter, parts
+        self.base, self.prob = parts.base, parts.prob
         self.batch_tokens, self.batch_size = batch_tokens, batch_size
         self.stats = ScoreStats()
         self.tokens_by_key: dict = {}
@@ -800,14 +828,9 @@ class IncrementalScorer:
     def release(self, key) -> None:
         self._cache.pop(key, None)
 
-    def _ids(self, text: str) -> list[int]:
-        return list(self.adapter.tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"])
-
     def _forward(self, keys: list, kvs: list, lengths: list[int], new_ids: list[list[int]]):
         """One pass: row r continues cache kvs[r] (length lengths[r], or None: empty) with new_ids[r].
         Returns (hidden [R, T, h], new kv per layer [R, H, Lmax + T, D], Lmax)."""
-        from transformers import DynamicCache
-
         dev = self.adapter.device
         R, T = len(new_ids), max(len(x) for x in new_ids)
         Lmax = max(lengths) if lengths else 0
@@ -847,7 +870,6 @@ class IncrementalScorer:
 
     def _prefix(self, key, question: str, prefix: list[str]):
         """The cache of question + prefix steps for `key`, from what is kept where possible."""
-        fmt, step_id = self.adapter.fmt, self.adapter.step_tag_id
         ent = self._cache.get(key)
         if ent is not None and ent["question"] == question and prefix[:len(ent["steps"])] == ent["steps"]:
             new = prefix[len(ent["steps"]):]
@@ -859,11 +881,11 @@ class IncrementalScorer:
                 new = new[1:]
             ent["pending"] = {}
             if new:  # steps never seen as candidates: run them once
-                ids = [t for s in new for t in self._ids(s) + [step_id]]
+                ids = [t for s in new for t in self.parts.piece_ids(s)]
                 _, kv, _ = self._forward([key], [ent["kv"]], [ent["kv"][0][0].shape[2]], [ids])
                 ent["kv"], ent["steps"] = [(k, v) for k, v in kv], list(prefix)
             return ent
-        ids = build_prm_input(self.adapter.tokenizer, question, list(prefix), fmt).input_ids
+        ids = self.parts.prefix_ids(question, list(prefix))
         _, kv, _ = self._forward([key], [[]], [0], [ids])
         ent = {"question": question, "steps": list(prefix), "kv": kv, "pending": {}}
         self._cache[key] = ent
@@ -871,7 +893,7 @@ class IncrementalScorer:
 
     def score(self, requests) -> list[list[float]]:
         t0 = time.perf_counter()
-        step_id, max_len = self.adapter.step_tag_id, self.adapter.max_length
+        max_len = self.adapter.max_length
         out: list[list[float]] = [[math.nan] * len(r[3]) for r in requests]
         rows = []  # (request index, candidate index, ids)
         with torch.inference_mode():
@@ -879,7 +901,7 @@ class IncrementalScorer:
             for i, (_, _, _, cands) in enumerate(requests):
                 L = ents[i]["kv"][0][0].shape[2]
                 for j, c in enumerate(cands):
-                    ids = self._ids(c) + [step_id]
+                    ids = self.parts.piece_ids(c)
                     if max_len is None or L + len(ids) <= max_len:  # beyond max_length: no score (NaN)
                         rows.append((i, j, ids))
             # longest first, at most batch_tokens cached + new tokens and batch_size rows per pass

@@ -251,7 +251,7 @@ def search_metrics(table: pd.DataFrame, prms: list[str], n: int, candidates: int
         elif col.startswith("greedy_"):
             prm, metric, nn = col[len("greedy_"):], "greedy", candidates
         else:
-            prm, metric, nn = "_policy", col, (1 if col == "pass1" else n)
+            prm, metric, nn = "_policy", col, n  # pass1: estimated from the same N samples
         rows.append({"prm": prm, "benchmark": bench, "metric": metric, "N": nn, "accuracy": float(val),
                      "ci_low": float(lo), "ci_high": float(hi), "n_problems": int(n_problems)})
 

@@ -29,6 +29,10 @@ ANALYSIS_INPUTS = {
     "table5": {f"predictions__{p}": f"results/metrics/processbench/{p}_predictions.parquet" for p in ANALYSIS_PRMS},
     "table6": _BON,
     "table7": _PB,
+    # greedy search (search.smk): nothing to read when search.prms is empty (an empty table)
+    "table8": {"search": "results/tables/search.csv"} if SEARCH_PRMS else {},
+    # LLMs as Best-of-N verifiers (verifiers.smk; an empty table when bon_judges.judges is empty)
+    "table11": {**_BON, "judges": "results/tables/judge_bon.csv"},
     "table13": _BON,
     "fig2": {**_BON, **_PB},
     "fig3": {**_BON, **_PB},

@@ -205,6 +205,15 @@ def pb_cells(pb: pd.DataFrame, names: Iterable[str], pub: Mapping, tid: str, par
     return finish_cells(rows, params)
 
 
+def row_setting_notes(pb: pd.DataFrame, cells: pd.DataFrame) -> list[str]:
+    """One footnote per table row that records what it ran with (processbench.csv `setting`: a critic's
+    model, template, parse mode and sampling), in the table's row order."""
+    if "setting" not in pb.columns or cells.empty:
+        return []
+    setting = {p: s for p, s in zip(pb["prm"], pb["setting"]) if isinstance(s, str) and s}
+    return [f"{row}: {setting[row]}." for row in dict.fromkeys(cells["row"]) if row in setting]
+
+
 def _keys_in(pub: Mapping, tid: str) -> set[str]:
     return {str(r["key"]) for r in pub["tables"].get(tid, {}).get("rows", [])}
 
@@ -273,8 +282,55 @@ def build_table6(bon, pub, params):
     return bon_cells(bon, sels, pub, "table6", params)
 
 
+def build_table8(search, pub, params):
+    """Table 8 from results/tables/search.csv (read by load_bon): pass@N, pass@1, maj@N and orm@N of the
+    search policy (prm `_policy`), then greedy search per guiding PRM; the paired greedy − maj@N rows stay
+    in search.csv."""
+    sels = []
+    for metric, label in (("pass", "pass@{n}"), ("pass1", "pass@1"), ("maj", "maj@{n}"), ("orm", "orm@{n}")):
+        have = search[(search["prm"] == "_policy") & (search["metric"] == metric)]
+        if len(have):
+            n = have["n"].max()
+            sels.append({"row": label.format(n=int(n) if pd.notna(n) else "N"), "prm": "_policy", "metric": metric,
+                         "key": metric})
+    greedy = search[search["metric"] == "greedy"]
+    sels += [{"row": p, "prm": p, "metric": "greedy"} for p in dict.fromkeys(greedy["prm"])]
+    return bon_cells(search, sels, pub, "table8", params)
+
+
 def build_table7(pb, pub, params):
     return pb_cells(pb, list(dict.fromkeys(pb["prm"])), pub, "table7", params)
+
+
+def build_table11(bon, judges, pub, params):
+    """Table 11 (LLMs as Best-of-N verifiers) from results/tables/judge_bon.csv (read by load_bon; prm
+    `<mode>-<judge>`, metric `judge`) and bon.csv: pass@N and maj@N of the judged problems (judge_bon.csv's,
+    which with bon_judges.limit are a subset's; bon.csv's when no judge ran), the judges (pointwise rows
+    first), then every scored PRM of bon.csv (all its problems; judge_table_notes says so)."""
+    agg = params.get("aggregation", "product")
+    judged = judges[judges["metric"] == "judge"]
+    names = sorted(dict.fromkeys(judged["prm"]), key=lambda p: not p.startswith("pointwise-"))
+    sels = (baseline_selections(judges) if len(judged) else baseline_selections(bon))
+    sels += [{"row": p, "prm": p, "metric": "judge"} for p in names]
+    sels += [{"row": p, "prm": p, "metric": _prm_metric(bon, p, agg)} for p in scorer_names(bon)]
+    return bon_cells(pd.concat([bon, judges], ignore_index=True), sels, pub, "table11", params)
+
+
+def judge_table_notes(judge_bon: pd.DataFrame | None) -> list[str]:
+    """Footnotes of Table 11: whose prompts these are, and the problems the judge rows cover
+    (results/tables/judge_bon.csv as written, with its n_problems column)."""
+    notes = ["The judges' prompts are this project's (src/prm_lessons/prompts/bon_judge_pointwise.txt, "
+             "bon_judge_pairwise.txt, or the files set in bon_judges.*_template): the paper does not print its "
+             "prompts. Pointwise: the highest fraction of steps judged correct wins (ties: the lowest sample "
+             "index); pairwise: a single-elimination tournament, the lower sample index shown as Response A."]
+    if judge_bon is not None and len(judge_bon) and "n_problems" in judge_bon.columns:
+        per = judge_bon[(judge_bon["metric"] == "judge") & (judge_bon["benchmark"] != "average")]
+        counts = per.drop_duplicates("benchmark").set_index("benchmark")["n_problems"]
+        if len(counts):
+            notes.append("Judge rows, pass@N and maj@N are over the judged problems ("
+                         + ", ".join(f"{b}: {int(n)}" for b, n in counts.items())
+                         + "); PRM rows over every problem of the Best-of-N sets.")
+    return notes
 
 
 def build_table13(bon, pub, params):

@@ -32,6 +32,10 @@ ARTIFACTS: dict[str, dict] = {
                "title": "Main results: Best-of-N accuracy (%), product scoring, with pass@N and maj@N"},
     "table7": {"kind": "table", "stem": "table7_processbench_main", "source": "Table 7",
                "title": "Main results: ProcessBench error/correct accuracy and F1 (%)"},
+    "table8": {"kind": "table", "stem": "table8_greedy_search", "source": "Table 8",
+               "title": "PRM-guided greedy search: accuracy (%) beside pass@1, pass@N, maj@N and orm@N of the same policy"},
+    "table11": {"kind": "table", "stem": "table11_llm_judge_bon", "source": "Table 11",
+                "title": "LLMs as Best-of-N verifiers: accuracy (%) of pointwise and pairwise judges beside pass@N, maj@N and PRMs"},
     "table13": {"kind": "table", "stem": "table13_scoring_strategies", "source": "Table 13",
                 "title": "Best-of-N accuracy (%) by scoring strategy (last / product / min)"},
     "fig2": {"kind": "figure", "stem": "fig2_consensus_filtering", "source": "Figure 2",
@@ -55,8 +59,9 @@ for _aid, _section in {"table3": "Data sources", "table4": "Data sources", "fig2
                        "fig3": "Hard vs soft labels", "fig4": "Hard vs soft labels", "fig5": "MC threshold",
                        "fig6": "Best-of-N bias", "table5": "Best-of-N bias", "fig7": "Best-of-N bias",
                        "fig8": "Best-of-N bias", "fig9": "Scoring strategy", "table13": "Scoring strategy",
-                       "table6": "Main results", "table7": "Main results"}.items():
+                       "table6": "Main results", "table7": "Main results", "table8": "Greedy search"}.items():
     ARTIFACTS[_aid]["section"] = _section  # report subcategory
+ARTIFACTS["table11"]["section"] = "LLM judges"
 
 # The config `analysis.*` keys each artifact rule reads (besides `run`, which every one gets; fig5 also
 # gets `threshold_sweep`). A rule receives only these as params, so changing one reruns only the
@@ -70,6 +75,8 @@ ARTIFACT_PARAMS: dict[str, tuple[str, ...]] = {
     "table5": ("paper_rows", "paper_columns"),
     "table6": ("aggregation", *_BON_CELLS),
     "table7": _PB_CELLS,
+    "table8": ("paper_rows", "paper_columns"),  # cells.build_table8: the searched benchmarks, search.n
+    "table11": ("aggregation", *_BON_CELLS),
     "table13": ("aggregations", *_BON_CELLS),
     "fig2": (*_SUMMARY, "figure"),
     "fig3": (*_SUMMARY, "figure"),

@@ -89,6 +89,12 @@ REPOS: dict[str, RepoSpec] = {
         bos_token_id=151643, eos_token_id=151645, rope_theta=1000000.0,
         unverified=("Qwen2ForCausalLM, vocab 152064, max_position_embeddings 32768 (Qwen2.5 family "
                     "configs; this repo's config.json was not read)", "shard count (stand-in: 4)")),
+    # the greedy-search policy of Table 8 (config `search.policy`)
+    "Qwen/Qwen2.5-7B-Instruct": RepoSpec(
+        "Qwen2ForCausalLM", "qwen2", 152064, shards=4, max_position_embeddings=32768,
+        bos_token_id=151643, eos_token_id=151645, rope_theta=1000000.0,
+        unverified=("Qwen2ForCausalLM, vocab 152064, max_position_embeddings 32768 (Qwen2.5 family "
+                    "configs; this repo's config.json was not read)", "shard count (stand-in: 4)")),
     # the ProcessBench critics of Table 7 (config `critics`)
     "meta-llama/Llama-3.3-70B-Instruct": RepoSpec(
         "LlamaForCausalLM", "llama", 128256, tokenizer="llama3", shards=4, bos_token_id=128000,

@@ -25,12 +25,16 @@ from prm_lessons.artifacts.cells import (
     build_table5,
     build_table6,
     build_table7,
+    build_table8,
+    build_table11,
     build_table13,
     fig8_bon_full,
     finish_cells,
+    judge_table_notes,
     load_bon,
     load_cells,
     load_processbench_table,
+    row_setting_notes,
     write_cells,
 )
 from prm_lessons.artifacts.plots import (
@@ -88,11 +92,12 @@ def _pb(inputs) -> pd.DataFrame:
     return pb if pb is not None else _empty_pb()
 
 
-def _emit_table(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping, inputs: Mapping) -> None:
+def _emit_table(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping, inputs: Mapping,
+                notes: list[str] | None = None) -> None:
     pub = load_published()
     write_cells(aid, cells, outputs, params, inputs)
     Path(outputs["tex"]).parent.mkdir(parents=True, exist_ok=True)
-    Path(outputs["tex"]).write_text(table_tex(aid, cells, pub, params.get("run") or {}))
+    Path(outputs["tex"]).write_text(table_tex(aid, cells, pub, params.get("run") or {}, notes))
 
 
 def _emit_figure(aid: str, cells: pd.DataFrame, plot: Callable, outputs: Mapping, params: Mapping,
@@ -129,8 +134,26 @@ def table6_bon_main(*, inputs, outputs, params, wildcards, threads) -> None:
 
 
 def table7_processbench_main(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Table 7 (ProcessBench for every PRM and critic)."""
-    _emit_table("table7", build_table7(_pb(inputs), load_published(), params), outputs, params, inputs)
+    """Table 7 (ProcessBench for every PRM and critic; the notes name each critic row's setting)."""
+    pb = _pb(inputs)
+    cells = build_table7(pb, load_published(), params)
+    _emit_table("table7", cells, outputs, params, inputs, notes=row_setting_notes(pb, cells))
+
+
+def table8_greedy_search(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Table 8 (PRM-guided greedy search beside the same policy's baselines) from results/tables/search.csv."""
+    search = _csv_or_empty(inputs, "search", load_bon)
+    _emit_table("table8", build_table8(search if search is not None else _empty_bon(), load_published(), params),
+                outputs, params, inputs)
+
+
+def table11_llm_judge_bon(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Table 11 (LLMs as Best-of-N verifiers, pointwise and pairwise) from results/tables/judge_bon.csv and
+    bon.csv; the notes say the prompts are the project's and which problems the judge rows cover."""
+    judges = _csv_or_empty(inputs, "judges", load_bon)
+    raw = _csv_or_empty(inputs, "judges", pd.read_csv)
+    cells = build_table11(_bon(inputs), judges if judges is not None else _empty_bon(), load_published(), params)
+    _emit_table("table11", cells, outputs, params, inputs, notes=judge_table_notes(raw))
 
 
 def table13_scoring_strategies(*, inputs, outputs, params, wildcards, threads) -> None:

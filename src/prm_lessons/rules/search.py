@@ -1,0 +1,143 @@
+"""Rule glue of workflow/rules/search.smk: PRM-guided greedy search per PRM, the same policy's baseline
+samples and ORM scores (when the Best-of-N ones cannot be reused), and results/tables/search.csv.
+
+search_table runs in the analysis environment (no torch): the torch modules (scoring) are imported
+inside the functions that load models.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from .. import as_paths, generation, search
+from ..metrics import aggregate
+from ..sampling import sample_problems
+from ..tables import read_table, table_meta, write_table
+
+log = logging.getLogger(__name__)
+
+TABLE_COLUMNS = ["prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high", "n_problems"]
+
+
+def _limited(problems: pd.DataFrame, limit) -> pd.DataFrame:
+    return problems if limit is None else problems.head(int(limit))
+
+
+def search_greedy(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `search_greedy`: results/problems/{benchmark}.parquet (every searched benchmark) →
+    results/search/{prm}/{benchmark}.parquet, one row per problem (prm_lessons.search.SEARCH_COLUMNS).
+    The policy and the PRM are loaded once for all benchmarks."""
+    import torch  # lazy: torch (module docstring)
+
+    from ..scoring import candidate_scorer, load_adapter  # lazy: torch (module docstring)
+
+    if threads:
+        torch.set_num_threads(max(1, int(threads)))
+    cfg, entry = params["search"], params["model"]
+    settings = search.SearchSettings.from_config(cfg, params["sampling"])
+    engine = generation.load_engine(params["model_dir"], entry)  # via the module: tests swap the engine
+    adapter = load_adapter(params["spec"])
+    sc = params.get("scoring") or {}
+    scorer = candidate_scorer(adapter, cfg.get("scoring", "auto"), sc.get("batch_tokens", 16384),
+                              sc.get("batch_size", 64))
+    for src, dst in zip(as_paths(inputs["problems"]), as_paths(outputs["search"])):
+        problems = _limited(read_table(src, "problems"), cfg.get("limit"))
+        fmt = (table_meta(src).get("spec") or {}).get("answer_format", "plain")
+        records = search.greedy_search(engine, scorer, problems, settings, entry.get("max_model_len"))
+        df = search.grade_records(records, params["grading"], fmt)
+        info = search.summary(df)
+        Path(dst).parent.mkdir(parents=True, exist_ok=True)
+        df.to_parquet(dst, index=False)
+        log.info("%s (%s): %s", src, wildcards.get("prm"), info)
+        limited = {k: v for k, v in info["status"].items() if k not in ("ended",) and v}
+        if limited:
+            log.warning("%s: %d of %d problems stopped without an end (%s); graded as they stand", src,
+                        sum(limited.values()), info["problems"], limited)
+    log.info("scorer: %s, %d tokens scored in %d forward passes, %.1f s; engine: %d tokens in %.1f s",
+             type(scorer).__name__, scorer.stats.tokens, scorer.stats.forward_passes, scorer.stats.seconds,
+             engine.stats.generated_tokens, engine.stats.seconds)
+
+
+def search_samples(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `search_samples`: N responses of the search policy per searched problem →
+    results/search/samples/{benchmark}.parquet (the samples table; sampling.sample_problems)."""
+    problems = _limited(read_table(inputs["problems"], "problems"), params.get("limit"))
+    entry = params["model"]
+    engine = generation.load_engine(params["model_dir"], entry)
+    fmt = (table_meta(inputs["problems"]).get("spec") or {}).get("answer_format", "plain")
+    df = sample_problems(engine, problems, n=int(params["n"]), sampling=params["sampling"],
+                         grading=params["grading"], answer_format=fmt, max_model_len=entry.get("max_model_len"),
+                         model_name=entry["name"])
+    write_table(df, outputs["samples"], "samples",
+                meta={"policy": entry["name"], "sampling": params["sampling"],
+                      "long_questions": df.attrs.get("long_questions")})
+
+
+def search_orm_scores(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `search_orm_scores`: the search policy's samples → results/search/scores/{orm}/{benchmark}.parquet
+    (step_scores: an outcome RM's one score per response), every benchmark in one job."""
+    from ..scoring import ScoreStats, load_adapter, score_responses  # lazy: torch (module docstring)
+
+    adapter = load_adapter(params["spec"])
+    cfg = params.get("scoring") or {}
+    for src, dst in zip(as_paths(inputs["samples"]), as_paths(outputs["scores"])):
+        df = read_table(src, "samples").copy()
+        stats = ScoreStats()
+        steps = [list(s) if s is not None else [] for s in df["steps"]]
+        df["step_scores"] = score_responses(adapter, df["question"].tolist(), steps, cfg.get("batch_tokens", 16384),
+                                            cfg.get("batch_size", 64), stats)
+        df["n_steps_scored"] = [len(s) for s in df["step_scores"]]
+        write_table(df, dst, "step_scores", meta={"adapter": params["spec"]["adapter"], "outcome": adapter.outcome,
+                                                  "truncated": stats.truncated, "seconds": stats.seconds,
+                                                  "tokens": adapter.token_info()})
+
+
+def _orm_series(frame: pd.DataFrame, orm_paths: list[str]) -> pd.Series | None:
+    """One score per sample row (the ORM's score; a step PRM's product) aligned to `frame`."""
+    if not orm_paths:
+        return None
+    vals = {}
+    for path in orm_paths:
+        sc = read_table(path, "step_scores")
+        outcome = bool(table_meta(path).get("outcome", False))
+        for p, k, s in zip(sc["problem_id"], sc["sample_idx"], sc["step_scores"]):
+            s = list(s) if s is not None else []
+            vals[(str(p), int(k))] = (s[0] if s else None) if outcome else (aggregate(s, "product") if s else None)
+    return pd.Series([vals.get((str(p), int(k))) for p, k in zip(frame["problem_id"], frame["sample_idx"])],
+                     index=frame.index, dtype=object)
+
+
+def search_table(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `search_table`: the searches and the baseline samples (and ORM scores) →
+    results/tables/search.csv (search.search_metrics; fractions, bootstrap intervals over problems)."""
+    benches = list(params["benchmarks"])
+    frames = []
+    for b, path in zip(benches, as_paths(inputs["samples"])):
+        df = read_table(path, "samples")
+        frames.append(df.assign(benchmark=b))
+    samples = pd.concat(frames, ignore_index=True)
+    orm = _orm_series(samples, as_paths(inputs.get("orm")))
+    searches: dict[str, pd.DataFrame] = {}
+    paths = as_paths(inputs["search"])
+    i = 0
+    for prm in params["prms"]:
+        parts = []
+        for b in benches:
+            parts.append(pd.read_parquet(paths[i]).assign(benchmark=b))
+            i += 1
+        searches[prm] = pd.concat(parts, ignore_index=True)
+    table = search.problem_table(searches, samples, int(params["n"]), params.get("maj_grouping", "normalized"), orm)
+    boot = params.get("bootstrap") or {}
+    rows = search.search_metrics(table, list(params["prms"]), int(params["n"]), int(params["candidates"]),
+                                 int(boot.get("samples", 1000)), int(boot.get("seed", 0)),
+                                 float(boot.get("confidence", 0.95)))
+    out = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    out.insert(0, "run", params.get("run_label", ""))
+    os.makedirs(os.path.dirname(outputs["table"]) or ".", exist_ok=True)
+    out.to_csv(outputs["table"], index=False)
+    for prm, df in searches.items():
+        log.info("%s: statuses %s", prm, df["status"].value_counts().to_dict())
+    log.info("\n%s", out.to_string(index=False))

@@ -1,0 +1,142 @@
+# PRM-guided greedy step search (paper App. A, Table 8): one job per guiding PRM over all searched
+# benchmarks (the policy and the PRM are loaded once), the same policy's baselines (pass@1, pass@N,
+# maj@N, orm@N), and results/tables/search.csv. Logic: prm_lessons.search (the search, its metrics),
+# prm_lessons.scoring (candidate scorers); rule functions in prm_lessons.rules.search.
+SEARCH = config["search"]
+SEARCH_PRMS = plan.search_prms(config, PRM_SPECS)
+SEARCH_POLICY = plan.search_policy(config)
+SEARCH_BENCHMARKS = plan.search_benchmarks(config)
+SEARCH_REUSE = plan.search_reuses_samples(config)
+SEARCH_ORM = SEARCH["orm"]
+# only what the search jobs read, so an unrelated config edit does not search again
+SEARCH_PARAMS = {k: v for k, v in SEARCH.items() if k not in ("prms", "n", "orm")}
+
+
+def search_policy_entry():
+    """The policy's model entry, vLLM's memory share lowered: the PRM shares the GPUs."""
+    entry = model_entry(config, SEARCH_POLICY)
+    if SEARCH["gpu_memory_utilization"] is not None:
+        entry["gpu_memory_utilization"] = SEARCH["gpu_memory_utilization"]
+    return entry
+
+
+if SEARCH_PRMS:
+
+    rule search_greedy:
+        input:
+            code("search:search_greedy"),
+            problems=expand("results/problems/{dataset}.parquet", dataset=SEARCH_BENCHMARKS),
+            policy=model_input(SEARCH_POLICY),
+            prm=lambda wc: prm_model_input(wc.prm),
+        output:
+            search=expand("results/search/{{prm}}/{dataset}.parquet", dataset=SEARCH_BENCHMARKS),
+        log:
+            "logs/search_greedy/{prm}.log",
+        wildcard_constraints:
+            prm=plan.wildcard_alternatives(SEARCH_PRMS),
+        conda:
+            "../../envs/sampling.yaml"
+        threads: engine_threads(SEARCH_POLICY, pool=config["grading"]["workers"])
+        resources:
+            gpu=lambda wc: plan.search_gpus(config, PRM_SPECS, wc.prm),
+            nodes=1,
+            mem_mb=lambda wc: mem_mb_for(plan.search_gpus(config, PRM_SPECS, wc.prm)),
+            runtime=lambda wc, attempt: 720 * attempt,
+        params:
+            func="search:search_greedy",
+            search=SEARCH_PARAMS,
+            sampling={k: config["sampling"].get(k) for k in ("step_separator", "system_prompt") if k in config["sampling"]},
+            grading=config["grading"],
+            model=search_policy_entry(),
+            model_dir=model_dir_param(SEARCH_POLICY, "policy"),
+            spec=lambda wc: PRM_SPECS[wc.prm],
+            scoring=SCORING_CFG,
+        script:
+            RUN
+
+    if not SEARCH_REUSE:
+
+        rule search_samples:
+            # the baselines' N responses of a search policy other than the Best-of-N one (or another N)
+            input:
+                code("search:search_samples"),
+                problems="results/problems/{dataset}.parquet",
+                model=model_input(SEARCH_POLICY),
+            output:
+                samples="results/search/samples/{dataset}.parquet",
+            log:
+                "logs/search_samples/{dataset}.log",
+            conda:
+                "../../envs/sampling.yaml"
+            threads: engine_threads(SEARCH_POLICY, pool=config["grading"]["workers"])
+            resources:
+                gpu=gpus(SEARCH_POLICY),
+                nodes=1,
+                mem_mb=gpu_mem_mb(SEARCH_POLICY),
+                runtime=lambda wc, attempt: 240 * attempt,
+            params:
+                func="search:search_samples",
+                sampling=config["sampling"],
+                grading=config["grading"],
+                model=model_entry(config, SEARCH_POLICY),
+                model_dir=model_dir_param(SEARCH_POLICY),
+                n=SEARCH["n"],
+                limit=SEARCH["limit"],
+            script:
+                RUN
+
+        if SEARCH_ORM:
+
+            rule search_orm_scores:
+                input:
+                    code("search:search_orm_scores"),
+                    samples=expand("results/search/samples/{dataset}.parquet", dataset=SEARCH_BENCHMARKS),
+                    model=prm_model_input(SEARCH_ORM),
+                output:
+                    scores=expand(
+                        "results/search/scores/{orm}/{dataset}.parquet", orm=SEARCH_ORM, dataset=SEARCH_BENCHMARKS
+                    ),
+                log:
+                    f"logs/search_orm_scores/{SEARCH_ORM}.log",
+                conda:
+                    "../../envs/training.yaml"
+                threads: max(1, 2 * plan.search_gpus(config, PRM_SPECS, SEARCH_ORM))
+                resources:
+                    gpu=plan.search_gpus(config, PRM_SPECS, SEARCH_ORM),
+                    nodes=1,
+                    mem_mb=mem_mb_for(plan.search_gpus(config, PRM_SPECS, SEARCH_ORM)),
+                    runtime=lambda wc, attempt: 240 * attempt,
+                params:
+                    func="search:search_orm_scores",
+                    spec=PRM_SPECS[SEARCH_ORM],
+                    scoring=SCORING_CFG,
+                script:
+                    RUN
+
+    rule search_table:
+        input:
+            code("search:search_table"),
+            search=expand("results/search/{prm}/{dataset}.parquet", prm=SEARCH_PRMS, dataset=SEARCH_BENCHMARKS),
+            samples=[plan.search_samples_path(config, b) for b in SEARCH_BENCHMARKS],
+            orm=[plan.search_orm_path(config, b) for b in SEARCH_BENCHMARKS] if SEARCH_ORM else [],
+        output:
+            table="results/tables/search.csv",
+        log:
+            "logs/search_table.log",
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="search:search_table",
+            prms=SEARCH_PRMS,
+            benchmarks=SEARCH_BENCHMARKS,
+            n=SEARCH["n"],
+            candidates=SEARCH["candidates"],
+            limit=SEARCH["limit"],
+            maj_grouping=config["bon"]["maj_grouping"],
+            bootstrap=config["bon"]["bootstrap"],
+            run_label=config["run"]["label"],
+        script:
+            RUN
+
+    TARGETS.append("results/tables/search.csv")
