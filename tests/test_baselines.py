@@ -262,7 +262,7 @@ def test_processbench_long_rows_carry_the_structure_difference_on_the_average_ro
     rows = pd.DataFrame(M.processbench_long_rows(m, "x"))
     assert list(rows.columns) == M.PROCESSBENCH_LONG_COLUMNS == [
         "prm", "subset", "n", "error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high", "n_unparsed",
-        "threshold", "delta_f1_structure", "delta_ci_low", "delta_ci_high"]
+        "threshold", "delta_f1_structure", "delta_ci_low", "delta_ci_high", "setting"]
     avg = rows[rows["subset"] == "average"].iloc[0]
     assert avg["delta_f1_structure"] == m["vs_structure"]["diff"]
     assert [avg["delta_ci_low"], avg["delta_ci_high"]] == m["vs_structure"]["ci"]

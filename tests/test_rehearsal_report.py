@@ -50,7 +50,7 @@ def test_the_run_succeeded_and_every_rule_of_the_paper_dag_ran(report):
     assert report["rules_planned"], "the dry run planned no job"
     assert report["rules_missing"] == [], f"planned rules that left no output: {report['rules_missing']}"
     for rule in ("download_model", "sample", "mc", "judge", "train_prm", "score_samples", "score_processbench",
-                 "critic_processbench", "human_labels", "benchmark_file"):
+                 "critic_processbench", "critique_template", "human_labels", "benchmark_file"):
         assert rule in report["rules_ran"], rule
 
 

@@ -23,6 +23,7 @@ class SamplingSpec:
     n: int = 1
     temperature: float = 0.7
     top_p: float = 0.8
+    top_k: int | None = None  # None: no top-k cut (both engines; transformers would default to 50)
     max_tokens: int = 512
     seed: int | None = 0
     stop: list[str] | None = None
@@ -131,8 +132,11 @@ class VLLMEngine(Engine):
             seed = seeds[i] if seeds is not None else (None if spec.seed is None else derive_seed(spec.seed, i))
             params.append(SamplingParams(n=spec.n, temperature=spec.temperature,
                                          top_p=spec.top_p if spec.temperature > 0 else 1.0,
+                                         top_k=spec.top_k or 0,  # vLLM 0.32: 0 disables (older: -1)
                                          max_tokens=spec.max_tokens, seed=seed, stop=spec.stop))
-        results = self.llm.generate(prompts, params, use_tqdm=False)
+        # prompts are chat-rendered: the template wrote any BOS already (Llama 3's would be doubled)
+        results = self.llm.generate(prompts, params, use_tqdm=False,
+                                    tokenization_kwargs={"add_special_tokens": False})
         # stop_reason: the stop string matched (str), a stop token id (int) or None for EOS
         outs = [[Completion(o.text, len(o.token_ids), "length" if o.finish_reason == "length" else "stop",
                             ended=o.finish_reason == "stop" and not isinstance(o.stop_reason, str))
@@ -176,6 +180,7 @@ class HFEngine(Engine):
             out = self.model.generate(
                 **enc, max_new_tokens=max_new, do_sample=sample,
                 temperature=spec.temperature if sample else None, top_p=spec.top_p if sample else None,
+                top_k=(spec.top_k or 0) if sample else None,  # 0: no cut (not the generation config's)
                 num_return_sequences=spec.n, pad_token_id=self.tokenizer.pad_token_id,
                 stop_strings=spec.stop, tokenizer=self.tokenizer if spec.stop else None)
         gen = out[:, enc["input_ids"].shape[1]:]

@@ -819,7 +819,8 @@ def _threshold_cell(t):
 
 
 PROCESSBENCH_LONG_COLUMNS = ["prm", "subset", "n", "error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high",
-                             "n_unparsed", "threshold", "delta_f1_structure", "delta_ci_low", "delta_ci_high"]
+                             "n_unparsed", "threshold", "delta_f1_structure", "delta_ci_low", "delta_ci_high",
+                             "setting"]
 
 
 def processbench_long_rows(metrics: dict, prm: str) -> list[dict]:
@@ -827,8 +828,10 @@ def processbench_long_rows(metrics: dict, prm: str) -> list[dict]:
     f1 = average_f1, accuracies = the unweighted means of the subset accuracies, n = all cases).
     threshold: the number used, 'a|b' for the two cross-fitted fold thresholds, None for critics.
     delta_f1_structure / delta_ci_low / delta_ci_high: metrics["vs_structure"] (paired bootstrap of
-    this average F1 minus the structure-only baseline's), on the 'average' row only; NaN elsewhere."""
+    this average F1 minus the structure-only baseline's), on the 'average' row only; NaN elsewhere.
+    setting: what a critic row ran with (metrics["setting"]); None for PRMs and baselines."""
     nan = float("nan")
+    setting = metrics.get("setting")
     thr = _threshold_cell(metrics.get("threshold"))
     rows = []
     for name, s in metrics["subsets"].items():
@@ -836,7 +839,7 @@ def processbench_long_rows(metrics: dict, prm: str) -> list[dict]:
         rows.append({"prm": prm, "subset": name, "n": s["n"], "error_acc": s["error_acc"],
                      "correct_acc": s["correct_acc"], "f1": s["f1"], "f1_ci_low": ci[0], "f1_ci_high": ci[1],
                      "n_unparsed": s.get("n_unparsed", 0), "threshold": thr,
-                     "delta_f1_structure": nan, "delta_ci_low": nan, "delta_ci_high": nan})
+                     "delta_f1_structure": nan, "delta_ci_low": nan, "delta_ci_high": nan, "setting": setting})
     subs = list(metrics["subsets"].values())
     ci = metrics.get("average_f1_ci", [nan, nan])
     vs = metrics.get("vs_structure") or {}
@@ -848,7 +851,7 @@ def processbench_long_rows(metrics: dict, prm: str) -> list[dict]:
                  "n_unparsed": metrics.get("n_unparsed", 0), "threshold": thr,
                  "delta_f1_structure": float(vs["diff"]) if "diff" in vs and vs["diff"] is not None else nan,
                  "delta_ci_low": float(dci[0]) if dci[0] is not None else nan,
-                 "delta_ci_high": float(dci[1]) if dci[1] is not None else nan})
+                 "delta_ci_high": float(dci[1]) if dci[1] is not None else nan, "setting": setting})
     return rows
 
 

@@ -42,6 +42,23 @@ rule processbench_file:
         RUN
 
 
+# ProcessBench's critique_template.txt for critics with `template: official` (critics.official_template:
+# a URL at a pinned commit and its checksums; the text is not shipped with the project)
+rule critique_template:
+    output:
+        file=plan.OFFICIAL_CRITIC_TEMPLATE,
+    log:
+        "logs/critique_template.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        func="data:critique_template",
+        spec=config["critics"]["official_template"],
+    script:
+        RUN
+
+
 rule problems:
     input:
         code("data:problems"),

@@ -108,29 +108,55 @@ rule score_processbench:
 
 
 rule critic_processbench:
+    # one job per critic that generates (`judge` is the critic's name, CRITIC_SPECS its model and settings)
     input:
         code("evaluation:critic_processbench"),
         cases="results/processbench/cases.parquet",
-        model=lambda wc: model_input(wc.judge),
+        model=lambda wc: model_input(CRITIC_SPECS[wc.judge]["model"]),
+        template=lambda wc: plan.critic_template_input(CRITIC_SPECS[wc.judge]),
     output:
         predictions="results/critics/{judge}/processbench.parquet",
     log:
         "logs/critic_processbench/{judge}.log",
     wildcard_constraints:
-        judge=plan.wildcard_alternatives(CRITICS),
+        judge=plan.wildcard_alternatives([c for c in CRITICS if CRITIC_SOURCE[c] == c]),
     conda:
         "../../envs/sampling.yaml"
-    threads: lambda wc: engine_threads(wc.judge)
+    threads: lambda wc: engine_threads(CRITIC_SPECS[wc.judge]["model"])
     resources:
-        gpu=lambda wc: gpus(wc.judge),
+        gpu=lambda wc: gpus(CRITIC_SPECS[wc.judge]["model"]),
         nodes=1,
-        mem_mb=lambda wc: gpu_mem_mb(wc.judge),
-        runtime=lambda wc, attempt: 480 * attempt,
+        mem_mb=lambda wc: gpu_mem_mb(CRITIC_SPECS[wc.judge]["model"]),
+        # critiques longer than ProcessBench's 8,192 tokens (QwQ: 32,768 allowed) take longer
+        runtime=lambda wc, attempt: 480 * attempt * (2 if CRITIC_SPECS[wc.judge]["max_tokens"] > 8192 else 1),
     params:
         func="evaluation:critic_processbench",
-        critics=config["critics"],
-        model_entry=lambda wc: model_entry(config, wc.judge),
-        model_dir=lambda wc: model_dir(wc.judge),
+        spec=lambda wc: CRITIC_SPECS[wc.judge],
+        model_entry=lambda wc: model_entry(config, CRITIC_SPECS[wc.judge]["model"]),
+        model_dir=lambda wc: model_dir(CRITIC_SPECS[wc.judge]["model"]),
+    script:
+        RUN
+
+
+rule critic_reparse:
+    # a critic that differs from an earlier one only in `parse` reads that critic's critiques again
+    # (plan.critic_generation_sources): no second generation job
+    input:
+        code("evaluation:critic_reparse"),
+        cases="results/processbench/cases.parquet",
+        source=lambda wc: f"results/critics/{CRITIC_SOURCE[wc.judge]}/processbench.parquet",
+    output:
+        predictions="results/critics/{judge}/processbench.parquet",
+    log:
+        "logs/critic_reparse/{judge}.log",
+    wildcard_constraints:
+        judge=plan.wildcard_alternatives([c for c in CRITICS if CRITIC_SOURCE[c] != c]),
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        func="evaluation:critic_reparse",
+        parse=lambda wc: CRITIC_SPECS[wc.judge]["parse"],
     script:
         RUN
 
@@ -210,6 +236,10 @@ rule processbench_metrics:
         func="evaluation:processbench_metrics",
         processbench_eval=config["processbench_eval"],
         threshold=lambda wc: PRM_SPECS[wc.prm].get("threshold") if wc.prm in PRM_SPECS else None,
+        # a critic row names its model, template, parse and sampling (Table 7's notes)
+        setting=lambda wc: (
+            plan.critic_setting(CRITIC_SPECS[wc.prm[len("critic-") :]]) if wc.prm in CRITIC_NAMES else None
+        ),
         run_label=config["run"]["label"],
     script:
         RUN

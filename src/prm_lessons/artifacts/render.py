@@ -135,11 +135,12 @@ def table_notes(aid: str, cells: pd.DataFrame, pub: Mapping) -> list[str]:
     return notes
 
 
-def table_tex(aid: str, cells: pd.DataFrame, pub: Mapping, run: Mapping) -> str:
-    """A table artifact's paper/tables/<stem>.tex from its cells."""
+def table_tex(aid: str, cells: pd.DataFrame, pub: Mapping, run: Mapping, extra_notes: list[str] | None = None) -> str:
+    """A table artifact's paper/tables/<stem>.tex from its cells (`extra_notes`: the artifact's own
+    footnotes, e.g. what each critic row ran with)."""
     a = ARTIFACTS[aid]
     display = display_frame(cells, aid, pub) if len(cells) else pd.DataFrame({"row": ["(no rows in this run)"]})
-    return latex_table(display, a["title"], a["source"], run, aid, table_notes(aid, cells, pub))
+    return latex_table(display, a["title"], a["source"], run, aid, table_notes(aid, cells, pub) + list(extra_notes or []))
 
 
 # ------------------------------------------------------------------------------------------------

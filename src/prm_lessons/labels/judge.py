@@ -174,20 +174,34 @@ def vote(values: Sequence[int | None]) -> int | None:
     return Counter(parsed).most_common(1)[0][0] if parsed else None
 
 
+def case_verdict(details: Sequence[tuple[int | None, str]], cut: Sequence[bool]) -> tuple[int | None, str]:
+    """One item's verdict from its samples' (value, status) and whether each was cut off at max_tokens:
+    (majority value, status); status 'ok', else 'out_of_range', 'truncated' (a cut-off sample stayed
+    unread) or 'no_verdict'."""
+    fe = vote([d[0] for d in details])
+    if fe is not None:
+        return fe, "ok"
+    statuses = ["truncated" if (c and d[1] == "no_verdict") else d[1] for d, c in zip(details, cut)]
+    return None, next((s for s in ("out_of_range", "truncated") if s in statuses), "no_verdict")
+
+
 def load_template(path: str | None) -> str | None:
     return Path(path).read_text() if path else None
 
 
-def _guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | None):
-    """Short greedy continuation, regex-constrained where the engine is vLLM (structured outputs)."""
-    if regex and getattr(engine, "backend", "") == "vllm" and hasattr(engine, "llm"):
+def _guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | Sequence[str] | None):
+    """Short greedy continuation, regex-constrained where the engine is vLLM (structured outputs);
+    `regex`: one pattern for every prompt, or one per prompt (verifiers: one line per step)."""
+    regexes = [regex] * len(prompts) if regex is None or isinstance(regex, str) else list(regex)
+    if regexes and all(regexes) and getattr(engine, "backend", "") == "vllm" and hasattr(engine, "llm"):
         try:
             from vllm import SamplingParams  # lazy: vLLM only where the engine is vLLM
             from vllm.sampling_params import StructuredOutputsParams
 
-            params = SamplingParams(n=1, temperature=0.0, max_tokens=max_tokens,
-                                    structured_outputs=StructuredOutputsParams(regex=regex))
-            results = engine.llm.generate(prompts, params, use_tqdm=False)
+            params = [SamplingParams(n=1, temperature=0.0, max_tokens=max_tokens,
+                                     structured_outputs=StructuredOutputsParams(regex=r)) for r in regexes]
+            results = engine.llm.generate(prompts, params, use_tqdm=False,  # BOS: as VLLMEngine.generate
+                                          tokenization_kwargs={"add_special_tokens": False})
             return [r.outputs[0].text for r in results]
         except Exception as exc:  # an engine without a structured-output backend: plain decoding
             log.warning("guided decoding unavailable (%s); falling back to plain decoding", exc)
@@ -197,11 +211,12 @@ def _guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | N
 
 def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequence[str]], ids: Sequence[str], *,
                     style: str = "processbench", n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
-                    max_tokens: int = 1024, seed: int = 0, template: str | None = None,
+                    top_k: int | None = None, max_tokens: int = 1024, seed: int = 0, template: str | None = None,
                     system_prompt: str | None = None, force_answer: bool = True, force_max_tokens: int = 8,
                     guided: bool = True, force_truncated: bool = False) -> list[dict]:
     """Judge every (question, steps); one row per item: first_error, verdicts (raw texts), parsed,
-    status, votes (parsed value per sample), n_forced, n_truncated, tokens_generated.
+    status, votes (parsed value per sample), n_forced, n_truncated, tokens_generated, cut (per sample:
+    cut off at max_tokens).
 
     Items with no steps get no call (first_error None, status 'no_steps'). Each of the n samples is
     its own request with a seed derived from (seed, id, j)."""
@@ -212,7 +227,7 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
     prompts = {i: render_chat(engine.tokenizer, system_prompt, render_judge_prompt(questions[i], steps_lists[i], style,
                                                                                    template)) for i in todo}
     spec = SamplingSpec(n=1, temperature=temperature, top_p=top_p if temperature > 0 else 1.0,
-                        max_tokens=max_tokens, seed=None)
+                        top_k=top_k if temperature > 0 else None, max_tokens=max_tokens, seed=None)
     outs = engine.generate([prompts[i] for i, _ in reqs], spec,
                            [derive_seed("judge", seed, ids[i], j) for i, j in reqs]) if reqs else []
     texts = {rq: o[0].text for rq, o in zip(reqs, outs)}
@@ -236,17 +251,14 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
     for i in range(len(steps_lists)):
         if i not in prompts:
             rows.append({"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps",
-                         "votes": [], "n_forced": 0, "n_truncated": 0, "tokens_generated": 0})
+                         "votes": [], "n_forced": 0, "n_truncated": 0, "tokens_generated": 0, "cut": []})
             continue
         rq = [(i, j) for j in range(n)]
-        votes = [parsed[r][0] for r in rq]
-        fe = vote(votes)
         # a cut-off sample that stayed unread is "truncated", not just "no_verdict"
-        statuses = ["truncated" if (r in cut and parsed[r][1] == "no_verdict") else parsed[r][1] for r in rq]
-        status = "ok" if fe is not None else next(
-            (s for s in ("out_of_range", "truncated") if s in statuses), "no_verdict")
+        fe, status = case_verdict([parsed[r] for r in rq], [r in cut for r in rq])
         rows.append({"first_error": fe, "verdicts": [texts[r] for r in rq], "parsed": fe is not None,
-                     "status": status, "votes": votes, "n_forced": sum(r in forced for r in rq),
+                     "status": status, "votes": [parsed[r][0] for r in rq], "n_forced": sum(r in forced for r in rq),
                      "n_truncated": sum(r in cut and r not in forced for r in rq),
-                     "tokens_generated": sum(tokens[r] for r in rq)})
+                     "tokens_generated": sum(tokens[r] for r in rq),
+                     "cut": [r in cut for r in rq]})  # per sample: cut off at max_tokens
     return rows

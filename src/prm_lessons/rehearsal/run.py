@@ -9,7 +9,8 @@ ProcessBench files in ../shared/data, and a small PRM800K file in the official f
 Layout (all under --out, default results/rehearsal/):
   hf-home/      HF_HOME holding the stand-in cache
   work/         the Snakemake working directory (results/, logs/, resources/ of the run);
-                work/shared -> the shared data directory, work/data/prm800k/ -> the PRM800K stand-in
+                work/shared -> the shared data directory, work/data/prm800k/ -> the PRM800K stand-in,
+                work/data/templates/critique_template.txt -> the critique template's stand-in
   plan.txt      the dry run's job table before the run
   report.json   what ran and what it read (prm_lessons.rehearsal.report)
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import yaml
 
+from ..labels.judge import PROCESSBENCH_TEMPLATE
 from .hub_cache import build_hub_cache, write_prm800k
 from .report import REPO, snakemake_cmd, write_report
 
@@ -55,11 +57,22 @@ def prepare(out: Path, shared: Path, fresh: bool = True) -> dict:
     t0 = time.time()
     built = build_hub_cache(paper, hf_home)
     write_prm800k(work / "data" / "prm800k", shared / "data" / "bon" / "math_cot_100_samples.jsonl")
+    write_critique_template(work / "data" / "templates" / "critique_template.txt")
     log.info("stand-in Hub cache: %d repos in %.1fs", len(built) if built else 0, time.time() - t0)
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONUNBUFFERED": "1"}
     env.pop("HF_HUB_CACHE", None)  # the stand-in cache lives under HF_HOME
     return env
+
+
+def write_critique_template(path: Path) -> Path:
+    """The stand-in of ProcessBench's critique_template.txt (config/rehearsal.yaml points
+    critics.official_template.url here, checksums off): the PROJECT's ProcessBench-style text, which has
+    the official placeholders ({problem}, {tagged_response}) but not its wording, so that rule
+    critique_template and the critics' official-template path run offline."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(PROCESSBENCH_TEMPLATE + "\n")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,6 +32,15 @@ def processbench_file(*, inputs: dict, outputs: dict, params: dict, wildcards: d
     fetch_file(spec["url"].format(subset=subset), outputs["file"], checks, f"ProcessBench subset '{subset}'")
 
 
+def critique_template(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `critique_template`: ProcessBench's critique_template.txt (critics.official_template) → its
+    verified copy under resources/templates/."""
+    spec = params["spec"]
+    fetch_file(spec["url"], outputs["file"], spec, "ProcessBench critique template (critics.official_template)")
+    log.info("critique template: %s -> %s (%s)", spec["url"], outputs["file"],
+             file_digests(outputs["file"])["sha256"])
+
+
 def problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `problems`: results/problems/{dataset}.parquet from the dataset's config entry."""
     name = wildcards["dataset"]

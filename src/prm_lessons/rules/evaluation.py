@@ -156,24 +156,42 @@ def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: 
 
 
 def critic_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `critic_processbench`: results/processbench/cases.parquet →
-    results/critics/{judge}/processbench.parquet."""
-    cfg = params["critics"]
+    """Rule `critic_processbench`: results/processbench/cases.parquet (+ the critic's template file) →
+    results/critics/{judge}/processbench.parquet. params.spec: the critic's model and settings
+    (plan.critic_specs; n = 1 already greedy there)."""
+    spec = params["spec"]
     cases = read_table(inputs["cases"], "processbench")
+    template_file = (as_paths(inputs.get("template")) or [None])[0]
+    # run_eval.py reads the template .strip()-ed; the built-in text has no surrounding whitespace
+    template = (load_template(template_file) or "").strip() or None
     engine = load_engine(params["model_dir"], params["model_entry"])
-    n = int(cfg["n"])
-    df = critic.critic_predictions(engine, cases, n=n, temperature=float(cfg["temperature"]) if n > 1 else 0.0,
-                                   top_p=float(cfg["top_p"]) if n > 1 else 1.0, max_tokens=int(cfg["max_tokens"]),
-                                   seed=int(cfg["seed"]), system_prompt=cfg.get("system_prompt"),
-                                   template=load_template(cfg.get("template_path")),
-                                   force_answer=bool(cfg.get("force_answer", False)),
-                                   force_truncated=bool(cfg.get("force_truncated", False)))
-    unparsed = int(df["prediction"].isna().sum())
-    print(f"critic {wildcards.get('judge')}: {len(df)} cases, n={n}, unparsable {unparsed} "
-          f"({100 * unparsed / max(len(df), 1):.1f}%; counted wrong); samples cut off at max_tokens "
-          f"and left unread: {int(df['n_truncated'].sum())}", flush=True)
+    df = critic.critic_predictions(
+        engine, cases, n=int(spec["n"]), temperature=float(spec["temperature"]), top_p=float(spec["top_p"]),
+        top_k=int(spec["top_k"]) if spec.get("top_k") else None, max_tokens=int(spec["max_tokens"]),
+        seed=int(spec["seed"]), system_prompt=spec.get("system_prompt"), template=template,
+        force_answer=bool(spec["force_answer"]), force_truncated=bool(spec["force_truncated"]), parse=spec["parse"])
+    _critic_report(df, wildcards.get("judge"), f"n={spec['n']}, template {spec['template']}, parse {spec['parse']}")
     Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
     df.to_parquet(outputs["predictions"], index=False)
+
+
+def critic_reparse(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `critic_reparse`: another critic's results/critics/{source}/processbench.parquet (same model and
+    generation settings) → results/critics/{judge}/processbench.parquet, its critiques read under this
+    critic's `parse` mode."""
+    cases = read_table(inputs["cases"], "processbench")
+    df = critic.apply_parse(pd.read_parquet(inputs["source"]), critic.case_steps(cases), params["parse"])
+    _critic_report(df, wildcards.get("judge"), f"parse {params['parse']} of {inputs['source']}")
+    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(outputs["predictions"], index=False)
+
+
+def _critic_report(df: pd.DataFrame, name, what: str) -> None:
+    unparsed = int(df["prediction"].isna().sum())
+    statuses = df["status"].value_counts().to_dict()
+    print(f"critic {name} ({what}): {len(df)} cases, no prediction {unparsed} "
+          f"({100 * unparsed / max(len(df), 1):.1f}%; counted wrong; statuses {statuses}); samples cut off at "
+          f"max_tokens and left unread: {int(df['n_truncated'].sum())}", flush=True)
 
 
 # ------------------------------------------------------------------------------------------------ metrics
@@ -312,6 +330,8 @@ def processbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards
                                                          seed=boot["seed"], confidence=boot["confidence"])
     m["prm"] = wildcards.get("prm")
     m["run_label"] = params.get("run_label")
+    if params.get("setting"):
+        m["setting"] = params["setting"]  # a critic's model, template, parse and sampling
     _write_pb(m, per_case, outputs)
     log.info("processbench %s: average F1 %.3f (threshold %s)", m["prm"], m["average_f1"], m["threshold"])
 
