@@ -55,6 +55,9 @@ def _named(section: str, name: str) -> tuple[dict, str]:
     if section == "critics.judges":
         cfg["critics"]["judges"][name] = {"model": "smollm2"}
         return cfg, f"critics.judges.{name}"
+    if section == "bon_judges.judges":
+        cfg.setdefault("bon_judges", {}).setdefault("judges", {})[name] = {"model": "smollm2"}
+        return cfg, f"bon_judges.judges.{name}"
     if section == "processbench.subsets":
         cfg["processbench"] = {"source": "hub", "subsets": ["gsm8k", name]}
         return cfg, "processbench.subsets.1"
@@ -71,8 +74,8 @@ def _named(section: str, name: str) -> tuple[dict, str]:
 
 
 NAMED = ["models", "problems", "benchmarks", "trainsets.variants", "prms.models", "critics.judges",
-         "processbench.subsets", "processbench.constructed.subsets", "processbench.constructed.dev.subsets",
-         "human.construction.problems"]
+         "bon_judges.judges", "processbench.subsets", "processbench.constructed.subsets",
+         "processbench.constructed.dev.subsets", "human.construction.problems"]
 
 
 @pytest.mark.parametrize("name", BAD_NAMES)
@@ -300,6 +303,8 @@ def test_analysis_n_is_the_evaluated_n(factor):
     ({"roles": {"judge": "nope"}}, "roles.judge"),
     ({"training": {"base": "nope"}}, "training.base"),
     ({"critics": {"judges": {"c": {"model": "nope"}}}}, "critics.judges.c.model"),
+    ({"bon_judges": {"judges": {"j": {"model": "nope"}}}}, "bon_judges.judges.j.model"),
+    ({"bon_judges": {"benchmarks": ["arith", "nope"]}}, "bon_judges.benchmarks.1"),
     ({"prms": {"models": {"x": {"adapter": "qwen_prm", "model": "nope"}}}}, "prms.models.x.model"),
     ({"prms": {"models": {"x": {"adapter": "eurus", "model": "smollm2", "ref_model": "nope"}}}},
      "prms.models.x.ref_model"),

@@ -31,6 +31,7 @@ SCHEMAS: dict[str, list[str]] = {
     "trainset": ["instance_id", "question", "steps", "labels"],
     "step_scores": ["problem_id", "sample_idx", "step_scores"],
     "pb_scores": ["id", "subset", "step_scores"],
+    "bon_judge": ["dataset", "problem_id", "sample_idxs", "selected_idx", "n_unparsable", "tokens_generated"],
 }
 # kind -> columns that identify a row (must be unique)
 KEYS: dict[str, list[str]] = {
@@ -42,6 +43,7 @@ KEYS: dict[str, list[str]] = {
     "trainset": ["instance_id"],
     "step_scores": ["problem_id", "sample_idx"],
     "pb_scores": ["id"],
+    "bon_judge": ["problem_id"],
 }
 
 

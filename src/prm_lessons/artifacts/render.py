@@ -45,7 +45,8 @@ def display_frame(cells: pd.DataFrame, aid: str, pub: Mapping) -> pd.DataFrame:
         by_col = g.set_index("column")
         out.append([name] + [_fmt(by_col["value"].get(c)) for c in cols])
         if by_col["published"].notna().any():
-            label = next((x for x in by_col["label"] if x), by_col["key"].iloc[0])
+            # a cell without a published label holds NaN, which is truthy: take the first real label
+            label = next((x for x in by_col["label"] if isinstance(x, str) and x), by_col["key"].iloc[0])
             out.append([f"paper: {label}"] + [_fmt(by_col["published"].get(c)) for c in cols])
             if by_col["diff"].notna().any():
                 out.append(["Δ"] + [(("+" if by_col["diff"].get(c) > 0 else "") + _fmt(by_col["diff"].get(c)))
