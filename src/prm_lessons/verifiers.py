@@ -64,7 +64,11 @@ PLACEHOLDERS = {"pointwise": ("problem", "tagged_response", "n_steps"),
 POINTWISE_FORCE = "\n\nVerdicts:\n"
 PAIRWISE_FORCE = "\n\nThe better response is \\boxed{"
 PAIRWISE_REGEX = r"[AB]\}"
-FORCE_TOKENS_PER_STEP = 8  # "Paragraph 12: incorrect\n" is 6-7 tokens in the Qwen and SmolLM vocabularies
+# forced-verdict budgets: "Paragraph 12: incorrect\n" is 6-8 tokens in the Qwen and SmolLM vocabularies; twice
+# that, as a guided judge may spell the fixed text in smaller pieces (the rehearsal's random weights do). The
+# regex ends the continuation at its last character, so an unused budget costs nothing.
+FORCE_TOKENS_PER_STEP = 16
+PAIRWISE_FORCE_TOKENS = 8
 
 
 def template_file(mode: str) -> Path:
@@ -211,7 +215,7 @@ def judge_pointwise(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
     res = _judge_batch(engine, prompts, [derive_seed("bon_judge", "pointwise", settings.seed, ids[i]) for i in todo],
                        settings, readable=lambda k, t: sum(v is not None for v in parse_step_verdicts(t, n_of[k])),
                        needed=n_of, suffix=POINTWISE_FORCE, regexes=[pointwise_regex(n) for n in n_of],
-                       force_max_tokens=FORCE_TOKENS_PER_STEP * max(n_of, default=1) + 4)
+                       force_max_tokens=FORCE_TOKENS_PER_STEP * max(n_of, default=1) + 8)
     rows = [{"verdicts": [], "score": None, "n_steps": 0, "n_unreadable": 0, "forced": False, "truncated": False,
              "tokens_generated": 0, "text": None} for _ in steps_lists]
     for k, i in enumerate(todo):
@@ -295,7 +299,8 @@ def judge_pairwise(engine, questions: Sequence[str], responses: Sequence[Sequenc
         seeds = [derive_seed("bon_judge", "pairwise", settings.seed, ids[p], a, b) for p, a, b in matches]
         res = _judge_batch(engine, prompts, seeds, settings,
                            readable=lambda k, t: int(parse_preference(t) is not None), needed=[1] * len(matches),
-                           suffix=PAIRWISE_FORCE, regexes=[PAIRWISE_REGEX] * len(matches), force_max_tokens=4)
+                           suffix=PAIRWISE_FORCE, regexes=[PAIRWISE_REGEX] * len(matches),
+                           force_max_tokens=PAIRWISE_FORCE_TOKENS)
         return [{"verdict": parse_preference(r["text"]), "forced": r["forced"],
                  "truncated": r["cut"] and parse_preference(r["text"]) is None, "tokens": r["tokens"],
                  "text": r["text"]} for r in res]
