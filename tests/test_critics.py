@@ -264,32 +264,59 @@ def test_engines_pass_top_k(monkeypatch):
 
 # -- critics that differ only in parse share one generation ---------------------------------------------
 
-def test_generation_sources_and_reparse(tmp_path, monkeypatch):
+def test_generation_sources():
     cfg = _config({"a": {"model": "smollm2"}, "a_off": {"model": "smollm2", "parse": "official"},
-                   "b": {"model": "smollm2", "top_k": 5, "n": 2}, "b2": {"model": "smollm2", "top_k": 6, "n": 2}},
-                  n=1, parse="lenient")
+                   "a_unforced": {"model": "smollm2", "force_answer": False},
+                   "c_forced": {"model": "smollm2", "force_answer": True, "force_truncated": False},
+                   "b": {"model": "smollm2", "top_k": 5, "n": 2}, "b2": {"model": "smollm2", "top_k": 6, "n": 2},
+                   "b3": {"model": "smollm2", "top_k": 5, "n": 2, "parse": "official"},
+                   "d": {"model": "smollm2", "seed": 7}},
+                  n=1, parse="lenient", force_answer=True, force_truncated=True)
     src = plan.critic_generation_sources(plan.critic_specs(cfg))
-    assert src == {"a": "a", "a_off": "a", "b": "b", "b2": "b2"}
+    # a critic that forces other answers than the earlier one cannot read its critiques; one forcing none can
+    assert src == {"a": "a", "a_off": "a", "a_unforced": "a", "c_forced": "c_forced", "b": "b", "b2": "b2",
+                   "b3": "b", "d": "d"}
+    # an unforced first critic cannot serve a forcing one
+    cfg = _config({"u": {"model": "smollm2", "force_answer": False}, "f": {"model": "smollm2"}}, n=1,
+                  force_answer=True)
+    assert plan.critic_generation_sources(plan.critic_specs(cfg)) == {"u": "u", "f": "f"}
+
+
+def test_reparse_reads_the_same_critiques_under_another_parse_and_without_forcing(tmp_path):
 
     from prm_lessons.rules import evaluation
     from prm_lessons.tables import write_table
 
     cases = tmp_path / "cases.parquet"
     write_table(CASES, cases, "processbench")
+    forced = "I am not sure" + "\n\nSo the index of the paragraph with the earliest error is \\boxed{0}"
     source = pd.DataFrame({"id": ["g-0", "g-1"], "subset": ["g", "g"], "label": [1, -1],
-                           "prediction": pd.array([2, 1], dtype="Int64"), "parsed": [True, True],
-                           "status": ["ok", "ok"], "votes": [[2], [1]], "n_forced": [0, 0], "n_truncated": [0, 0],
-                           "tokens_generated": [5, 5], "verdicts": [["\\boxed{\\text{1}}"], ["\\boxed{1}"]],
-                           "cut": [[False], [False]], "parse": ["lenient", "lenient"]})
+                           "prediction": pd.array([1, 0], dtype="Int64"), "parsed": [True, True],
+                           "status": ["ok", "ok"], "votes": [[1, 1], [0, 0]], "n_forced": [0, 1],
+                           "n_truncated": [0, 0], "tokens_generated": [5, 5],
+                           "verdicts": [["\\boxed{\\text{1}}", "\\boxed{1}"], [forced, "\\boxed{0}"]],
+                           "cut": [[False, False], [False, True]], "forced_at": [[-1, -1], [13, -1]],
+                           "parse": ["lenient", "lenient"]})
     src_path = tmp_path / "a.parquet"
     source.to_parquet(src_path, index=False)
-    out = tmp_path / "a_off.parquet"
-    evaluation.critic_reparse(inputs={"cases": str(cases), "source": str(src_path)},
-                              outputs={"predictions": str(out)}, params={"parse": "official"},
-                              wildcards={"judge": "a_off"}, threads=1)
-    df = pd.read_parquet(out)
-    assert pd.isna(df["prediction"].iloc[0]) and df["prediction"].iloc[1] == 1
-    assert df["tokens_generated"].tolist() == [5, 5] and list(df["verdicts"].iloc[0]) == ["\\boxed{\\text{1}}"]
+
+    def reparse(parse, force):
+        out = tmp_path / f"{parse}{force}.parquet"
+        evaluation.critic_reparse(inputs={"cases": str(cases), "source": str(src_path)},
+                                  outputs={"predictions": str(out)}, params={"parse": parse, "force_answer": force},
+                                  wildcards={"judge": "x"}, threads=1)
+        return pd.read_parquet(out)
+
+    df = reparse("official", True)  # '\text{1' and '1' tie: the first seen wins and is no integer
+    assert pd.isna(df["prediction"].iloc[0]) and df["status"].iloc[0] == "not_integer"
+    assert df["prediction"].iloc[1] == 0 and df["n_forced"].tolist() == [0, 1]
+    assert df["tokens_generated"].tolist() == [5, 5] and list(df["verdicts"].iloc[1]) == [forced, "\\boxed{0}"]
+    df = reparse("lenient", False)  # the forced answer is gone: one vote left, the cut-off sample's
+    assert df["prediction"].tolist() == [1, 0] and list(df["verdicts"].iloc[1]) == ["I am not sure", "\\boxed{0}"]
+    assert list(df["votes"].iloc[1]) == [None, 0] or pd.isna(df["votes"].iloc[1][0])
+    assert df["n_forced"].tolist() == [0, 0] and df["n_truncated"].tolist() == [0, 1]
+    df = reparse("official", False)
+    assert df["prediction"].iloc[1] == 0 and list(df["verdicts"].iloc[1])[0] == "I am not sure"
 
 
 def test_embedded_config_has_two_critic_settings_from_one_generation():
@@ -297,6 +324,7 @@ def test_embedded_config_has_two_critic_settings_from_one_generation():
     assert len(specs) >= 2 and {s["parse"] for s in specs.values()} == {"lenient", "official"}
     src = plan.critic_generation_sources(specs)
     assert len(set(src.values())) == 1  # one generation job
+    assert {s["force_answer"] for s in specs.values()} == {True, False}  # the project's and ProcessBench's
 
 
 def test_paper_config_lists_the_four_open_critics_with_processbench_settings():
@@ -430,3 +458,16 @@ def test_table7_rows_and_setting_notes(tmp_path):
     assert "official critique" in tex and "official parse" in tex and "32768" in tex
     assert "lenient parse" in tex
     json.loads(Path(outs["provenance"]).read_text())
+
+
+def test_forced_answers_are_recorded_and_can_be_cut_off_again():
+    from fakes import ScriptedJudge
+
+    eng = ScriptedJudge(["no answer here", "\\boxed{-1}"], forced="1}")
+    cases = CASES.assign(problem=["P0", "P1"])
+    df = critic.critic_predictions(eng, cases, n=1, max_tokens=64, force_answer=True)
+    assert df["prediction"].tolist() == [1, -1] and df["n_forced"].tolist() == [1, 0]
+    assert list(df["forced_at"].iloc[0]) == [len("no answer here")] and list(df["forced_at"].iloc[1]) == [-1]
+    plain = critic.apply_parse(df, critic.case_steps(cases), "official", force=False)
+    assert list(plain["verdicts"].iloc[0]) == ["no answer here"] and pd.isna(plain["prediction"].iloc[0])
+    assert plain["prediction"].iloc[1] == -1 and plain["n_forced"].tolist() == [0, 0]

@@ -60,7 +60,7 @@ def test_judge_responses_majority_force_and_no_steps():
     # sample 1 rambled → forced "\boxed{0}"; sample 2 out of range → no vote → majority of [0] = 0
     assert rows[1]["votes"] == [0, None] and rows[1]["first_error"] == 0 and rows[1]["n_forced"] == 1
     assert rows[2] == {"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps", "votes": [],
-                       "n_forced": 0, "n_truncated": 0, "tokens_generated": 0, "cut": []}
+                       "n_forced": 0, "n_truncated": 0, "tokens_generated": 0, "cut": [], "forced_at": []}
     assert rows[3]["first_error"] == 0 and rows[3]["n_forced"] == 2
     assert len(rows[1]["verdicts"]) == 2
 

@@ -19,13 +19,15 @@ greedy (temperature 0), n > 1 a majority vote. Each configured critic has its ow
   A prediction outside [-1, n_steps - 1] is no prediction under both (status `out_of_range`): it can
   never match a label, so the metric is the same as `run_eval.py`'s.
 
-The forced answer (`force_answer`, off in the official protocol) belongs to the generation: it is
-decided by the lenient reader, so two critics that differ only in `parse` read the same texts and share
-one generation job (rule `critic_reparse`, :func:`apply_parse`).
+The forced answer (`force_answer`, off in the official protocol) is decided by the lenient reader and
+appended to a critique (its start recorded per sample, `forced_at`). So a critic reads the critiques of an
+earlier one with the same model and generation settings (`plan.critic_generation_sources`, rule
+`critic_reparse`, :func:`apply_parse`) when it differs only in `parse`, or when it forces no answers where
+that one does: the forced continuations are then cut off again.
 
 Output (one row per case, `results/critics/{critic}/processbench.parquet`): id, subset, label,
 prediction (Int64; null = no prediction), parsed, status, votes, n_forced, n_truncated,
-tokens_generated, verdicts, cut, parse.
+tokens_generated, verdicts, cut, forced_at, parse.
 """
 from __future__ import annotations
 
@@ -82,12 +84,30 @@ def _parse_case(texts: Sequence[str], cut: Sequence[bool], n_steps: int, parse: 
     return pred, status, [d[0] for d in details]
 
 
-def apply_parse(df: pd.DataFrame, n_steps: Mapping[str, int], parse: str) -> pd.DataFrame:
+def unforce(df: pd.DataFrame) -> pd.DataFrame:
+    """The critiques as the model wrote them: every forced continuation (`forced_at`) cut off again;
+    n_forced 0, and every sample cut off at max_tokens counted in n_truncated."""
+    out = df.copy()
+    if "forced_at" not in out.columns:
+        if int(out["n_forced"].sum()):
+            raise ValueError("forced answers without `forced_at` (a critic table older than it): rerun its critic")
+        return out
+    out["verdicts"] = [[t[:k] if k >= 0 else t for t, k in zip(list(ts), list(ks))]
+                       for ts, ks in zip(out["verdicts"], out["forced_at"])]
+    out["forced_at"] = [[-1] * len(list(ks)) for ks in out["forced_at"]]
+    out["n_forced"] = 0
+    if "cut" in out.columns:
+        out["n_truncated"] = [int(sum(bool(c) for c in cs)) for cs in out["cut"]]
+    return out
+
+
+def apply_parse(df: pd.DataFrame, n_steps: Mapping[str, int], parse: str, force: bool = True) -> pd.DataFrame:
     """A critic's predictions frame with prediction / parsed / status / votes read again from its
-    verdicts under `parse` (cases without steps keep status no_steps). `n_steps`: case id → steps."""
+    verdicts under `parse` (cases without steps keep status no_steps); `force` False first drops the
+    forced answers (:func:`unforce`). `n_steps`: case id → steps."""
     if parse not in PARSE_MODES:
         raise ValueError(f"critic parse mode must be one of {PARSE_MODES}, not {parse!r}")
-    out = df.copy()
+    out = df.copy() if force else unforce(df)
     preds, statuses, votes = [], [], []
     cuts = out["cut"] if "cut" in out.columns else [[]] * len(out)
     for i, texts, cut, status in zip(out["id"], out["verdicts"], cuts, out["status"]):

@@ -341,13 +341,17 @@ def critic_specs(config: dict) -> dict[str, dict]:
 
 
 def critic_generation_sources(specs: dict[str, dict]) -> dict[str, str]:
-    """critic → the critic whose generations it reads: the first (in config order) with the same model
-    and generation settings (everything but `parse`); itself when it is that first one."""
-    first: dict[tuple, str] = {}
-    out = {}
+    """critic → the critic whose critiques it reads: the first generating critic (in config order) with
+    the same model and sampling, template and prompt settings that either forces answers exactly as it
+    does or, when it forces none, forces any (the forced continuations are cut off again); itself when
+    there is none. So critics that differ only in `parse` or in not forcing share one generation job."""
+    force = ("force_answer", "force_truncated")
+    out: dict[str, str] = {}
     for name, spec in specs.items():
-        key = tuple(repr(spec[k]) for k in ("model", *CRITIC_SETTINGS) if k != "parse")
-        out[name] = first.setdefault(key, name)
+        key = [repr(spec[k]) for k in ("model", *CRITIC_SETTINGS) if k != "parse" and k not in force]
+        out[name] = next((g for g in out if out[g] == g and key == [
+            repr(specs[g][k]) for k in ("model", *CRITIC_SETTINGS) if k != "parse" and k not in force]
+            and (not spec["force_answer"] or all(spec[f] == specs[g][f] for f in force))), name)
     return out
 
 

@@ -139,8 +139,8 @@ rule critic_processbench:
 
 
 rule critic_reparse:
-    # a critic that differs from an earlier one only in `parse` reads that critic's critiques again
-    # (plan.critic_generation_sources): no second generation job
+    # a critic that differs from an earlier one only in `parse`, or in forcing no answers where that one
+    # does, reads its critiques again (plan.critic_generation_sources): no second generation job
     input:
         code("evaluation:critic_reparse"),
         cases="results/processbench/cases.parquet",
@@ -157,6 +157,7 @@ rule critic_reparse:
     params:
         func="evaluation:critic_reparse",
         parse=lambda wc: CRITIC_SPECS[wc.judge]["parse"],
+        force_answer=lambda wc: CRITIC_SPECS[wc.judge]["force_answer"],
     script:
         RUN
 

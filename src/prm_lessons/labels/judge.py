@@ -216,7 +216,7 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
                     guided: bool = True, force_truncated: bool = False) -> list[dict]:
     """Judge every (question, steps); one row per item: first_error, verdicts (raw texts), parsed,
     status, votes (parsed value per sample), n_forced, n_truncated, tokens_generated, cut (per sample:
-    cut off at max_tokens).
+    cut off at max_tokens), forced_at (per sample: where the forced answer starts in its text, -1 if none).
 
     Items with no steps get no call (first_error None, status 'no_steps'). Each of the n samples is
     its own request with a seed derived from (seed, id, j)."""
@@ -234,7 +234,7 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
     tokens = {rq: int(o[0].n_tokens) for rq, o in zip(reqs, outs)}
     cut = {rq for rq, o in zip(reqs, outs) if o[0].finish_reason == "length"}
     parsed = {rq: parse_verdict_detail(texts[rq], len(steps_lists[rq[0]]), style) for rq in reqs}
-    forced: set = set()
+    forced: dict = {}  # forced sample -> where its forced continuation starts in its text
     if force_answer:
         retry = [rq for rq in reqs if parsed[rq][1] == "no_verdict" and (rq not in cut or force_truncated)]
         if retry:
@@ -245,13 +245,14 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
                 full = texts[rq] + suffix + cont
                 v = parse_verdict_detail(full, len(steps_lists[rq[0]]), style)
                 if v[1] != "no_verdict":
+                    forced[rq] = len(texts[rq])
                     texts[rq], parsed[rq] = full, v
-                    forced.add(rq)
     rows = []
     for i in range(len(steps_lists)):
         if i not in prompts:
             rows.append({"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps",
-                         "votes": [], "n_forced": 0, "n_truncated": 0, "tokens_generated": 0, "cut": []})
+                         "votes": [], "n_forced": 0, "n_truncated": 0, "tokens_generated": 0, "cut": [],
+                         "forced_at": []})
             continue
         rq = [(i, j) for j in range(n)]
         # a cut-off sample that stayed unread is "truncated", not just "no_verdict"
@@ -260,5 +261,6 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
                      "status": status, "votes": [parsed[r][0] for r in rq], "n_forced": sum(r in forced for r in rq),
                      "n_truncated": sum(r in cut and r not in forced for r in rq),
                      "tokens_generated": sum(tokens[r] for r in rq),
-                     "cut": [r in cut for r in rq]})  # per sample: cut off at max_tokens
+                     # per sample: cut off at max_tokens; where the forced answer starts (-1: not forced)
+                     "cut": [r in cut for r in rq], "forced_at": [forced.get(r, -1) for r in rq]})
     return rows

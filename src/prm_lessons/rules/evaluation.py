@@ -177,11 +177,14 @@ def critic_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards:
 
 def critic_reparse(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `critic_reparse`: another critic's results/critics/{source}/processbench.parquet (same model and
-    generation settings) → results/critics/{judge}/processbench.parquet, its critiques read under this
-    critic's `parse` mode."""
+    generation settings; plan.critic_generation_sources) → results/critics/{judge}/processbench.parquet,
+    its critiques read under this critic's `parse` mode, without the forced answers if it forces none."""
     cases = read_table(inputs["cases"], "processbench")
-    df = critic.apply_parse(pd.read_parquet(inputs["source"]), critic.case_steps(cases), params["parse"])
-    _critic_report(df, wildcards.get("judge"), f"parse {params['parse']} of {inputs['source']}")
+    force = bool(params["force_answer"])
+    df = critic.apply_parse(pd.read_parquet(inputs["source"]), critic.case_steps(cases), params["parse"],
+                            force=force)
+    _critic_report(df, wildcards.get("judge"),
+                   f"parse {params['parse']}{'' if force else ', no forced answers'} of {inputs['source']}")
     Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
     df.to_parquet(outputs["predictions"], index=False)
 
