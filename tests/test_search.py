@@ -262,3 +262,44 @@ def test_incremental_respects_max_length_and_falls_back_where_unsupported():
     assert isinstance(scoring.candidate_scorer(ad, "auto"), scoring.FullRescoringScorer)
     with pytest.raises(ValueError):
         scoring.IncrementalScorer(ad)
+
+
+# ----------------------------------------------------------------------------------------------
+# config and DAG names
+# ----------------------------------------------------------------------------------------------
+
+def _embedded():
+    from pathlib import Path
+
+    import yaml
+
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
+
+
+@pytest.mark.parametrize("patch, path", [
+    ({"search": {"prms": ["nope"]}}, "search.prms.0"),
+    ({"search": {"orm": "nope"}}, "search.orm"),
+    ({"search": {"policy": "nope"}}, "search.policy"),
+    ({"search": {"benchmarks": ["nope"]}}, "search.benchmarks.0"),
+    ({"search": {"candidates": 0}}, "search.candidates"),
+    ({"search": {"scoring": "fast"}}, "search.scoring"),
+    ({"search": {"prms": ["human"], "cand": 3}}, "search.cand"),
+])
+def test_bad_search_config_names_the_key(patch, path):
+    from prm_lessons.config import ConfigError, deep_update, validate_config
+
+    with pytest.raises(ConfigError, match=f"`{path}`"):
+        validate_config(deep_update(_embedded(), patch))
+
+
+def test_search_reuses_best_of_n_samples_only_for_the_same_policy_and_n():
+    from prm_lessons import plan
+    from prm_lessons.config import deep_update, validate_config
+
+    cfg = validate_config(_embedded())
+    assert plan.search_reuses_samples(cfg) and plan.search_samples_path(cfg, "arith") == "results/samples/arith.parquet"
+    assert plan.search_prms(cfg, plan.resolve_prm_specs(cfg)) == ["human", "mc_hard"]
+    other = validate_config(deep_update(_embedded(), {"search": {"n": 2, "orm": "judge"}}))
+    assert not plan.search_reuses_samples(other)
+    assert plan.search_samples_path(other, "arith") == "results/search/samples/arith.parquet"
+    assert plan.search_orm_path(other, "arith") == "results/search/scores/judge/arith.parquet"
