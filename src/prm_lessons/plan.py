@@ -442,6 +442,11 @@ def bon_judge_benchmarks(config: dict) -> list[str]:
     return list((config.get("bon_judges") or {}).get("benchmarks") or []) or list(config.get("benchmarks") or {})
 
 
+def bon_judge_model(config: dict, judge: str) -> str:
+    """The model entry a judge runs (bon_judges.judges.<judge>.model)."""
+    return config["bon_judges"]["judges"][judge]["model"]
+
+
 def bon_judge_settings(config: dict, judge: str) -> dict:
     """A judge's settings: the bon_judges.* values with the judge's overrides."""
     bj = config["bon_judges"]

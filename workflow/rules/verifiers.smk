@@ -6,15 +6,11 @@ JUDGE_BENCHMARKS = plan.bon_judge_benchmarks(config)
 JUDGE_RUNS = plan.bon_judge_runs(config)
 
 
-def judge_model(wc):
-    return BON_JUDGES["judges"][wc.judge]["model"]
-
-
 rule bon_judge:
     input:
         code("verifiers:bon_judge"),
         samples=expand("results/samples/{dataset}.parquet", dataset=JUDGE_BENCHMARKS),
-        model=lambda wc: model_input(judge_model(wc)),
+        model=lambda wc: model_input(plan.bon_judge_model(config, wc.judge)),
         # the prompt is data, not code: declared so that editing it judges again
         template=lambda wc: plan.bon_judge_template(config, wc.mode, PKG),
     output:
@@ -26,11 +22,11 @@ rule bon_judge:
         mode=plan.wildcard_alternatives(plan.BON_JUDGE_MODES),
     conda:
         "../../envs/sampling.yaml"
-    threads: lambda wc: engine_threads(judge_model(wc))
+    threads: lambda wc: engine_threads(plan.bon_judge_model(config, wc.judge))
     resources:
-        gpu=lambda wc: gpus(judge_model(wc)),
+        gpu=lambda wc: gpus(plan.bon_judge_model(config, wc.judge)),
         nodes=1,
-        mem_mb=lambda wc: gpu_mem_mb(judge_model(wc)),
+        mem_mb=lambda wc: gpu_mem_mb(plan.bon_judge_model(config, wc.judge)),
         # paper scale: ~1,000 problems x 8 responses per benchmark; QwQ writes long judgements
         runtime=lambda wc, attempt: 720 * attempt,
     params:
@@ -38,8 +34,8 @@ rule bon_judge:
         settings=lambda wc: plan.bon_judge_settings(config, wc.judge),
         n=config["bon"]["n"],
         limit=BON_JUDGES["limit"],
-        model_entry=lambda wc: model_entry(config, judge_model(wc)),
-        model_dir=lambda wc: model_dir(judge_model(wc)),
+        model_entry=lambda wc: model_entry(config, plan.bon_judge_model(config, wc.judge)),
+        model_dir=lambda wc: model_dir(plan.bon_judge_model(config, wc.judge)),
     script:
         RUN
 
@@ -62,7 +58,7 @@ rule bon_judge_metrics:
     params:
         func="verifiers:bon_judge_metrics",
         bon=config["bon"],
-        model=judge_model,
+        model=lambda wc: plan.bon_judge_model(config, wc.judge),
         run_label=config["run"]["label"],
     script:
         RUN
