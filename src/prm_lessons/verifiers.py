@@ -33,8 +33,9 @@ tokens, forced continuations re-tokenised.
 
 Seeds: every request has its own, derived from (seed, mode, problem id, the responses' positions in
 sample_idx order), so a judgement does not depend on what else is in the batch. The prompts are the
-project's (the paper does not print them): package data ``prompts/bon_judge_{pointwise,pairwise}.txt``, replaceable by a file
-(config ``bon_judges.pointwise_template`` / ``pairwise_template``; placeholders below).
+project's (the paper does not print them): package data ``prompts/bon_judge_{pointwise,pairwise}.txt``,
+replaceable by a file (config ``bon_judges.pointwise_template`` / ``pairwise_template``; placeholders
+below).
 """
 from __future__ import annotations
 
