@@ -10,11 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fakes import FakeTokenizer
 from prm_lessons import search
 from prm_lessons.generation import Completion, Engine
 from prm_lessons.search import SearchSettings, greedy_search, pick
-
-from fakes import FakeTokenizer
 
 
 class _Tok(FakeTokenizer):
@@ -300,6 +299,7 @@ def test_search_reuses_best_of_n_samples_only_for_the_same_policy_and_n():
     assert plan.search_reuses_samples(cfg) and plan.search_samples_path(cfg, "arith") == "results/samples/arith.parquet"
     assert plan.search_prms(cfg, plan.resolve_prm_specs(cfg)) == ["human", "mc_hard"]
     other = validate_config(deep_update(_embedded(), {"search": {"n": 2, "orm": "judge"}}))
+    assert plan.search_n(cfg) == cfg["bon"]["n"] and plan.search_n(other) == 2
     assert not plan.search_reuses_samples(other)
     assert plan.search_samples_path(other, "arith") == "results/search/samples/arith.parquet"
     assert plan.search_orm_path(other, "arith") == "results/search/scores/judge/arith.parquet"

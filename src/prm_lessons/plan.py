@@ -397,12 +397,17 @@ def search_benchmarks(config: dict) -> list[str]:
     return list((config.get("search") or {}).get("benchmarks") or []) or list(config.get("benchmarks") or {})
 
 
+def search_n(config: dict) -> int:
+    """N of the search baselines: search.n, else bon.n."""
+    n = (config.get("search") or {}).get("n")
+    return int(n) if n is not None else int((config.get("bon") or {}).get("n", config["sampling"]["n"]))
+
+
 def search_reuses_samples(config: dict) -> bool:
     """The Best-of-N samples (and their scores) are the search baselines' when the search policy is the
     sampling policy and N is bon.n: nothing is sampled or scored again."""
-    s = config.get("search") or {}
-    return search_policy(config) == config["roles"]["policy"] and int(s.get("n", 8)) == samples_per_problem(
-        config, next(iter(config.get("benchmarks") or {}), ""))
+    bon_n = int((config.get("bon") or {}).get("n", config["sampling"]["n"]))
+    return search_policy(config) == config["roles"]["policy"] and search_n(config) == bon_n
 
 
 def search_samples_path(config: dict, benchmark: str) -> str:

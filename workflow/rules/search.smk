@@ -8,6 +8,7 @@ SEARCH_POLICY = plan.search_policy(config)
 SEARCH_BENCHMARKS = plan.search_benchmarks(config)
 SEARCH_REUSE = plan.search_reuses_samples(config)
 SEARCH_ORM = SEARCH["orm"]
+SEARCH_N = plan.search_n(config)
 # only what the search jobs read, so an unrelated config edit does not search again
 SEARCH_PARAMS = {k: v for k, v in SEARCH.items() if k not in ("prms", "n", "orm")}
 
@@ -45,7 +46,9 @@ if SEARCH_PRMS:
         params:
             func="search:search_greedy",
             search=SEARCH_PARAMS,
-            sampling={k: config["sampling"].get(k) for k in ("step_separator", "system_prompt") if k in config["sampling"]},
+            sampling={
+                k: config["sampling"].get(k) for k in ("step_separator", "system_prompt") if k in config["sampling"]
+            },
             grading=config["grading"],
             model=search_policy_entry(),
             model_dir=model_dir_param(SEARCH_POLICY, "policy"),
@@ -80,7 +83,7 @@ if SEARCH_PRMS:
                 grading=config["grading"],
                 model=model_entry(config, SEARCH_POLICY),
                 model_dir=model_dir_param(SEARCH_POLICY),
-                n=SEARCH["n"],
+                n=SEARCH_N,
                 limit=SEARCH["limit"],
             script:
                 RUN
@@ -130,7 +133,7 @@ if SEARCH_PRMS:
             func="search:search_table",
             prms=SEARCH_PRMS,
             benchmarks=SEARCH_BENCHMARKS,
-            n=SEARCH["n"],
+            n=SEARCH_N,
             candidates=SEARCH["candidates"],
             limit=SEARCH["limit"],
             maj_grouping=config["bon"]["maj_grouping"],
