@@ -393,6 +393,16 @@ def search_policy(config: dict) -> str:
     return (config.get("search") or {}).get("policy") or config["roles"]["policy"]
 
 
+def search_policy_entry(config: dict) -> dict:
+    """The policy's model entry in a search job: vLLM's memory share is search.gpu_memory_utilization
+    (the PRM shares the GPUs) unless that is null."""
+    entry = model_entry(config, search_policy(config))
+    share = (config.get("search") or {}).get("gpu_memory_utilization")
+    if share is not None:
+        entry["gpu_memory_utilization"] = share
+    return entry
+
+
 def search_benchmarks(config: dict) -> list[str]:
     return list((config.get("search") or {}).get("benchmarks") or []) or list(config.get("benchmarks") or {})
 

@@ -13,14 +13,6 @@ SEARCH_N = plan.search_n(config)
 SEARCH_PARAMS = {k: v for k, v in SEARCH.items() if k not in ("prms", "n", "orm")}
 
 
-def search_policy_entry():
-    """The policy's model entry, vLLM's memory share lowered: the PRM shares the GPUs."""
-    entry = model_entry(config, SEARCH_POLICY)
-    if SEARCH["gpu_memory_utilization"] is not None:
-        entry["gpu_memory_utilization"] = SEARCH["gpu_memory_utilization"]
-    return entry
-
-
 if SEARCH_PRMS:
 
     rule search_greedy:
@@ -50,7 +42,7 @@ if SEARCH_PRMS:
                 k: config["sampling"].get(k) for k in ("step_separator", "system_prompt") if k in config["sampling"]
             },
             grading=config["grading"],
-            model=search_policy_entry(),
+            model=plan.search_policy_entry(config),
             model_dir=model_dir_param(SEARCH_POLICY, "policy"),
             spec=lambda wc: PRM_SPECS[wc.prm],
             scoring=SCORING_CFG,
