@@ -467,10 +467,11 @@ def _orm_value(v) -> float:
 def bon_problem_table(df: pd.DataFrame, aggregations: Sequence[str] = ("product", "min", "last"),
                       n: int | None = None, maj_grouping: str = "normalized",
                       orm_column: str | None = None, maj_timeout_s: float = 5.0,
-                      workers: int = 2) -> tuple[pd.DataFrame, dict[str, int]]:
-    """One row per (benchmark, problem): 0/1 correctness of pass, maj, prm_<agg> (and orm), plus the
-    chosen sample_idx of each selector. Rows need BON_COLUMNS (step_scores may be null for a
-    selector-free evaluation) and are checked first (check_bon_rows: InputError naming every bad row).
+                      workers: int = 2, orm_name: str = "orm") -> tuple[pd.DataFrame, dict[str, int]]:
+    """One row per (benchmark, problem): 0/1 correctness of pass, maj, prm_<agg> (and the `orm_column`
+    selector, named `orm_name`), plus the chosen sample_idx of each selector. Rows need BON_COLUMNS
+    (step_scores may be null for a selector-free evaluation) and are checked first (check_bon_rows:
+    InputError naming every bad row).
 
     A response whose aggregated score is not finite (no step scores, an empty list, NaN or ±inf among
     them) is never chosen. A problem none of whose responses has a finite score is unscored for that
@@ -512,8 +513,8 @@ def bon_problem_table(df: pd.DataFrame, aggregations: Sequence[str] = ("product"
                 row[f"prm_{a}_sample_idx"] = sidx[bi] if bi is not None else None
         if orm_column:
             bi = _best_or_none([_orm_value(v) for v in g[orm_column].tolist()])
-            row["orm"] = float(correct[bi]) if bi is not None else 0.0
-            row["orm_sample_idx"] = sidx[bi] if bi is not None else None
+            row[orm_name] = float(correct[bi]) if bi is not None else 0.0
+            row[f"{orm_name}_sample_idx"] = sidx[bi] if bi is not None else None
         out.append(row)
     table = pd.DataFrame(out)
     table.attrs["maj_comparisons"] = stats
@@ -537,7 +538,7 @@ def _interval(reps: np.ndarray, confidence: float) -> list[float]:
 def bon_metrics(df: pd.DataFrame, aggregations: Sequence[str] = ("product", "min", "last"),
                 n: int | None = None, maj_grouping: str = "normalized", orm_column: str | None = None,
                 bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95, maj_timeout_s: float = 5.0,
-                workers: int = 2) -> dict:
+                workers: int = 2, orm_name: str = "orm") -> dict:
     """Best-of-N metrics JSON: {"benchmarks": {name: {"n_problems", "n", "pass", "maj", "prm_<agg>",
     …, "ci": {metric: [low, high]}}}, "average": {…}, "vs_maj": {…}, "unscored": {…},
     "n_unscored": {…}, "maj_comparisons": {…}, "settings": {…}} — fractions in [0, 1].
@@ -555,14 +556,15 @@ def bon_metrics(df: pd.DataFrame, aggregations: Sequence[str] = ("product", "min
     {"benchmarks": {name: {col: {"diff", "ci"}}}, "average": {col: {"diff", "ci"}}}. A benchmark's
     interval resamples its problems once for both columns (the same indices); the average's resamples
     every benchmark's problems and averages the per-benchmark differences, replicate by replicate.
-    Without bootstrap the intervals are [nan, nan]."""
+    Without bootstrap the intervals are [nan, nan]. `orm_name` names the `orm_column` selector (a judge's
+    choice: "judge")."""
     if as_int(bootstrap) is None or bootstrap < 0 or isinstance(bootstrap, float):
         raise ValueError(f"bootstrap must be an integer ≥ 0 (0 = no intervals), got {bootstrap!r}")
     if not (isinstance(confidence, numbers.Real) and 0 < confidence < 1):
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     probs, n_by_bench = bon_problem_table(df, aggregations, n, maj_grouping, orm_column,
-                                          maj_timeout_s=maj_timeout_s, workers=workers)
-    selectors = [f"prm_{a}" for a in aggregations] + (["orm"] if orm_column else [])
+                                          maj_timeout_s=maj_timeout_s, workers=workers, orm_name=orm_name)
+    selectors = [f"prm_{a}" for a in aggregations] + ([orm_name] if orm_column else [])
     unscored: dict = {}
     for bench, g in probs.groupby("benchmark", sort=True):
         lists = {col: [str(p) for p in g.loc[g[f"{col}_sample_idx"].isna(), "problem_id"]] for col in selectors}

@@ -230,10 +230,8 @@ def judge_pointwise(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
 
 def pointwise_choice(scores: Sequence[float | None]) -> int | None:
     """Position of the best score (ties → the lowest position, metrics.best_index); None when no
-    response has a score."""
-    if all(s is None for s in scores):
-        return None
-    return metrics.best_index([float("-inf") if s is None else s for s in scores])
+    response has a score (the rule of a PRM's Best-of-N choice, metrics._best_or_none)."""
+    return metrics._best_or_none(scores)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -408,17 +406,8 @@ def judge_metrics(samples: pd.DataFrame, judged: pd.DataFrame, *, n: int | None,
     df["judge_score"] = [None if pd.isna(c) else float(int(c) == int(s)) for c, s in zip(sel, df["sample_idx"])]
     df["benchmark"] = df["dataset"].astype(str)
     m = metrics.bon_metrics(df, [], n=n, maj_grouping=maj_grouping, orm_column="judge_score", bootstrap=bootstrap,
-                            seed=seed, confidence=confidence, workers=workers)
-    m = _rename_key(m, "orm", "judge")
-    m["settings"].pop("judge", None)
+                            seed=seed, confidence=confidence, workers=workers, orm_name="judge")
+    m["settings"].pop("orm", None)  # no ORM here: the judge is the selector
     by = {str(b): {c: int(g[c].sum()) for c in COUNTS} for b, g in judged.groupby("dataset", sort=True)}
     m["judging"] = {"benchmarks": by, "total": {c: int(judged[c].sum()) for c in COUNTS}}
     return m
-
-
-def _rename_key(obj, old: str, new: str):
-    if isinstance(obj, dict):
-        return {(new if k == old else k): _rename_key(v, old, new) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_rename_key(v, old, new) for v in obj]
-    return obj
