@@ -88,8 +88,13 @@ def pinned_file_spec(spec: dict) -> dict:
 def samples_per_problem(config: dict, dataset: str) -> int:
     """Benchmarks are sampled bon.n times (N of Best-of-N); training problems sampling.n times."""
     if dataset in config.get("benchmarks", {}):
-        return int(config.get("bon", {}).get("n", config["sampling"]["n"]))
+        return _bon_n(config)
     return int(config["sampling"]["n"])
+
+
+def _bon_n(config: dict) -> int:
+    """N of Best-of-N: bon.n, else sampling.n."""
+    return int((config.get("bon") or {}).get("n", config["sampling"]["n"]))
 
 
 def sample_shards(config: dict, dataset: str) -> list[str]:
@@ -313,6 +318,12 @@ def scoring_gpus(config: dict, specs: dict, prm: str) -> int:
     training.gpus_scoring, else its base model's tensor-parallel size (load_prm spreads it over them)."""
     if features_input(config, specs, prm, "x"):
         return 0
+    return _prm_gpus(config, specs, prm)
+
+
+def _prm_gpus(config: dict, specs: dict, prm: str) -> int:
+    """GPUs of a job that loads the whole PRM: a trained PRM gets training.gpus_scoring, else its base
+    model's tensor-parallel size."""
     if specs[prm]["trained"]:
         asked = config["training"].get("gpus_scoring")
         return int(asked) if asked is not None else gpus(config, config["training"]["base"])
@@ -410,14 +421,13 @@ def search_benchmarks(config: dict) -> list[str]:
 def search_n(config: dict) -> int:
     """N of the search baselines: search.n, else bon.n."""
     n = (config.get("search") or {}).get("n")
-    return int(n) if n is not None else int((config.get("bon") or {}).get("n", config["sampling"]["n"]))
+    return int(n) if n is not None else _bon_n(config)
 
 
 def search_reuses_samples(config: dict) -> bool:
     """The Best-of-N samples (and their scores) are the search baselines' when the search policy is the
     sampling policy and N is bon.n: nothing is sampled or scored again."""
-    bon_n = int((config.get("bon") or {}).get("n", config["sampling"]["n"]))
-    return search_policy(config) == config["roles"]["policy"] and search_n(config) == bon_n
+    return search_policy(config) == config["roles"]["policy"] and search_n(config) == _bon_n(config)
 
 
 def search_samples_path(config: dict, benchmark: str) -> str:
@@ -436,13 +446,7 @@ def search_orm_path(config: dict, benchmark: str) -> str | None:
 def search_gpus(config: dict, specs: dict, prm: str) -> int:
     """GPUs of a search job: the policy and the whole PRM (never stored features: candidates are new
     text) share them, vLLM taking search.gpu_memory_utilization of each, so the larger of the two."""
-    spec = specs[prm]
-    if spec["trained"]:
-        asked = config["training"].get("gpus_scoring")
-        prm_gpus = int(asked) if asked is not None else gpus(config, config["training"]["base"])
-    else:
-        prm_gpus = gpus(config, spec["model"])
-    return max(gpus(config, search_policy(config)), prm_gpus)
+    return max(gpus(config, search_policy(config)), _prm_gpus(config, specs, prm))
 
 
 # -- LLM-as-a-judge Best-of-N (verifiers.smk) ----------------------------------------------------------

@@ -36,6 +36,7 @@ import pandas as pd
 from .generation import SamplingSpec, derive_seed, render_chat
 from .grading import grade_many
 from .metrics import bon_problem_table
+from .sampling import long_prompts
 from .steps import COT_SYSTEM_PROMPT, DEFAULT_SEPARATOR, join_steps
 
 log = logging.getLogger(__name__)
@@ -90,10 +91,6 @@ class _State:
         self.depths: list[dict] = []
 
 
-def _prompt_tokens(tokenizer, prompt: str) -> int:
-    return len(tokenizer.encode(prompt, add_special_tokens=True))
-
-
 def greedy_search(engine, scorer, problems: pd.DataFrame, settings: SearchSettings,
                   max_model_len: int | None = None) -> list[dict]:
     """Greedy search for every problem (rows with problem_id, question); one record per problem, in
@@ -132,7 +129,9 @@ def _search_batch(engine, scorer, states: list[_State], s: SearchSettings, max_m
             prefix = join_steps(st.steps, s.separator) + s.separator if st.steps else ""
             prompts.append(render_chat(engine.tokenizer, s.system_prompt, st.question, prefix))
         if max_model_len is not None:  # vLLM refuses a prompt that leaves no room: stop that problem first
-            fits = [_prompt_tokens(engine.tokenizer, p) + s.max_step_tokens <= max_model_len for p in prompts]
+            long = long_prompts(engine.tokenizer, [st.pid for st in active], prompts, max_model_len,
+                                s.max_step_tokens)
+            fits = [st.pid not in long for st in active]
             for st, ok in zip(active, fits):
                 if not ok:
                     st.status = "context"
@@ -155,7 +154,7 @@ def _search_batch(engine, scorer, states: list[_State], s: SearchSettings, max_m
             if ok:
                 for j, v in zip(ok, next(it)):
                     scores[j] = float(v)
-            j = pick([scores[i] if i in ok else None for i in range(len(comps))]) if ok else None
+            j = pick(scores)  # an empty candidate's score is NaN: never picked
             st.depths.append({"candidates": [c.text.strip() for c in comps], "scores": scores,
                               "ended": [bool(c.ended) for c in comps], "chosen": -1 if j is None else j})
             if j is None:
@@ -241,6 +240,7 @@ def search_metrics(table: pd.DataFrame, prms: list[str], n: int, candidates: int
     rng = np.random.default_rng(seed)
     q = [50 * (1 - confidence), 100 - 50 * (1 - confidence)]
     reps: dict[str, list] = {c: [] for c in cols + [f"diff_{p}" for p in prms]}
+    means: dict[str, list[float]] = {c: [] for c in reps}  # per-benchmark accuracies, for the average row
     rows = []
 
     def emit(bench, col, val, rep, n_problems):
@@ -253,6 +253,8 @@ def search_metrics(table: pd.DataFrame, prms: list[str], n: int, candidates: int
             prm, metric, nn = "_policy", col, n  # pass1: estimated from the same N samples
         rows.append({"prm": prm, "benchmark": bench, "metric": metric, "N": nn, "accuracy": float(val),
                      "ci_low": float(lo), "ci_high": float(hi), "n_problems": int(n_problems)})
+        if bench != "average":
+            means[col].append(float(val))
 
     benches = list(dict.fromkeys(table["benchmark"]))
     for bench in benches:
@@ -270,16 +272,7 @@ def search_metrics(table: pd.DataFrame, prms: list[str], n: int, candidates: int
             reps[f"diff_{p}"].append(r)
             emit(bench, f"diff_{p}", np.nanmean(d) if len(d) else np.nan, r, len(g))
     if benches:
-        for c in cols + [f"diff_{p}" for p in prms]:
-            vals = [r["accuracy"] for r in rows if r["benchmark"] != "average" and _col_of(r) == c]
+        for c in reps:
             rep = np.mean(np.stack(reps[c]), axis=0) if bootstrap else None
-            emit("average", c, float(np.mean(vals)), rep, len(table))
+            emit("average", c, float(np.mean(means[c])), rep, len(table))
     return rows
-
-
-def _col_of(row: dict) -> str:
-    if row["metric"] == "greedy-maj":
-        return f"diff_{row['prm']}"
-    if row["metric"] == "greedy":
-        return f"greedy_{row['prm']}"
-    return row["metric"]
