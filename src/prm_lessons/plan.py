@@ -479,10 +479,6 @@ def bon_judge_template(config: dict, mode: str, package_dir: str | Path) -> str:
         Path(package_dir) / "prompts" / f"bon_judge_{mode}.txt")
 
 
-def bon_judge_outputs(config: dict, judge: str, mode: str) -> list[str]:
-    return [f"results/bon_judges/{judge}/{mode}/{b}.parquet" for b in bon_judge_benchmarks(config)]
-
-
 def bon_judge_runs(config: dict) -> list[tuple[str, str]]:
     """(judge, mode) of every judge job."""
     bj = config.get("bon_judges") or {}
