@@ -112,11 +112,37 @@ def test_selection_follows_bon_rule_ties_to_lowest_sample_idx():
 def test_min_at_last_shares_per_benchmark_and_pooled():
     a = pd.DataFrame({"problem_id": ["p", "q"], "sample_idx": [0, 0], "step_scores": [[0.9, 0.2], [0.2, 0.9]]})
     b = pd.DataFrame({"problem_id": ["r", "s"], "sample_idx": [0, 0], "step_scores": [[0.7], []]})
-    out = A.min_at_last_shares({("prm", "a"): a, ("prm", "b"): b}).set_index("benchmark")
+    out = A.min_at_last_shares({("prm", "a"): a, ("prm", "b"): b})
+    out = out[out["population"] == "all"].set_index("benchmark")
     assert out.loc["a", "share"] == pytest.approx(50.0)
     assert out.loc["b", "n_scored"] == 1 and out.loc["b", "n_single_step"] == 1
     assert out.loc["all", "n_min_at_last"] == 2 and out.loc["all", "n_scored"] == 3
     assert out.loc["all", "share"] == pytest.approx(200 / 3)
+
+
+def test_fig8_counts_all_responses_not_only_the_selected_one():
+    # the paper's population is every Best-of-N response; selection favours high minima, so the two differ
+    df = pd.DataFrame({"problem_id": ["p"] * 4 + ["q"] * 4, "sample_idx": [0, 1, 2, 3] * 2,
+                       "step_scores": [[0.9, 0.9], [0.8, 0.1], [0.7, 0.2], [0.6, 0.3],
+                                       [0.2, 0.9], [0.9, 0.05], [0.9, 0.1], [0.3, 0.4]]})
+    out = A.min_at_last_shares({("prm", "x"): df}, "product").set_index(["benchmark", "population"])
+    every, chosen = out.loc[("all", "all")], out.loc[("all", "selected")]
+    assert every["n_responses"] == 8 and every["n_min_at_last"] == 5   # [0.9,0.9] and two rising ones are not
+    assert every["share"] == pytest.approx(62.5)
+    # selected (product): p → idx 0 (0.81; its last step only ties the minimum), q → idx 0 (0.18; minimum first)
+    assert chosen["n_responses"] == 2 and chosen["n_min_at_last"] == 0 and chosen["share"] == 0.0
+    # N = 2 keeps the first two responses of each problem: the prefix, as Best-of-2 sees them
+    two = A.min_at_last_shares({("prm", "x"): df}, "product", n=2).set_index(["benchmark", "population"])
+    assert two.loc[("all", "all"), "n_responses"] == 4 and two.loc[("all", "all"), "n_min_at_last"] == 2
+
+
+def test_fig8_reports_final_steps_that_only_tie_the_minimum():
+    df = pd.DataFrame({"problem_id": ["p", "q", "r"], "sample_idx": [0, 0, 0],
+                       "step_scores": [[1.0, 1.0, 1.0], [0.5, 0.2, 0.2], [0.5, 0.2, 0.1]]})
+    out = A.min_at_last_shares({("prm", "x"): df}).set_index(["benchmark", "population"])
+    row = out.loc[("all", "all")]
+    assert row["n_min_tied"] == 2 and row["n_min_at_last"] == 1   # ties are located at their first step
+    assert A.min_tie([0.3]) is False and A.min_tie([0.2, 0.2]) is True and A.min_tie([0.1, 0.2]) is False
 
 
 def test_named_inputs_skip_missing_files(tmp_path, caplog):

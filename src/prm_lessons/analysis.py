@@ -6,8 +6,9 @@
    (`final_answer_correct & label != -1` among `final_answer_correct`).
 2. PRM tolerance (Table 5, Figure 7): a PRM's accuracy on the ProcessBench cases whose final answer is
    correct but a step is wrong (prediction == label); Figure 7 sets it against Best-of-N accuracy.
-3. Where minimum scores fall (Figure 8): among the responses Best-of-N selects (aggregation as in the
-   BoN metric, ties → lowest sample_idx), the share whose lowest step score is on the final step.
+3. Where minimum scores fall (Figure 8): among ALL Best-of-N responses (the first N of every problem,
+   as the paper's caption says: "among all Best of 8 responses"), the share whose lowest step score is on
+   the final step; the same share among the responses Best-of-N selects is a second, named series.
 
 Inputs are the documented tables (docs/architecture.md); a missing PRM, dataset or subset is skipped
 with a logged note, never a crash. Rates are percentages (the paper's unit).
@@ -142,13 +143,15 @@ def tolerance_accuracy(predictions: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------------
-# 3. Where the minimum step score falls among Best-of-N-selected responses
+# 3. Where the minimum step score falls among Best-of-N responses
 # ------------------------------------------------------------------------------------------------
 
 def min_at_last(step_scores) -> bool | None:
     """True when the final step's score is strictly below every earlier step's (a one-step response
-    counts as True); None for a response without scores. Strict: a response whose scores are all equal
-    (e.g. every step 1.0) does not show the ORM-like behaviour the analysis looks for."""
+    counts as True); None for a response without scores. Strict, i.e. the FIRST step holding the minimum
+    is the final one: a response whose last step only ties the minimum (e.g. every step 1.0) does not
+    show the ORM-like behaviour the analysis looks for. The paper does not say how ties are located
+    (UNVERIFIED); `min_tie` counts them so the choice can be judged."""
     if step_scores is None or len(step_scores) == 0:
         return None
     s = np.asarray(step_scores, dtype=float)
@@ -157,15 +160,27 @@ def min_at_last(step_scores) -> bool | None:
     return bool(len(s) == 1 or s[-1] < s[:-1].min())
 
 
-def selected_responses(scores: pd.DataFrame, aggregation: str = "product", n: int | None = None) -> pd.DataFrame:
-    """The response Best-of-N picks per problem: highest aggregated score, ties → lowest sample_idx,
-    over the first n responses (by sample_idx) — the same rule as prm_lessons.metrics."""
+def min_tie(step_scores) -> bool:
+    """Whether the final step ties the minimum with an earlier step (counted as not-at-last above)."""
+    if step_scores is None or len(step_scores) < 2:
+        return False
+    s = np.asarray(step_scores, dtype=float)
+    return bool(not np.isnan(s).any() and s[-1] == s[:-1].min())
+
+
+def first_n(scores: pd.DataFrame, n: int | None = None) -> pd.DataFrame:
+    """The first n responses (by sample_idx) of every problem: Best-of-n's candidates."""
     need = [c for c in ("problem_id", "sample_idx", "step_scores") if c not in scores.columns]
     if need:
         raise ValueError(f"step-score table lacks column(s) {need}")
     df = scores.sort_values(["problem_id", "sample_idx"], kind="stable")
-    if n is not None:
-        df = df.groupby("problem_id", sort=False, group_keys=False).head(n)
+    return df if n is None else df.groupby("problem_id", sort=False, group_keys=False).head(n)
+
+
+def selected_responses(scores: pd.DataFrame, aggregation: str = "product", n: int | None = None) -> pd.DataFrame:
+    """The response Best-of-N picks per problem: highest aggregated score, ties → lowest sample_idx,
+    over the first n responses (by sample_idx) — the same rule as prm_lessons.metrics."""
+    df = first_n(scores, n)
     picks = []
     for _, g in df.groupby("problem_id", sort=False):
         agg = [aggregate(s, aggregation) for s in g["step_scores"].tolist()]
@@ -173,31 +188,45 @@ def selected_responses(scores: pd.DataFrame, aggregation: str = "product", n: in
     return df.loc[picks]
 
 
+# Figure 8's two populations: the paper's (every response) and the selected-only one shown beside it
+FIG8_POPULATIONS = ("all", "selected")
+FIG8_COLUMNS = ["prm", "benchmark", "population", "n_responses", "n_scored", "n_single_step", "n_min_tied",
+                "n_min_at_last", "share", "ci_low", "ci_high"]
+
+
+def _share_row(prm: str, bench: str, population: str, step_scores: list) -> dict:
+    flags = [min_at_last(s) for s in step_scores]
+    valid = [f for f in flags if f is not None]
+    k = int(sum(valid))
+    lo, hi = wilson_interval(k, len(valid))
+    return {"prm": prm, "benchmark": bench, "population": population, "n_responses": len(step_scores),
+            "n_scored": len(valid), "n_single_step": sum(1 for s in step_scores if s is not None and len(s) == 1),
+            "n_min_tied": sum(min_tie(s) for s in step_scores), "n_min_at_last": k,
+            "share": 100 * k / len(valid) if valid else float("nan"), "ci_low": lo, "ci_high": hi}
+
+
 def min_at_last_shares(scores: Mapping[tuple[str, str], pd.DataFrame], aggregation: str = "product",
                        n: int | None = None) -> pd.DataFrame:
-    """Figure 8 data: per (PRM, benchmark) and per PRM over all benchmarks (`benchmark` = "all"), the
-    share (%) of selected responses whose minimum step score is on the final step."""
+    """Figure 8 data: per (PRM, benchmark) and per PRM pooled over benchmarks (`benchmark` = "all"), the
+    share (%) of responses whose minimum step score is on the final step, for two populations:
+    `all` (every one of the first n responses of each problem: the paper's) and `selected` (the one per
+    problem that Best-of-N with `aggregation` picks). `n_min_tied` counts final steps that only tie it."""
     rows = []
     for (prm, bench), df in scores.items():
-        sel = selected_responses(df, aggregation, n)
-        flags = [min_at_last(s) for s in sel["step_scores"].tolist()]
-        n_steps = [0 if s is None else len(s) for s in sel["step_scores"].tolist()]
-        valid = [f for f in flags if f is not None]
-        k = int(sum(valid))
-        lo, hi = wilson_interval(k, len(valid))
-        rows.append({"prm": prm, "benchmark": bench, "n_selected": len(sel), "n_scored": len(valid),
-                     "n_single_step": int(sum(1 for x in n_steps if x == 1)), "n_min_at_last": k,
-                     "share": 100 * k / len(valid) if valid else float("nan"), "ci_low": lo, "ci_high": hi})
-    out = pd.DataFrame(rows, columns=["prm", "benchmark", "n_selected", "n_scored", "n_single_step",
-                                      "n_min_at_last", "share", "ci_low", "ci_high"])
+        cand = first_n(df, n)
+        rows.append(_share_row(prm, bench, "all", cand["step_scores"].tolist()))
+        rows.append(_share_row(prm, bench, "selected",
+                               selected_responses(cand, aggregation)["step_scores"].tolist()))
+    out = pd.DataFrame(rows, columns=FIG8_COLUMNS)
     pooled = []
-    for prm, g in out.groupby("prm", sort=False):
+    for (prm, pop), g in out.groupby(["prm", "population"], sort=False):
         k, m = int(g["n_min_at_last"].sum()), int(g["n_scored"].sum())
         lo, hi = wilson_interval(k, m)
-        pooled.append({"prm": prm, "benchmark": "all", "n_selected": int(g["n_selected"].sum()),
-                       "n_scored": m, "n_single_step": int(g["n_single_step"].sum()), "n_min_at_last": k,
+        pooled.append({"prm": prm, "benchmark": "all", "population": pop,
+                       **{c: int(g[c].sum()) for c in ("n_responses", "n_single_step", "n_min_tied")},
+                       "n_scored": m, "n_min_at_last": k,
                        "share": 100 * k / m if m else float("nan"), "ci_low": lo, "ci_high": hi})
-    return pd.concat([out, pd.DataFrame(pooled, columns=out.columns)], ignore_index=True)
+    return pd.concat([out, pd.DataFrame(pooled, columns=FIG8_COLUMNS)], ignore_index=True)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -497,18 +497,24 @@ def build_fig6(rates: pd.DataFrame, pub, params):
     return finish_cells(rows, params)
 
 
+FIG8_STAGES = {"all": "all responses", "selected": "selected responses"}  # analysis.FIG8_POPULATIONS
+
+
 def build_fig8(shares: pd.DataFrame, pub, params, bon_full: bool):
-    """Figure 8 cells from analysis.min_at_last_shares output (pooled 'all' rows carry the published value)."""
+    """Figure 8 cells from analysis.min_at_last_shares output: one row per (PRM, population), `stage`
+    naming the population. Only the pooled share over ALL responses is the paper's quantity (its caption:
+    "among all Best of 8 responses"); the selected-only share is shown beside it, never compared."""
     pub_long = published_long(pub, "fig8")
     rows = []
     for _, r in shares.iterrows():
         key = paper_key(r["prm"], params)
-        pooled = r["benchmark"] == "all"
-        pv, plabel = lookup(pub_long, key, "min_at_last") if pooled else (np.nan, None)
-        rows.append({"row": r["prm"], "key": key, "label": plabel, "column": r["benchmark"],
-                     "paper_column": "min_at_last" if pooled else paper_column(r["benchmark"], params),
+        paper_pop = r["benchmark"] == "all" and r["population"] == "all"
+        pv, plabel = lookup(pub_long, key, "min_at_last") if paper_pop else (np.nan, None)
+        rows.append({"row": r["prm"], "key": key, "label": plabel, "stage": FIG8_STAGES[r["population"]],
+                     "column": r["benchmark"],
+                     "paper_column": "min_at_last" if r["benchmark"] == "all" else paper_column(r["benchmark"], params),
                      "n": r["n_scored"], "value": r["share"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                     "published": pv, "comparable": pooled and bon_full})
+                     "published": pv, "comparable": paper_pop and bon_full})
     return finish_cells(rows, params)
 
 

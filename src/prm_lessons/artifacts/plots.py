@@ -319,14 +319,16 @@ def plot_fig7(cells: pd.DataFrame, pub: Mapping, params: Mapping):
 
 
 def plot_fig8(cells: pd.DataFrame, pub: Mapping, params: Mapping):
-    """Figure 8: share of selected responses whose minimum step score is on the final step, per PRM."""
+    """Figure 8: share of Best-of-N responses whose minimum step score is on the final step, per PRM:
+    over all responses (the paper's population) and over the selected ones (hue)."""
     plt, sns = _style(params)
     run = cells[cells["column"] == "all"].copy()
     run["name"] = run["row"].map(lambda s: _short(s, 24))
     paper = published_long(pub, "fig8").rename(columns={"published": "value"})
     paper["name"] = paper["label"]
     paper["ci_low"] = paper["ci_high"] = np.nan
-    heights = [max(0.8, 0.15 * len(run) + 0.3), 0.15 * len(paper) + 0.3]
+    n_run = run["name"].nunique()
+    heights = [max(0.8, 0.25 * n_run + 0.4), 0.15 * len(paper) + 0.3]
     fig, axes = plt.subplots(2, 1, figsize=(_width(params), sum(heights) + 0.7), squeeze=False,
                              gridspec_kw={"height_ratios": heights})
     for i, (origin, d) in enumerate(((ORIGIN_RUN, run), (ORIGIN_PAPER, paper))):
@@ -334,8 +336,14 @@ def plot_fig8(cells: pd.DataFrame, pub: Mapping, params: Mapping):
         if d.empty:
             _empty(ax, f"{origin}: no scored Best-of-N responses")
             continue
-        d = d.sort_values("value")
-        _bars(ax, sns, d, "name", "value", horizontal=True)
+        if i == 0:
+            order = list(d[d["stage"] == "all responses"].sort_values("value")["name"]) or None
+            _bars(ax, sns, d, "name", "value", hue="stage", order=order,
+                  hue_order=[s for s in ("all responses", "selected responses") if s in set(d["stage"])],
+                  horizontal=True)
+            _legend_small(ax, None, ncol=1, loc="upper right")  # the top bar is the shortest
+        else:
+            _bars(ax, sns, d.sort_values("value"), "name", "value", horizontal=True)
         ax.set_ylabel("")
         ax.set_xlabel("min. step score on the final step (%)" if i == 1 else "")
         ax.tick_params(axis="y", labelsize=5)

@@ -51,7 +51,7 @@ ARTIFACTS: dict[str, dict] = {
     "fig7": {"kind": "figure", "stem": "fig7_tolerance_vs_bon", "source": "Figure 7",
              "title": "Best-of-N mean accuracy vs accuracy on answer-correct/process-wrong ProcessBench cases"},
     "fig8": {"kind": "figure", "stem": "fig8_min_at_last_step", "source": "Figure 8",
-             "title": "Share of Best-of-N-selected responses whose minimum step score is on the final step"},
+             "title": "Share of Best-of-N responses (all of them; the selected ones beside) whose minimum step score is on the final step"},
     "fig9": {"kind": "figure", "stem": "fig9_scoring_strategies", "source": "Figure 9",
              "title": "Best-of-N mean accuracy by scoring strategy (min / product / last) per training-data source"},
 }

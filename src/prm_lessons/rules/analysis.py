@@ -210,12 +210,16 @@ def fig7_tolerance_vs_bon(*, inputs, outputs, params, wildcards, threads) -> Non
 
 
 def fig8_min_at_last_step(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Figure 8: where the minimum step score of Best-of-N-selected responses falls."""
+    """Figure 8: where the minimum step score of Best-of-N responses falls (all of them, and the selected ones)."""
     scores = {}
     for name, path in analysis.named_inputs(inputs, "scores").items():
         prm, _, bench = name.partition("__")
         scores[(prm, bench)] = read_table(path, None)
     shares = analysis.min_at_last_shares(scores, params.get("aggregation", "product"), params.get("n"))
+    for _, r in shares[shares["benchmark"] == "all"].iterrows():
+        log.info("fig8 %s, %s responses: %d of %d scored with the minimum at the final step; %d final steps "
+                 "only tie an earlier minimum (counted as not at the end); %d one-step responses", r["prm"],
+                 r["population"], r["n_min_at_last"], r["n_scored"], r["n_min_tied"], r["n_single_step"])
     pub = load_published()
     _emit_figure("fig8", build_fig8(shares, pub, params, fig8_bon_full(scores, pub, params)), plot_fig8, outputs,
                  params, inputs)
