@@ -290,7 +290,7 @@ def _add_eval(subparsers) -> None:
                      help=f"comma list from {', '.join(AGGREGATIONS)}")
     bon.add_argument("--n", type=_positive_int, default=None,
                      help="use the first N samples per problem (≥ 1; default: all)")
-    bon.add_argument("--maj-grouping", default="normalized", choices=MAJ_GROUPINGS)
+    bon.add_argument("--maj-grouping", default="harness", choices=MAJ_GROUPINGS)
     bon.add_argument("--maj-timeout", type=_positive_float, default=5.0,
                      help="--maj-grouping math_verify: seconds per answer comparison, run in a grading worker "
                           "that is killed after it (a timed-out comparison counts as different answers)")

@@ -14,11 +14,14 @@ Best-of-N, per problem over its first N responses (by sample_idx):
 - maj@N (`maj`) = correctness of the first response carrying the most frequent answer; ties between
   equally frequent answers → the answer that appears first (as Qwen2.5-Math `rm_maj_eval.py`, whose
   Counter.most_common keeps first-seen order). Answers are grouped by `maj_grouping`:
-  `exact` (the string as is, the harness's default), `normalized` (default: whitespace removed,
-  surrounding $ and a trailing period stripped, lower-cased) or `math_verify` (a response joins the
-  first earlier group whose representative math-verify judges equivalent, as the harness's
-  `use_symbol=True`; each comparison in a grading worker killed after a timeout). Responses without an answer (pred null/empty) do not vote; a problem whose
-  responses all lack an answer counts as wrong;
+  `harness` (the Qwen2.5-Math harness's: its `strip_string` form of the answer, prm_lessons.answer_key,
+  and a response without an answer votes for the empty answer, as rm_maj_eval.py counts it; the paper
+  config's), `exact` (the string as is), `normalized` (whitespace removed, surrounding $ and a trailing
+  period stripped, lower-cased) or `math_verify` (a response joins the first earlier group whose
+  representative math-verify judges equivalent, as the harness's `use_symbol=True`; each comparison in
+  a grading worker killed after a timeout). Except under `harness`, responses without an answer (pred
+  null/empty) do not vote; a problem whose responses all lack an answer counts as wrong (under
+  `harness`, an empty majority picks a response without an answer, which is wrong);
 - pass@N (`pass`) = any of the N responses correct.
 Rows are validated first (check_bon_rows): `correct` must be a boolean or 0/1, never a string.
 Benchmark accuracy = mean over problems; `average` = unweighted mean over benchmarks. Every number
@@ -53,12 +56,13 @@ import numpy as np
 import pandas as pd
 
 from . import grading
+from .answer_key import KEEP_UNITS, harness_key
 from .errors import InputError, as_bool01, as_int, is_bool, json_type
 
 log = logging.getLogger(__name__)
 
 AGGREGATIONS = ("product", "min", "last", "mean")
-MAJ_GROUPINGS = ("exact", "normalized", "math_verify")
+MAJ_GROUPINGS = ("harness", "exact", "normalized", "math_verify")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -129,13 +133,19 @@ def _winner(keys: Sequence) -> int | None:
 
 
 def vote_keys(pred_lists: Sequence[Sequence], grouping: str = "normalized", timeout_s: float = 5.0,
-              workers: int = 2, pool: "grading.GradingPool | None" = None) -> tuple[list[list], dict]:
+              workers: int = 2, pool: "grading.GradingPool | None" = None,
+              keep_units: Sequence[bool] | bool = False) -> tuple[list[list], dict]:
     """Group key of every answer of every problem (one list of preds per problem; None = no vote) and
     {"answers", "comparisons", "timeouts", "errors"} of the math-verify parses and comparisons (all 0 for the string
     groupings). `math_verify` runs every comparison in a grading worker killed after `timeout_s`
-    (math_verify_groups)."""
+    (math_verify_groups). `keep_units` (per problem, or one for all): the harness keeps units in the
+    answers of some benchmarks (answer_key.KEEP_UNITS); only the `harness` grouping reads it."""
     if grouping not in MAJ_GROUPINGS:
         raise ValueError(f"unknown maj_grouping '{grouping}' (allowed: {', '.join(MAJ_GROUPINGS)})")
+    if grouping == "harness":
+        keep = [keep_units] * len(pred_lists) if isinstance(keep_units, bool) else list(keep_units)
+        return ([[harness_key(p, skip_unit=k) for p in preds] for preds, k in zip(pred_lists, keep)],
+                {"answers": 0, "comparisons": 0, "timeouts": 0, "errors": 0})
     if grouping == "math_verify":
         return math_verify_groups(pred_lists, timeout_s=timeout_s, workers=workers, pool=pool)
     keyf = normalize_answer if grouping == "normalized" else _exact_key
@@ -151,7 +161,7 @@ def majority_index(preds: Sequence, grouping: str = "normalized", timeout_s: flo
 
 
 def baselines(samples: pd.DataFrame, n: int | None = None, grouping: str = "normalized",
-              timeout_s: float = 5.0, workers: int = 2) -> dict:
+              timeout_s: float = 5.0, workers: int = 2, keep_units: bool = False) -> dict:
     """pass@N (any of the first N correct) and maj@N (majority_index: most frequent extracted
     answer among the first N, ties to the answer seen first; responses without an answer do not vote).
     The rows are checked first (check_bon_rows: `correct` a boolean or 0/1, `pred` text or null, …;
@@ -160,7 +170,8 @@ def baselines(samples: pd.DataFrame, n: int | None = None, grouping: str = "norm
     samples = check_bon_rows(samples, [])
     groups = [g.head(n) if n else g for _, g in samples.sort_values("sample_idx", kind="stable")
               .groupby("problem_id", sort=True)]
-    keys, stats = vote_keys([list(g["pred"]) for g in groups], grouping, timeout_s=timeout_s, workers=workers)
+    keys, stats = vote_keys([list(g["pred"]) for g in groups], grouping, timeout_s=timeout_s, workers=workers,
+                            keep_units=keep_units)
     if stats["timeouts"] or stats["errors"]:
         log.warning("maj@N (%s grouping): %d of %d answer comparisons timed out after %.1f s and %d failed; "
                     "each counted as different answers", grouping, stats["timeouts"], stats["comparisons"],
@@ -495,7 +506,7 @@ def bon_problem_table(df: pd.DataFrame, aggregations: Sequence[str] = ("product"
     df, n_by_bench = select_first_n(df, n)
     groups = list(df.groupby(["benchmark", "problem_id"], sort=False))
     keys_all, stats = vote_keys([g["pred"].tolist() for _, g in groups], maj_grouping, timeout_s=maj_timeout_s,
-                                workers=workers)
+                                workers=workers, keep_units=[b in KEEP_UNITS for (b, _), _ in groups])
     out = []
     for k, ((bench, pid), g) in enumerate(groups):
         correct = g["correct"].tolist()

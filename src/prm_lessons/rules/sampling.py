@@ -7,6 +7,7 @@ import os
 import pandas as pd
 
 from .. import as_paths, generation
+from ..answer_key import KEEP_UNITS
 from ..metrics import baselines
 from ..sampling import sample_problems, shard_rows
 from ..tables import SCHEMAS, merge_shards, read_table, table_meta, write_table
@@ -63,7 +64,7 @@ def bon_baselines(*, inputs, outputs, params, wildcards, threads) -> None:
     for path in as_paths(inputs["samples"]):
         df = read_table(path, "samples")
         name = df["dataset"].iloc[0] if len(df) else os.path.basename(path).removesuffix(".parquet")
-        rows.append({"benchmark": name, **baselines(df, params.get("n"), grouping)})
+        rows.append({"benchmark": name, **baselines(df, params.get("n"), grouping, keep_units=name in KEEP_UNITS)})
     table = pd.DataFrame(rows)
     avg = {"benchmark": "average", "n_problems": int(table["n_problems"].sum()), "N": int(table["N"].max())}
     for col in ("pass", "maj", "mean_acc"):
