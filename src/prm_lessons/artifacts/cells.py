@@ -61,7 +61,23 @@ def load_bon(path: str | Path) -> pd.DataFrame:
         df[c] = 100 * pd.to_numeric(df[c], errors="coerce")
     df["prm"] = df["prm"].astype(str)
     df["benchmark"] = df["benchmark"].astype(str)
-    return df[["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high"]]
+    # `policy`: the Best-of-N policy setting of the row (bon.policies); a table without it holds one policy's
+    df["policy"] = df["policy"].astype(object).where(df["policy"].notna(), None) if "policy" in df.columns else None
+    return df[["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "policy"]]
+
+
+def select_rows(bon: pd.DataFrame, policy: str | None, n=None, primary: bool = True) -> pd.DataFrame:
+    """The rows of one policy at one N (load_bon's frame). `policy` None: every policy; a table without a
+    `policy` column holds the primary policy's rows only, which it is whenever `primary` (the second
+    policy's tables pass False and get no rows from it). `n` None: every N."""
+    if policy is not None and "policy" in bon.columns:
+        if bon["policy"].notna().any():
+            bon = bon[bon["policy"].astype(str) == str(policy)]
+        elif not primary:
+            bon = bon.iloc[0:0]
+    if n is not None and "n" in bon.columns and bon["n"].notna().any():
+        bon = bon[pd.to_numeric(bon["n"], errors="coerce") == float(n)]
+    return bon
 
 
 def load_processbench_table(path: str | Path) -> pd.DataFrame:
@@ -130,7 +146,7 @@ def bon_cells(bon: pd.DataFrame, selections: Iterable[Mapping], pub: Mapping, ti
     row `row` is bon.csv's (prm, metric) on every benchmark, plus the unweighted average."""
     pub_long = published_long(pub, tid)
     paper_cols = [c for c in pub["tables"].get(tid, {}).get("columns", []) if c != "average"]
-    paper_n = pub.get("bon_n")
+    paper_n = pub["tables"].get(tid, {}).get("bon_n", pub.get("bon_n"))  # Table 10: its own N (64)
     benches = _benchmarks(bon, params)
     rows = []
     for sel in selections:
@@ -155,22 +171,52 @@ def bon_cells(bon: pd.DataFrame, selections: Iterable[Mapping], pub: Mapping, ti
             bench_cells.append(cell)
         if not bench_cells:
             continue
-        rows.extend(bench_cells)
+        comparable = all(c["comparable"] for c in bench_cells)
         complete = len(bench_cells) == len(benches)
-        same_set = sorted(c["paper_column"] for c in bench_cells) == sorted(paper_cols)
+        # members per paper column as configured (a configured benchmark without rows still counts)
+        sizes = pd.Series([paper_column(b, params) for b in (params.get("benchmarks") or benches)]).value_counts().to_dict()
+        bench_cells, per_column = _merge_paper_columns(bench_cells, sizes, pub_long, key, agg)
+        rows.extend(bench_cells)
+        same_set = sorted(per_column) == sorted(paper_cols)
         avg_row = g[g["benchmark"] == "average"]
-        full_set = not params.get("benchmarks") and complete
+        full_set = not params.get("benchmarks") and complete and len(per_column) == len(benches)
         pv, plabel = lookup(pub_long, key, "average", agg)
         rows.append({"row": sel["row"], "key": key, "label": plabel, "aggregation": agg, "column": "average",
                      "paper_column": "average", "n": bench_cells[0]["n"],
-                     "value": float(np.mean([c["value"] for c in bench_cells])) if complete else np.nan,
+                     "value": float(np.mean(list(per_column.values()))) if complete else np.nan,
                      "ci_low": avg_row["ci_low"].iloc[0] if full_set and len(avg_row) else np.nan,
                      "ci_high": avg_row["ci_high"].iloc[0] if full_set and len(avg_row) else np.nan,
-                     "published": pv,
-                     "comparable": same_set and all(c["comparable"] for c in bench_cells)})
+                     "published": pv, "comparable": same_set and comparable})
         if not complete:
             log.warning("%s: row '%s' lacks some benchmarks; its average is left empty", tid, sel["row"])
     return finish_cells(rows, params)
+
+
+def _merge_paper_columns(cells: list[dict], sizes: Mapping[str, int], pub_long: pd.DataFrame, key: str,
+                         agg) -> tuple[list[dict], dict]:
+    """Benchmarks that analysis.paper_columns maps to one paper column (config/paper.yaml: the paper's
+    Chinese "GaoKao" = the harness's gaokao_math_cloze and gaokao_math_qa) make that column their unweighted
+    mean, a cell of its own after them (only when all `sizes[column]` members are present); the members keep
+    their values but no published number. Returns the cells and {paper column: value} (the row's average)."""
+    groups: dict[str, list[dict]] = {}
+    for c in cells:
+        groups.setdefault(c["paper_column"], []).append(c)
+    out, per_column = [], {}
+    for c in cells:
+        members = groups[c["paper_column"]]
+        if sizes.get(c["paper_column"], 1) == 1:
+            out.append(c)
+            per_column[c["paper_column"]] = c["value"]
+            continue
+        out.append({**c, "published": np.nan, "label": None, "comparable": False})
+        if c is members[-1] and len(members) == sizes[c["paper_column"]]:
+            pc = c["paper_column"]
+            pv, plabel = lookup(pub_long, key, pc, agg)
+            value = float(np.mean([m["value"] for m in members]))
+            out.append({**c, "column": pc, "label": plabel, "value": value, "ci_low": np.nan, "ci_high": np.nan,
+                        "published": pv, "comparable": all(m["comparable"] for m in members)})
+            per_column[pc] = value
+    return out, per_column
 
 
 def pb_cells(pb: pd.DataFrame, names: Iterable[str], pub: Mapping, tid: str, params: Mapping) -> pd.DataFrame:
@@ -256,30 +302,35 @@ def baselines_as_bon(path: str | Path) -> pd.DataFrame:
             if metric in df.columns:
                 rows.append({"prm": "_baselines", "benchmark": str(r["benchmark"]), "metric": metric,
                              "n": r.get("N", np.nan), "accuracy": float(r[metric]), "ci_low": np.nan,
-                             "ci_high": np.nan})
-    return pd.DataFrame(rows, columns=["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high"])
+                             "ci_high": np.nan, "policy": r["policy"] if pd.notna(r.get("policy")) else None})
+    return pd.DataFrame(rows, columns=["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "policy"])
 
 
 # ------------------------------------------------------------------------------------------------
 # Artifact builders (cells); one per table / figure
 # ------------------------------------------------------------------------------------------------
 
-def build_table3(bon, pub, params):
+def build_table3(bon, pub, params, tid: str = "table3", baselines: bool = False):
+    """Table 3 (and Table 1, with pass@N / maj@N first): the rows whose paper key is in the table."""
     agg = params.get("aggregation", "product")
-    names = [p for p in scorer_names(bon) if paper_key(p, params) in _keys_in(pub, "table3")]
-    return bon_cells(bon, [{"row": p, "prm": p, "metric": _prm_metric(bon, p, agg)} for p in names], pub, "table3", params)
+    names = [p for p in scorer_names(bon) if paper_key(p, params) in _keys_in(pub, tid)]
+    sels = (baseline_selections(bon) if baselines else []) + [
+        {"row": p, "prm": p, "metric": _prm_metric(bon, p, agg)} for p in names]
+    return bon_cells(bon, sels, pub, tid, params)
 
 
-def build_table4(pb, pub, params):
-    names = [p for p in dict.fromkeys(pb["prm"]) if paper_key(p, params) in _keys_in(pub, "table4")]
-    return pb_cells(pb, names, pub, "table4", params)
+def build_table4(pb, pub, params, tid: str = "table4"):
+    """Table 4 (and Table 2): the ProcessBench rows whose paper key is in the table."""
+    names = [p for p in dict.fromkeys(pb["prm"]) if paper_key(p, params) in _keys_in(pub, tid)]
+    return pb_cells(pb, names, pub, tid, params)
 
 
-def build_table6(bon, pub, params):
+def build_table6(bon, pub, params, tid: str = "table6"):
+    """Table 6 (and Tables 9, 10 on their own rows): pass@N, maj@N, then every scorer."""
     agg = params.get("aggregation", "product")
     sels = baseline_selections(bon) + [{"row": p, "prm": p, "metric": _prm_metric(bon, p, agg)}
                                        for p in scorer_names(bon)]
-    return bon_cells(bon, sels, pub, "table6", params)
+    return bon_cells(bon, sels, pub, tid, params)
 
 
 def build_table8(search, pub, params):
@@ -305,7 +356,7 @@ def build_table7(pb, pub, params):
     return pb_cells(pb, list(dict.fromkeys(pb["prm"])), pub, "table7", params)
 
 
-def build_table11(bon, judges, pub, params):
+def build_table11(bon, judges, pub, params, tid: str = "table11"):
     """Table 11 (LLMs as Best-of-N verifiers) from results/tables/judge_bon.csv (read by load_bon; prm
     `<mode>-<judge>`, metric `judge`) and bon.csv: pass@N and maj@N of the judged problems (judge_bon.csv's,
     which with bon_judges.limit are a subset's; bon.csv's when no judge ran), the judges (pointwise rows
@@ -316,7 +367,7 @@ def build_table11(bon, judges, pub, params):
     sels = (baseline_selections(judges) if len(judged) else baseline_selections(bon))
     sels += [{"row": p, "prm": p, "metric": "judge"} for p in names]
     sels += [{"row": p, "prm": p, "metric": _prm_metric(bon, p, agg)} for p in scorer_names(bon)]
-    return bon_cells(pd.concat([bon, judges], ignore_index=True), sels, pub, "table11", params)
+    return bon_cells(pd.concat([bon, judges], ignore_index=True), sels, pub, tid, params)
 
 
 def judge_table_notes(judge_bon: pd.DataFrame | None) -> list[str]:
@@ -336,31 +387,41 @@ def judge_table_notes(judge_bon: pd.DataFrame | None) -> list[str]:
     return notes
 
 
-def build_table13(bon, pub, params):
+def build_table13(bon, pub, params, tid: str = "table13"):
+    """Table 13 (and Tables 14-16 on their own rows): pass@N, maj@N, then every scorer per aggregation."""
     sels = baseline_selections(bon)
     for p in scorer_names(bon):
         for agg in params.get("aggregations") or ["last", "product", "min"]:
             if ((bon["prm"] == p) & (bon["metric"] == f"prm_{agg}")).any():
                 sels.append({"row": p, "prm": p, "metric": f"prm_{agg}", "aggregation": agg})
-    return bon_cells(bon, sels, pub, "table13", params)
+    return bon_cells(bon, sels, pub, tid, params)
 
 
 def build_table5(tol: pd.DataFrame, pub, params):
-    """Table 5 cells from analysis.tolerance_accuracy output (prm, subset, n, n_correct, accuracy)."""
+    """Table 5 cells from analysis.tolerance_accuracy output (prm, subset, n, n_correct, accuracy). A
+    subset cell is comparable only on the paper's cases: as many as the published n (7/94/161/259 on
+    ProcessBench as released in Dec 2024); the average only when all four subsets are."""
     pub_long = published_long(pub, "table5")
     paper_subsets = sorted(c for c in pub["tables"]["table5"]["columns"] if c != "average")
-    rows = []
+    paper_n = pub["tables"]["table5"].get("n") or {}
+    rows, off = [], {}
     for prm, g in tol.groupby("prm", sort=False):
         key = paper_key(prm, params)
         subs = g[g["subset"] != "average"]
         mapped = [paper_column(s, params) for s in subs["subset"]]
+        same_n = {s: paper_n.get(paper_column(s, params)) == int(n) for s, n in zip(subs["subset"], subs["n"])}
+        off.update({s: int(n) for s, n in zip(subs["subset"], subs["n"]) if not same_n[s]})
         for _, r in g.iterrows():
             pc = "average" if r["subset"] == "average" else paper_column(r["subset"], params)
             pv, plabel = lookup(pub_long, key, pc)
             lo, hi = analysis.wilson_interval(int(r["n_correct"]), int(r["n"])) if r["subset"] != "average" else (np.nan, np.nan)
             rows.append({"row": prm, "key": key, "label": plabel, "column": r["subset"], "paper_column": pc,
                          "n": r["n"], "value": r["accuracy"], "ci_low": lo, "ci_high": hi, "published": pv,
-                         "comparable": True if r["subset"] != "average" else sorted(mapped) == paper_subsets})
+                         "comparable": same_n[r["subset"]] if r["subset"] != "average"
+                         else sorted(mapped) == paper_subsets and all(same_n.values())})
+    if off:
+        log.warning("table5: case counts differ from the paper's n %s: %s (another ProcessBench revision, a "
+                    "limit, or constructed cases); those cells are not compared", paper_n, off)
     return finish_cells(rows, params)
 
 
@@ -440,6 +501,63 @@ def build_summary_figure(tid: str, bon, pb, pub, params, tol: pd.DataFrame | Non
                          extra_of=lambda n: _published_extra(pub, tid, paper_key(n, params)))
 
 
+REFERENCE_KEYS = ("pass", "maj", "o1_mini")  # Figure 1's reference lines (published.yaml fig1 keys)
+O1_MINI_ROW = "o1-mini (published, not reproduced)"
+
+
+def build_fig1(bon, pb, baselines, pub, params):
+    """Figure 1: per PRM, the Best-of-N average (Table 6's Avg., analysis.aggregation) and the ProcessBench
+    average F1 (Table 7's Avg.); pass@N and maj@N (reference lines) from `baselines` (bon_baselines.csv as
+    bon rows, baselines_as_bon; bon.csv's own pass/maj rows when absent); o1-mini's published ProcessBench
+    F1 as a reference line this run does not reproduce (a critic of the paper; value left empty)."""
+    agg = params.get("aggregation", "product")
+    bavg, pavg = _bon_avg_cells(bon, pub, params, "fig1"), _pb_avg_cells(pb, pub, params)
+    pb_names = [p for p in (pb["prm"] if pb is not None else []) if not str(p).startswith(("critic-", "baseline_"))]
+    names = list(dict.fromkeys(scorer_names(bon) + pb_names))
+    prms = summary_cells("fig1", names, {"bon_average": lambda p: bavg.get((p, agg)) or bavg.get((p, "orm")),
+                                         "processbench_f1": lambda p: pavg.get(p)}, pub, params)
+    base = baselines if baselines is not None and len(baselines) else bon
+    ref, key_of = {}, {}
+    for sel in baseline_selections(base) if base is not None else []:
+        c = bon_cells(base, [sel], pub, "table6", params)
+        avg = c[c["column"] == "average"]
+        if len(avg):
+            ref[sel["row"]], key_of[sel["row"]] = avg.iloc[0].to_dict(), sel["key"]
+    lines = summary_cells("fig1", list(ref), {"bon_average": lambda r: ref.get(r)}, pub, params,
+                          key_of=lambda r: key_of[r])
+    pv, plabel = lookup(published_long(pub, "fig1"), "o1_mini", "processbench_f1")
+    o1 = finish_cells([{"row": O1_MINI_ROW, "key": "o1_mini", "label": plabel, "column": "processbench_f1",
+                        "paper_column": "processbench_f1", "value": np.nan, "published": pv, "comparable": False}],
+                      params)
+    return pd.concat([prms, lines, o1], ignore_index=True)
+
+
+def policy_notes(params: Mapping, key: str = "policy") -> list[str]:
+    """The footnote naming a table's Best-of-N policy (params[key] = its name, policy_labels its label)."""
+    name = params.get(key)
+    if not name:
+        return []
+    label = (params.get("policy_labels") or {}).get(name) or name
+    return [f"Policy: {label} (policy setting '{name}' of bon.policies)."]
+
+
+def preliminary_notes(cells: pd.DataFrame, params: Mapping) -> list[str]:
+    """Tables 1-2: which configured variants stand in for the paper's preliminary models, and whether they
+    are compared (analysis.mc_experiment; mc_experiment_comparability marks the cells)."""
+    rows = {k: sorted(set(cells.loc[cells["key"] == k, "row"])) for k in ("mc_hard", "mc_soft", "human")} \
+        if len(cells) else {}
+    named = "; ".join(f"{k}: {', '.join(v)}" for k, v in rows.items() if v) or "none in this run"
+    ours = params.get("mc_experiment")
+    compared = ("compared with them" if ours == "3M" else
+                f"shown beside them but not compared (this run reproduces the {ours} set, analysis.mc_experiment)"
+                if ours else "compared with them only as far as this config's MC data resembles that set")
+    return [("The paper's preliminary PRMs (Qwen2.5-Math-7B-PRM-MC-hard / -MC-soft) were trained on its "
+             "preliminary MC set: ~500k queries with responses of Qwen2-Math-Instruct and Qwen2.5-Math-Instruct "
+             "(7B and 72B), INFERRED to be the 3M set of its Sec. 3.1.4. This config's MC variants stand in, "
+             f"trained on this config's own MC data (the same runs as Table 3's MC row), {compared}; the "
+             f"PRM800K row is Table 3's human row. Rows here (paper key: this run's rows): {named}.")]
+
+
 def build_fig5(bon, pb, sweep: Iterable | pd.DataFrame | None, pub, params):
     """Figure 5: the MC hard-label threshold sweep. `sweep` = [(threshold, variant), …] (the workflow
     passes plan.threshold_sweep_variants), or a trainsets.csv frame whose hard MC rows are
@@ -493,7 +611,10 @@ def build_fig6(rates: pd.DataFrame, pub, params):
         pv, plabel = lookup(pub_long, key, pc)
         rows.append({"row": row, "key": key, "label": plabel, "column": r["dataset"], "paper_column": pc,
                      "n": r["n_judged"], "value": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                     "published": pv, "comparable": True})
+                     # the paper's policy bars are HUMAN annotations; an LLM judge's verdicts are another
+                     # measurement (shown beside them, never differenced). ProcessBench's share is counted
+                     # from its data the same way on both sides.
+                     "published": pv, "comparable": key == "processbench"})
     return finish_cells(rows, params)
 
 
@@ -526,6 +647,26 @@ def fig8_bon_full(scores: Mapping[tuple[str, str], pd.DataFrame], pub: Mapping, 
     ns = {len(df.groupby("problem_id").head(params.get("n") or 10**9)) // max(1, df["problem_id"].nunique())
           for df in scores.values()} if scores else set()
     return benches == paper_benches and ns == {pub.get("bon_n")}
+
+
+def mc_experiment_comparability(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping) -> pd.DataFrame:
+    """Cells whose published row comes from another MC data set than the one this run reproduces
+    (published.yaml `mc_experiments`, config `analysis.mc_experiment`) keep their published number but
+    are not comparable (no diff): one MC run cannot stand for the paper's 860k and 3M experiments at once."""
+    tags = (pub.get("mc_experiments") or {}).get(aid) or {}
+    if not tags:  # read the param only where the artifact has MC rows: the others are not given it
+        return cells
+    ours = params.get("mc_experiment")
+    if ours is None or cells.empty:
+        return cells
+    other = cells["key"].map(lambda k: tags.get(str(k), tags.get("*")) not in (None, ours)).astype(bool)
+    if other.any():
+        cells = cells.copy()
+        cells.loc[other, "comparable"] = False
+        cells.loc[other, "diff"] = np.nan
+        log.info("%s: %d cells come from the paper's other MC data set (this run reproduces the %s one): not "
+                 "compared", aid, int(other.sum()), ours)
+    return cells
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,61 @@
+"""Comparability told honestly (issue 15 item 8): a cell is compared with the paper's only when it is
+the same quantity: the MC data set the run stands for (analysis.mc_experiment), Table 5's case counts,
+and Figure 6's judge (the paper used human annotation)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from prm_lessons.artifacts.cells import build_fig6, build_table5, mc_experiment_comparability
+from prm_lessons.artifacts.published import load_published
+
+
+def _cells(keys, published=60.0):
+    return pd.DataFrame({"key": keys, "value": [61.0] * len(keys), "published": [published] * len(keys),
+                         "comparable": [True] * len(keys), "diff": [1.0] * len(keys)})
+
+
+def test_cells_of_the_other_mc_data_set_are_shown_but_not_compared():
+    pub = load_published()
+    cells = _cells(["mc_hard", "mc_hard_3m", "mc_soft", "human"])
+    got = mc_experiment_comparability("fig9", cells, pub, {"mc_experiment": "860k"}).set_index("key")
+    assert got.loc["mc_hard", "comparable"] and got.loc["human", "comparable"]   # 860k row; untagged row
+    assert not got.loc["mc_hard_3m", "comparable"] and not got.loc["mc_soft", "comparable"]
+    assert np.isnan(got.loc["mc_soft", "diff"]) and got.loc["mc_soft", "published"] == 60.0
+    flipped = mc_experiment_comparability("fig9", cells, pub, {"mc_experiment": "3M"}).set_index("key")
+    assert not flipped.loc["mc_hard", "comparable"] and flipped.loc["mc_hard_3m", "comparable"]
+    # Figure 5's sweep is the 3M set throughout ("*")
+    fig5 = mc_experiment_comparability("fig5", _cells(["t0", "t0.5"]), pub, {"mc_experiment": "860k"})
+    assert not fig5["comparable"].any()
+    # every tagged artifact names a known data set
+    assert {t for tags in pub["mc_experiments"].values() for t in tags.values()} <= {"860k", "3M"}
+
+
+def _tolerance(ns):
+    rows = [{"prm": "human", "subset": s, "n": n, "n_correct": n // 2, "accuracy": 100 * (n // 2) / n}
+            for s, n in ns.items()]
+    rows.append({"prm": "human", "subset": "average", "n": sum(ns.values()), "n_correct": 0,
+                 "accuracy": float(np.mean([r["accuracy"] for r in rows]))})
+    return pd.DataFrame(rows)
+
+
+def test_table5_compares_only_on_the_papers_case_counts(caplog):
+    pub = load_published()
+    paper = {"gsm8k": 7, "math": 94, "olympiadbench": 161, "omnimath": 259}
+    assert pub["tables"]["table5"]["n"] == paper
+    ok = build_table5(_tolerance(paper), pub, {}).set_index("column")
+    assert ok["comparable"].all()
+    fewer = build_table5(_tolerance({**paper, "math": 93}), pub, {}).set_index("column")
+    assert not fewer.loc["math", "comparable"] and not fewer.loc["average", "comparable"]
+    assert fewer.loc["gsm8k", "comparable"]
+    assert "case counts differ" in caplog.text and "'math': 93" in caplog.text
+
+
+def test_fig6_judge_bars_are_not_compared_with_human_annotation():
+    rates = pd.DataFrame([
+        {"source": "policy_judge", "dataset": "gsm8k", "n_judged": 50, "rate": 8.0, "ci_low": 3.0, "ci_high": 19.0},
+        {"source": "processbench", "dataset": "gsm8k", "n_judged": 200, "rate": 3.5, "ci_low": 1.7, "ci_high": 7.0}])
+    cells = build_fig6(rates, load_published(), {}).set_index("key")
+    assert cells.loc["policy", "published"] == 5.1 and not cells.loc["policy", "comparable"]
+    assert np.isnan(cells.loc["policy", "diff"])
+    assert cells.loc["processbench", "comparable"] and cells.loc["processbench", "diff"] == 0.0
