@@ -1,6 +1,8 @@
 """Human labels: PRM800K conversion from the official jsonl format (fixtures/prm800k_sample.jsonl,
-written for these tests), the neutral-rating policy, truncation, decontamination, and labels by
+written for these tests), the neutral-rating policy, truncation, decontamination, the expansion of
+rated alternatives with deduplication, and labels by
 construction (gold solutions with injected errors, untouched gold solutions all positive)."""
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +14,7 @@ from prm_lessons.labels.human import (
     convert_prm800k,
     convert_prm800k_record,
     decontaminate,
+    deduplicate,
     normalize_question,
 )
 from prm_lessons.rules.labels import human_labels as rule_human
@@ -125,3 +128,51 @@ def test_rule_human_prm800k_local(tmp_path):
                wildcards={}, threads=1)
     df = read_table(tmp_path / "h.parquet", "trainset")
     assert len(df) == 4 and df["instance_id"].is_unique
+
+
+def test_prm800k_expand_alternatives_counts_and_truncation():
+    inst, counts = convert_prm800k(records(), expand="alternatives")
+    assert counts["alternatives"] == 3 and len(inst) == 4 + 3
+    alts = {x["instance_id"]: x for x in inst if "-s" in x["instance_id"]}
+    # the chosen prefix + the alternative rated -1 at step 1 (the instance ends at it)
+    a = alts["prm800k-0000000-s1c0"]
+    assert a["steps"] == ["Multiplication comes first: $4 \\cdot 2 = 8$.", "So the sum is $3 + 8 = 12$."]
+    assert a["labels"] == [1.0, 0.0]
+    # the rated completion beside a human-written step, and beside phase 2's erroneous step (+1)
+    assert alts["prm800k-0000000-s2c0"]["labels"] == [1.0, 1.0, 0.0]
+    assert alts["prm800k-0000001-s2c1"]["steps"][-1] == "There are 6 of them."
+    assert alts["prm800k-0000001-s2c1"]["labels"] == [1.0, 1.0, 1.0]
+    # an unrated chosen step ends the trajectory and gives no alternative; `chosen` is unchanged
+    assert not any(k.startswith("prm800k-0000006-") for k in alts)
+    assert convert_prm800k(records())[0] == [x for x in inst if "-s" not in x["instance_id"]]
+    # neutral negative: the trajectory stops at the neutral step 1, so step 2's alternatives are not reached
+    neg, counts = convert_prm800k(records(), neutral="negative", expand="alternatives")
+    assert counts["alternatives"] == 1 and [x["labels"] for x in neg if "-s" in x["instance_id"]] == [[1.0, 0.0]]
+    with pytest.raises(ValueError, match="human.prm800k.expand"):
+        convert_prm800k(records(), expand="all")
+
+
+def test_prm800k_deduplicate():
+    recs = records()
+    again = json.loads(json.dumps(recs[5]))  # the same solution labelled twice
+    other = json.loads(json.dumps(recs[5]))  # ... and once more, rated otherwise
+    other["label"]["steps"][1]["completions"][0]["rating"] = -1
+    inst, _ = convert_prm800k(recs + [again, other], expand="alternatives")
+    kept, dup = deduplicate(inst)
+    assert dup == {"duplicates": 2, "label_conflicts": 1} and len(kept) == len(inst) - 2
+    assert len({(x["question"], tuple(x["steps"])) for x in kept}) == len(kept)
+    assert kept == inst[: len(kept)]  # the first copy is kept, in order
+
+
+def test_rule_human_prm800k_expanded_and_deduplicated_across_files(tmp_path):
+    # both phases read the same file: every instance twice, kept once
+    cfg = {"source": "prm800k", "neutral": "positive", "keep_finish_reasons": ["solution", "found_error"],
+           "skip_quality_control": True,
+           "prm800k": {"source": "local", "path": str(FIXTURE.parent), "phases": [1, 2], "expand": "alternatives",
+                       "file_pattern": "prm800k_sample.jsonl", "split": "train"}}
+    rule_human(inputs={"eval_sets": []}, outputs={"table": str(tmp_path / "h.parquet")}, params={"human": cfg},
+               wildcards={}, threads=1)
+    df = read_table(tmp_path / "h.parquet", "trainset")
+    summary = table_meta(tmp_path / "h.parquet")["summary"]
+    assert len(df) == 7 and summary["duplicates"] == 7 and summary["expand"] == "alternatives"
+    assert summary["prm800k_sample.alternatives"] == 3

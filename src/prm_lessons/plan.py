@@ -13,7 +13,7 @@ from .config import model_entry, model_path, sweep_variant_name
 from .data import downloaded_path, processbench_paths
 from .labels.mc import as_fraction
 
-TRAINSET_SOURCES = ("mc", "judge", "human", "consensus")
+TRAINSET_SOURCES = ("mc", "judge", "human", "consensus", "math_shepherd")
 # training keys that change no result: kept out of params so editing them does not retrain every PRM
 TRAINING_RESOURCE_KEYS = ("mem_mb", "runtime", "threads", "keep_checkpoints", "gpus_scoring")
 
@@ -227,8 +227,8 @@ def trainset_inputs(config: dict, variant: str) -> dict:
     """Named inputs of one variant's trainset rule."""
     spec = variants(config)[variant]
     src = spec["source"]
-    if src == "human":
-        return {"human": "results/labels/human.parquet"}
+    if src in ("human", "math_shepherd"):  # labelled once for every variant: rules human_labels, math_shepherd_labels
+        return {src: f"results/labels/{src}.parquet"}
     ds = variant_datasets(config, variant)
     inputs = {"samples": [f"results/samples/{d}.parquet" for d in ds]}
     if src in ("mc", "consensus"):

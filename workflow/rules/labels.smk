@@ -1,8 +1,8 @@
 # Step labels for the sampled responses of every problem set under `problems:` — Monte Carlo
-# estimation, LLM-as-a-judge, human labels, consensus filtering — and one training set per variant.
-# Rule functions: prm_lessons.rules.labels; logic: prm_lessons.labels.{mc,judge,human,consensus,
-# trainsets}. MC and the judge are sharded per problem set (mc.shards / judge.shards): a killed job
-# loses only its shard.
+# estimation, LLM-as-a-judge, human labels, consensus filtering — Math-Shepherd's released labels, and
+# one training set per variant. Rule functions: prm_lessons.rules.labels; logic:
+# prm_lessons.labels.{mc,judge,human,math_shepherd,consensus,trainsets}. MC and the judge are sharded
+# per problem set (mc.shards / judge.shards): a killed job loses only its shard.
 HUMAN = config["human"]
 
 
@@ -122,6 +122,27 @@ rule human_labels:
     params:
         func="labels:human_labels",
         human=HUMAN,
+    script:
+        RUN
+
+
+# Math-Shepherd's released step labels (a training source of its own: trainsets.variants.*.source
+# math_shepherd), read from the file of the `math_shepherd` section and decontaminated like PRM800K.
+rule math_shepherd_labels:
+    input:
+        code("labels:math_shepherd_labels"),
+        eval_sets=plan.eval_set_paths(config),
+        local=([config["math_shepherd"]["path"]] if config["math_shepherd"]["source"] == "local" else []),
+    output:
+        table="results/labels/math_shepherd.parquet",
+    log:
+        "logs/labels/math_shepherd.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        func="labels:math_shepherd_labels",
+        math_shepherd=config["math_shepherd"],
     script:
         RUN
 

@@ -17,6 +17,14 @@ instance per labelled solution, following the solution trajectory the labeller t
   (``skip_quality_control``) are dropped;
 * instances whose question matches any evaluation problem (normalised text) are removed
   (decontamination), and the count is reported.
+
+``human.prm800k.expand: alternatives`` adds, per solution, one instance for every other rated
+completion at each step the trajectory reaches (the chosen steps before it + that completion, its
+rating under the same neutral policy; it is the last step, so the instance ends at its first
+negative), then removes identical (question, steps) across all files, keeping the first. The paper
+reports ~265k PRM800K instances "after deduplication" without the recipe; one trajectory per solution
+gives ~98k from phase 2, so the expansion is the INFERRED reading (the trainsets table puts
+n_instances beside 264k).
 """
 from __future__ import annotations
 
@@ -34,6 +42,8 @@ from . import clean_steps
 log = logging.getLogger(__name__)
 
 NEUTRAL_POLICIES = ("positive", "negative")
+# human.prm800k.expand: the labeller's trajectory only, or also every rated alternative completion
+EXPAND_MODES = ("chosen", "alternatives")
 
 
 # -- decontamination ---------------------------------------------------------------------------------
@@ -80,8 +90,10 @@ def _text(obj) -> str | None:
     return obj.get("text")
 
 
-def convert_prm800k_record(rec: dict, neutral: str = "positive", where: str = "") -> dict | None:
-    """One official PRM800K line → {question, steps, labels} (None when no step is usable)."""
+def _walk_prm800k(rec: dict, neutral: str, where: str, expand: bool = False):
+    """(question, chosen steps, their labels, alternatives) of one record: the trajectory the labeller
+    took and, with `expand`, every other rated completion at each step it reaches (the step where it
+    stops included) as (step index, completion index, text, label)."""
     if neutral not in NEUTRAL_POLICIES:
         raise ValueError(f"human.neutral must be one of {NEUTRAL_POLICIES}, not {neutral!r}")
     try:
@@ -91,37 +103,68 @@ def convert_prm800k_record(rec: dict, neutral: str = "positive", where: str = ""
         raise ValueError(f"{where}: not a PRM800K record (needs question.problem and label.steps)") from None
     steps: list[str] = []
     labels: list[float] = []
-    for st in steps_in or []:
+    alternatives: list[tuple[int, int, str, float]] = []
+    for i, st in enumerate(steps_in or []):
         comps = st.get("completions") or []
         chosen = st.get("chosen_completion")
+        used = None  # the completion the trajectory takes at this step
         if chosen is not None:
             if not 0 <= int(chosen) < len(comps):
                 raise ValueError(f"{where}: chosen_completion {chosen} out of range ({len(comps)} completions)")
-            text, label = _text(comps[int(chosen)]), _rating_label(comps[int(chosen)].get("rating"), neutral)
+            used = int(chosen)
+            text, label = _text(comps[used]), _rating_label(comps[used].get("rating"), neutral)
         elif st.get("human_completion") is not None:
             text, label = _text(st["human_completion"]), 1.0
         else:
-            bad = [c for c in comps if c.get("rating") is not None and int(c["rating"]) == -1]
-            if not bad:
-                break
-            text, label = _text(bad[0]), 0.0
+            bad = [j for j, c in enumerate(comps) if c.get("rating") is not None and int(c["rating"]) == -1]
+            used = bad[0] if bad else None
+            text, label = (_text(comps[used]), 0.0) if bad else (None, None)
+        for j, c in enumerate(comps if expand else ()):
+            alt = _rating_label(c.get("rating"), neutral)
+            if j != used and alt is not None and _text(c) is not None:
+                alternatives.append((i, j, _text(c), alt))
         if label is None or text is None:
             break
         steps.append(text)
         labels.append(label)
         if label == 0.0:
             break
+    return question, steps, labels, alternatives
+
+
+def convert_prm800k_record(rec: dict, neutral: str = "positive", where: str = "") -> dict | None:
+    """One official PRM800K line → {question, steps, labels} (None when no step is usable)."""
+    question, steps, labels, _ = _walk_prm800k(rec, neutral, where)
     if not steps:
         return None
     return {"question": question, "steps": steps, "labels": labels}
 
 
+def prm800k_alternatives(rec: dict, neutral: str = "positive", where: str = "") -> list[dict]:
+    """Every rated alternative completion of a record as its own instance: the chosen steps before it
+    (all positive: the trajectory goes on only past positive steps) + the alternative with its rating,
+    which is the last step, so the instance ends at its first negative. Ids carry the step and the
+    completion index (`s{i}c{j}`)."""
+    question, steps, labels, alternatives = _walk_prm800k(rec, neutral, where, expand=True)
+    return [{"question": question, "steps": steps[:i] + [text], "labels": labels[:i] + [label], "at": f"s{i}c{j}"}
+            for i, j, text, label in alternatives]
+
+
 def convert_prm800k(records: Iterable[dict], neutral: str = "positive",
                     keep_finish_reasons: Sequence[str] = ("solution", "found_error"),
-                    skip_quality_control: bool = True, source: str = "prm800k") -> tuple[list[dict], dict]:
-    """Convert official records; returns (instances, counts of what was dropped and why)."""
+                    skip_quality_control: bool = True, source: str = "prm800k",
+                    expand: str = "chosen") -> tuple[list[dict], dict]:
+    """Convert official records; returns (instances, counts of what was dropped and why).
+
+    expand ``chosen``: one instance per solution, the labeller's trajectory. ``alternatives``: that
+    instance plus one per rated alternative completion (`prm800k_alternatives`; counted as
+    ``alternatives``); identical (question, steps) are removed by `deduplicate`, after all files."""
+    if expand not in EXPAND_MODES:
+        raise ValueError(f"human.prm800k.expand must be one of {EXPAND_MODES}, not {expand!r}")
     out: list[dict] = []
     counts = {"records": 0, "finish_reason": 0, "quality_control": 0, "no_steps": 0}
+    if expand == "alternatives":
+        counts["alternatives"] = 0
     for n, rec in enumerate(records):
         counts["records"] += 1
         if not isinstance(rec, dict) or not isinstance(rec.get("label"), dict) or not isinstance(rec.get("question"), dict):
@@ -133,13 +176,35 @@ def convert_prm800k(records: Iterable[dict], neutral: str = "positive",
         if skip_quality_control and (rec.get("is_quality_control_question") or rec.get("is_initial_screening_question")):
             counts["quality_control"] += 1
             continue
-        inst = convert_prm800k_record(rec, neutral, where=f"{source} line {n + 1}")
+        where = f"{source} line {n + 1}"
+        inst = convert_prm800k_record(rec, neutral, where=where)
         if inst is None:
             counts["no_steps"] += 1
-            continue
-        inst["instance_id"] = f"{source}-{n:07d}"
-        out.append(inst)
+        else:
+            inst["instance_id"] = f"{source}-{n:07d}"
+            out.append(inst)
+        if expand == "alternatives":
+            for alt in prm800k_alternatives(rec, neutral, where=where):
+                alt["instance_id"] = f"{source}-{n:07d}-{alt.pop('at')}"
+                out.append(alt)
+                counts["alternatives"] += 1
     return out, counts
+
+
+def deduplicate(instances: list[dict]) -> tuple[list[dict], dict]:
+    """Keep the first instance of each (question, steps) (exact text); returns (kept, {duplicates,
+    label_conflicts}): duplicates removed, and how many of them had other labels than the one kept."""
+    seen: dict[tuple, list[float]] = {}
+    kept: list[dict] = []
+    conflicts = 0
+    for x in instances:
+        key = (x["question"], tuple(x["steps"]))
+        if key in seen:
+            conflicts += int(list(seen[key]) != list(x["labels"]))
+            continue
+        seen[key] = x["labels"]
+        kept.append(x)
+    return kept, {"duplicates": len(instances) - len(kept), "label_conflicts": conflicts}
 
 
 def prm800k_files(cfg: dict) -> list[tuple[str, str]]:

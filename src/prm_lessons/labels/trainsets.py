@@ -5,6 +5,8 @@ A variant names a label source and type:
 * ``mc``        — MC estimation; ``label_type`` hard (``mc_value > threshold``) or soft (``mc_value``);
 * ``judge``     — LLM-as-a-judge first error → hard labels (unreadable verdicts excluded);
 * ``human``     — PRM800K or labels by construction (results/labels/human.parquet);
+* ``math_shepherd`` — Math-Shepherd's released labels (results/labels/math_shepherd.parquet,
+  `labels.math_shepherd`);
 * ``consensus`` — MC responses whose first error (hard, ``consensus.threshold``) matches the judge's;
   hard labels at that threshold or soft MC values.
 
@@ -17,7 +19,9 @@ trained twice.
 ``results/tables/trainsets.csv``: variant, source, label_type, threshold, n_instances, n_steps,
 positive_rate (share of positive steps; for soft labels the mean label), retained_fraction
 (n_instances / candidate responses: all sampled responses for mc/judge/consensus; instances before
-decontamination for human); a last column ``run`` holds the run label (provenance).
+decontamination for human and math_shepherd), paper_n_instances (the paper's size of that data source,
+`PAPER_N_INSTANCES`; empty for the paper's own 860k sets, which this run samples at its own scale); a
+last column ``run`` holds the run label (provenance).
 """
 from __future__ import annotations
 
@@ -26,8 +30,11 @@ import pandas as pd
 from . import clean_steps, instance_id, labels_from_first_error
 from .mc import LabelError, hard_labels, soft_labels
 
-CSV_COLUMNS = ["variant", "source", "label_type", "threshold", "n_instances", "n_steps", "positive_rate",
-               "retained_fraction"]
+CSV_COLUMNS = ["variant", "source", "label_type", "threshold", "n_instances", "paper_n_instances", "n_steps",
+               "positive_rate", "retained_fraction"]
+# the paper's instance counts of the external data sources (S1 §3.1.2 and the row labels of Tables 3/4/13:
+# "Math-Shepherd, 440k" (its text: 445k), "PRM800K, 264k" (its text: ~265k after deduplication))
+PAPER_N_INSTANCES = {"prm800k": 264_000, "math_shepherd": 440_000}
 
 
 # -- building one variant -------------------------------------------------------------------------------
@@ -74,11 +81,18 @@ def judge_labels(judge: pd.DataFrame, samples: pd.DataFrame) -> dict:
     return out
 
 
-def stats(df: pd.DataFrame, name: str, spec: dict, n_candidates: int) -> dict:
+def paper_n_instances(source: str, human_source: str | None = None) -> int | None:
+    """The paper's instance count for a variant's data: Math-Shepherd's, PRM800K's for human labels from
+    PRM800K (labels by construction have none)."""
+    return PAPER_N_INSTANCES.get("prm800k" if source == "human" and human_source == "prm800k" else source)
+
+
+def stats(df: pd.DataFrame, name: str, spec: dict, n_candidates: int, paper_n: int | None = None) -> dict:
     labels = [x for lab in df["labels"] for x in lab] if len(df) else []
     thr = spec.get("threshold")
     return {"variant": name, "source": spec["source"], "label_type": spec["label_type"],
             "threshold": None if thr is None else round(float(thr), 6), "n_instances": int(len(df)),
+            "paper_n_instances": paper_n,
             "n_steps": len(labels), "positive_rate": round(sum(labels) / len(labels), 6) if labels else None,
             "retained_fraction": round(len(df) / n_candidates, 6) if n_candidates else None,
             "n_candidates": int(n_candidates)}
@@ -86,15 +100,22 @@ def stats(df: pd.DataFrame, name: str, spec: dict, n_candidates: int) -> dict:
 
 def build_variant(name: str, spec: dict, *, samples: list[pd.DataFrame] = (), mc: list[pd.DataFrame] = (),
                   judge: list[pd.DataFrame] = (), consensus: list[pd.DataFrame] = (), human: pd.DataFrame | None = None,
-                  k: int | None = None, n_human_candidates: int | None = None) -> tuple[pd.DataFrame, dict]:
-    """The training set of one variant (trainset table + extras) and its stats row."""
+                  math_shepherd: pd.DataFrame | None = None, k: int | None = None,
+                  n_human_candidates: int | None = None,
+                  paper_n_instances: int | None = None) -> tuple[pd.DataFrame, dict]:
+    """The training set of one variant (trainset table + extras) and its stats row. human / math_shepherd:
+    the labels table of that source (made once, decontaminated); n_human_candidates: its instances
+    before decontamination."""
     src, lt = spec["source"], spec["label_type"]
-    if src == "human":
-        if human is None:
-            raise ValueError(f"variant {name}: human labels table missing")
-        df = human[["instance_id", "question", "steps", "labels"]].copy()
-        df["source"] = "human"
-        return df, stats(df, name, spec, n_human_candidates if n_human_candidates is not None else len(df))
+    if src in ("human", "math_shepherd"):
+        made = human if src == "human" else math_shepherd
+        if made is None:
+            raise ValueError(f"variant {name}: {src} labels table missing")
+        keep = ["instance_id", "question", "steps", "labels"] + (["dataset"] if "dataset" in made.columns else [])
+        df = made[keep].copy()
+        df["source"] = src
+        n = n_human_candidates if n_human_candidates is not None else len(df)
+        return df, stats(df, name, spec, n, paper_n_instances)
     sm = pd.concat(list(samples), ignore_index=True) if len(samples) else pd.DataFrame()
     if src == "mc":
         labels = mc_labels(pd.concat(list(mc), ignore_index=True), k, lt, spec["threshold"])
@@ -111,7 +132,7 @@ def build_variant(name: str, spec: dict, *, samples: list[pd.DataFrame] = (), mc
     df = pd.DataFrame(_instances_from_labels(sm, labels, src),
                       columns=["instance_id", "question", "steps", "labels", "problem_id", "sample_idx", "dataset",
                                "source"])
-    return df, stats(df, name, spec, len(sm))
+    return df, stats(df, name, spec, len(sm), paper_n_instances)
 
 
 __all__ = ["build_variant", "mc_labels", "judge_labels"]

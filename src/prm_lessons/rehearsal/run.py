@@ -4,12 +4,13 @@ config/paper.yaml runs unchanged but for the overlay config/rehearsal.yaml (size
 weights and data files come from). Weights are random-weight stand-ins of each Hub model's
 architecture in a local Hugging Face cache (`hub_cache`), under the Hub id and pinned revision, so
 rule download_model and every loader run the code a cluster runs, offline. Data: the harness and
-ProcessBench files in ../shared/data, and a small PRM800K file in the official format.
+ProcessBench files in ../shared/data, and small PRM800K and Math-Shepherd files in their released formats.
 
 Layout (all under --out, default results/rehearsal/):
   hf-home/      HF_HOME holding the stand-in cache
   work/         the Snakemake working directory (results/, logs/, resources/ of the run);
                 work/shared -> the shared data directory, work/data/prm800k/ -> the PRM800K stand-in,
+                work/data/math_shepherd/math-shepherd.jsonl -> the Math-Shepherd stand-in,
                 work/data/templates/critique_template.txt -> the critique template's stand-in
   plan.txt      the dry run's job table before the run
   report.json   what ran and what it read (prm_lessons.rehearsal.report)
@@ -29,6 +30,7 @@ import yaml
 
 from ..labels.judge import PROCESSBENCH_TEMPLATE
 from .hub_cache import build_hub_cache, write_prm800k
+from .math_shepherd_file import write_math_shepherd
 from .report import REPO, snakemake_cmd, write_report
 
 log = logging.getLogger("prm_lessons.rehearsal")
@@ -57,6 +59,8 @@ def prepare(out: Path, shared: Path, fresh: bool = True) -> dict:
     t0 = time.time()
     built = build_hub_cache(paper, hf_home)
     write_prm800k(work / "data" / "prm800k", shared / "data" / "bon" / "math_cot_100_samples.jsonl")
+    write_math_shepherd(work / "data" / "math_shepherd" / "math-shepherd.jsonl",
+                        shared / "data" / "bon" / "math_cot_100_samples.jsonl")
     write_critique_template(work / "data" / "templates" / "critique_template.txt")
     log.info("stand-in Hub cache: %d repos in %.1fs", len(built) if built else 0, time.time() - t0)
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",

@@ -11,10 +11,18 @@ from .. import as_paths, generation
 from ..data import load_problems
 from ..labels import clean_steps, instance_id, shard_by_problem
 from ..labels.consensus import consensus_table
-from ..labels.human import construction_instances, convert_prm800k, decontaminate, eval_questions, prm800k_files
+from ..labels.human import (
+    construction_instances,
+    convert_prm800k,
+    decontaminate,
+    deduplicate,
+    eval_questions,
+    prm800k_files,
+)
 from ..labels.judge import judge_responses, load_template
+from ..labels.math_shepherd import convert_math_shepherd, iter_rows, malformed_lines, math_shepherd_file
 from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
-from ..labels.trainsets import CSV_COLUMNS, build_variant
+from ..labels.trainsets import CSV_COLUMNS, build_variant, paper_n_instances
 from ..tables import iter_records, merge_shards, read_table, table_meta, write_table
 
 
@@ -135,12 +143,17 @@ def human_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
                                               keep_answer_fraction=c.get("keep_answer_fraction"))
     elif cfg["source"] == "prm800k":
         inst, counts = [], {}
+        expand = cfg["prm800k"].get("expand", "chosen")
         for name, path in prm800k_files(cfg):
             part, cnt = convert_prm800k(iter_records(path), cfg["neutral"], cfg["keep_finish_reasons"],
-                                        bool(cfg["skip_quality_control"]), source=Path(name).stem)
+                                        bool(cfg["skip_quality_control"]), source=Path(name).stem, expand=expand)
             inst.extend(part)
             for key, v in cnt.items():
                 counts[f"{Path(name).stem}.{key}"] = v
+        counts["expand"] = expand
+        if expand == "alternatives":  # the same (question, steps) from several solutions or files: once
+            inst, dup = deduplicate(inst)
+            counts.update(dup)
     else:
         raise ValueError(f"human.source must be 'construction' or 'prm800k', not {cfg['source']!r}")
     n_before = len(inst)
@@ -148,9 +161,34 @@ def human_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
     summary = {"source": cfg["source"], "instances_before_decontamination": n_before,
                "removed_by_decontamination": removed, "instances": len(inst), **counts}
     print(f"human labels: {summary}", flush=True)
+    if cfg["source"] == "prm800k":
+        print(f"human labels: {len(inst)} PRM800K instances (the paper: {paper_n_instances('human', 'prm800k'):,} "
+              f"after deduplication; expand={counts['expand']})", flush=True)
     df = pd.DataFrame(inst, columns=["instance_id", "question", "steps", "labels"] +
                       (["error_index"] if cfg["source"] == "construction" else []))
     write_table(df, outputs["table"], "trainset", meta={"human": cfg, "summary": summary,
+                                                        "n_candidates": n_before})
+
+
+def math_shepherd_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `math_shepherd_labels`: Math-Shepherd's released step labels, malformed rows counted and named,
+    decontaminated → results/labels/math_shepherd.parquet (trainset format)."""
+    spec = params["math_shepherd"]
+    path = math_shepherd_file(spec)
+    print(f"math_shepherd: reading {path} (limit {spec.get('limit')})", flush=True)
+    inst, report = convert_math_shepherd(iter_rows(path), bool(spec["strip_step_prefix"]), spec.get("limit"))
+    for line in malformed_lines(report):
+        print(line, flush=True)
+    n_before = len(inst)
+    inst, removed = decontaminate(inst, eval_questions(as_paths(inputs.get("eval_sets", []))))
+    summary = {"rows": report["rows"], "malformed": report["malformed"],
+               "malformed_by_reason": report["malformed_by_reason"], "truncated": report["truncated"],
+               "instances_before_decontamination": n_before, "removed_by_decontamination": removed,
+               "instances": len(inst)}
+    print(f"math_shepherd: {summary}; the paper: {paper_n_instances('math_shepherd'):,} instances", flush=True)
+    df = pd.DataFrame(inst, columns=["instance_id", "question", "steps", "labels", "dataset"])
+    write_table(df, outputs["table"], "trainset", meta={"math_shepherd": spec, "summary": summary,
+                                                        "malformed_ids": report["malformed_ids"],
                                                         "n_candidates": n_before})
 
 
@@ -171,21 +209,26 @@ def consensus(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thr
 def trainset(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `trainset`: one variant's training set → results/trainsets/{variant}.parquet (+ .json stats)."""
     name, spec = params["variant"], params["spec"]
-    human = None
     n_human = None
     k = None
     if inputs.get("mc"):
         k = int(table_meta(as_paths(inputs["mc"])[0]).get("k") or params.get("k"))
-    if spec["source"] == "human":
-        human = read_table(inputs["human"], "trainset")
-        n_human = table_meta(inputs["human"]).get("n_candidates")
+    made = {}  # sources labelled once for all their variants: results/labels/{human,math_shepherd}.parquet
+    data_source = None  # human labels: prm800k or construction
+    if spec["source"] in ("human", "math_shepherd"):
+        made[spec["source"]] = read_table(inputs[spec["source"]], "trainset")
+        meta = table_meta(inputs[spec["source"]])
+        n_human = meta.get("n_candidates")
+        data_source = (meta.get("human") or {}).get("source")
     df, st = build_variant(
         name, spec, samples=[read_table(p, "samples") for p in as_paths(inputs.get("samples"))],
         mc=[read_table(p, "mc") for p in as_paths(inputs.get("mc"))],
         judge=[read_table(p, "judge") for p in as_paths(inputs.get("judge"))],
-        consensus=[read_table(p, None) for p in as_paths(inputs.get("consensus"))], human=human, k=k,
-        n_human_candidates=n_human)
+        consensus=[read_table(p, None) for p in as_paths(inputs.get("consensus"))], k=k, n_human_candidates=n_human,
+        paper_n_instances=paper_n_instances(spec["source"], data_source), **made)
     print(f"trainset {name}: {st}", flush=True)
+    if st.get("paper_n_instances"):
+        print(f"trainset {name}: {st['n_instances']:,} instances; the paper: {st['paper_n_instances']:,}", flush=True)
     write_table(df, outputs["table"], "trainset", meta={"variant": name, "spec": spec, "stats": st,
                                                         "run": params.get("run", {})})
     Path(outputs["stats"]).write_text(json.dumps(st, indent=1) + "\n")
