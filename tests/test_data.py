@@ -241,8 +241,9 @@ def _shared_spec(name: str) -> tuple[dict, Path]:
 
 def test_paper_yaml_takes_the_seven_harness_files_at_one_pinned_commit():
     bench = _paper_config()["benchmarks"]
-    assert sorted(bench) == sorted([*HARNESS_ROWS, "math"])
-    for name, spec in bench.items():
+    # the seven of the main tables; Table 10's, the Chinese sets and Omni-MATH: test_benchmarks_extra.py
+    assert set(bench) >= {*HARNESS_ROWS, "math"}
+    for name, spec in ((n, bench[n]) for n in [*HARNESS_ROWS, "math"]):
         assert spec["source"] == "url" and spec["rows"] == HARNESS_ROWS.get(name, 5000)
         assert spec["url"] == ("https://raw.githubusercontent.com/QwenLM/Qwen2.5-Math/"
                                f"a45202bd16f1ec06f433442dc1152d0074773465/evaluation/data/{name}/test.jsonl")

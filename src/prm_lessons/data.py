@@ -75,10 +75,34 @@ def split_solution(text: str) -> list[str]:
     return [p.strip() for p in re.split(r"\n\s*\n", str(text)) if p.strip()]
 
 
-def _choice_question(question: str, choices: Sequence[str]) -> str:
-    # the Qwen2.5-Math harness's MMLU-STEM format
-    opts = " ".join(f"({'ABCDEFGHIJ'[i]}) {str(c).strip()}" for i, c in enumerate(choices))
+CHOICES_STYLES = ("answer_choices", "options_zh")
+
+
+def _choice_question(question: str, choices, style: str = "answer_choices") -> str:
+    """The question with its options appended, as the Qwen2.5-Math harness's parse_question writes them:
+    answer_choices (MMLU STEM: "\nAnswer Choices: (A) …") or options_zh (gaokao_math_qa: "\n选项: (A) …").
+    Options are a list (lettered A, B, …) or a mapping letter -> text (in its order)."""
+    pairs = list(choices.items()) if isinstance(choices, dict) else \
+        [("ABCDEFGHIJ"[i], c) for i, c in enumerate(choices)]
+    opts = " ".join(f"({k}) {str(c).strip() if style == 'answer_choices' else c}" for k, c in pairs)
+    if style == "options_zh":
+        return f"{question.strip()}\n选项: {opts}"
+    if style != "answer_choices":
+        raise ValueError(f"choices_style {style!r}: one of {', '.join(CHOICES_STYLES)}")
     return f"{question.strip()}\nAnswer Choices: {opts}"
+
+
+def _answer_field(rec: dict, af) -> str:
+    """The answer field of a record: fields.answer, or the first of a list of fields whose value is not
+    empty (cn_middle_school: `choice_answer`, else `answer`, as the harness reads it); the last one when
+    all are empty, so the missing-answer error names it."""
+    if isinstance(af, str):
+        return af
+    for f in af:
+        v = rec.get(f)
+        if f in rec and not (_missing(v) if not isinstance(v, (list, tuple)) else not v):
+            return f
+    return af[-1]
 
 
 def _reasoning_gym_rows(spec: dict) -> list[dict]:
@@ -243,14 +267,14 @@ def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
     fields = {"question": "question", "answer": "answer", "gold_steps": None, "id": None, "choices": None,
               **(spec.get("fields") or {})}
     fmt = spec.get("answer_format", "plain")
-    qf, af = fields["question"], fields["answer"]
+    qf, af = fields["question"], _answer_field(rec, fields["answer"])
     if qf not in rec:
         raise ValueError(f"row {row_id}: no field '{qf}' (fields.question); fields present: {sorted(rec)}")
     question = _question_text(rec[qf], f"row {row_id}", f" (field '{qf}')")
     if af not in rec or _missing(rec[af]) if not isinstance(rec.get(af), (list, tuple)) else not rec[af]:
         if af in rec and spec.get("missing_answer") == "keep":
             # kept with an empty gold (never graded correct), as the harness keeps such rows in its denominator
-            source_id = rec.get(fields["id"]) if fields.get("id") else None
+            source_id = rec.get(fields["id"]) if fields.get("id") else rec.get("_source_row")
             return {"question": question, "answer": "", "gold_steps": None,
                     "source_id": None if source_id is None else str(source_id)}
         raise ValueError(f"row {row_id}: missing answer (field '{af}')")
@@ -264,11 +288,16 @@ def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
             if fields["choices"] not in rec:
                 raise ValueError(f"no field '{fields['choices']}' (fields.choices)")
             choices = _decode_list(rec[fields["choices"]])
-            question = _choice_question(question, choices)
+            question = _choice_question(question, choices, spec.get("choices_style", "answer_choices"))
             letter = str(raw_answer).strip()
             answer = "ABCDEFGHIJ"[int(letter)] if letter.isdigit() else letter.upper()
         else:
             answer = gold_answer_text(raw_answer)  # lists (OlympiadBench) → first; "$…$" unwrapped
+            if fields["choices"]:  # options shown, gold read as is (gaokao_math_qa: a letter in `label`)
+                if fields["choices"] not in rec:
+                    raise ValueError(f"no field '{fields['choices']}' (fields.choices)")
+                question = _choice_question(question, _decode_list(rec[fields["choices"]]),
+                                            spec.get("choices_style", "answer_choices"))
     except (ValueError, IndexError) as exc:
         raise ValueError(f"row {row_id}: bad answer in field '{af}': {exc}") from None
     if _missing(answer):
@@ -287,7 +316,7 @@ def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
             raise ValueError(f"row {row_id}: empty gold steps (field '{gf}')")
     elif fmt == "gsm8k":
         gold_steps = gsm8k_steps(raw_answer)
-    source_id = rec.get(fields["id"]) if fields.get("id") else None
+    source_id = rec.get(fields["id"]) if fields.get("id") else rec.get("_source_row")
     return {"question": question, "answer": str(answer).strip(), "gold_steps": gold_steps,
             "source_id": None if source_id is None else str(source_id)}
 
@@ -327,6 +356,17 @@ def _repeated_problems(df: pd.DataFrame) -> dict[str, str]:
         else:
             first[(q, a)] = pid
     return out
+
+
+def subsample_records(records: list[dict], sub: dict, what: str) -> list[dict]:
+    """A seeded random subset of ``sub["n"]`` records, kept in source order (``subsample``: a set too
+    large to sample whole, e.g. Omni-MATH for Figure 6); each record keeps its source row number as
+    ``_source_row`` (the problem's source_id when the set has no id field)."""
+    n, seed = int(sub["n"]), int(sub.get("seed", 0))
+    if n > len(records):
+        raise ValueError(f"{what}: subsample.n {n} > the set's {len(records)} rows")
+    keep = sorted(random.Random(seed).sample(range(len(records)), n))
+    return [{**records[i], "_source_row": i} for i in keep]
 
 
 def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.DataFrame:
@@ -378,6 +418,8 @@ def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.D
             records = read_records(file)  # names the file and line of a non-object or non-UTF-8 row
         check_rows(len(records), spec.get("rows"), f"dataset '{name}'")
         n_source = len(records)
+        if spec.get("subsample"):
+            records = subsample_records(records, spec["subsample"], f"dataset '{name}'")
         if spec.get("limit"):
             records = records[: int(spec["limit"])]
         id_field = (spec.get("fields") or {}).get("id")

@@ -2,10 +2,12 @@
 
 * :func:`extract_answer` follows the harness's ``parser.extract_answer``: Minerva's "final answer is
   $…$. I hope", else the content of the last ``\\boxed{…}`` (nested braces matched; ``\\boxed 5``;
-  ``\\fbox``), else the text after "the answer is" / "final answer is", else the last number.
+  ``\\fbox``), else the text after "the answer is" / "final answer is", else after the first "答案是" (to a blank
+  line), else the last number.
 * :func:`extract_final` adds multiple choice as the harness grades it: for ``answer_format: choice``
-  (MMLU STEM) the choice letter of the response (:func:`choice_answer_clean`), and for any item whose
-  gold is a letter A–E but whose extracted answer is not, the letter taken from the whole response.
+  (MMLU STEM) the choice letter of the response (:func:`choice_answer_clean`), for any item whose
+  gold is a letter A–E but whose extracted answer is not, the letter taken from the whole response,
+  and for a gold of several letters (gaokao_math_qa) only the letters A–E of the extracted answer.
 * :func:`grade` compares the extracted answer with the gold answer: letters by letter, otherwise equal
   after the harness's light string normalisation, else ``math_verify.verify(parse(gold), parse(pred))``.
 * Every comparison runs in a worker process that is killed and replaced when it exceeds
@@ -97,6 +99,8 @@ def extract_answer(text: str | None) -> str | None:
         pred = text.split("he answer is")[-1].strip()
     elif "final answer is" in text:
         pred = text.split("final answer is")[-1].strip()
+    elif "答案是" in text:  # the harness's Chinese few-shot answers ("答案是 C"): after the FIRST one, to a blank line
+        pred = text.split("答案是")[1].strip().split("\n\n")[0].strip()
     else:  # the last number
         numbers = _NUMBER_RE.findall(text.replace(",", ""))
         pred = numbers[-1] if numbers else ""
@@ -140,6 +144,13 @@ def is_choice_letter(value) -> bool:
     return isinstance(value, str) and value.strip() in CHOICE_LETTERS
 
 
+def multi_choice_gold(gold) -> str | None:
+    """A gold of several choice letters (gaokao_math_qa's multiple-answer items: "AD", "A B D") as the
+    harness compares it (spaces dropped by strip_string), else None."""
+    s = str(gold).replace(" ", "") if isinstance(gold, str) else ""
+    return s if len(s) > 1 and all(c in CHOICE_LETTERS for c in s) else None
+
+
 def choice_gold(gold, answer_format: str = "plain"):
     """A choice set's gold as a letter: an option index (0 → A, as the harness reads MMLU STEM) or a letter."""
     if answer_format == "choice":
@@ -164,9 +175,12 @@ def extract_final(text: str | None, gold=None, answer_format: str = "plain") -> 
         pred = choice_answer_clean(text.replace("\u043a\u0438", "")) or None
     else:
         pred = extract_answer(text)
-    if is_choice_letter(gold_answer_text(gold) if gold is not None else None) \
-            and not is_choice_letter(strip_answer(pred) if pred else pred):
+    gold_s = gold_answer_text(gold) if gold is not None else None
+    if is_choice_letter(gold_s) and not is_choice_letter(strip_answer(pred) if pred else pred):
         pred = choice_answer_clean(text) or None
+    elif multi_choice_gold(gold_s) and pred and not multi_choice_gold(strip_answer(pred)):
+        # math_eval.py: a gold of several letters keeps only the letters A-E of the extracted answer
+        pred = "".join(c for c in pred if c in CHOICE_LETTERS) or None
     return pred
 
 
@@ -246,6 +260,8 @@ def _grade_unsafe(text: str, gold: str, answer_format: str = "plain") -> tuple[s
         return None, False, "no_answer"
     if is_choice_letter(gold_s):
         return pred, _letter_match(pred, gold_s), "ok"
+    if multi := multi_choice_gold(gold_s):  # the letters in the gold's order (a string match, as there)
+        return pred, strip_answer(pred).upper() == multi, "ok"
     return pred, compare(pred, gold_s), "ok"
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .config import model_entry, model_path, sweep_variant_name
 from .data import downloaded_path, processbench_paths
+from .fewshot import fewshot_path
 from .labels.mc import as_fraction
 
 TRAINSET_SOURCES = ("mc", "judge", "human", "consensus", "math_shepherd")
@@ -78,6 +79,18 @@ def local_source_inputs(spec: dict | None, name: str | None = None) -> list[str]
             return list(processbench_paths(spec).values())
         return [downloaded_path(name, spec)]
     return []
+
+
+def fewshot_inputs(spec: dict | None, name: str) -> list[str]:
+    """The problems rule's few-shot demonstrations file (a dataset's `prompt.fewshot`): the copy rule
+    fewshot_file makes, or none."""
+    fs = ((spec or {}).get("prompt") or {}).get("fewshot") or {}
+    return [fewshot_path(name, fs)] if fs else []
+
+
+def fewshot_spec(config: dict, name: str) -> dict:
+    """What rule fewshot_file's download depends on: the dataset's prompt.fewshot url and checksums."""
+    return pinned_file_spec((dataset_spec(config, name).get("prompt") or {}).get("fewshot") or {})
 
 
 def pinned_file_spec(spec: dict) -> dict:

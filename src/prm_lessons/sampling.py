@@ -41,6 +41,15 @@ def shard_rows(df: pd.DataFrame, shard: int, nshards: int) -> pd.DataFrame:
     return df.iloc[bounds[shard]:bounds[shard + 1]]
 
 
+def user_turns(problems: pd.DataFrame) -> list[str]:
+    """The policy's user turn per problem: the problems table's ``prompt`` column where the dataset has
+    one (harness few-shot demonstrations, :mod:`prm_lessons.fewshot`), else the question."""
+    if "prompt" not in problems.columns:
+        return list(problems["question"])
+    return [q if p is None or (isinstance(p, float) and p != p) else p
+            for q, p in zip(problems["question"], problems["prompt"])]
+
+
 def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, grading: dict,
                     answer_format: str = "plain", max_model_len: int | None = None,
                     model_name: str = "policy") -> pd.DataFrame:
@@ -60,7 +69,7 @@ def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, g
     policy = sampling.get("long_questions", "error")
     if policy not in LONG_QUESTIONS:
         raise ValueError(f"sampling.long_questions {policy!r}: one of {', '.join(LONG_QUESTIONS)}")
-    prompts = [render_chat(engine.tokenizer, system, q) for q in problems["question"]]
+    prompts = [render_chat(engine.tokenizer, system, u) for u in user_turns(problems)]
     skipped: dict[str, int] = {}
     if max_model_len is not None and len(problems):
         skipped = long_prompts(engine.tokenizer, problems["problem_id"], prompts, int(max_model_len),

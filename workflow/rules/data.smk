@@ -24,6 +24,26 @@ rule benchmark_file:
         RUN
 
 
+# a dataset's `prompt.fewshot` file (the Qwen2.5-Math harness's evaluation/examples.py at the pinned
+# commit): its few-shot demonstrations go into the policy's user turn (prm_lessons.fewshot)
+rule fewshot_file:
+    output:
+        file="resources/data/fewshot/{name}{ext}",
+    log:
+        "logs/fewshot_file/{name}{ext}.log",
+    wildcard_constraints:
+        name=r"[A-Za-z0-9_\-]+",
+        ext=r"\.py|\.json",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        func="data:fewshot_file",
+        spec=lambda wc: plan.fewshot_spec(config, wc.name),
+    script:
+        RUN
+
+
 rule processbench_file:
     output:
         file="resources/data/processbench/{subset}{ext}",
@@ -63,6 +83,7 @@ rule problems:
     input:
         code("data:problems"),
         source=lambda wc: plan.local_source_inputs(plan.dataset_spec(config, wc.dataset), wc.dataset),
+        fewshot=lambda wc: plan.fewshot_inputs(plan.dataset_spec(config, wc.dataset), wc.dataset),
     output:
         problems="results/problems/{dataset}.parquet",
     log:

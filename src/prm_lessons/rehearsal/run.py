@@ -11,7 +11,8 @@ Layout (all under --out, default results/rehearsal/):
   work/         the Snakemake working directory (results/, logs/, resources/ of the run);
                 work/shared -> the shared data directory, work/data/prm800k/ -> the PRM800K stand-in,
                 work/data/math_shepherd/math-shepherd.jsonl -> the Math-Shepherd stand-in,
-                work/data/templates/critique_template.txt -> the critique template's stand-in
+                work/data/templates/critique_template.txt -> the critique template's stand-in,
+                work/data/fewshot/examples.py -> the harness few-shot demonstrations' stand-in
   plan.txt      the dry run's job table before the run
   report.json   what ran and what it read (prm_lessons.rehearsal.report)
 """
@@ -29,6 +30,7 @@ from pathlib import Path
 import yaml
 
 from ..labels.judge import PROCESSBENCH_TEMPLATE
+from .fewshot_file import write_fewshot_examples
 from .hub_cache import build_hub_cache, write_prm800k
 from .math_shepherd_file import write_math_shepherd
 from .report import REPO, snakemake_cmd, write_report
@@ -62,6 +64,7 @@ def prepare(out: Path, shared: Path, fresh: bool = True) -> dict:
     write_math_shepherd(work / "data" / "math_shepherd" / "math-shepherd.jsonl",
                         shared / "data" / "bon" / "math_cot_100_samples.jsonl")
     write_critique_template(work / "data" / "templates" / "critique_template.txt")
+    write_fewshot_examples(work / "data" / "fewshot" / "examples.py")
     log.info("stand-in Hub cache: %d repos in %.1fs", len(built) if built else 0, time.time() - t0)
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONUNBUFFERED": "1"}

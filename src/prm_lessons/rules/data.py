@@ -12,6 +12,7 @@ from ..data import (
     load_processbench,
     processbench_paths,
 )
+from ..fewshot import prompt_column
 from ..tables import write_table
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,14 @@ def benchmark_file(*, inputs: dict, outputs: dict, params: dict, wildcards: dict
     spec = params["spec"]
     fetch_file(spec["url"], outputs["file"], spec, f"dataset '{wildcards['name']}'")
     log.info("dataset %s: %s -> %s (%s)", wildcards["name"], spec["url"], outputs["file"],
+             file_digests(outputs["file"])["sha256"])
+
+
+def fewshot_file(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `fewshot_file`: a dataset's `prompt.fewshot` file (the harness's examples.py) → its verified copy."""
+    spec = params["spec"]
+    fetch_file(spec["url"], outputs["file"], spec, f"dataset '{wildcards['name']}' prompt.fewshot")
+    log.info("dataset %s: few-shot file %s -> %s (%s)", wildcards["name"], spec["url"], outputs["file"],
              file_digests(outputs["file"])["sha256"])
 
 
@@ -49,6 +58,11 @@ def problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thre
     if spec.get("source") == "url":  # the copy rule benchmark_file made
         path = (as_paths(inputs.get("source")) or [None])[0]
     df = load_problems(name, spec, path=path)
+    if spec.get("prompt"):  # the policy's user turn (harness few-shot demos), beside the bare question
+        demos = (as_paths(inputs.get("fewshot")) or [None])[0]
+        df["prompt"] = prompt_column(df, spec["prompt"], demos)
+        log.info("dataset %s: %d of %d prompts carry few-shot demonstrations", name,
+                 int((df["prompt"] != df["question"].str.strip()).sum()), len(df))
     n_steps = df["gold_steps"].map(lambda s: len(s) if s is not None else 0)
     log.info("dataset %s: %d problems, %d with gold steps (mean %.1f steps)", name, len(df),
              int((n_steps > 0).sum()), float(n_steps[n_steps > 0].mean()) if (n_steps > 0).any() else 0.0)
