@@ -22,7 +22,8 @@ def test_embedded_default_is_valid_and_gets_defaults():
 
 
 def test_paper_config_is_valid_layered_on_default():
-    cfg = load_config(ROOT / "config/config.yaml", ROOT / "config/paper.yaml")
+    # paper.yaml replaces the default (README); layered, the default's bon.policies would merge in first
+    cfg = load_config(ROOT / "config/paper.yaml")
     assert cfg["sampling"]["n"] == 8
     assert cfg["sampling"]["temperature"] == 0.7 and cfg["sampling"]["top_p"] == 0.8
     # Hub models load from the directory rule download_model links them into
@@ -59,3 +60,33 @@ def test_role_must_name_a_defined_model():
     cfg["roles"]["judge"] = "nonexistent"
     with pytest.raises(ConfigError, match=r"`roles\.judge`"):
         validate_config(cfg)
+
+
+@pytest.mark.parametrize("patch, path", [
+    ({"analysis": {"policy": "nope"}}, r"analysis\.policy"),
+    ({"analysis": {"second_policy": "smollm2"}}, r"analysis\.second_policy"),  # the primary = analysis.policy
+    ({"analysis": {"table10": {"n": 3}}}, r"analysis\.table10\.n"),
+    ({"analysis": {"table10": {"benchmarks": ["nope"]}}}, r"analysis\.table10\.benchmarks\.0"),
+    ({"analysis": {"chinese_benchmarks": ["cmath"]}}, r"analysis\.chinese_benchmarks\.0"),
+])
+def test_analysis_policy_and_table_keys_are_checked(patch, path):
+    with pytest.raises(ConfigError, match=f"`{path}`"):
+        validate_config(deep_update(base(), patch))
+
+
+def test_artifacts_a_config_cannot_have_are_not_planned():
+    from prm_lessons import plan
+
+    emb = validate_config(base())
+    s = plan.analysis_settings(emb)
+    assert (s["policy"], s["second_policy"], s["n"]) == ("smollm2", "smollm2_t1", 4)
+    assert s["table10"] == {"n": 2, "benchmarks": ["arith", "chain_sum"]}
+    assert set(plan.analysis_skipped(emb)) == {"table15", "table16"}
+    one = base()
+    one["bon"]["policies"] = {"smollm2": {"model": "smollm2", "label": "L"}}
+    one["bon"]["more_n"] = []
+    skipped = plan.analysis_skipped(validate_config(one))
+    assert set(skipped) == {"table9", "table10", "table12", "table14", "table15", "table16"}
+    assert "no second policy" in skipped["table9"] and "bon.more_n is empty" in skipped["table10"]
+    paper = load_config(ROOT / "config/paper.yaml")
+    assert plan.analysis_skipped(paper) == {}

@@ -45,8 +45,9 @@ def test_head_mode_shares_base_features_once_per_table(tmp_path):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     counts = job_counts(smk("-n", "--cores", "2", "--forceall").stdout)
     assert cfg["training"]["mode"] == "head"
-    # each benchmark + the ProcessBench cases + its dev split
-    assert counts["step_features"] == len(cfg["benchmarks"]) + 2
+    # each benchmark of each Best-of-N policy + the ProcessBench cases + its dev split
+    policies = cfg["bon"].get("policies") or {"policy": {}}
+    assert counts["step_features"] == sum(len(p.get("benchmarks") or cfg["benchmarks"]) for p in policies.values()) + 2
     full = tmp_path / "full.yaml"
     full.write_text("training:\n  mode: full\n")
     counts = job_counts(smk("-n", "--cores", "2", "--forceall", "--configfile", "config/config.yaml",
@@ -60,7 +61,10 @@ def test_paper_dry_run_plans_full_sampling_dag():
     import yaml
 
     paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
-    n_sets = len(paper["benchmarks"]) + len(paper["problems"])
+    # every problem set of the primary policy, every benchmark of each other Best-of-N policy
+    others = list((paper["bon"].get("policies") or {}).values())[1:]
+    n_sets = len(paper["benchmarks"]) + len(paper["problems"]) + sum(
+        len(p.get("benchmarks") or paper["benchmarks"]) for p in others)
     assert counts["sample"] == n_sets * paper["sampling"]["shards"]
     assert counts["merge_samples"] == n_sets
     assert "embedded_model" not in counts  # Hub models only

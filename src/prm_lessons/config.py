@@ -15,6 +15,7 @@ import jsonschema
 import yaml
 
 from .embedded_model import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
+from .pooling import ARCHITECTURES as VLLM_ARCHITECTURES  # torch-free at import: cheap at DAG time
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -200,12 +201,15 @@ def _check_cross_references(cfg: dict) -> None:
     for i, d in enumerate((cfg.get("analysis") or {}).get("policy_flaw_datasets") or []):
         if d not in problems and d not in benchmarks:
             raise _err(f"analysis.policy_flaw_datasets.{i}", f"'{d}' is not under `problems` or `benchmarks`")
+    _check_bon(cfg)
     n = (cfg.get("analysis") or {}).get("n")
     bon_n = (cfg.get("bon") or {}).get("n") or (cfg.get("sampling") or {}).get("n")
     if n is not None and bon_n is not None and n != bon_n:
-        # bon.csv holds rows for the one N evaluated (bon.n): any other N would give empty tables
-        raise _err("analysis.n", f"{n} differs from bon.n = {bon_n}, the one N that Best-of-N evaluates "
+        # the main tables are at bon.n; bon.more_n's N are evaluated on their own benchmarks only
+        raise _err("analysis.n", f"{n} differs from bon.n = {bon_n}, the N of the main tables "
                                  "(leave analysis.n null to use it)")
+    if isinstance(cfg.get("analysis"), dict) and n is None and bon_n is not None:
+        cfg["analysis"]["n"] = bon_n  # the tables read bon.csv at bon.n, never at a bon.more_n N
     for name in sorted(used_models(cfg)):
         entry = models[name]
         if entry.get("source") == "hub" and not entry.get("revision"):
@@ -214,10 +218,70 @@ def _check_cross_references(cfg: dict) -> None:
                               "but names no revision (a 40-hex commit; `main` is resolved once by rule "
                               "download_model)")
     _check_search(cfg)
+    _check_analysis(cfg)
+    _check_scoring_backends(cfg)
     for key in ("benchmarks",):
         for name in cfg.get("analysis", {}).get(key, []) or []:
             if name not in cfg.get("benchmarks", {}):
                 raise ConfigError(f"config error at `analysis.{key}`: unknown benchmark '{name}'")
+
+
+def _check_scoring_backends(cfg: dict) -> None:
+    """Scoring backend vllm (prm_lessons.pooling) only where vLLM implements the PRM's architecture: the
+    adapters qwen_prm / qwen_orm / trained, and trained PRMs only when they are saved in the released
+    Qwen2ForProcessRewardModel layout (full fine-tuning; the embedded base is a Llama model)."""
+    prms = cfg.get("prms") or {}
+    served = ", ".join(f"{a} ({arch})" for a, arch in VLLM_ARCHITECTURES.items())
+    for name, e in (prms.get("models") or {}).items():
+        if e.get("backend") == "vllm" and e.get("adapter") not in VLLM_ARCHITECTURES:
+            raise _err(f"prms.models.{name}.backend", f"vllm implements no architecture for adapter "
+                                                      f"{e.get('adapter')!r} (it serves {served}); use transformers")
+    if prms.get("trained_backend") == "vllm" and prms.get("include_trained", True):
+        training = cfg.get("training") or {}
+        if training.get("mode", "full") != "full":
+            raise _err("prms.trained_backend", f"vllm serves trained PRMs saved as Qwen2ForProcessRewardModel, "
+                                               f"i.e. training.mode full; training.mode is {training.get('mode')!r} "
+                                               "(its PRMs keep the project layout): use transformers")
+        base = (cfg.get("models") or {}).get((cfg.get("roles") or {}).get(training.get("base"), training.get("base")))
+        if base and base.get("source") == "embedded":
+            raise _err("prms.trained_backend", "the embedded base is a Llama model: its PRMs keep the project "
+                                               "layout, which vLLM does not serve; use transformers")
+
+
+def _check_analysis(cfg: dict) -> None:
+    """analysis.policy / second_policy name policies (bon.policies; none configured: the one policy named
+    after roles.policy); table10's N is an N that Best-of-N evaluates and its benchmarks are evaluated at
+    that N; chinese_benchmarks are benchmarks."""
+    a = cfg.get("analysis") or {}
+    bon = cfg.get("bon") or {}
+    policies = list(bon.get("policies") or {}) or [(cfg.get("roles") or {}).get("policy")]
+    for key in ("policy", "second_policy"):
+        if a.get(key) is not None and a[key] not in policies:
+            raise _err(f"analysis.{key}", f"'{a[key]}' is not a Best-of-N policy (keys of bon.policies: "
+                                          f"{', '.join(map(str, policies))})")
+    if a.get("second_policy") is not None and a["second_policy"] == (a.get("policy") or policies[0]):
+        raise _err("analysis.second_policy", f"'{a['second_policy']}' is also analysis.policy (the policy of "
+                                             "Tables 3-8, 11, 13, 15); name another policy, or null")
+    benchmarks = cfg.get("benchmarks") or {}
+    bon_n = bon.get("n") or (cfg.get("sampling") or {}).get("n")
+    covers = {int(e["n"]): list(e.get("benchmarks") or []) for e in bon.get("more_n") or [] if "n" in e}
+    t10 = a.get("table10") or {}
+    n10 = t10.get("n") or (max(covers) if covers else None)
+    if t10.get("n") is not None and t10["n"] != bon_n and t10["n"] not in covers:
+        raise _err("analysis.table10.n", f"{t10['n']} is not an N that Best-of-N evaluates (bon.n = {bon_n}, "
+                                         f"bon.more_n: {sorted(covers) or 'none'})")
+    for i, b in enumerate(t10.get("benchmarks") or []):
+        if n10 is None:
+            raise _err("analysis.table10.benchmarks", "set, but no N to evaluate them at (bon.more_n is empty "
+                                                      "and analysis.table10.n is null)")
+        if b not in benchmarks:
+            raise _err(f"analysis.table10.benchmarks.{i}", f"unknown benchmark '{b}' (names under `benchmarks`)")
+        if n10 != bon_n and b not in covers.get(n10, []):
+            raise _err(f"analysis.table10.benchmarks.{i}", f"'{b}' is not evaluated at N = {n10} (add it to "
+                                                           f"that bon.more_n entry's benchmarks)")
+    for i, b in enumerate(a.get("chinese_benchmarks") or []):
+        if b not in benchmarks:
+            raise _err(f"analysis.chinese_benchmarks.{i}", f"unknown benchmark '{b}' (names under `benchmarks`)")
 
 
 def _check_search(cfg: dict) -> None:
@@ -241,6 +305,52 @@ def _check_search(cfg: dict) -> None:
     for i, name in enumerate(search.get("benchmarks") or []):
         if name not in (cfg.get("benchmarks") or {}):
             raise _err(f"search.benchmarks.{i}", f"unknown benchmark '{name}' (names under `benchmarks`)")
+
+
+# what the primary policy takes from `sampling` and `benchmarks` (its samples are the labels', search's
+# and the judges' too), so it may not set them itself
+PRIMARY_POLICY_FIXED = ("temperature", "top_p", "max_tokens", "system_prompt", "benchmarks", "limit")
+
+
+def _check_bon(cfg: dict) -> None:
+    """bon.policies: models under `models`, the first (primary) one roles.policy's with no overrides, known
+    benchmarks; bon.more_n: N other than bon.n and each other, known benchmarks sampled by its policies."""
+    bon, models, benchmarks = cfg.get("bon") or {}, cfg.get("models") or {}, cfg.get("benchmarks") or {}
+    policies = bon.get("policies") or {}
+    for i, (name, p) in enumerate(policies.items()):
+        if p.get("model") not in models:
+            raise _err(f"bon.policies.{name}.model", f"model '{p.get('model')}' is not defined under `models`")
+        if i == 0 and p["model"] != (cfg.get("roles") or {}).get("policy"):
+            raise _err(f"bon.policies.{name}.model", f"the first (primary) policy samples results/samples/, which "
+                                                     f"the labels read too: it must be roles.policy "
+                                                     f"('{(cfg.get('roles') or {}).get('policy')}')")
+        for key in PRIMARY_POLICY_FIXED if i == 0 else ():
+            if p.get(key) not in (None, []):
+                raise _err(f"bon.policies.{name}.{key}", "the first (primary) policy takes its sampling from "
+                                                         "`sampling` and samples every benchmark (its samples are "
+                                                         "shared with the labels, search and judges): set it there, "
+                                                         "or list another policy first")
+        for j, b in enumerate(p.get("benchmarks") or []):
+            if b not in benchmarks:
+                raise _err(f"bon.policies.{name}.benchmarks.{j}", f"unknown benchmark '{b}' (names under `benchmarks`)")
+    names = list(policies) or [(cfg.get("roles") or {}).get("policy")]
+    seen = {bon.get("n"): "bon.n"}
+    for i, e in enumerate(bon.get("more_n") or []):
+        if e["n"] in seen:
+            raise _err(f"bon.more_n.{i}.n", f"N={e['n']} is already evaluated ({seen[e['n']]}): list each N once, "
+                                            "with all its benchmarks")
+        seen[e["n"]] = f"bon.more_n.{i}.n"
+        for j, p in enumerate(e.get("policies") or []):
+            if p not in names:
+                raise _err(f"bon.more_n.{i}.policies.{j}", f"'{p}' is not a policy (bon.policies: {', '.join(names)})")
+        for j, b in enumerate(e["benchmarks"]):
+            if b not in benchmarks:
+                raise _err(f"bon.more_n.{i}.benchmarks.{j}", f"unknown benchmark '{b}' (names under `benchmarks`)")
+            for p in e.get("policies") or names[:1]:
+                own = (policies.get(p) or {}).get("benchmarks") or []
+                if own and b not in own:
+                    raise _err(f"bon.more_n.{i}.benchmarks.{j}", f"policy '{p}' does not sample '{b}' "
+                                                                 f"(bon.policies.{p}.benchmarks)")
 
 
 def _check_bon_judges(bj: dict, models: dict, benchmarks: dict) -> None:
@@ -358,6 +468,7 @@ def used_models(cfg: dict) -> set[str]:
         names.update(n for n in (e.get("model"), e.get("ref_model")) if n)
     names.update(e["model"] for e in ((cfg.get("critics") or {}).get("judges") or {}).values())
     names.update(j.get("model") for j in ((cfg.get("bon_judges") or {}).get("judges") or {}).values())
+    names.update(p.get("model") for p in ((cfg.get("bon") or {}).get("policies") or {}).values())
     if (cfg.get("search") or {}).get("prms") and cfg["search"].get("policy"):
         names.add(cfg["search"]["policy"])
     return {n for n in names if n in models}

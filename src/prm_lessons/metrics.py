@@ -463,6 +463,28 @@ def select_first_n(df: pd.DataFrame, n: int | None) -> tuple[pd.DataFrame, dict[
     return df.reset_index(drop=True), n_by_bench
 
 
+def first_n_samples(df: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The Best-of-n prefix of a table sampled at a larger N: the rows with sample_idx < n, where every
+    problem must hold each of sample_idx 0..n-1 (a gap or fewer than n samples is an error naming the
+    benchmark and its problems), so every N is evaluated on the same first draws."""
+    _check_n(n)
+    if n is None:
+        raise ValueError("first_n_samples needs an N")
+    idx = pd.to_numeric(df["sample_idx"], errors="coerce")
+    part = df[idx < n]
+    keys = ["benchmark", "problem_id"]
+    have = part.groupby(keys, sort=True)["sample_idx"].nunique()
+    have = have.reindex(df.groupby(keys, sort=True).size().index, fill_value=0)
+    lines = []
+    for (bench, pid), k in have[have < n].items():
+        own = sorted(int(i) for i in df.loc[(df["benchmark"] == bench) & (df["problem_id"] == pid), "sample_idx"])
+        lines.append(f"benchmark '{bench}': problem {pid} has {k} of sample_idx 0..{n - 1} (its sample_idx: "
+                     f"{_show(own)}); Best-of-{n} is evaluated on the first {n} samples of each problem")
+    if lines:
+        raise ValueError("\n".join(lines[:10]) + (f"\n… and {len(lines) - 10} more" if len(lines) > 10 else ""))
+    return part
+
+
 def _best_or_none(vals: Sequence[float]) -> int | None:
     """best_index over the finite scores; None when no response has a finite score."""
     vals = [v if v is not None and math.isfinite(v) else -math.inf for v in vals]

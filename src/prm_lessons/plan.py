@@ -98,10 +98,11 @@ def pinned_file_spec(spec: dict) -> dict:
     return {k: spec.get(k) for k in ("url", "sha256", "git_blob_sha1")}
 
 
-def samples_per_problem(config: dict, dataset: str) -> int:
-    """Benchmarks are sampled bon.n times (N of Best-of-N); training problems sampling.n times."""
+def samples_per_problem(config: dict, dataset: str, policy: str | None = None) -> int:
+    """Benchmarks are sampled once at the largest N evaluated on them (sample_n); training problems
+    sampling.n times."""
     if dataset in config.get("benchmarks", {}):
-        return _bon_n(config)
+        return sample_n(config, dataset, policy)
     return int(config["sampling"]["n"])
 
 
@@ -110,10 +111,87 @@ def _bon_n(config: dict) -> int:
     return int((config.get("bon") or {}).get("n", config["sampling"]["n"]))
 
 
-def sample_shards(config: dict, dataset: str) -> list[str]:
-    """The shard files of one problem set (sampling.shards jobs)."""
+def sample_shards(config: dict, dataset: str, policy: str | None = None) -> list[str]:
+    """The shard files of one problem set (sampling.shards jobs) of a Best-of-N policy (None: the primary)."""
     n = int(config["sampling"]["shards"])
-    return [f"results/samples/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
+    return [f"results/{policy_dir(config, policy)}samples/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
+
+
+# -- Best-of-N policies and N (bon.policies, bon.more_n) ------------------------------------------------
+
+# what a policy may set for itself; the rest of its sampling is the `sampling` section
+POLICY_SAMPLING_KEYS = ("temperature", "top_p", "max_tokens", "system_prompt")
+
+
+def bon_policies(config: dict) -> dict[str, dict]:
+    """bon.policies in order, the primary first: name → {model, label, sampling (the `sampling` section
+    with the policy's overrides), benchmarks (its subset, else every benchmark), limit, primary}. None
+    configured: one policy named after roles.policy. The primary's files are results/samples/,
+    results/scores/, results/metrics/bon/ (what labels, search, judges and the figures read); any other
+    policy's live under results/policies/{name}/."""
+    entries = (config.get("bon") or {}).get("policies") or {config["roles"]["policy"]: {}}
+    every = list(config.get("benchmarks") or {})
+    out = {}
+    for i, (name, e) in enumerate(entries.items()):
+        sampling = {**config["sampling"], **{k: e[k] for k in POLICY_SAMPLING_KEYS if e.get(k) is not None}}
+        out[name] = {"model": e.get("model") or config["roles"]["policy"], "label": e.get("label") or name,
+                     "sampling": sampling, "benchmarks": list(e.get("benchmarks") or []) or every,
+                     "limit": e.get("limit"), "primary": i == 0}
+    return out
+
+
+def primary_policy(config: dict) -> str:
+    """The first policy of bon.policies (roles.policy's name when none is configured)."""
+    return next(iter(bon_policies(config)))
+
+
+def policy_dir(config: dict, policy: str | None = None) -> str:
+    """The part of a policy's paths after `results/`: '' for the primary, else 'policies/{name}/'."""
+    return "" if policy is None or policy == primary_policy(config) else f"policies/{policy}/"
+
+
+def policy_of_dir(config: dict, pdir: str) -> str:
+    """The policy a `policy_dir` wildcard value names ('' → the primary)."""
+    return pdir.split("/")[1] if pdir else primary_policy(config)
+
+
+def policy_dir_regex(config: dict) -> str:
+    """The `policy_dir` wildcard: empty (the primary) or policies/{a secondary policy}/."""
+    return f"(?:policies/(?:{wildcard_alternatives(list(bon_policies(config))[1:])})/)?"
+
+
+def bon_ns(config: dict, benchmark: str, policy: str | None = None) -> list[int]:
+    """Every N a policy's benchmark is evaluated at, ascending: bon.n and each bon.more_n entry naming the
+    benchmark and the policy (an entry without `policies`: the primary only); [] when the policy does
+    not sample the benchmark."""
+    pols = bon_policies(config)
+    policy = policy or next(iter(pols))
+    if benchmark not in pols[policy]["benchmarks"]:
+        return []
+    ns = {_bon_n(config)}
+    for e in (config.get("bon") or {}).get("more_n") or []:
+        if benchmark in e["benchmarks"] and policy in (e.get("policies") or [next(iter(pols))]):
+            ns.add(int(e["n"]))
+    return sorted(ns)
+
+
+def sample_n(config: dict, benchmark: str, policy: str | None = None) -> int:
+    """Responses sampled per problem of a benchmark: the largest N evaluated on it (every smaller N is
+    evaluated on the first n samples of the same draws)."""
+    ns = bon_ns(config, benchmark, policy)
+    if not ns:
+        raise ValueError(f"policy '{policy}' does not sample benchmark '{benchmark}' (bon.policies.{policy}.benchmarks)")
+    return ns[-1]
+
+
+def bon_evaluations(config: dict) -> list[tuple[str, str, list[int]]]:
+    """(policy, benchmark, Ns) of every sampled benchmark of every policy, the primary's first."""
+    return [(p, b, bon_ns(config, b, p)) for p, spec in bon_policies(config).items() for b in spec["benchmarks"]]
+
+
+def policy_path(config: dict, policy: str | None, rel: str) -> str:
+    """results/{rel} of the primary policy, results/policies/{policy}/{rel} of another."""
+    return f"results/{policy_dir(config, policy)}{rel}"
 
 
 # -- labels and training sets --------------------------------------------------------------------------
@@ -286,6 +364,12 @@ def resolve_prm_specs(config: dict) -> dict[str, dict]:
     for v in trained_variants(config):
         out[v] = {"adapter": "trained", "path": f"results/prms/{v}", "max_length": cfg.get("max_length"),
                   "params": {}, "threshold": None, "trained": True}
+        if cfg.get("trained_backend") == "vllm":
+            tr = config.get("training") or {}
+            tp = tr["gpus_scoring"] if tr.get("gpus_scoring") is not None else gpus(config, tr.get("base", "policy"))
+            base = model_entry(config, tr.get("base", "policy"))
+            out[v].update(backend="vllm", vllm={"tensor_parallel_size": max(1, int(tp)),
+                                                "gpu_memory_utilization": base.get("gpu_memory_utilization", 0.9)})
     for name, e in (cfg.get("models") or {}).items():
         if name in out:
             raise ValueError(f"config error at `prms.models.{name}`: name clashes with a trained PRM variant")
@@ -296,6 +380,9 @@ def resolve_prm_specs(config: dict) -> dict[str, dict]:
                 "max_length": e.get("max_length", cfg.get("max_length")) or ent.get("max_model_len"),
                 "params": dict(e.get("params") or {}), "threshold": e.get("threshold"), "trained": False,
                 "label": e.get("label", name)}
+        if e.get("backend") == "vllm":  # only then: a transformers spec (and its jobs' params) stays as it was
+            spec.update(backend="vllm", vllm={"tensor_parallel_size": int(ent.get("tensor_parallel_size", 1)),
+                                              "gpu_memory_utilization": ent.get("gpu_memory_utilization", 0.9)})
         if e["adapter"] == "eurus":
             if not e.get("ref_model"):
                 raise ValueError(f"config error at `prms.models.{name}.ref_model`: adapter eurus needs a reference model")
@@ -496,3 +583,64 @@ def bon_judge_runs(config: dict) -> list[tuple[str, str]]:
     """(judge, mode) of every judge job."""
     bj = config.get("bon_judges") or {}
     return [(j, m) for j in (bj.get("judges") or {}) for m in bj.get("modes") or BON_JUDGE_MODES]
+
+
+# ------------------------------------------------------------------------------------------------
+# Analysis: the resolved analysis.* values the artifact rules get, and which artifacts this config plans
+# ------------------------------------------------------------------------------------------------
+
+def _table10(config: dict) -> tuple[int | None, list[str]]:
+    """(N, benchmarks) of Table 10: analysis.table10, else the largest N of bon.more_n and its benchmarks;
+    (None, []) when this config evaluates no larger N."""
+    t10 = (config.get("analysis") or {}).get("table10") or {}
+    more = list((config.get("bon") or {}).get("more_n") or [])
+    n = t10.get("n") or (max(int(e["n"]) for e in more) if more else None)
+    if n is None:
+        return None, []
+    if t10.get("benchmarks"):
+        return int(n), list(t10["benchmarks"])
+    entry = next((e for e in more if int(e["n"]) == int(n)), None)
+    return int(n), list(entry["benchmarks"]) if entry else list(config.get("benchmarks") or {})
+
+
+def analysis_settings(config: dict) -> dict:
+    """The analysis.* values the artifact rules get (prm_lessons.artifacts.registry.ARTIFACT_PARAMS), with
+    the defaults resolved: `n` (analysis.n, else bon.n: the N of the main tables when bon.csv holds several),
+    `policy` and `second_policy` (policy names; None: no second policy), `policy_labels` (name → label of
+    every policy), `table10` ({n, benchmarks}; n None: not planned), `chinese_benchmarks`."""
+    a = dict(config.get("analysis") or {})
+    pols = bon_policies(config)
+    policy = a.get("policy") or next(iter(pols))
+    second = a.get("second_policy") or next((p for p in pols if p != policy), None)
+    n10, b10 = _table10(config)
+    return {**a, "n": a.get("n") or _bon_n(config), "policy": policy, "second_policy": second,
+            "policy_labels": {p: str((s or {}).get("label") or p) for p, s in pols.items()},
+            "table10": {"n": n10, "benchmarks": b10},
+            "chinese_benchmarks": list(a.get("chinese_benchmarks") or [])}
+
+
+def analysis_skipped(config: dict) -> dict[str, str]:
+    """Artifacts (registry ids) whose data this config cannot have → why (rules are generated only for the
+    others; paper/report.md and paper/main.pdf print the reason in their place)."""
+    s = analysis_settings(config)
+    pols = bon_policies(config)
+    out = {}
+    if s["second_policy"] is None:
+        why = ("no second policy: bon.policies has no entry besides analysis.policy "
+               f"('{s['policy']}'); config/paper.yaml adds the paper's Qwen2.5-Math-72B-Instruct")
+        out.update({aid: why for aid in ("table9", "table12", "table14", "table16")})
+    if s["table10"]["n"] is None:
+        out["table10"] = ("no larger N: bon.more_n is empty and analysis.table10.n is null "
+                          "(config/paper.yaml evaluates N = 64 on MATH500, AIME24, AMC23, Minerva Math, "
+                          "GaoKao 2023 En and OlympiadBench)")
+    chinese = s["chinese_benchmarks"]
+    if not chinese:
+        why = ("analysis.chinese_benchmarks is empty: this config samples no Chinese benchmark "
+               "(config/paper.yaml: CMATH, CN Middle School 24, GaoKao)")
+        out.update({"table15": why, "table16": out.get("table16", why)})
+    elif s["second_policy"] is not None:
+        own = (pols.get(s["second_policy"]) or {}).get("benchmarks")
+        if own and not set(own) & set(chinese):
+            out["table16"] = (f"the second policy '{s['second_policy']}' samples none of "
+                              f"analysis.chinese_benchmarks {chinese} (bon.policies.{s['second_policy']}.benchmarks)")
+    return out

@@ -32,6 +32,11 @@ TRAIN_PARAMS = plan.training_params(TRAIN)  # what a trained PRM depends on
 PRM_SPECS = plan.resolve_prm_specs(config)  # name -> spec: trained variants + released models (prms.models)
 PRM_RE = plan.wildcard_alternatives(PRM_SPECS)
 BON_BENCHMARKS = list(config["benchmarks"])
+# Best-of-N policies (bon.policies, the primary first): the primary's files are results/samples/,
+# results/scores/, results/metrics/bon/; another's results/policies/{name}/... (the `policy_dir` wildcard)
+POLICIES = plan.bon_policies(config)
+POLICY_DIRS = {p: plan.policy_dir(config, p) for p in POLICIES}
+BON_EVALUATIONS = plan.bon_evaluations(config)  # (policy, benchmark, every N evaluated on it)
 CRITICS = list(config["critics"]["judges"])  # critic names (the `judge` wildcard)
 CRITIC_SPECS = plan.critic_specs(config)  # name -> model + settings (section defaults, own overrides)
 CRITIC_SOURCE = plan.critic_generation_sources(CRITIC_SPECS)  # name -> the critic whose critiques it reads
@@ -51,6 +56,7 @@ wildcard_constraints:
     prm=r"[A-Za-z0-9_\-]+",
     model=r"[A-Za-z0-9_\-]+",
     judge=r"[A-Za-z0-9_\-]+",
+    policy_dir=plan.policy_dir_regex(config),
 
 
 def code(func):
@@ -67,8 +73,10 @@ def model_dir(role_or_name):
 def model_dir_param(role_or_name, key="model"):
     """A params value: the directory the job loads the model from, read from the rule's `key` input when
     it has one (snakemake --lint: a path param derived from the input also holds under a storage
-    provider), else model_dir (a `source: local` model is no input)."""
-    return lambda wc, input: str(input[key][0]) if len(input[key]) else model_dir(role_or_name)
+    provider), else model_dir (a `source: local` model is no input). `role_or_name` may be a function
+    of the wildcards."""
+    name = role_or_name if callable(role_or_name) else (lambda wc: role_or_name)
+    return lambda wc, input: str(input[key][0]) if len(input[key]) else model_dir(name(wc))
 
 
 def model_input(role_or_name):
@@ -76,9 +84,29 @@ def model_input(role_or_name):
     return plan.model_input(config, role_or_name)
 
 
+def policy_of(wc):
+    """The Best-of-N policy of a job's `policy_dir` wildcard."""
+    return plan.policy_of_dir(config, wc.policy_dir)
+
+
+def policy_model(wc):
+    """The model entry name that samples for a job's policy."""
+    return POLICIES[policy_of(wc)]["model"]
+
+
+def policy_benchmarks(wc):
+    """The benchmarks a job's policy samples."""
+    return POLICIES[policy_of(wc)]["benchmarks"]
+
+
+def policy_samples(policy):
+    """The samples tables of a policy's benchmarks."""
+    return [plan.policy_path(config, policy, f"samples/{b}.parquet") for b in POLICIES[policy]["benchmarks"]]
+
+
 def sample_shards(wc):
-    """The shard files of one problem set (sampling.shards jobs)."""
-    return plan.sample_shards(config, wc.dataset)
+    """The shard files of one problem set of one policy (sampling.shards jobs)."""
+    return plan.sample_shards(config, wc.dataset, policy_of(wc))
 
 
 def gpus(role_or_name):

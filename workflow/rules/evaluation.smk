@@ -18,7 +18,11 @@ rule step_features:
         "logs/step_features/{source}.log",
     wildcard_constraints:
         source="|".join(
-            [*(f"samples/{re.escape(b)}" for b in BON_BENCHMARKS), "processbench/cases", "processbench/dev"]
+            [
+                *(re.escape(f"{POLICY_DIRS[p]}samples/{b}") for p, b, _ in BON_EVALUATIONS),
+                "processbench/cases",
+                "processbench/dev",
+            ]
         ),
     conda:
         "../../envs/training.yaml"
@@ -42,15 +46,19 @@ rule step_features:
 rule score_samples:
     # one job per PRM over all Best-of-N sets: the PRM is loaded once (7x fewer loads of a 72B model at
     # paper scale, 7x fewer job start-ups on CPU); each set still gets its own table
+    # and policy (the `policy_dir` wildcard: '' for the primary, policies/{name}/ for another; a benchmark the
+    # policy does not sample gets an empty table, as outputs cannot depend on a wildcard)
     input:
         code("evaluation:score_samples"),
-        samples=expand("results/samples/{dataset}.parquet", dataset=BON_BENCHMARKS),
+        samples=lambda wc: policy_samples(policy_of(wc)),
         model=lambda wc: prm_model_input(wc.prm),
-        features=lambda wc: [f for d in BON_BENCHMARKS for f in features_input(wc.prm, f"samples/{d}")],
+        features=lambda wc: [
+            f for b in policy_benchmarks(wc) for f in features_input(wc.prm, f"{wc.policy_dir}samples/{b}")
+        ],
     output:
-        scores=expand("results/scores/{{prm}}/{dataset}.parquet", dataset=BON_BENCHMARKS),
+        scores=expand("results/{{policy_dir}}scores/{{prm}}/{dataset}.parquet", dataset=BON_BENCHMARKS),
     log:
-        "logs/score_samples/{prm}.log",
+        "logs/score_samples/{policy_dir}{prm}.log",
     wildcard_constraints:
         prm=PRM_RE,
     conda:
@@ -163,13 +171,14 @@ rule critic_reparse:
 
 
 rule bon_metrics:
+    # per policy and PRM, every N on the first N samples of each problem (bon.n, bon.more_n)
     input:
         code("evaluation:bon_metrics"),
-        scores=expand("results/scores/{{prm}}/{dataset}.parquet", dataset=BON_BENCHMARKS),
+        scores=lambda wc: [f"results/{wc.policy_dir}scores/{wc.prm}/{b}.parquet" for b in policy_benchmarks(wc)],
     output:
-        metrics="results/metrics/bon/{prm}.json",
+        metrics="results/{policy_dir}metrics/bon/{prm}.json",
     log:
-        "logs/bon_metrics/{prm}.log",
+        "logs/bon_metrics/{policy_dir}{prm}.log",
     wildcard_constraints:
         prm=PRM_RE,
     localrule: True
@@ -177,7 +186,9 @@ rule bon_metrics:
         "../../envs/analysis.yaml"
     params:
         func="evaluation:bon_metrics",
-        bon=config["bon"],
+        bon={k: v for k, v in config["bon"].items() if k not in ("policies", "more_n")},
+        policy=policy_of,
+        ns=lambda wc: {b: ns for p, b, ns in BON_EVALUATIONS if p == policy_of(wc)},
         run_label=config["run"]["label"],
     script:
         RUN
@@ -249,7 +260,7 @@ rule processbench_metrics:
 rule bon_table:
     input:
         code("evaluation:bon_table"),
-        metrics=expand("results/metrics/bon/{prm}.json", prm=list(PRM_SPECS)),
+        metrics=[f"results/{d}metrics/bon/{prm}.json" for d in POLICY_DIRS.values() for prm in PRM_SPECS],
     output:
         table="results/tables/bon.csv",
     log:

@@ -1,31 +1,35 @@
-# Policy sampling (sharded; one job per shard, then a merge) and the Best-of-N baselines.
+# Policy sampling (sharded; one job per shard, then a merge) and the Best-of-N baselines. One rule for
+# every policy (bon.policies): the `policy_dir` wildcard is empty for the primary (results/samples/, which
+# the training problems share) and policies/{name}/ for another; a benchmark is sampled once, at the largest
+# N evaluated on it (plan.sample_n).
 
 
 rule sample:
     input:
         code("sampling:sample"),
         problems="results/problems/{dataset}.parquet",
-        model=model_input("policy"),
+        model=lambda wc: model_input(policy_model(wc)),
     output:
-        samples="results/samples/{dataset}/shard{shard}of{nshards}.parquet",
+        samples="results/{policy_dir}samples/{dataset}/shard{shard}of{nshards}.parquet",
     log:
-        "logs/sample/{dataset}/shard{shard}of{nshards}.log",
+        "logs/sample/{policy_dir}{dataset}/shard{shard}of{nshards}.log",
     conda:
         "../../envs/sampling.yaml"
-    threads: engine_threads("policy", pool=config["grading"]["workers"])
+    threads: lambda wc: engine_threads(policy_model(wc), pool=config["grading"]["workers"])
     resources:
-        gpu=gpus("policy"),
+        gpu=lambda wc: gpus(policy_model(wc)),
         nodes=1,  # a multi-GPU request must not be split over nodes: one process drives all GPUs
-        mem_mb=gpu_mem_mb("policy"),
+        mem_mb=lambda wc: gpu_mem_mb(policy_model(wc)),
         runtime=lambda wc, attempt: 240 * attempt,
     params:
         func="sampling:sample",
         # only what the job reads, so an unrelated config edit does not resample
-        sampling=config["sampling"],
+        sampling=lambda wc: POLICIES[policy_of(wc)]["sampling"],
         grading=config["grading"],
-        model=model_entry(config, "policy"),
-        model_dir=model_dir_param("policy"),
-        n=lambda wc: plan.samples_per_problem(config, wc.dataset),
+        model=lambda wc: model_entry(config, policy_model(wc)),
+        model_dir=model_dir_param(policy_model),
+        n=lambda wc: plan.samples_per_problem(config, wc.dataset, policy_of(wc)),
+        limit=lambda wc: POLICIES[policy_of(wc)]["limit"],
     script:
         RUN
 
@@ -35,9 +39,9 @@ rule merge_samples:
         code("sampling:merge_samples"),
         shards=sample_shards,
     output:
-        samples="results/samples/{dataset}.parquet",
+        samples="results/{policy_dir}samples/{dataset}.parquet",
     log:
-        "logs/merge_samples/{dataset}.log",
+        "logs/merge_samples/{policy_dir}{dataset}.log",
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -50,7 +54,7 @@ rule merge_samples:
 rule bon_baselines:
     input:
         code("sampling:bon_baselines"),
-        samples=expand("results/samples/{dataset}.parquet", dataset=list(config["benchmarks"])),
+        samples=[plan.policy_path(config, p, f"samples/{b}.parquet") for p, b, _ in BON_EVALUATIONS],
     output:
         table="results/tables/bon_baselines.csv",
     log:
@@ -60,7 +64,8 @@ rule bon_baselines:
         "../../envs/analysis.yaml"
     params:
         func="sampling:bon_baselines",
-        n=config.get("bon", {}).get("n"),
+        # (policy, benchmark, every N evaluated on it), parallel to the samples
+        evaluations=[list(e) for e in BON_EVALUATIONS],
         maj_grouping=config.get("bon", {}).get("maj_grouping", "normalized"),
         run_label=config["run"]["label"],
     script:

@@ -17,13 +17,13 @@ import pandas as pd
 from .. import as_paths, critic, metrics
 from ..generation import load_engine
 from ..labels.judge import load_template
-from ..tables import read_table, table_meta, write_json, write_table
+from ..tables import SCHEMAS, read_table, table_meta, write_json, write_table
 
 log = logging.getLogger(__name__)
 
 # columns of the long tables results/tables/{bon,processbench}.csv
 TABLE_COLUMNS = {
-    "bon": ["prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high"],
+    "bon": ["policy", "prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high"],
     "processbench": list(metrics.PROCESSBENCH_LONG_COLUMNS),
 }
 
@@ -89,25 +89,29 @@ def _from_features(features_input, spec, row_ids):
 
 
 def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `score_samples`: results/samples/{dataset}.parquet → results/scores/{prm}/{dataset}.parquet
-    (step_scores), for every Best-of-N set of one PRM in one job: the model is loaded once, not once per
-    set (a 72B PRM takes minutes to load; on CPU the imports alone cost ~5 s a job). `inputs["samples"]`,
-    `inputs["features"]` (head-only trained PRMs) and `outputs["scores"]` are parallel lists, or single
-    paths."""
+    """Rule `score_samples`: results/{policy_dir}samples/{dataset}.parquet →
+    results/{policy_dir}scores/{prm}/{dataset}.parquet (step_scores), for every Best-of-N set of one
+    policy and one PRM in one job: the model is loaded once, not once per set (a 72B PRM takes minutes to load; on CPU the imports alone cost ~5 s a job). `inputs["samples"]`,
+    `inputs["features"]` (head-only trained PRMs) and `outputs["scores"]` are matched by file stem (the
+    benchmark); an output without samples (a benchmark the policy does not sample) is an empty table."""
     from .. import features  # lazy: torch (module docstring)
     from ..scoring import load_adapter  # lazy: torch (module docstring)
 
     spec, cfg = params["spec"], params.get("scoring", {})
-    samples = as_paths(inputs["samples"])
-    outs = as_paths(outputs["scores"])
-    feats = as_paths(inputs.get("features"))
-    if len(outs) != len(samples) or (feats and len(feats) != len(samples)):  # pragma: no cover - rule guard
-        raise ValueError("score_samples: samples, features and scores must be parallel lists")
+    samples = {Path(p).stem: p for p in as_paths(inputs["samples"])}
+    feats = {Path(p).stem: p for p in as_paths(inputs.get("features"))}
     adapter = None
-    for i, (src, dst) in enumerate(zip(samples, outs)):
+    for dst in as_paths(outputs["scores"]):
+        if Path(dst).stem not in samples:
+            # a benchmark this policy does not sample (bon.policies.<name>.benchmarks): the rule's outputs
+            # are every benchmark's, so an empty table that no metric reads
+            write_table(pd.DataFrame(columns=SCHEMAS["step_scores"]), dst, "step_scores",
+                        meta={"prm": wildcards.get("prm"), "not_sampled": True})
+            continue
+        src = samples[Path(dst).stem]
         df = read_table(src, "samples")
         steps = [list(s) if s is not None else [] for s in df["steps"]]
-        done = _from_features(feats[i] if feats else None, spec, features.row_ids(df))
+        done = _from_features(feats.get(Path(dst).stem), spec, features.row_ids(df))
         tokens = None
         if done:
             (scores, stats), outcome = done, False
@@ -201,8 +205,11 @@ def _critic_report(df: pd.DataFrame, name, what: str) -> None:
 
 
 def bon_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `bon_metrics`: results/scores/{prm}/{benchmark}.parquet (all benchmarks) →
-    results/metrics/bon/{prm}.json. Outcome RMs (one score per response) give orm@N instead of prm_<agg>."""
+    """Rule `bon_metrics`: one policy's results/{policy_dir}scores/{prm}/{benchmark}.parquet (its benchmarks)
+    → results/{policy_dir}metrics/bon/{prm}.json: the metrics at bon.n over every benchmark, and under
+    `by_n` those at each further N (params.ns: benchmark → its N) over that N's benchmarks, each from the
+    first N samples of every problem (metrics.first_n_samples). Outcome RMs (one score per response) give
+    orm@N instead of prm_<agg>."""
     cfg = params["bon"]
     frames, outcome = [], False
     for path in as_paths(inputs["scores"]):
@@ -214,20 +221,30 @@ def bon_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, t
     aggs = [] if outcome else list(cfg["aggregations"])
     if outcome:
         df["orm_score"] = [s[0] if s is not None and len(s) else None for s in df["step_scores"]]
-    m = metrics.bon_metrics(df, aggs, n=cfg.get("n"), maj_grouping=cfg["maj_grouping"],
-                            orm_column="orm_score" if outcome else None, bootstrap=int(cfg["bootstrap"]["samples"]),
-                            seed=int(cfg["bootstrap"]["seed"]), confidence=float(cfg["bootstrap"]["confidence"]),
-                            workers=max(1, int(threads or 1)))
-    m["prm"] = wildcards.get("prm")
-    m["run_label"] = params.get("run_label")
+    ns_of = {b: [int(n) for n in ns] for b, ns in (params.get("ns") or {}).items()} or {
+        b: [int(cfg["n"])] for b in df["benchmark"].unique()}
+    by_n = {}
+    for n in sorted({n for ns in ns_of.values() for n in ns}):
+        part = metrics.first_n_samples(df[df["benchmark"].isin([b for b, ns in ns_of.items() if n in ns])], n)
+        by_n[n] = metrics.bon_metrics(part, aggs, n=n, maj_grouping=cfg["maj_grouping"],
+                                      orm_column="orm_score" if outcome else None,
+                                      bootstrap=int(cfg["bootstrap"]["samples"]), seed=int(cfg["bootstrap"]["seed"]),
+                                      confidence=float(cfg["bootstrap"]["confidence"]), workers=max(1, int(threads or 1)))
+        _log_bon(by_n[n], f"{params.get('policy')}/{wildcards.get('prm')} N={n}")
+    m = by_n.pop(int(cfg["n"]))
+    m.update(prm=wildcards.get("prm"), policy=params.get("policy"), run_label=params.get("run_label"),
+             by_n={str(n): v for n, v in by_n.items()})
     write_json(m, outputs["metrics"])
-    log.info("bon %s: %s", m["prm"], {k: v for k, v in m["average"].items() if k != "ci"})
+
+
+def _log_bon(m: dict, name: str) -> None:
+    log.info("bon %s: %s", name, {k: v for k, v in m["average"].items() if k != "ci"})
     for col, count in m["n_unscored"].items():  # recorded in the JSON as n_unscored / unscored
         if count:
             log.warning("bon %s: %s: %d problem(s) without a finite score on any response, counted wrong: %s",
-                        m["prm"], col, count, {b: ids[col] for b, ids in m["unscored"].items() if col in ids})
+                        name, col, count, {b: ids[col] for b, ids in m["unscored"].items() if col in ids})
     if m["maj_comparisons"].get("timeouts") or m["maj_comparisons"].get("errors"):
-        log.warning("bon %s: maj@N math_verify grouping: %s (each counted as different answers)", m["prm"],
+        log.warning("bon %s: maj@N math_verify grouping: %s (each counted as different answers)", name,
                     m["maj_comparisons"])
 
 
@@ -351,8 +368,15 @@ def _long_table(inputs, outputs, params, kind: str, rows_fn) -> None:
 
 
 def bon_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `bon_table`: all results/metrics/bon/*.json → results/tables/bon.csv (long format)."""
-    _long_table(inputs, outputs, params, "bon", metrics.bon_long_rows)
+    """Rule `bon_table`: every policy's results/{policy_dir}metrics/bon/*.json → results/tables/bon.csv (long
+    format): per policy and PRM the rows at bon.n, then those of each further N (the JSON's `by_n`)."""
+    def rows(m, prm):
+        out = []
+        for part in [m, *(m.get("by_n") or {}).values()]:
+            out += [{"policy": m.get("policy"), **r} for r in metrics.bon_long_rows(part, prm)]
+        return out
+
+    _long_table(inputs, outputs, params, "bon", rows)
 
 
 def processbench_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:

@@ -8,11 +8,14 @@ import pandas as pd
 
 from .. import as_paths, generation
 from ..answer_key import KEEP_UNITS
-from ..metrics import baselines
+from ..metrics import baselines, first_n_samples
 from ..sampling import sample_problems, shard_rows
 from ..tables import SCHEMAS, merge_shards, read_table, table_meta, write_table
 
 log = logging.getLogger(__name__)
+
+# results/tables/bon_baselines.csv
+BASELINE_COLUMNS = ["policy", "run", "benchmark", "n_problems", "N", "pass", "maj", "mean_acc"]
 
 
 def sample(*, inputs, outputs, params, wildcards, threads) -> None:
@@ -20,6 +23,8 @@ def sample(*, inputs, outputs, params, wildcards, threads) -> None:
     Problems too long for the policy (sampling.long_questions) stop the job before any generation, or
     are skipped and recorded in the table's metadata (`long_questions`)."""
     problems = read_table(inputs["problems"], "problems")
+    if params.get("limit") is not None:  # a Best-of-N policy's `limit`: its first problems of each set
+        problems = problems.head(int(params["limit"]))
     part = shard_rows(problems, int(wildcards["shard"]), int(wildcards["nshards"]))
     entry = params["model"]
     long_questions = {"policy": params["sampling"].get("long_questions", "error"), "n_skipped": 0, "skipped": {}}
@@ -57,22 +62,27 @@ def merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
 
 
 def bon_baselines(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Rule `bon_baselines`: pass@N and maj@N per benchmark and their unweighted average →
-    results/tables/bon_baselines.csv. maj@N groups answers by `bon.maj_grouping`, as bon_metrics does."""
+    """Rule `bon_baselines`: pass@N and maj@N per (policy, benchmark, N) and, per (policy, N), their
+    unweighted average → results/tables/bon_baselines.csv. Every N is evaluated on the first N samples of
+    each problem (metrics.first_n_samples); maj@N groups answers by `bon.maj_grouping`, as bon_metrics does."""
     rows = []
     grouping = params.get("maj_grouping") or "normalized"
-    for path in as_paths(inputs["samples"]):
-        df = read_table(path, "samples")
-        name = df["dataset"].iloc[0] if len(df) else os.path.basename(path).removesuffix(".parquet")
-        rows.append({"benchmark": name, **baselines(df, params.get("n"), grouping, keep_units=name in KEEP_UNITS)})
+    for path, (policy, bench, ns) in zip(as_paths(inputs["samples"]), params["evaluations"]):
+        df = read_table(path, "samples").assign(benchmark=bench)
+        for n in ns:
+            rows.append({"policy": policy, "benchmark": bench,
+                         **baselines(first_n_samples(df, int(n)), int(n), grouping,
+                                   keep_units=bench in KEEP_UNITS)})
     table = pd.DataFrame(rows)
-    avg = {"benchmark": "average", "n_problems": int(table["n_problems"].sum()), "N": int(table["N"].max())}
-    for col in ("pass", "maj", "mean_acc"):
-        avg[col] = float(table[col].mean())
-    table = pd.concat([table, pd.DataFrame([avg])], ignore_index=True)
-    table.insert(0, "run", params.get("run_label", ""))
+    out = []
+    for (policy, n), g in table.groupby(["policy", "N"], sort=False):
+        avg = {"policy": policy, "benchmark": "average", "n_problems": int(g["n_problems"].sum()), "N": int(n),
+               **{col: float(g[col].mean()) for col in ("pass", "maj", "mean_acc")}}
+        out += [g, pd.DataFrame([avg])]
+    table = pd.concat(out, ignore_index=True)
+    table.insert(1, "run", params.get("run_label", ""))
     for col in ("pass", "maj", "mean_acc"):
         table[col] = (100 * table[col]).round(1)
     os.makedirs(os.path.dirname(outputs["table"]), exist_ok=True)
-    table.to_csv(outputs["table"], index=False)
+    table[BASELINE_COLUMNS].to_csv(outputs["table"], index=False)
     log.info("\n%s", table.to_string(index=False))
