@@ -112,6 +112,24 @@ def analysis_params(**over) -> dict:
     p = {"run": {"name": "synthetic", "label": "Synthetic test run (random numbers)"}, "aggregation": "product",
          "aggregations": ["last", "product", "min"], "n": None, "benchmarks": [], "paper_rows": {},
          "paper_columns": {}, "figure": {"width_in": 3.3, "dpi": 60, "font_size": 7, "palette": "colorblind"},
-         "threshold_sweep": [list(x) for x in SWEEP]}
+         "threshold_sweep": [list(x) for x in SWEEP], "policy": "smollm2", "second_policy": "smollm2_t1",
+         "policy_labels": {"smollm2": "SmolLM2 (primary)", "smollm2_t1": "SmolLM2, T 1.0"},
+         "table10": {"n": 2, "benchmarks": ["arith"]}, "chinese_benchmarks": []}
     p.update(over)
     return p
+
+
+def policy_bon_frame(prms=("human", "mc_hard", "mc_soft"), benches=("arith", "chain_sum"),
+                     cells=(("smollm2", 4, 0.2), ("smollm2", 2, 0.5), ("smollm2_t1", 4, 0.8)),
+                     policy_column: bool = True) -> pd.DataFrame:
+    """bon.csv with a `policy` column and several N (the bon.policies / bon.more_n contract): every cell of
+    (policy, N) has the one accuracy given, so a table that mixes in other rows shows it."""
+    rows = []
+    for policy, n, acc in cells:
+        for p in prms:
+            for m in ("pass", "maj", "prm_product", "prm_min", "prm_last"):
+                for b in (*benches, "average"):
+                    rows.append(dict(policy=policy, prm=p, benchmark=b, metric=m, N=n, accuracy=acc,
+                                     ci_low=acc - 0.05, ci_high=acc + 0.05, run="x"))
+    df = pd.DataFrame(rows)
+    return df if policy_column else df.drop(columns="policy")

@@ -217,3 +217,12 @@ def test_multi_letter_golds_keep_only_the_letters_of_the_answer():
     assert grade("故选 \\boxed{ABD}", "A B D").correct
     assert not grade("故选 \\boxed{D}", "AD").correct
     assert not grade("故选 \\boxed{DA}", "AD").correct  # a string match, as the harness's
+
+
+def test_a_fewshot_file_that_is_not_py_or_json_is_a_config_error_naming_the_key(paper):
+    from prm_lessons.config import ConfigError, validate_config
+
+    bad = json.loads(json.dumps(paper))
+    bad["benchmarks"]["cmath"]["prompt"] = {"fewshot": {"url": "examples.txt"}}
+    with pytest.raises(ConfigError, match=r"benchmarks\.cmath\.prompt\.fewshot\.url"):
+        validate_config(bad)

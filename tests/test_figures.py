@@ -258,3 +258,196 @@ def test_each_artifact_rule_reads_only_the_params_the_workflow_gives_it(tmp_path
                                   threads=1)
         assert params.read <= given, (aid, params.read - given)
         assert ("figure" in given) == (a["kind"] == "figure"), aid
+
+
+# ---------------------------------------------------------------- Figure 1, Tables 1, 2, 9, 10, 12, 14-16
+
+# Best-of-N tables whose Avg. is the unweighted mean of their benchmark columns (research notes §1.6, §2.21)
+NEW_BON = ["table1", "table9", "table10", "table12", "table14", "table15", "table16"]
+
+
+@pytest.mark.parametrize("tid", NEW_BON)
+def test_published_new_tables_average_is_mean_of_their_columns(tid):
+    t = PUB["tables"][tid]
+    assert t["columns"][-1] == "average"
+    for r in t["rows"]:
+        vals = r["values"]
+        assert abs(np.mean(vals[:-1]) - vals[-1]) <= 0.051, (tid, r["label"], r.get("aggregation"))
+
+
+def test_published_table2_f1_and_average():
+    t = PUB["tables"]["table2"]
+    for r in t["rows"]:
+        vals = dict(zip(t["columns"], r["values"]))
+        f1s = [vals[f"{s}/f1"] for s in ("gsm8k", "math", "olympiadbench", "omnimath")]
+        assert abs(np.mean(f1s) - vals["average/f1"]) <= 0.051, r["label"]
+        for s in ("gsm8k", "math", "olympiadbench", "omnimath"):
+            e, c = vals[f"{s}/error_acc"], vals[f"{s}/correct_acc"]
+            assert abs(2 * e * c / (e + c) - vals[f"{s}/f1"]) <= 0.11, (r["label"], s)
+
+
+@pytest.mark.parametrize("tid, key, column, agg, value", [
+    # spot checks against ../shared/research/paper_reference.md §2.1-2.3, §2.17-2.19b
+    ("fig1", "o1_mini", "processbench_f1", None, 87.9),
+    ("fig1", "eurus_prm_stage1", "processbench_f1", None, 31.3),  # as printed (Table 7: 31.2)
+    ("table1", "mc_hard", "minerva_math", None, 40.1),
+    ("table1", "mc_soft", "average", None, 64.4),
+    ("table2", "mc_soft", "omnimath/f1", None, 19.6),
+    ("table2", "human", "omnimath/correct_acc", None, 86.1),  # a typo kept as printed (86.3 in Table 4)
+    ("table9", "skywork_prm_1_5b", "gsm8k", None, 96.5),
+    ("table9", "qwen25_math_rm_72b", "olympiadbench", None, 54.5),
+    ("table10", "pass", "aime24", None, 50.0),
+    ("table10", "qwen25_math_prm_72b", "math500", None, 87.8),
+    ("table12", "pairwise-qwq_32b_preview", "math", None, 90.9),
+    ("table14", "eurus_prm_stage1", "mmlu_stem", "min", 83.7),
+    ("table15", "qwen25_math_prm_72b", "gaokao_zh", "product", 73.5),
+    ("table16", "human", "cn_middle_school24", "product", 82.2),
+])
+def test_published_new_cells_transcribed(tid, key, column, agg, value):
+    assert published.lookup(published.published_long(PUB, tid), key, column, agg)[0] == value
+
+
+def test_published_fig1_is_table6_and_table7_averages():
+    t6 = {r["key"]: r["values"][-1] for r in PUB["tables"]["table6"]["rows"]}
+    t7 = {r["key"]: r["values"][-1] for r in PUB["tables"]["table7"]["rows"]}
+    for r in PUB["tables"]["fig1"]["rows"]:
+        bon, pb = r["values"]
+        if bon is not None:
+            assert bon == t6[r["key"]], r["label"]
+        if pb is not None and r["key"] not in ("eurus_prm_stage1", "eurus_prm_stage2"):  # swapped in the PDF
+            assert pb == t7[r["key"]], r["label"]
+    assert PUB["tables"]["table10"]["bon_n"] == 64
+
+
+def _policy_upstream(tmp_path, monkeypatch, policy_column=True, judges=None):
+    from analysis_synth import policy_bon_frame
+
+    write_upstream(tmp_path, prms=["human", "mc_hard", "mc_soft"])
+    policy_bon_frame(policy_column=policy_column).to_csv(tmp_path / "results/tables/bon.csv", index=False)
+    if judges is not None:
+        judges.to_csv(tmp_path / "results/tables/judge_bon.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def _rule(aid, **over):
+    getattr(rules, ARTIFACTS[aid]["stem"])(inputs={**rule_inputs(["human", "mc_hard", "mc_soft"]),
+                                                   "judges": "results/tables/judge_bon.csv"},
+                                           outputs=artifact_paths(aid), params=analysis_params(**over),
+                                           wildcards={}, threads=1)
+    return C.load_cells(artifact_paths(aid)["csv"])
+
+
+def test_policy_and_n_select_the_rows_of_each_table(tmp_path, monkeypatch):
+    """bon.csv holds the primary policy at N = 4 (20%) and 2 (50%), the second policy at N = 4 (80%): each
+    table shows only its own policy and N."""
+    _policy_upstream(tmp_path, monkeypatch)
+    for aid, want in (("table6", 20.0), ("table3", 20.0), ("table13", 20.0), ("table1", 20.0),
+                      ("table9", 80.0), ("table14", 80.0), ("table10", 50.0)):
+        cells = _rule(aid, n=4)
+        assert len(cells) and (cells["value"] == want).all(), (aid, sorted(set(cells["value"])))
+    t10 = _rule("table10", n=4)
+    assert set(t10["column"]) == {"arith", "average"} and set(t10["n"]) == {2}  # analysis.table10's benchmarks, N
+    assert set(_rule("table9", n=4)["row"]) >= {"pass@4", "maj@4", "human"}
+    tex = (tmp_path / artifact_paths("table9")["tex"]).read_text()
+    assert "SmolLM2, T 1.0 (policy setting 'smollm2\\_t1'" in tex
+
+
+def test_second_policy_tables_are_empty_without_a_policy_column(tmp_path, monkeypatch):
+    """A bon.csv written before bon.policies holds the primary policy only."""
+    _policy_upstream(tmp_path, monkeypatch, policy_column=False)
+    assert _rule("table9", n=4).empty and _rule("table14", n=4).empty
+    t6 = _rule("table6", n=4)
+    assert len(t6) and (t6["value"] == 20.0).all()
+
+
+def test_table10_comparable_only_at_the_papers_n_and_benchmarks(tmp_path, monkeypatch):
+    bench = ["math500", "aime24", "amc23", "minerva_math", "gaokao2023en", "olympiadbench"]
+    rows = [dict(policy="p", prm="qwen25_math_prm_72b", benchmark=b, metric=m, N=n, accuracy=0.5, ci_low=.4,
+                 ci_high=.6) for n in (8, 64) for b in [*bench, "gsm8k", "average"] for m in ("pass", "maj", "prm_product")]
+    bon = C.load_bon(_csv(pd.DataFrame(rows)))
+    for n, comparable in ((64, True), (8, False)):
+        own = analysis_params(n=n, benchmarks=bench)
+        cells = C.build_table6(C.select_rows(bon, "p", n), PUB, own, tid="table10").set_index(["row", "column"])
+        prm = cells.loc["qwen25_math_prm_72b"]
+        assert prm.loc["math500", "published"] == 87.8 and bool(prm.loc["average", "comparable"]) is comparable
+        assert prm.loc["average", "published"] == 59.2 and "gsm8k" not in prm.index
+
+
+def test_table12_judges_of_the_second_policy_or_a_note(tmp_path, monkeypatch):
+    judge_rows = [dict(prm="pairwise-j", judge="j", mode="pairwise", model="m", benchmark=b, metric=m, N=4,
+                       accuracy=acc, ci_low=acc - .1, ci_high=acc + .1, n_problems=5, n_unparsable=0, policy=pol)
+                  for pol, acc in (("smollm2", 0.1), ("smollm2_t1", 0.9)) for b in ("arith", "chain_sum", "average")
+                  for m in ("pass", "maj", "judge")]
+    judges = pd.DataFrame(judge_rows)
+    _policy_upstream(tmp_path, monkeypatch, judges=judges)
+    t12, t11 = _rule("table12", n=4), _rule("table11", n=4)
+    assert (t12.loc[t12["row"] == "pairwise-j", "value"] == 90.0).all()
+    assert (t11.loc[t11["row"] == "pairwise-j", "value"] == 10.0).all()
+    assert (t12.loc[t12["row"] == "human", "value"] == 80.0).all()  # PRM rows: the second policy's bon.csv rows
+    judges.drop(columns="policy").to_csv("results/tables/judge_bon.csv", index=False)
+    t12 = _rule("table12", n=4)
+    assert "pairwise-j" not in set(t12["row"]) and (t12["value"] == 80.0).all()
+    assert "judges ran on the primary policy only" in (tmp_path / artifact_paths("table12")["tex"]).read_text()
+
+
+def test_chinese_tables_read_only_their_benchmarks(tmp_path, monkeypatch):
+    from analysis_synth import policy_bon_frame
+
+    monkeypatch.chdir(tmp_path)
+    write_upstream(tmp_path, prms=["human"])
+    policy_bon_frame(prms=("human",), benches=("arith", "cmath")).to_csv("results/tables/bon.csv", index=False)
+    t15 = _rule("table15", n=4, chinese_benchmarks=["cmath"])
+    assert set(t15["column"]) == {"cmath", "average"} and (t15["value"] == 20.0).all()
+    pub = t15[(t15["row"] == "human") & (t15["column"] == "cmath")].set_index("aggregation")["published"]
+    assert pub["last"] == 92.8 and pub["min"] == 93.0
+    t16 = _rule("table16", n=4, chinese_benchmarks=["cmath"])
+    assert (t16["value"] == 80.0).all()
+    assert _rule("table15", n=4).empty  # chinese_benchmarks empty: no rows (the workflow does not plan it)
+
+
+def test_fig1_bars_reference_lines_and_o1_mini_not_reproduced(tmp_path, monkeypatch):
+    _policy_upstream(tmp_path, monkeypatch)
+    pd.DataFrame([dict(policy=pol, run="x", benchmark=b, n_problems=5, N=n, **{"pass": p, "maj": m, "mean_acc": 1.0})
+                  for pol, n, p, m in (("smollm2", 4, 70.0, 40.0), ("smollm2", 2, 1.0, 1.0), ("smollm2_t1", 4, 2.0, 2.0))
+                  for b in ("arith", "chain_sum", "average")]).to_csv("results/tables/bon_baselines.csv", index=False)
+    cells = _rule("fig1", n=4).set_index(["row", "column"])
+    assert cells.loc[("human", "bon_average"), "value"] == pytest.approx(20.0)
+    assert cells.loc[("human", "bon_average"), "published"] == 64.9
+    assert ("human", "processbench_f1") in cells.index
+    assert cells.loc[("pass@4", "bon_average"), "value"] == 70.0 and cells.loc[("pass@4", "bon_average"), "published"] == 74.7
+    assert cells.loc[("maj@4", "bon_average"), "value"] == 40.0
+    o1 = cells.loc[(C.O1_MINI_ROW, "processbench_f1")]
+    assert np.isnan(o1["value"]) and o1["published"] == 87.9 and not o1["comparable"]
+    assert (tmp_path / artifact_paths("fig1")["png"]).stat().st_size > 0
+
+
+def test_preliminary_tables_name_their_stand_ins(tmp_path, monkeypatch):
+    _policy_upstream(tmp_path, monkeypatch)
+    t1 = _rule("table1", n=4)
+    assert list(dict.fromkeys(t1["row"]))[:2] == ["pass@4", "maj@4"] and {"human", "mc_hard", "mc_soft"} <= set(t1["row"])
+    assert t1.loc[(t1["row"] == "mc_hard") & (t1["column"] == "average"), "published"].iloc[0] == 65.5
+    tex = (tmp_path / artifact_paths("table1")["tex"]).read_text()
+    assert "INFERRED to be the 3M set" in tex and "mc\\_hard: mc\\_hard" in tex
+    t2 = _rule("table2")
+    assert t2.loc[(t2["row"] == "mc_soft") & (t2["column"] == "average/f1"), "published"].iloc[0] == 40.2
+
+
+def test_benchmarks_mapped_to_one_paper_column_are_averaged_into_it():
+    """config/paper.yaml maps the harness's gaokao_math_cloze and gaokao_math_qa to the paper's Chinese
+    "GaoKao" column: that column is their unweighted mean, and the row's Avg. counts it once."""
+    rows = [dict(prm="human", benchmark=b, metric="prm_product", N=8, accuracy=acc, ci_low=0, ci_high=1)
+            for b, acc in (("cmath", .9), ("cn_middle_school24", .8), ("gaokao_math_cloze", .6), ("gaokao_math_qa", .7))]
+    bon = C.load_bon(_csv(pd.DataFrame(rows)))
+    params = analysis_params(benchmarks=["cmath", "cn_middle_school24", "gaokao_math_cloze", "gaokao_math_qa"],
+                             paper_columns={"gaokao_math_cloze": "gaokao_zh", "gaokao_math_qa": "gaokao_zh"})
+    cells = C.build_table13(bon, PUB, params, tid="table15").set_index("column")
+    assert cells.loc["gaokao_zh", "value"] == pytest.approx(65.0) and cells.loc["gaokao_zh", "published"] == 68.9
+    assert np.isnan(cells.loc["gaokao_math_qa", "published"]) and not cells.loc["gaokao_math_qa", "comparable"]
+    assert cells.loc["average", "value"] == pytest.approx((90 + 80 + 65) / 3)
+    assert cells.loc["average", "published"] == 79.6 and cells.loc["average", "comparable"]
+    header = list(display_frame(cells.reset_index(), "table15", PUB).columns)
+    assert header == ["row", "CMATH", "CN Middle School 24", "gaokao_math_cloze", "gaokao_math_qa", "GaoKao", "Avg."]
+    # one of the two has no rows: no GaoKao cell, the other set is not compared with it, nor the average
+    part = C.build_table13(bon[bon["benchmark"] != "gaokao_math_qa"], PUB, params, tid="table15").set_index("column")
+    assert "gaokao_zh" not in part.index and np.isnan(part.loc["gaokao_math_cloze", "published"])
+    assert not part.loc["average", "comparable"]

@@ -33,11 +33,27 @@ def test_artifact_names_follow_the_paper():
 def test_main_tex_inputs_every_table_and_figure():
     tex = (ROOT / "paper/main.tex").read_text()
     for aid, a in P.ARTIFACTS.items():
-        if a["kind"] == "table":
-            assert f"\\input{{tables/{a['stem']}}}" in tex, aid
+        if a["kind"] == "table":  # \optionaltable: a table some configs do not produce (run_info says why)
+            assert f"\\input{{tables/{a['stem']}}}" in tex or f"\\optionaltable{{{a['stem']}}}" in tex, aid
         else:
-            assert f"\\artifact{{{a['stem']}}}" in tex, aid
+            assert f"\\artifact{{{a['stem']}}}" in tex or re.search(r"\\includegraphics\[[^]]*\]\{" + a["stem"] + "}",
+                                                                    tex), aid
     assert "\\input{tables/run_info}" in tex and "\\runlabel" in tex
+
+
+def test_unplanned_artifacts_are_named_with_their_reason(tmp_path):
+    """An artifact the config cannot produce: report.md says why in its place, run_info.tex defines the
+    reason main.tex's \\optionaltable prints instead of \\input (which would fail on a missing file)."""
+    skipped = {"table15": "analysis.chinese_benchmarks is empty", "table9": "no second policy"}
+    md = R.report_markdown({"citation": {"title": "T", "text": "x", "url": "u", "setup": "s"}, "tables": {}},
+                           {"name": "r"}, {}, tmp_path, skipped=skipped)
+    assert "_Not produced by this configuration: analysis.chinese\\_benchmarks is empty._" not in md
+    assert "_Not produced by this configuration: analysis.chinese_benchmarks is empty._" in md
+    assert "fig1_overview.png" in md and "table15_scoring_strategies_chinese.csv" not in md
+    info = R.run_info_tex({"name": "r"}, skipped)
+    assert "\\expandafter\\def\\csname skip@table15_scoring_strategies_chinese\\endcsname" \
+           "{analysis.chinese\\_benchmarks is empty}" in info
+    assert "skip@table9_bon_second_policy" in info and "skip@table10" not in info
 
 
 def test_tex_escape_and_latex_table():
@@ -119,3 +135,13 @@ def test_pdf_rule_explains_missing_latexmk(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError, match="latexmk is not installed"):
         rules_paper.paper_pdf(inputs={"tex": "x"}, outputs={"pdf": str(tmp_path / "m.pdf")}, params={}, wildcards={},
                               threads=1)
+
+
+def test_findings_read_the_main_tables_policy_and_n():
+    from analysis_synth import policy_bon_frame
+
+    bon = policy_bon_frame()
+    rows = rules_paper._main_rows(bon, {"policy": "smollm2", "n": 4})
+    assert set(rows["policy"]) == {"smollm2"} and set(rows["N"]) == {4} and (rows["accuracy"] == 0.2).all()
+    old = policy_bon_frame(policy_column=False)  # before bon.policies: one policy's rows
+    assert len(rules_paper._main_rows(old, {"policy": "smollm2", "n": 2})) == len(old[old["N"] == 2])

@@ -189,7 +189,7 @@ def _edited(path: Path):
         os.utime(path, (stat.st_atime, stat.st_mtime))
 
 
-FIGURE_RULES = {"fig2_consensus_filtering", "fig3_hard_soft_bon", "fig4_hard_soft_processbench",
+FIGURE_RULES = {"fig1_overview", "fig2_consensus_filtering", "fig3_hard_soft_bon", "fig4_hard_soft_processbench",
                 "fig5_mc_threshold", "fig6_flawed_process", "fig7_tolerance_vs_bon", "fig8_min_at_last_step",
                 "fig9_scoring_strategies"}
 

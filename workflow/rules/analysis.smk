@@ -16,7 +16,12 @@ from prm_lessons.artifacts.registry import (
 # every figure.
 export_provenance_env(config, workflow.configfiles)
 
-ANALYSIS = config["analysis"]
+# analysis.* with the defaults resolved (n = bon.n, the policies, Table 10's N and benchmarks): plan.py
+ANALYSIS = plan.analysis_settings(config)
+# artifacts whose data this config cannot have (no second policy, no larger N, no Chinese benchmarks) →
+# why: no rule is generated for them; paper/report.md and main.pdf print the reason in their place
+ANALYSIS_SKIPPED = plan.analysis_skipped(config)
+ANALYSIS_ARTIFACTS = [a for a in ARTIFACTS if a not in ANALYSIS_SKIPPED]
 ANALYSIS_PRMS = list(PRM_SPECS)  # every scored PRM (trained variants + released models), evaluation.smk
 FLAW_DATASETS = ANALYSIS["policy_flaw_datasets"] or list(config.get("problems") or {})
 FIG8_BENCHMARKS = ANALYSIS["benchmarks"] or BON_BENCHMARKS
@@ -24,6 +29,9 @@ FIG8_BENCHMARKS = ANALYSIS["benchmarks"] or BON_BENCHMARKS
 _BON = {"bon": "results/tables/bon.csv", "baselines": "results/tables/bon_baselines.csv"}
 _PB = {"processbench": "results/tables/processbench.csv"}
 ANALYSIS_INPUTS = {
+    "fig1": {**_BON, **_PB},
+    "table1": _BON,
+    "table2": _PB,
     "table3": _BON,
     "table4": _PB,
     "table5": {f"predictions__{p}": f"results/metrics/processbench/{p}_predictions.parquet" for p in ANALYSIS_PRMS},
@@ -32,8 +40,14 @@ ANALYSIS_INPUTS = {
     # greedy search (search.smk): nothing to read when search.prms is empty (an empty table)
     "table8": {"search": "results/tables/search.csv"} if SEARCH_PRMS else {},
     # LLMs as Best-of-N verifiers (verifiers.smk; an empty table when bon_judges.judges is empty)
+    "table9": _BON,
+    "table10": _BON,
     "table11": {**_BON, "judges": "results/tables/judge_bon.csv"},
+    "table12": {**_BON, "judges": "results/tables/judge_bon.csv"},
     "table13": _BON,
+    "table14": _BON,
+    "table15": _BON,
+    "table16": _BON,
     "fig2": {**_BON, **_PB},
     "fig3": {**_BON, **_PB},
     "fig4": {**_BON, **_PB},
@@ -48,12 +62,12 @@ ANALYSIS_INPUTS = {
     "fig9": _BON,
 }
 # One rule per artifact, named after it: rule `fig6_flawed_process` runs
-# prm_lessons.rules.analysis:fig6_flawed_process. Generated in a loop because the 14 rules differ only
+# prm_lessons.rules.analysis:fig6_flawed_process. Generated in a loop because the rules differ only
 # in data (registry names, ANALYSIS_INPUTS, ARTIFACT_PARAMS); grep the stem to find its function.
 # Params: only the analysis.* keys the artifact reads (ARTIFACT_PARAMS), so editing another key leaves
 # it alone (e.g. analysis.figure redraws the figures, not the tables); code inputs: only the modules its
 # function runs (a table renders LaTeX, a figure plots), so a plotting edit redraws only the figures.
-for _aid in ARTIFACTS:
+for _aid in ANALYSIS_ARTIFACTS:
 
     rule:
         name:
@@ -81,4 +95,4 @@ for _aid in ARTIFACTS:
             RUN
 
 
-TARGETS.extend(p for _aid in ARTIFACTS for p in artifact_paths(_aid).values())
+TARGETS.extend(p for _aid in ANALYSIS_ARTIFACTS for p in artifact_paths(_aid).values())

@@ -13,9 +13,9 @@ rule paper_report:
     input:
         code("paper:paper_report"),
         str(PKG / "published.yaml"),
-        **{f"{aid}_csv": artifact_paths(aid)["csv"] for aid in ARTIFACTS},
+        **{f"{aid}_csv": artifact_paths(aid)["csv"] for aid in ANALYSIS_ARTIFACTS},
         **({"trainsets_table": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {}),
-        figures=[artifact_paths(aid)["png"] for aid in ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
+        figures=[artifact_paths(aid)["png"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
         # the generated findings that open the report (artifacts.findings)
         processbench_table="results/tables/processbench.csv",
         bon_table="results/tables/bon.csv",
@@ -32,6 +32,10 @@ rule paper_report:
         run=config["run"],
         aggregation=config["analysis"]["aggregation"],
         threshold_sweep=[list(x) for x in THRESHOLD_SWEEP],
+        # the findings read analysis.policy's rows at the main tables' N; unplanned artifacts → why
+        policy=ANALYSIS["policy"],
+        n=ANALYSIS["n"],
+        skipped=ANALYSIS_SKIPPED,
     script:
         RUN
 
@@ -40,8 +44,8 @@ rule paper_pdf:
     input:
         tex=checkout_path("paper/main.tex"),
         run_info="paper/tables/run_info.tex",
-        tables=[artifact_paths(aid)["tex"] for aid in ARTIFACTS if ARTIFACTS[aid]["kind"] == "table"],
-        figures=[artifact_paths(aid)["pdf"] for aid in ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
+        tables=[artifact_paths(aid)["tex"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "table"],
+        figures=[artifact_paths(aid)["pdf"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
         code=code("paper:paper_pdf"),
     output:
         pdf="paper/main.pdf",

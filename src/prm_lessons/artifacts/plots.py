@@ -12,6 +12,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from prm_lessons.artifacts.cells import REFERENCE_KEYS
 from prm_lessons.artifacts.published import EXTRA_FIELDS, published_long
 from prm_lessons.artifacts.registry import ARTIFACTS, stamp
 
@@ -375,4 +376,50 @@ def plot_fig9(cells: pd.DataFrame, pub: Mapping, params: Mapping):
         ax.tick_params(axis="x", labelsize=5)
         _legend_small(ax, None, ncol=3, loc="upper left")
     fig.tight_layout(rect=(0, 0.03, 1, 1), h_pad=0.6)
+    return fig
+
+
+def plot_fig1(cells: pd.DataFrame, pub: Mapping, params: Mapping):
+    """Figure 1: per PRM, Best-of-N average accuracy and ProcessBench average F1 (two bar panels, PRMs in
+    one order, by Best-of-N), this run above the paper; pass@N / maj@N as labelled lines on the Best-of-N
+    panels, o1-mini's published ProcessBench F1 on the ProcessBench panels (in this run's: "published, not
+    reproduced")."""
+    plt, sns = _style(params)
+    cols = {"bon_average": "BoN avg. acc. (%)", "processbench_f1": "ProcessBench avg. F1 (%)"}
+    data = _run_and_paper(cells, published_long(pub, "fig1"), cols)
+    data["name"] = data["name"].map(lambda s: _short(s, 30))
+    lines = data[data["key"].isin(REFERENCE_KEYS)]
+    bars = data[~data["key"].isin(REFERENCE_KEYS)].dropna(subset=["value"])
+    n_rows = max([bars[bars["origin"] == o]["name"].nunique() for o in (ORIGIN_RUN, ORIGIN_PAPER)] + [1])
+    fig, axes = plt.subplots(2, 2, figsize=(2 * _width(params), 0.6 + 2 * (0.14 * n_rows + 0.5)), squeeze=False)
+    styles = {"pass": ("0.2", ":"), "maj": ("0.45", "--"), "o1_mini": ("tab:red", "-.")}
+    o1_paper = lines[(lines["origin"] == ORIGIN_PAPER) & (lines["key"] == "o1_mini")]
+    for i, origin in enumerate((ORIGIN_RUN, ORIGIN_PAPER)):
+        mine = bars[bars["origin"] == origin]
+        order = list(mine[mine["column"] == "bon_average"].sort_values("value")["name"])
+        order += [n for n in dict.fromkeys(mine["name"]) if n not in order]
+        for j, (col, xlabel) in enumerate(cols.items()):
+            ax = axes[i][j]
+            d = mine[mine["column"] == col]
+            ref = lines[(lines["column"] == col) & (lines["origin"] == origin)].dropna(subset=["value"])
+            if col == "processbench_f1" and origin == ORIGIN_RUN:  # o1-mini: the paper's number, not this run's
+                ref = pd.concat([ref, o1_paper])
+            if d.empty:
+                _empty(ax, f"{origin}: no {xlabel.split(' (')[0]} rows")
+                continue
+            _bars(ax, sns, d, "name", "value", order=[n for n in order if n in set(d["name"])], horizontal=True)
+            for _, r in ref.iterrows():
+                colour, ls = styles.get(r["key"], ("0.3", "--"))
+                text = ("o1-mini (published, not reproduced)" if r["key"] == "o1_mini" and origin == ORIGIN_RUN
+                        else str(r["name"]).split(" (")[0]) + f" {float(r['value']):.1f}"
+                ax.axvline(float(r["value"]), color=colour, ls=ls, lw=0.8)
+                ax.text(float(r["value"]), 0.99, text, transform=ax.get_xaxis_transform(), rotation=90, ha="right",
+                        va="top", fontsize=4.5, color=colour,
+                        bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
+            ax.set_ylabel("")
+            ax.set_xlabel(xlabel if i == 1 else "")
+            ax.tick_params(axis="y", labelsize=5)
+            ax.set_xlim(0, 100)
+            _origin_title(ax, origin)
+    fig.tight_layout(rect=(0, 0.03, 1, 1), h_pad=0.6, w_pad=0.8)
     return fig

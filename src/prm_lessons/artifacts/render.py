@@ -34,8 +34,11 @@ def display_frame(cells: pd.DataFrame, aid: str, pub: Mapping) -> pd.DataFrame:
     tid = aid
     cols = list(dict.fromkeys(cells["column"]))
     pcol_of = dict(zip(cells["column"], cells["paper_column"]))
-    headers = [column_label(pub, str(pcol_of.get(c) or c)) if pcol_of.get(c) in _paper_columns(pub, tid) or
-               str(c).startswith("average") else _workflow_column_label(str(c)) for c in cols]
+    # a benchmark merged with others into one paper column (cells._merge_paper_columns) keeps its own name
+    shared = {p for p in pcol_of.values() if list(pcol_of.values()).count(p) > 1}
+    headers = [column_label(pub, str(pcol_of.get(c) or c))
+               if (pcol_of.get(c) in _paper_columns(pub, tid) and (pcol_of.get(c) not in shared or c == pcol_of.get(c)))
+               or str(c).startswith("average") else _workflow_column_label(str(c)) for c in cols]
     id_cols = ["row"] + [c for c in ("aggregation", *EXTRA_FIELDS) if c in cells.columns and cells[c].notna().any()]
     out = []
     for ident, g in cells.groupby(id_cols, sort=False, dropna=False):
@@ -149,11 +152,13 @@ def table_tex(aid: str, cells: pd.DataFrame, pub: Mapping, run: Mapping, extra_n
 # ------------------------------------------------------------------------------------------------
 
 def report_markdown(pub: Mapping, run: Mapping, cells_of: Mapping[str, pd.DataFrame], report_dir: str | Path,
-                    findings: str = "") -> str:
+                    findings: str = "", skipped: Mapping[str, str] | None = None) -> str:
     """paper/report.md: every table in Markdown beside the paper's numbers, every figure linked (links
     relative to `report_dir`). `cells_of` holds the cells of each artifact whose CSV exists. `findings`
     (Markdown, prm_lessons.artifacts.findings.findings_markdown; passed in so that this module, which the
-    table rules import, does not depend on it) opens the report, right after the title."""
+    table rules import, does not depend on it) opens the report, right after the title. `skipped`: artifact
+    id → why this configuration does not produce it (plan.analysis_skipped), printed in its place."""
+    skipped = skipped or {}
     report_dir = Path(report_dir)
     md = [f"# Reproduction report: {pub['citation']['title']}", ""]
     if findings.strip():
@@ -171,6 +176,9 @@ def report_markdown(pub: Mapping, run: Mapping, cells_of: Mapping[str, pd.DataFr
         paths = artifact_paths(aid)
         md.append(f"## {a['source']}: {a['title']}")
         md.append("")
+        if aid in skipped:
+            md += [f"_Not produced by this configuration: {skipped[aid]}._", ""]
+            continue
         if a["kind"] == "figure":
             rel = os.path.relpath(paths["png"], report_dir)
             md.append(f"![{a['source']}]({rel})")
@@ -190,10 +198,14 @@ def report_markdown(pub: Mapping, run: Mapping, cells_of: Mapping[str, pd.DataFr
     return "\n".join(md)
 
 
-def run_info_tex(run: Mapping) -> str:
-    """paper/tables/run_info.tex: run label and config hash (\\runlabel, \\runname) for main.tex."""
+def run_info_tex(run: Mapping, skipped: Mapping[str, str] | None = None) -> str:
+    """paper/tables/run_info.tex: run label and config hash (\\runlabel, \\runname) for main.tex, and for
+    each artifact this configuration does not produce, `skip@<stem>` = why (main.tex's \\optionaltable
+    prints it in the table's place)."""
+    skips = "".join("\\expandafter\\def\\csname skip@" + ARTIFACTS[aid]["stem"] + "\\endcsname{"
+                    + tex_escape(why) + "}\n" for aid, why in (skipped or {}).items() if aid in ARTIFACTS)
     return ("\\newcommand{\\runlabel}{" + tex_escape(stamp(run)) + "}\n"
-            "\\newcommand{\\runname}{" + tex_escape(run.get("name", "")) + "}\n")
+            "\\newcommand{\\runname}{" + tex_escape(run.get("name", "")) + "}\n" + skips)
 
 
 def latexmk_available() -> bool:

@@ -27,12 +27,26 @@ def _read_csv(path) -> pd.DataFrame | None:
         return None
 
 
+def _main_rows(bon: pd.DataFrame | None, params) -> pd.DataFrame | None:
+    """bon.csv's rows of analysis.policy (params `policy`; a table without a policy column holds one
+    policy's) at the main tables' N (params `n`), so the findings never mix policies or N."""
+    if bon is None:
+        return None
+    if params.get("policy") and "policy" in bon.columns and bon["policy"].notna().any():
+        bon = bon[bon["policy"].astype(str) == str(params["policy"])]
+    if params.get("n") is not None and "N" in bon.columns:
+        bon = bon[pd.to_numeric(bon["N"], errors="coerce") == float(params["n"])]
+    return bon
+
+
 def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     """paper/report.md (opening with what this run found, then every table in Markdown beside the paper's
     numbers, every figure linked) and paper/tables/run_info.tex (run label and config hash for main.tex).
     Inputs `<id>_csv`: each artifact's cells; one that does not exist is left out of the report.
     `processbench_table`, `bon_table`, `trainsets_table` (results/tables/*.csv, each optional): the
-    findings; params `aggregation`, `threshold_sweep` (optional) as the analysis rules get them."""
+    findings; params `aggregation`, `threshold_sweep` (optional) as the analysis rules get them, `policy` and
+    `n` (the main tables' policy and N: the findings read those rows), `skipped` (artifact id → why this
+    config does not produce it: printed in its place in the report and, via run_info.tex, in main.pdf)."""
     run = params.get("run", {})
     report = Path(outputs["report"])
     report.parent.mkdir(parents=True, exist_ok=True)
@@ -41,15 +55,17 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
         csv = inputs.get(f"{aid}_csv")
         if csv and Path(csv).exists():
             cells_of[aid] = load_cells(csv)
-    findings = findings_markdown(_read_csv(inputs.get("processbench_table")), _read_csv(inputs.get("bon_table")),
+    skipped = dict(params.get("skipped") or {})
+    findings = findings_markdown(_read_csv(inputs.get("processbench_table")),
+                                 _main_rows(_read_csv(inputs.get("bon_table")), params),
                                  _read_csv(inputs.get("trainsets_table")),
                                  str(run.get("label") or run.get("name") or ""),
                                  aggregation=str(params.get("aggregation") or "product"),
                                  threshold_sweep=params.get("threshold_sweep"))
-    report.write_text(report_markdown(load_published(), run, cells_of, report.parent, findings))
+    report.write_text(report_markdown(load_published(), run, cells_of, report.parent, findings, skipped))
     info = Path(outputs["run_info"])
     info.parent.mkdir(parents=True, exist_ok=True)
-    info.write_text(run_info_tex(run))
+    info.write_text(run_info_tex(run, skipped))
     log.info("wrote %s and %s", report, info)
 
 
