@@ -102,10 +102,13 @@ def test_without_policies_the_one_policy_is_roles_policy():
     (lambda b: b["more_n"][0].update(policies=["smollm2_t1"]) or
      b["policies"]["smollm2_t1"].update(benchmarks=["chain_sum"]), "bon.more_n.0.benchmarks.0"),
     (lambda b: b["more_n"][0].update(extra=1), "bon.more_n.0.extra"),
+    (lambda b: b.update(judged=["nope"]), "bon_judges.policies.0"),
 ])
 def test_bad_policies_and_n_name_the_key(edit, key):
     cfg = copy.deepcopy(base())
     edit(cfg["bon"])
+    if "judged" in cfg["bon"]:  # bon_judges.policies, edited through the same hook
+        cfg["bon_judges"]["policies"] = cfg["bon"].pop("judged")
     with pytest.raises(ConfigError, match=f"`{key}`"):
         validate_config(cfg)
 
@@ -204,6 +207,34 @@ def test_bon_baselines_rows_per_policy_benchmark_and_n(tmp_path):
     assert row["maj"] == round(100 * ref["maj"], 1) and row["pass"] == round(100 * ref["pass"], 1)
 
 
+def test_judge_table_names_the_policy_of_each_row(tmp_path):
+    from prm_lessons.rules.verifiers import bon_judge_metrics, bon_judge_table
+    from prm_lessons.verifiers import COUNTS, JUDGED_COLUMNS
+
+    paths = []
+    for pol in ("p1", "p2"):
+        samples = tmp_path / pol / "arith.parquet"
+        df = samples_frame("arith", 5, 4, seed=len(paths))
+        write_table(df.drop(columns=["step_scores"]), samples, "samples")
+        first = df[df["sample_idx"] == 0]  # the judge always picks sample 0
+        judged = pd.DataFrame({"dataset": "arith", "problem_id": first["problem_id"], "n": 4,
+                               "sample_idxs": [[0, 1, 2, 3]] * len(first), "selected_idx": 0,
+                               "selected_correct": first["correct"], **{c: 0 for c in COUNTS}})
+        judged = judged.reindex(columns=JUDGED_COLUMNS)
+        write_table(judged, tmp_path / pol / "judged" / "arith.parquet", "bon_judge")
+        out = tmp_path / pol / "m.json"
+        bon_judge_metrics(inputs={"samples": [str(samples)], "judged": [str(tmp_path / pol / "judged" / "arith.parquet")]},
+                          outputs={"metrics": str(out)}, params={"bon": BON, "model": "m", "policy": pol},
+                          wildcards={"judge": "j", "mode": "pointwise"}, threads=1)
+        paths.append(str(out))
+        judge_acc = json.loads(out.read_text())["benchmarks"]["arith"]["judge"]
+        assert judge_acc == pytest.approx(first["correct"].mean())
+    table = tmp_path / "judge_bon.csv"
+    bon_judge_table(inputs={"metrics": paths}, outputs={"table": str(table)}, params={}, wildcards={}, threads=1)
+    df = pd.read_csv(table)
+    assert df.columns[0] == "policy" and df["policy"].drop_duplicates().tolist() == ["p1", "p2"]
+
+
 # ------------------------------------------------------------------------------------------- the DAG
 
 def test_dry_run_plans_the_second_policy_sampling_and_scoring():
@@ -218,4 +249,6 @@ def test_dry_run_plans_the_second_policy_sampling_and_scoring():
         assert f"results/features/policies/{second}/samples/{b}.safetensors" in out
         assert f"results/policies/{second}/scores/mc_hard/{b}.parquet" in out
     assert f"results/policies/{second}/metrics/bon/mc_hard.json" in out
+    if cfg["bon_judges"]["judges"] and second in plan.bon_judge_policies(cfg):
+        assert f"results/policies/{second}/metrics/bon_judges/" in out  # Table 12: the second policy judged
     assert "results/metrics/bon/mc_hard.json" in out and "results/samples/arith/shard0of1.parquet" in out

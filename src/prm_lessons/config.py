@@ -334,6 +334,9 @@ def _check_bon(cfg: dict) -> None:
             if b not in benchmarks:
                 raise _err(f"bon.policies.{name}.benchmarks.{j}", f"unknown benchmark '{b}' (names under `benchmarks`)")
     names = list(policies) or [(cfg.get("roles") or {}).get("policy")]
+    for i, p in enumerate((cfg.get("bon_judges") or {}).get("policies") or []):
+        if p not in names:
+            raise _err(f"bon_judges.policies.{i}", f"'{p}' is not a policy (bon.policies: {', '.join(names)})")
     seen = {bon.get("n"): "bon.n"}
     for i, e in enumerate(bon.get("more_n") or []):
         if e["n"] in seen:

@@ -155,9 +155,18 @@ def policy_of_dir(config: dict, pdir: str) -> str:
     return pdir.split("/")[1] if pdir else primary_policy(config)
 
 
-def policy_dir_regex(config: dict) -> str:
-    """The `policy_dir` wildcard: empty (the primary) or policies/{a secondary policy}/."""
-    return f"(?:policies/(?:{wildcard_alternatives(list(bon_policies(config))[1:])})/)?"
+def policy_dir_regex(config: dict, policies: list[str] | None = None) -> str:
+    """The `policy_dir` wildcard: policies/{name}/ of a secondary policy (of `policies`, default all), or
+    empty for the primary (when it is one of `policies`)."""
+    names = list(bon_policies(config)) if policies is None else list(policies)
+    primary = primary_policy(config)
+    alts = f"policies/(?:{wildcard_alternatives([p for p in names if p != primary])})/"
+    return f"(?:{alts})?" if primary in names else alts
+
+
+def bon_judge_policies(config: dict) -> list[str]:
+    """The policies whose samples the LLM judges choose among: bon_judges.policies, else every policy."""
+    return list((config.get("bon_judges") or {}).get("policies") or []) or list(bon_policies(config))
 
 
 def bon_ns(config: dict, benchmark: str, policy: str | None = None) -> list[int]:

@@ -4,22 +4,32 @@
 BON_JUDGES = config["bon_judges"]
 JUDGE_BENCHMARKS = plan.bon_judge_benchmarks(config)
 JUDGE_RUNS = plan.bon_judge_runs(config)
+# every judged policy (bon_judges.policies): the primary's files as before, another's under
+# results/policies/{name}/ (the `policy_dir` wildcard; a judged benchmark it does not sample: an empty table)
+JUDGE_POLICIES = plan.bon_judge_policies(config)
+
+
+def judged_samples(wc):
+    """The samples a judge job of one policy reads: its judged benchmarks that the policy samples."""
+    own = policy_benchmarks(wc)
+    return [plan.policy_path(config, policy_of(wc), f"samples/{b}.parquet") for b in JUDGE_BENCHMARKS if b in own]
 
 
 rule bon_judge:
     input:
         code("verifiers:bon_judge"),
-        samples=expand("results/samples/{dataset}.parquet", dataset=JUDGE_BENCHMARKS),
+        samples=judged_samples,
         model=lambda wc: model_input(plan.bon_judge_model(config, wc.judge)),
         # the prompt is data, not code: declared so that editing it judges again
         template=lambda wc: plan.bon_judge_template(config, wc.mode, PKG),
     output:
-        judged=expand("results/bon_judges/{{judge}}/{{mode}}/{dataset}.parquet", dataset=JUDGE_BENCHMARKS),
+        judged=expand("results/{{policy_dir}}bon_judges/{{judge}}/{{mode}}/{dataset}.parquet", dataset=JUDGE_BENCHMARKS),
     log:
-        "logs/bon_judge/{judge}/{mode}.log",
+        "logs/bon_judge/{policy_dir}{judge}/{mode}.log",
     wildcard_constraints:
         judge=plan.wildcard_alternatives(list(BON_JUDGES["judges"])),
         mode=plan.wildcard_alternatives(plan.BON_JUDGE_MODES),
+        policy_dir=plan.policy_dir_regex(config, JUDGE_POLICIES),
     conda:
         "../../envs/sampling.yaml"
     threads: lambda wc: engine_threads(plan.bon_judge_model(config, wc.judge))
@@ -43,21 +53,27 @@ rule bon_judge:
 rule bon_judge_metrics:
     input:
         code("verifiers:bon_judge_metrics"),
-        samples=expand("results/samples/{dataset}.parquet", dataset=JUDGE_BENCHMARKS),
-        judged=expand("results/bon_judges/{{judge}}/{{mode}}/{dataset}.parquet", dataset=JUDGE_BENCHMARKS),
+        samples=judged_samples,
+        judged=lambda wc: [
+            f"results/{wc.policy_dir}bon_judges/{wc.judge}/{wc.mode}/{b}.parquet"
+            for b in JUDGE_BENCHMARKS
+            if b in policy_benchmarks(wc)
+        ],
     output:
-        metrics="results/metrics/bon_judges/{judge}/{mode}.json",
+        metrics="results/{policy_dir}metrics/bon_judges/{judge}/{mode}.json",
     log:
-        "logs/bon_judge_metrics/{judge}/{mode}.log",
+        "logs/bon_judge_metrics/{policy_dir}{judge}/{mode}.log",
     wildcard_constraints:
         judge=plan.wildcard_alternatives(list(BON_JUDGES["judges"])),
         mode=plan.wildcard_alternatives(plan.BON_JUDGE_MODES),
+        policy_dir=plan.policy_dir_regex(config, JUDGE_POLICIES),
     localrule: True
     conda:
         "../../envs/analysis.yaml"
     params:
         func="verifiers:bon_judge_metrics",
-        bon=config["bon"],
+        bon={k: v for k, v in config["bon"].items() if k not in ("policies", "more_n")},
+        policy=policy_of,
         model=lambda wc: plan.bon_judge_model(config, wc.judge),
         run_label=config["run"]["label"],
     script:
@@ -67,7 +83,9 @@ rule bon_judge_metrics:
 rule bon_judge_table:
     input:
         code("verifiers:bon_judge_table"),
-        metrics=[f"results/metrics/bon_judges/{j}/{m}.json" for j, m in JUDGE_RUNS],
+        metrics=[
+            f"results/{POLICY_DIRS[p]}metrics/bon_judges/{j}/{m}.json" for p in JUDGE_POLICIES for j, m in JUDGE_RUNS
+        ],
     output:
         table="results/tables/judge_bon.csv",
     log:

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 # results/tables/judge_bon.csv: the columns of bon.csv, the judge's name, mode and model, and per benchmark
 # the problems judged and the judgements whose verdict could not be read (resolved by the documented rules)
-TABLE_COLUMNS = ["prm", "judge", "mode", "model", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high",
+TABLE_COLUMNS = ["policy", "prm", "judge", "mode", "model", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high",
                  "n_problems", "n_unparsable", "run"]
 
 
@@ -35,8 +35,9 @@ def _samples(inputs) -> pd.DataFrame:
 
 
 def bon_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `bon_judge`: results/samples/{benchmark}.parquet (every judged benchmark) →
-    results/bon_judges/{judge}/{mode}/{benchmark}.parquet (one row per problem)."""
+    """Rule `bon_judge`: one policy's results/{policy_dir}samples/{benchmark}.parquet (every judged benchmark
+    it samples) → results/{policy_dir}bon_judges/{judge}/{mode}/{benchmark}.parquet (one row per problem; a
+    judged benchmark the policy does not sample: an empty table)."""
     mode = wildcards["mode"]
     st = verifiers.JudgeSettings(**params["settings"])
     template = verifiers.load_template(mode, inputs["template"])
@@ -71,7 +72,7 @@ def bon_judge_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: d
                                 bootstrap=int(cfg["bootstrap"]["samples"]), seed=int(cfg["bootstrap"]["seed"]),
                                 confidence=float(cfg["bootstrap"]["confidence"]), workers=max(1, int(threads or 1)))
     m.update(prm=f"{wildcards['mode']}-{wildcards['judge']}", judge=wildcards["judge"], mode=wildcards["mode"],
-             model=params["model"], run_label=params.get("run_label"))
+             model=params["model"], policy=params.get("policy"), run_label=params.get("run_label"))
     write_json(m, outputs["metrics"])
     avg = m["average"]
     log.info("bon judge %s: judge %.3f %s, maj %.3f, judge - maj %.3f %s over %d benchmarks", m["prm"], avg["judge"],
@@ -80,8 +81,9 @@ def bon_judge_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: d
 
 
 def bon_judge_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `bon_judge_table`: every results/metrics/bon_judges/{judge}/{mode}.json → results/tables/judge_bon.csv
-    (long format as bon.csv: metrics pass, maj, judge and judge-maj, the paired difference)."""
+    """Rule `bon_judge_table`: every policy's results/{policy_dir}metrics/bon_judges/{judge}/{mode}.json →
+    results/tables/judge_bon.csv (long format as bon.csv, with the policy: metrics pass, maj, judge and
+    judge-maj, the paired difference)."""
     rows = []
     for path in as_paths(inputs.get("metrics")):
         m = json.loads(Path(path).read_text())
@@ -93,7 +95,7 @@ def bon_judge_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dic
                 n_unparsable = m["judging"]["total"]["n_unparsable"]
             else:
                 n_problems, n_unparsable = m["benchmarks"][b]["n_problems"], judging[b]["n_unparsable"]
-            rows.append({**r, "judge": m["judge"], "mode": m["mode"], "model": m["model"], "n_problems": n_problems,
+            rows.append({**r, "policy": m.get("policy"), "judge": m["judge"], "mode": m["mode"], "model": m["model"], "n_problems": n_problems,
                          "n_unparsable": n_unparsable})
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     df["run"] = params.get("run_label", "")
