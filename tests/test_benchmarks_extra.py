@@ -226,3 +226,29 @@ def test_a_fewshot_file_that_is_not_py_or_json_is_a_config_error_naming_the_key(
     bad["benchmarks"]["cmath"]["prompt"] = {"fewshot": {"url": "examples.txt"}}
     with pytest.raises(ConfigError, match=r"benchmarks\.cmath\.prompt\.fewshot\.url"):
         validate_config(bad)
+
+
+def test_yes_no_hint_marks_the_items_the_harness_marks(tmp_path):
+    f = _write_jsonl(tmp_path / "cm.jsonl", [{"question": "Are they inverses?", "answer": "Yes"},
+                                             {"question": "Is it a density?", "answer": "$false$"},
+                                             {"question": "Find x.", "answer": "no solution"}])
+    spec = {"source": "local", "path": str(f)}
+    assert list(load_problems("cm", spec)["question"]) == ["Are they inverses?", "Is it a density?", "Find x."]
+    assert list(load_problems("cm", {**spec, "yes_no_hint": True})["question"]) == [
+        "Are they inverses? (Yes or No)", "Is it a density? (True or False)", "Find x."]
+
+
+def test_paper_college_math_gets_the_yes_no_hint_on_its_16_items(paper):
+    from conftest import shared_data_dir
+
+    spec = paper["benchmarks"]["college_math"]
+    assert spec["yes_no_hint"] is True
+    df = load_problems("college_math", spec, path=shared_data_dir("bon", "college_math.jsonl"))
+    assert df["question"].str.endswith(" (Yes or No)").sum() == 16
+    assert not df["question"].str.endswith("(True or False)").any()
+
+
+def test_answers_are_compared_case_insensitively_first_as_the_harness_does():
+    assert grade("So \\boxed{True}", "true").correct
+    assert grade("\\boxed{yes}", "Yes").correct
+    assert not grade("\\boxed{no}", "Yes").correct

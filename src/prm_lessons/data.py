@@ -76,6 +76,7 @@ def split_solution(text: str) -> list[str]:
 
 
 CHOICES_STYLES = ("answer_choices", "options_zh")
+YES_NO_HINTS = {"true": " (True or False)", "false": " (True or False)", "yes": " (Yes or No)", "no": " (Yes or No)"}
 
 
 def _choice_question(question: str, choices, style: str = "answer_choices") -> str:
@@ -302,6 +303,9 @@ def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
         raise ValueError(f"row {row_id}: bad answer in field '{af}': {exc}") from None
     if _missing(answer):
         raise ValueError(f"row {row_id}: missing answer (field '{af}')")
+    if spec.get("yes_no_hint"):  # the harness's parse_question marks a yes/no or true/false item
+        hint = YES_NO_HINTS.get(str(answer).strip().lower())
+        question = question + hint if hint else question
     gold_steps = None
     if fields.get("gold_steps"):
         gf = fields["gold_steps"]

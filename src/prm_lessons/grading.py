@@ -243,7 +243,8 @@ def _verify(pred: str, gold: str) -> bool:
 
 def compare(pred: str, gold: str) -> bool:
     """True when ``pred`` and ``gold`` denote the same answer (no timeout: use :func:`grade`)."""
-    if strip_answer(pred) == strip_answer(gold):
+    a, b = strip_answer(pred), strip_answer(gold)
+    if a == b or a.lower() == b.lower():  # the harness's math_equal compares case-insensitively first
         return True
     return _verify(pred, gold)
 
