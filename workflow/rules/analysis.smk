@@ -58,7 +58,12 @@ ANALYSIS_INPUTS = {
         **({"cases": "results/processbench/cases.parquet"} if config.get("processbench") else {}),
     },
     "fig7": {**_BON, "table5": artifact_paths("table5")["csv"]},
-    "fig8": {f"scores__{p}__{b}": f"results/scores/{p}/{b}.parquet" for p in ANALYSIS_PRMS for b in FIG8_BENCHMARKS},
+    # analysis.policy's step scores (results/policies/{name}/scores/ for a secondary policy)
+    "fig8": {
+        f"scores__{p}__{b}": f"results/{plan.policy_dir(config, ANALYSIS['policy'])}scores/{p}/{b}.parquet"
+        for p in ANALYSIS_PRMS
+        for b in FIG8_BENCHMARKS
+    },
     "fig9": _BON,
 }
 # One rule per artifact, named after it: rule `fig6_flawed_process` runs
