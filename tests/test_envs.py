@@ -20,7 +20,7 @@ GPU_ONLY = {"deepspeed": {"training"}}
 NEEDS = {
     "sampling": {"torch", "vllm", "transformers", "math-verify", "pandas", "pyarrow", "gguf", "jsonschema", "pyyaml"},
     "training": {"torch", "transformers", "accelerate", "peft", "safetensors", "deepspeed", "pandas", "pyarrow",
-                 "jsonschema", "pyyaml"},
+                 "jsonschema", "pyyaml", "vllm"},  # vllm: the scoring rules' backend vllm (prm_lessons.pooling)
     "analysis": {"pandas", "pyarrow", "numpy", "matplotlib", "seaborn", "reasoning-gym", "math-verify",
                  "jsonschema", "pyyaml"},
 }

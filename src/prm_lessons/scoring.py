@@ -23,6 +23,11 @@ the score tables' metadata.
 Outputs: tables `step_scores` / `pb_scores` (docs/architecture.md). A response longer than
 `max_length` keeps its whole leading steps only; `n_steps_scored` < number of steps says so.
 
+Backends (`backend` of a spec): `transformers` (this module: length-sorted batches, one forward each;
+every adapter) or `vllm` (prm_lessons.pooling: vLLM's pooling runner with tensor parallelism, for the
+architectures vLLM implements: qwen_prm, qwen_orm, and trained PRMs saved in the released layout). The
+adapter, its encoding and readout are the same; only `score_encoded` hands the batch to vLLM.
+
 """
 from __future__ import annotations
 
@@ -41,8 +46,8 @@ from safetensors import safe_open
 from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
-from . import hub
-from .prm import load_prm, torch_dtype
+from . import hub, pooling
+from .prm import FORMAT_FILE, load_prm, torch_dtype
 from .steps import COT_SYSTEM_PROMPT, StepFormat, build_prm_input
 
 log = logging.getLogger(__name__)
@@ -557,6 +562,8 @@ def score_encoded(adapter: Adapter, encs: list[Encoded], batch_tokens: int = 163
     """One forward pass per batch; batches of length-sorted inputs (longest first), padded to the
     batch's longest, at most batch_tokens padded tokens and batch_size rows."""
     stats = stats if stats is not None else ScoreStats()
+    if isinstance(adapter.model, pooling.PoolingModel):  # backend vllm: vLLM batches and schedules
+        return pooling.score_encoded(adapter, encs, stats)
     t0 = time.perf_counter()
     order = sorted(range(len(encs)), key=lambda i: -len(encs[i].input_ids))
     results: list[list[float] | None] = [None] * len(encs)
@@ -672,12 +679,18 @@ def _causal_lm(path: str, dtype, trust_remote_code: bool = False):
                                                 trust_remote_code=trust_remote_code, **_placement())
 
 
-def load_adapter(spec: dict) -> Adapter:
+def load_adapter(spec: dict, backend: str | None = None) -> Adapter:
     """Build an adapter from a resolved spec (`plan.resolve_prm_specs`): adapter, path, dtype,
-    trust_remote_code, max_length, params (+ ref_path/ref_dtype for eurus)."""
+    trust_remote_code, max_length, params (+ ref_path/ref_dtype for eurus), and `backend` (absent:
+    transformers; vllm: `_vllm_adapter`). `backend` here overrides the spec's."""
     kind = spec["adapter"]
     if kind not in ADAPTER_CLASSES:
         raise ValueError(f"unknown scoring adapter '{kind}' (allowed: {', '.join(ADAPTERS)})")
+    backend = backend or spec.get("backend", "transformers")
+    if backend == "vllm":
+        return _vllm_adapter(spec)
+    if backend != "transformers":
+        raise ValueError(f"unknown scoring backend {backend!r} (allowed: {', '.join(pooling.BACKENDS)})")
     path, dtype, trc = spec["path"], spec.get("dtype"), bool(spec.get("trust_remote_code", False))
     params = dict(spec.get("params") or {})
     dev = _device()
@@ -698,6 +711,30 @@ def load_adapter(spec: dict) -> Adapter:
         params["ref_model"] = (ref if _on_gpu() else ref.to(dev)).eval()
     adapter = ADAPTER_CLASSES[kind](model, tok, spec.get("max_length"), **params)
     log.info("adapter %s on %s: %s", kind, path, json.dumps(adapter.token_info(), ensure_ascii=False))
+    return adapter
+
+
+def _vllm_adapter(spec: dict) -> Adapter:
+    """Backend vllm (prm_lessons.pooling): the adapter class, tokenizer, encoding and readout of the
+    transformers backend, with vLLM's pooling runner in place of the transformers forward. `spec["vllm"]`
+    (plan.resolve_prm_specs): tensor_parallel_size, gpu_memory_utilization."""
+    kind, trc = spec["adapter"], bool(spec.get("trust_remote_code", False))
+    path = _resolve_dir(spec["path"], trc)
+    pooling.check_servable(kind, path)  # before the tokenizer: a wrong checkpoint fails first, and clearly
+    params = dict(spec.get("params") or {})
+    if kind == "trained":
+        meta = json.loads((Path(path) / FORMAT_FILE).read_text())
+        tok = AutoTokenizer.from_pretrained(path)
+        adapter = TrainedAdapter(None, tok, spec.get("max_length") or meta.get("max_length"),
+                                 step_format=meta["format"], **params)
+    else:
+        adapter = ADAPTER_CLASSES[kind](None, _tokenizer(path, trc), spec.get("max_length"), **params)
+    v = spec.get("vllm") or {}
+    adapter.model = pooling.PoolingModel(
+        path, kind, step_tag_id=adapter.step_tag_id, dtype=spec.get("dtype"), max_model_len=adapter.max_length,
+        tensor_parallel_size=int(v.get("tensor_parallel_size", 1)),
+        gpu_memory_utilization=float(v.get("gpu_memory_utilization", 0.9)), trust_remote_code=trc)
+    log.info("adapter %s (vLLM pooling) on %s: %s", kind, path, json.dumps(adapter.token_info(), ensure_ascii=False))
     return adapter
 
 

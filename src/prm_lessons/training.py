@@ -8,7 +8,8 @@ default) or MSE on P(good) (`mse`, the paper's preliminary soft runs). For 0/1 t
 Modes (`training.mode`): `full` fine-tuning (paper), `lora` (peft adapters, merged at save time), `head`
 (frozen base: its step features are computed once, then only the head trains; the embedded CPU default).
 
-Output directory: the PRM directory of `prm.save_prm` (loaded with `prm.load_prm`), plus
+Output directory: the PRM directory of `prm.save_prm` (loaded with `prm.load_prm`; full fine-tuning of a
+Qwen2 base in the released Qwen2.5-Math-PRM layout, everything else in the project layout), plus
   train_metrics.json               loss_history, train_tokens, tokens_per_second, wall_seconds, hardware …
 
 Checkpoints go to a separate directory (Snakemake deletes a job's outputs before it runs, so checkpoints
@@ -55,6 +56,7 @@ from .prm import (
     head_base_dtype,
     load_base,
     pad_id,
+    released_layout_possible,
     save_prm,
     step_features,
     step_format,
@@ -460,8 +462,12 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         state_dict = backbone_sd
     meta = {"max_length": settings["max_length"], "label_type": label_type, "soft_loss": settings["soft_loss"],
             "mode": mode, "base": str(base_dir), "base_fingerprint": fingerprint}
+    # a fully fine-tuned Qwen2 PRM is saved as Qwen2.5-Math-PRM is published (vLLM serves it); others keep
+    # the project layout (prm.py docstring)
+    layout = "released" if mode == "full" and released_layout_possible(save_backbone, head_sd) else "project"
     save_prm(out, save_backbone, tokenizer, head_sd, fmt, meta, state_dict=state_dict,
-             dtype=torch.float32 if settings["precision"] == "fp32" else torch.bfloat16)
+             dtype=torch.float32 if settings["precision"] == "fp32" else torch.bfloat16, layout=layout)
+    metrics["layout"] = layout
     wall = time.time() - t0
     metrics["wall_seconds"] = wall
     busy = train_seconds + feature_seconds

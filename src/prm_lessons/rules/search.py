@@ -39,7 +39,9 @@ def search_greedy(*, inputs, outputs, params, wildcards, threads) -> None:
     cfg, entry = params["search"], params["model"]
     settings = search.SearchSettings.from_config(cfg, params["sampling"])
     engine = generation.load_engine(params["model_dir"], entry)  # via the module: tests swap the engine
-    adapter = load_adapter(params["spec"])
+    # transformers whatever the PRM's scoring backend: candidates are scored incrementally on a KV-cached
+    # prefix, beside the policy's vLLM engine in this process (a second vLLM engine would contend for memory)
+    adapter = load_adapter(params["spec"], backend="transformers")
     sc = params.get("scoring") or {}
     scorer = candidate_scorer(adapter, cfg.get("scoring", "auto"), sc.get("batch_tokens", 16384),
                               sc.get("batch_size", 64))
