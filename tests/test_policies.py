@@ -89,6 +89,7 @@ def test_without_policies_the_one_policy_is_roles_policy():
 
 @pytest.mark.parametrize("edit, key", [
     (lambda b: b["policies"]["smollm2_t1"].update(model="nope"), "bon.policies.smollm2_t1.model"),
+    (lambda b: b["policies"]["smollm2_t1"].pop("model"), "bon.policies.smollm2_t1.model"),
     (lambda b: b["policies"]["smollm2_t1"].update(benchmarks=["nope"]), "bon.policies.smollm2_t1.benchmarks.0"),
     (lambda b: b["policies"]["smollm2"].update(limit=3), "bon.policies.smollm2.limit"),
     (lambda b: b["policies"]["smollm2"].update(temperature=1.0), "bon.policies.smollm2.temperature"),
@@ -111,6 +112,14 @@ def test_bad_policies_and_n_name_the_key(edit, key):
         cfg["bon_judges"]["policies"] = cfg["bon"].pop("judged")
     with pytest.raises(ConfigError, match=f"`{key}`"):
         validate_config(cfg)
+
+
+def test_primary_policy_follows_roles_policy_in_an_overlay():
+    cfg = base()
+    cfg["models"]["other"] = dict(cfg["models"]["smollm2"])
+    cfg["roles"]["policy"] = "other"  # the primary states no model: it samples with roles.policy
+    cfg = validate_config(cfg)
+    assert plan.bon_policies(cfg)["smollm2"]["model"] == "other"
 
 
 def test_primary_policy_must_be_roles_policy():

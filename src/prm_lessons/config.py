@@ -318,9 +318,12 @@ def _check_bon(cfg: dict) -> None:
     bon, models, benchmarks = cfg.get("bon") or {}, cfg.get("models") or {}, cfg.get("benchmarks") or {}
     policies = bon.get("policies") or {}
     for i, (name, p) in enumerate(policies.items()):
-        if p.get("model") not in models:
+        if i > 0 and p.get("model") is None:
+            raise _err(f"bon.policies.{name}.model", "missing required value (only the primary policy, the first, "
+                                                     "takes roles.policy)")
+        if p.get("model") is not None and p["model"] not in models:
             raise _err(f"bon.policies.{name}.model", f"model '{p.get('model')}' is not defined under `models`")
-        if i == 0 and p["model"] != (cfg.get("roles") or {}).get("policy"):
+        if i == 0 and p.get("model") not in (None, (cfg.get("roles") or {}).get("policy")):
             raise _err(f"bon.policies.{name}.model", f"the first (primary) policy samples results/samples/, which "
                                                      f"the labels read too: it must be roles.policy "
                                                      f"('{(cfg.get('roles') or {}).get('policy')}')")
