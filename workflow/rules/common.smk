@@ -104,6 +104,16 @@ def policy_samples(policy):
     return [plan.policy_path(config, policy, f"samples/{b}.parquet") for b in POLICIES[policy]["benchmarks"]]
 
 
+def judged_samples(wc):
+    """The samples an LLM-judge job (verifiers.smk) of one policy reads: the judged benchmarks it samples."""
+    own = policy_benchmarks(wc)
+    return [
+        plan.policy_path(config, policy_of(wc), f"samples/{b}.parquet")
+        for b in plan.bon_judge_benchmarks(config)
+        if b in own
+    ]
+
+
 def sample_shards(wc):
     """The shard files of one problem set of one policy (sampling.shards jobs)."""
     return plan.sample_shards(config, wc.dataset, policy_of(wc))

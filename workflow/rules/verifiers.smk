@@ -9,12 +9,6 @@ JUDGE_RUNS = plan.bon_judge_runs(config)
 JUDGE_POLICIES = plan.bon_judge_policies(config)
 
 
-def judged_samples(wc):
-    """The samples a judge job of one policy reads: its judged benchmarks that the policy samples."""
-    own = policy_benchmarks(wc)
-    return [plan.policy_path(config, policy_of(wc), f"samples/{b}.parquet") for b in JUDGE_BENCHMARKS if b in own]
-
-
 rule bon_judge:
     input:
         code("verifiers:bon_judge"),
