@@ -244,6 +244,25 @@ def test_judge_table_names_the_policy_of_each_row(tmp_path):
     assert df.columns[0] == "policy" and df["policy"].drop_duplicates().tolist() == ["p1", "p2"]
 
 
+def test_a_policy_limit_samples_its_first_problems_only(monkeypatch, tmp_path):
+    from prm_lessons import generation
+    from prm_lessons.rules.sampling import sample
+    from prm_lessons.tables import read_table
+    from test_hostile_data import SAMPLING, LimitedEngine, _problems
+
+    monkeypatch.setattr(generation, "load_engine", lambda *a, **k: LimitedEngine(4096))
+    pfile = tmp_path / "problems.parquet"
+    write_table(_problems(long_at=()), pfile, "problems", meta={"spec": {}})
+    params = {"sampling": SAMPLING, "grading": {"timeout_s": 5}, "model": {"name": "smollm2", "max_model_len": 4096},
+              "model_dir": "x", "n": 2, "limit": 3}
+    shards = [tmp_path / f"shard{i}of2.parquet" for i in range(2)]
+    for i, shard in enumerate(shards):
+        sample(inputs={"problems": str(pfile)}, outputs={"samples": str(shard)}, params=params,
+               wildcards={"shard": str(i), "nshards": "2"}, threads=1)
+    ids = sorted(set().union(*(set(read_table(s, "samples")["problem_id"]) for s in shards)))
+    assert ids == ["d-00000", "d-00001", "d-00002"]  # the first 3 of 4, sharded as usual
+
+
 # ------------------------------------------------------------------------------------------- the DAG
 
 def test_dry_run_plans_the_second_policy_sampling_and_scoring():
