@@ -165,8 +165,12 @@ def policy_dir_regex(config: dict, policies: list[str] | None = None) -> str:
 
 
 def bon_judge_policies(config: dict) -> list[str]:
-    """The policies whose samples the LLM judges choose among: bon_judges.policies, else every policy."""
-    return list((config.get("bon_judges") or {}).get("policies") or []) or list(bon_policies(config))
+    """The policies whose samples the LLM judges choose among: bon_judges.policies, else every policy;
+    only those that sample a judged benchmark."""
+    pols = bon_policies(config)
+    judged = set(bon_judge_benchmarks(config))
+    names = list((config.get("bon_judges") or {}).get("policies") or []) or list(pols)
+    return [p for p in names if judged & set(pols[p]["benchmarks"])]
 
 
 def bon_ns(config: dict, benchmark: str, policy: str | None = None) -> list[int]:
