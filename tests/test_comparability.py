@@ -59,3 +59,13 @@ def test_fig6_judge_bars_are_not_compared_with_human_annotation():
     assert cells.loc["policy", "published"] == 5.1 and not cells.loc["policy", "comparable"]
     assert np.isnan(cells.loc["policy", "diff"])
     assert cells.loc["processbench", "comparable"] and cells.loc["processbench", "diff"] == 0.0
+
+
+def test_figure6_judges_a_benchmarks_first_n_samples_only():
+    # paper.yaml samples OlympiadBench at 64 for Table 10; Figure 6 (the paper: 8 samples per query) and
+    # rule judge read only the first bon.n of them, problem sets all of theirs
+    from prm_lessons import plan
+    cfg = {"benchmarks": {"olympiadbench": {}}, "problems": {"train": {}}, "bon": {"n": 8},
+           "sampling": {"n": 4}}
+    assert plan.judge_sample_cap(cfg, "olympiadbench") == 8
+    assert plan.judge_sample_cap(cfg, "train") is None

@@ -197,6 +197,12 @@ def sample_n(config: dict, benchmark: str, policy: str | None = None) -> int:
     return ns[-1]
 
 
+def judge_sample_cap(config: dict, dataset: str) -> int | None:
+    """How many samples per problem rule `judge` labels: a benchmark's first bon.n (Figure 6 judges the
+    main Best-of-N samples; Table 10's larger N for the same benchmark is not judged), all of a problem set."""
+    return _bon_n(config) if dataset in (config.get("benchmarks") or {}) else None
+
+
 def bon_evaluations(config: dict) -> list[tuple[str, str, list[int]]]:
     """(policy, benchmark, Ns) of every sampled benchmark of every policy, the primary's first."""
     return [(p, b, bon_ns(config, b, p)) for p, spec in bon_policies(config).items() for b in spec["benchmarks"]]

@@ -58,6 +58,8 @@ rule judge:
     params:
         func="labels:judge",
         judge=config["judge"],
+        # a benchmark's first bon.n samples (Figure 6), not all of a larger N sampled for Table 10
+        max_samples=lambda wc: plan.judge_sample_cap(config, wc.dataset),
         model_entry=model_entry(config, JUDGE),
         model_dir=model_dir_param(JUDGE),
     script:

@@ -117,7 +117,7 @@ ARTIFACT_PARAMS: dict[str, tuple[str, ...]] = {
     "fig3": (*_SUMMARY, "figure"),
     "fig4": (*_SUMMARY, "figure"),
     "fig5": (*_SUMMARY, "figure"),
-    "fig6": ("paper_columns", "figure"),
+    "fig6": ("n", "paper_columns", "figure"),  # n: a benchmark's first N samples (plan.judge_sample_cap)
     "fig7": (*_SUMMARY, "figure"),
     "fig8": ("aggregation", "n", "paper_rows", "paper_columns", "figure"),
     "fig9": (*_BON_CELLS, "figure"),

@@ -307,7 +307,11 @@ def fig5_mc_threshold(*, inputs, outputs, params, wildcards, threads) -> None:
 def fig6_flawed_process(*, inputs, outputs, params, wildcards, threads) -> None:
     """Figure 6: judge-based flawed-process rate on the policy's correct answers, and ProcessBench's
     annotated rate per subset."""
-    samples = {d: read_table(p, None) for d, p in analysis.named_inputs(inputs, "samples").items()}
+    # the paper's Figure 6 judged N (8) responses per query: a benchmark sampled at a larger N for another
+    # table (Table 10's 64) counts only its first N, as rule judge labels only those (plan.judge_sample_cap)
+    cap = params.get("n")
+    samples = {d: (df[df["sample_idx"] < int(cap)] if cap and "sample_idx" in df.columns else df)
+               for d, df in ((d, read_table(p, None)) for d, p in analysis.named_inputs(inputs, "samples").items())}
     judges = {d: read_table(p, None) for d, p in analysis.named_inputs(inputs, "judge").items()}
     cases = read_table(inputs["cases"], None) if inputs.get("cases") and Path(inputs["cases"]).exists() else None
     rates = analysis.flaw_rates(samples, judges, cases)

@@ -69,6 +69,8 @@ def judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads
     """Rule `judge`: judge verdicts for one shard of a dataset's sampled responses → `judge` table."""
     cfg = params["judge"]
     samples = read_table(inputs["samples"], "samples")
+    if params.get("max_samples") is not None:
+        samples = samples[samples["sample_idx"] < int(params["max_samples"])]
     shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
     part = shard_by_problem(samples, shard, nshards)
     steps = [clean_steps(s) for s in part["steps"]]
