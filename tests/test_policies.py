@@ -50,7 +50,7 @@ def test_embedded_plan_names_two_policies_and_two_n():
     pols = plan.bon_policies(cfg)
     assert list(pols) == ["smollm2", "smollm2_t1"] and plan.primary_policy(cfg) == "smollm2"
     assert pols["smollm2"]["sampling"] == cfg["sampling"] and pols["smollm2"]["limit"] is None
-    assert pols["smollm2_t1"]["sampling"]["temperature"] == 1.0 and pols["smollm2_t1"]["limit"] == 40
+    assert pols["smollm2_t1"]["sampling"]["temperature"] == 1.0 and pols["smollm2_t1"]["limit"] == 30
     assert pols["smollm2_t1"]["sampling"]["max_tokens"] == cfg["sampling"]["max_tokens"]  # not overridden
     # more_n without `policies`: the primary only; every N is a prefix of one draw at the largest N
     assert plan.bon_ns(cfg, "arith") == [2, 4] and plan.bon_ns(cfg, "arith", "smollm2_t1") == [4]
