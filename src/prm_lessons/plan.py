@@ -449,6 +449,38 @@ def _prm_gpus(config: dict, specs: dict, prm: str) -> int:
     return gpus(config, specs[prm]["model"])
 
 
+def score_shards(config: dict) -> int:
+    """Scoring jobs per PRM (and policy) over problem shards (prms.shards); 1 = one job writes the tables."""
+    return int((config.get("prms") or {}).get("shards", 1))
+
+
+def score_outputs(config: dict, tables: list[str]) -> list[str]:
+    """A scoring job's outputs for tables given as `results/...` paths without `.parquet` (wildcards kept):
+    the tables themselves when unsharded, else each table's `/shard{shard}of{nshards}.parquet` (joined by
+    rules merge_sample_scores / merge_processbench_scores)."""
+    suffix = "" if score_shards(config) == 1 else "/shard{shard}of{nshards}"
+    return [f"{t}{suffix}.parquet" for t in tables]
+
+
+def score_log(config: dict, rule: str, name: str) -> str:
+    """The log of a scoring job (`name`: its wildcards, e.g. '{policy_dir}{prm}'), per shard when sharded."""
+    return f"logs/{rule}/{name}" + ("" if score_shards(config) == 1 else "/shard{shard}of{nshards}") + ".log"
+
+
+def score_shard_paths(config: dict, tables: list[str]) -> list[str]:
+    """Every shard file of these tables (paths without `.parquet`), the merge rules' inputs."""
+    n = score_shards(config)
+    return [f"{t}/shard{i}of{n}.parquet" for t in tables for i in range(n)]
+
+
+def scoring_runtime(config: dict, minutes: int, n_gpus: int, attempt: int, multi_gpu: int = 1) -> int:
+    """Minutes of one scoring job: `minutes` for all of a PRM's inputs (× `multi_gpu` for a PRM spread over
+    several GPUs), split over prms.shards (at least 60: loading a 72B model takes minutes), × the attempt, so a job killed
+    at its limit is resubmitted with more time (retries)."""
+    whole = int(minutes) * (int(multi_gpu) if n_gpus > 1 else 1)
+    return int(attempt) * max(60, -(-whole // score_shards(config)))
+
+
 # -- ProcessBench critics (critics.judges) ---------------------------------------------------------------
 
 # every setting a critic takes from the `critics` section unless its own entry overrides it

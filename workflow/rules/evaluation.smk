@@ -5,6 +5,12 @@
 import re
 
 SCORING_CFG = {k: config["prms"][k] for k in ("batch_tokens", "batch_size")}
+# prms.shards > 1: each scoring job scores one problem shard of every table it writes (a killed job loses
+# one shard), and a local merge per PRM joins the shards (plan.score_outputs); 1: one job, the tables
+# themselves. Head-only PRMs on shared features are split too: each shard job applies the head to the
+# stored features (seconds), so every PRM has the same jobs.
+SCORE_SAMPLE_TABLES = [f"results/{{policy_dir}}scores/{{prm}}/{b}" for b in BON_BENCHMARKS]
+SCORE_PB_TABLES = ["results/scores/{prm}/processbench"] + (["results/scores/{prm}/processbench_dev"] if PB_DEV else [])
 
 
 rule step_features:
@@ -56,9 +62,9 @@ rule score_samples:
             f for b in policy_benchmarks(wc) for f in features_input(wc.prm, f"{wc.policy_dir}samples/{b}")
         ],
     output:
-        scores=expand("results/{{policy_dir}}scores/{{prm}}/{dataset}.parquet", dataset=BON_BENCHMARKS),
+        scores=plan.score_outputs(config, SCORE_SAMPLE_TABLES),
     log:
-        "logs/score_samples/{policy_dir}{prm}.log",
+        plan.score_log(config, "score_samples", "{policy_dir}{prm}"),
     wildcard_constraints:
         prm=PRM_RE,
     conda:
@@ -71,14 +77,37 @@ rule score_samples:
         nodes=1,  # a 72B PRM spreads over 4 GPUs of one node (device_map="auto")
         mem_mb=lambda wc: mem_mb_for(scoring_gpus(wc.prm)),
         # all seven sets (~110k responses at paper scale): ~1-2 h for a 7B PRM on one H100; a 72B PRM in
-        # transformers runs one GPU at a time (several hours, more on A100)
-        runtime=lambda wc, attempt: 480 * attempt * (3 if scoring_gpus(wc.prm) > 1 else 1),
+        # transformers runs one GPU at a time (several hours, more on A100); split over prms.shards
+        runtime=lambda wc, attempt: plan.scoring_runtime(config, 480, scoring_gpus(wc.prm), attempt, 3),
     params:
         func="evaluation:score_samples",
         spec=lambda wc: PRM_SPECS[wc.prm],
         scoring=SCORING_CFG,
     script:
         RUN
+
+
+if plan.score_shards(config) > 1:
+
+    rule merge_sample_scores:
+        # the shards of every table of one policy and PRM; each problem exactly once (prm_lessons.shards)
+        input:
+            code("evaluation:merge_sample_scores"),
+            samples=lambda wc: policy_samples(policy_of(wc)),
+            shards=plan.score_shard_paths(config, SCORE_SAMPLE_TABLES),
+        output:
+            scores=[f"{t}.parquet" for t in SCORE_SAMPLE_TABLES],
+        log:
+            "logs/merge_sample_scores/{policy_dir}{prm}.log",
+        wildcard_constraints:
+            prm=PRM_RE,
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="evaluation:merge_sample_scores",
+        script:
+            RUN
 
 
 rule score_processbench:
@@ -91,10 +120,10 @@ rule score_processbench:
         features=lambda wc: features_input(wc.prm, "processbench/cases"),
         dev_features=lambda wc: features_input(wc.prm, "processbench/dev") if PB_DEV else [],
     output:
-        scores="results/scores/{prm}/processbench.parquet",
-        dev_scores=["results/scores/{prm}/processbench_dev.parquet"] if PB_DEV else [],
+        scores=plan.score_outputs(config, SCORE_PB_TABLES[:1]),
+        dev_scores=plan.score_outputs(config, SCORE_PB_TABLES[1:]),
     log:
-        "logs/score_processbench/{prm}.log",
+        plan.score_log(config, "score_processbench", "{prm}"),
     wildcard_constraints:
         prm=PRM_RE,
     conda:
@@ -106,13 +135,39 @@ rule score_processbench:
         gpu=lambda wc: scoring_gpus(wc.prm),
         nodes=1,
         mem_mb=lambda wc: mem_mb_for(scoring_gpus(wc.prm)),
-        runtime=lambda wc, attempt: 120 * attempt * (2 if scoring_gpus(wc.prm) > 1 else 1),
+        # an outcome RM scores every prefix of a case (~27k at paper scale), batched as responses
+        runtime=lambda wc, attempt: plan.scoring_runtime(config, 120, scoring_gpus(wc.prm), attempt, 2),
     params:
         func="evaluation:score_processbench",
         spec=lambda wc: PRM_SPECS[wc.prm],
         scoring=SCORING_CFG,
     script:
         RUN
+
+
+if plan.score_shards(config) > 1:
+
+    rule merge_processbench_scores:
+        input:
+            code("evaluation:merge_processbench_scores"),
+            cases="results/processbench/cases.parquet",
+            dev_cases=[plan.PROCESSBENCH_DEV] if PB_DEV else [],
+            shards=plan.score_shard_paths(config, SCORE_PB_TABLES[:1]),
+            dev_shards=plan.score_shard_paths(config, SCORE_PB_TABLES[1:]),
+        output:
+            scores="results/scores/{prm}/processbench.parquet",
+            dev_scores=[f"{t}.parquet" for t in SCORE_PB_TABLES[1:]],
+        log:
+            "logs/merge_processbench_scores/{prm}.log",
+        wildcard_constraints:
+            prm=PRM_RE,
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="evaluation:merge_processbench_scores",
+        script:
+            RUN
 
 
 rule critic_processbench:

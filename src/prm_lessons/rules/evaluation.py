@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pandas as pd
 from .. import as_paths, critic, metrics
 from ..generation import load_engine
 from ..labels.judge import load_template
+from ..shards import in_shard, merge_problem_shards
 from ..tables import SCHEMAS, read_table, table_meta, write_json, write_table
 
 log = logging.getLogger(__name__)
@@ -88,33 +90,57 @@ def _from_features(features_input, spec, row_ids):
     return scores, stats
 
 
+def _shard(wildcards: dict) -> tuple[int, int] | None:
+    """(shard, nshards) of a sharded scoring job (prms.shards > 1), None for one that scores whole tables."""
+    return (int(wildcards["shard"]), int(wildcards["nshards"])) if "shard" in wildcards else None
+
+
+_SHARD_FILE = re.compile(r"shard\d+of\d+\.parquet")
+
+
+def _table_of(path: str) -> str:
+    """The table a scoring output belongs to: its stem, or its folder's name for a shard file
+    (results/scores/{prm}/{dataset}/shard{i}of{n}.parquet)."""
+    return Path(path).parent.name if _SHARD_FILE.fullmatch(Path(path).name) else Path(path).stem
+
+
 def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `score_samples`: results/{policy_dir}samples/{dataset}.parquet →
     results/{policy_dir}scores/{prm}/{dataset}.parquet (step_scores), for every Best-of-N set of one
     policy and one PRM in one job: the model is loaded once, not once per set (a 72B PRM takes minutes to load; on CPU the imports alone cost ~5 s a job). `inputs["samples"]`,
-    `inputs["features"]` (head-only trained PRMs) and `outputs["scores"]` are matched by file stem (the
-    benchmark); an output without samples (a benchmark the policy does not sample) is an empty table."""
+    `inputs["features"]` (head-only trained PRMs) and `outputs["scores"]` are matched by benchmark (file
+    stem, or a shard file's folder); an output without samples (a benchmark the policy does not sample)
+    is an empty table. With the `shard`/`nshards` wildcards (prms.shards > 1) it scores the responses of
+    that problem shard of every set only (prm_lessons.shards.in_shard; rule merge_sample_scores joins them)."""
     from .. import features  # lazy: torch (module docstring)
-    from ..scoring import load_adapter  # lazy: torch (module docstring)
+    from ..scoring import ScoreStats, load_adapter  # lazy: torch (module docstring)
 
     spec, cfg = params["spec"], params.get("scoring", {})
     samples = {Path(p).stem: p for p in as_paths(inputs["samples"])}
     feats = {Path(p).stem: p for p in as_paths(inputs.get("features"))}
+    shard = _shard(wildcards)
     adapter = None
     for dst in as_paths(outputs["scores"]):
-        if Path(dst).stem not in samples:
+        bench = _table_of(dst)
+        if bench not in samples:
             # a benchmark this policy does not sample (bon.policies.<name>.benchmarks): the rule's outputs
             # are every benchmark's, so an empty table that no metric reads
             write_table(pd.DataFrame(columns=SCHEMAS["step_scores"]), dst, "step_scores",
                         meta={"prm": wildcards.get("prm"), "not_sampled": True})
             continue
-        src = samples[Path(dst).stem]
+        src = samples[bench]
         df = read_table(src, "samples")
+        mine = in_shard(df["problem_id"], *shard) if shard else np.ones(len(df), dtype=bool)
+        # stored features cover the whole table: the head is applied to all of it (seconds), this shard kept
+        done = _from_features(feats.get(bench), spec, features.row_ids(df))
+        df = df[mine].reset_index(drop=True)
         steps = [list(s) if s is not None else [] for s in df["steps"]]
-        done = _from_features(feats.get(Path(dst).stem), spec, features.row_ids(df))
         tokens = None
         if done:
             (scores, stats), outcome = done, False
+            scores = [s for s, keep in zip(scores, mine) if keep]
+        elif not len(df):  # a shard without problems (more shards than problems): no model is loaded
+            scores, stats, outcome = [], ScoreStats(), None
         else:
             adapter = adapter or load_adapter(spec)
             scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
@@ -124,27 +150,35 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
         df["n_steps_scored"] = [len(s) for s in scores]
         write_table(df, dst, "step_scores",
                     meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
-                          "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
+                          "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens,
+                          **({"shard": list(shard)} if shard else {})})
         log.info("%s: %d responses scored -> %s", src, len(df), dst)
 
 
 def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `score_processbench`: results/processbench/cases.parquet → results/scores/{prm}/processbench.parquet
     (pb_scores). Outcome RMs score every prefix as its own response."""
-    from ..scoring import load_adapter  # lazy: torch (module docstring)
+    from ..scoring import ScoreStats, load_adapter  # lazy: torch (module docstring)
 
     spec, cfg = params["spec"], params.get("scoring", {})
+    shard = _shard(wildcards)
     adapter = None
-    jobs = [(inputs["cases"], inputs.get("features"), outputs["scores"])]
+    jobs = [(inputs["cases"], inputs.get("features"), as_paths(outputs["scores"])[0])]
     if as_paths(outputs.get("dev_scores")):  # the dev split, scored by the same model in the same job
         jobs.append((as_paths(inputs["dev_cases"])[0], inputs.get("dev_features"), as_paths(outputs["dev_scores"])[0]))
     for cases_path, feats, dst in jobs:
         cases = read_table(cases_path, "processbench")
-        steps = [list(s) for s in cases["steps"]]
+        # sharded (prms.shards > 1): this shard's cases, every prefix of a case in the same shard
+        mine = in_shard(cases["id"], *shard) if shard else np.ones(len(cases), dtype=bool)
         done = _from_features(feats, spec, cases["id"].astype(str).tolist())
+        cases = cases[mine].reset_index(drop=True)
+        steps = [list(s) for s in cases["steps"]]
         tokens = None
         if done:
             (scores, stats), outcome = done, False
+            scores = [s for s, keep in zip(scores, mine) if keep]
+        elif not len(cases):  # a shard without cases: no model is loaded
+            scores, stats, outcome = [], ScoreStats(), None
         else:
             adapter = adapter or load_adapter(spec)
             scores, stats = _score_frame(adapter, cases["problem"].tolist(), steps, cfg, prefixes=adapter.outcome)
@@ -153,7 +187,53 @@ def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: 
                             "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
         write_table(out, dst, "pb_scores",
                     meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
-                          "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens})
+                          "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens,
+                          **({"shard": list(shard)} if shard else {})})
+
+
+def _merged_meta(metas: list[dict]) -> dict:
+    """The shards' metadata as one table's: the first shard's, with truncation and seconds summed and
+    `outcome` (bon_metrics reads it) and `tokens` from any shard that loaded the model (an empty shard
+    loads none)."""
+    meta = {k: v for k, v in (metas[0] if metas else {}).items() if k != "shard"}
+    for k in ("truncated", "seconds"):
+        if any(k in m for m in metas):
+            meta[k] = sum(m.get(k) or 0 for m in metas)
+    if any("outcome" in m for m in metas):
+        meta["outcome"] = any(bool(m.get("outcome")) for m in metas)
+        meta["tokens"] = next((m["tokens"] for m in metas if m.get("tokens")), meta.get("tokens"))
+    return {**meta, "shards": len(metas)}
+
+
+def merge_sample_scores(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `merge_sample_scores`: the shard tables results/{policy_dir}scores/{prm}/{dataset}/shard{i}of{n}
+    .parquet → results/{policy_dir}scores/{prm}/{dataset}.parquet for every set, each holding every
+    response of its samples table exactly once, in its order (prm_lessons.shards.merge_problem_shards names
+    each overlapping or missing problem); a set the policy does not sample stays an empty table."""
+    samples = {Path(p).stem: p for p in as_paths(inputs["samples"])}
+    shards = as_paths(inputs["shards"])
+    for dst in as_paths(outputs["scores"]):
+        bench = Path(dst).stem
+        mine = [p for p in shards if Path(p).parent.name == bench]
+        expected = (read_table(samples[bench], None, columns=["problem_id", "sample_idx"]) if bench in samples
+                    else pd.DataFrame({"problem_id": [], "sample_idx": []}))
+        df, _ = merge_problem_shards(mine, "step_scores", expected)
+        write_table(df, dst, "step_scores", meta=_merged_meta([table_meta(p) for p in mine]))
+        log.info("%s: %d responses from %d shards", dst, len(df), len(mine))
+
+
+def merge_processbench_scores(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `merge_processbench_scores`: results/scores/{prm}/processbench{,_dev}/shard{i}of{n}.parquet →
+    results/scores/{prm}/processbench{,_dev}.parquet, every case exactly once, in the cases' order."""
+    jobs = [(inputs["cases"], inputs["shards"], outputs["scores"])]
+    if as_paths(outputs.get("dev_scores")):
+        jobs.append((as_paths(inputs["dev_cases"])[0], inputs["dev_shards"], as_paths(outputs["dev_scores"])[0]))
+    for cases_path, shards, dst in jobs:
+        shards = as_paths(shards)
+        expected = read_table(cases_path, None, columns=["id"]).astype({"id": str})
+        df, _ = merge_problem_shards(shards, "pb_scores", expected, group="id")
+        write_table(df, dst, "pb_scores", meta=_merged_meta([table_meta(p) for p in shards]))
+        log.info("%s: %d cases from %d shards", dst, len(df), len(shards))
 
 
 # ------------------------------------------------------------------------------------------------ critics
