@@ -428,12 +428,14 @@ def test_bon_baselines_rule_uses_the_configured_maj_grouping(monkeypatch, tmp_pa
 
     df = pd.DataFrame({"problem_id": "p", "sample_idx": range(4), "dataset": "arith",
                        "pred": ["3", " 5", "5", "5 "], "correct": [False, True, True, True]})
+    evaluations = [["smollm2", "arith", [4]]]  # (policy, benchmark, Ns), parallel to the samples
     monkeypatch.setattr(rs, "read_table", lambda path, kind: df)
     got = {}
     for grouping in ("exact", "normalized"):
         out = tmp_path / f"{grouping}.csv"
         rs.bon_baselines(inputs={"samples": ["arith.parquet"]}, outputs={"table": str(out)},
-                         params={"n": None, "maj_grouping": grouping, "run_label": "t"}, wildcards={}, threads=1)
+                         params={"evaluations": evaluations, "maj_grouping": grouping, "run_label": "t"},
+                         wildcards={}, threads=1)
         got[grouping] = pd.read_csv(out).set_index("benchmark").loc["arith", "maj"]
     assert got == {"exact": 0.0, "normalized": 100.0}
     text = (ROOT / "workflow/rules/sampling.smk").read_text()

@@ -66,7 +66,7 @@ rule bon_baselines:
         func="sampling:bon_baselines",
         # (policy, benchmark, every N evaluated on it), parallel to the samples
         evaluations=[list(e) for e in BON_EVALUATIONS],
-        maj_grouping=config.get("bon", {}).get("maj_grouping", "normalized"),
+        maj_grouping=config.get("bon", {}).get("maj_grouping", "harness"),
         run_label=config["run"]["label"],
     script:
         RUN
