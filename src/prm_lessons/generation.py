@@ -48,6 +48,19 @@ class EngineStats:
     extra: dict = field(default_factory=dict)
 
 
+# prompts per engine call in long jobs (judges, critics, search): a progress line every few minutes of
+# work at paper scale, and batches large enough that vLLM's throughput does not suffer
+PROGRESS_CHUNK = 256
+
+
+def log_progress(logger: logging.Logger, what: str, done: int, total: int, stats: EngineStats) -> None:
+    """One progress line: done / total, generated tokens, tokens/s and the ETA at that rate."""
+    rate = done / stats.seconds if stats.seconds > 0 else 0.0
+    eta = (total - done) / rate if rate > 0 else float("nan")
+    logger.info("%s: %d/%d done (%d tokens generated, %.1f tokens/s, ETA %.0f s)", what, done, total,
+                stats.generated_tokens, stats.generated_tokens / max(stats.seconds, 1e-9), eta)
+
+
 def derive_seed(*parts) -> int:
     """Stable 31-bit seed from any ids (Python's hash() is salted per process)."""
     digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
@@ -71,6 +84,22 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def generate(self, prompts: list[str], spec: SamplingSpec, seeds: list[int] | None = None) -> list[list[Completion]]:
         """One list of spec.n completions per prompt; per-prompt seeds override spec.seed."""
+
+    def generate_logged(self, prompts: list[str], spec: SamplingSpec, seeds: list[int] | None, what: str,
+                        chunk: int = PROGRESS_CHUNK) -> list[list[Completion]]:
+        """`generate` in engine calls of `chunk` prompts, with a progress line after each (done / total,
+        tokens/s, ETA), so a long job's log shows it is alive and a killed one shows how far it got. Per-prompt
+        seeds make the result independent of the chunking; without them the prompts go in one call."""
+        if seeds is None or len(prompts) <= chunk:
+            outs = self.generate(prompts, spec, seeds)
+            if prompts:
+                log_progress(log, what, len(prompts), len(prompts), self.stats)
+            return outs
+        outs: list[list[Completion]] = []
+        for start in range(0, len(prompts), chunk):
+            outs.extend(self.generate(prompts[start:start + chunk], spec, seeds[start:start + chunk]))
+            log_progress(log, what, len(outs), len(prompts), self.stats)
+        return outs
 
     def _account(self, outs: list[list[Completion]], n_prompts: int, t0: float) -> None:
         self.stats.calls += 1

@@ -49,6 +49,13 @@ def mem_mb_for(n_gpus: int, per_gpu: int = 64000) -> int:
     return per_gpu * max(1, int(n_gpus))
 
 
+def runtime(config: dict, minutes: int, attempt: int) -> int:
+    """SLURM minutes of a GPU job: `minutes` × the attempt (a job killed at its limit is resubmitted with
+    more time), capped at cluster.max_runtime so no retry asks for more than the partition allows (sbatch
+    would refuse it outright). Jobs whose work can exceed the cap are sharded instead."""
+    return max(1, min(int(minutes) * max(1, int(attempt)), int(config["cluster"]["max_runtime"])))
+
+
 def engine_threads(config: dict, role_or_name: str, pool: int = 0) -> int:
     """CPUs of a vLLM job (sbatch --cpus-per-task): the rule's process, vLLM's engine core, one worker
     per GPU, and `pool` grading processes. The embedded CPU model keeps 2 (the 2-core default)."""
@@ -476,9 +483,9 @@ def score_shard_paths(config: dict, tables: list[str]) -> list[str]:
 def scoring_runtime(config: dict, minutes: int, n_gpus: int, attempt: int, multi_gpu: int = 1) -> int:
     """Minutes of one scoring job: `minutes` for all of a PRM's inputs (× `multi_gpu` for a PRM spread over
     several GPUs), split over prms.shards (at least 60: loading a 72B model takes minutes), × the attempt, so a job killed
-    at its limit is resubmitted with more time (retries)."""
+    at its limit is resubmitted with more time (retries), within cluster.max_runtime."""
     whole = int(minutes) * (int(multi_gpu) if n_gpus > 1 else 1)
-    return int(attempt) * max(60, -(-whole // score_shards(config)))
+    return runtime(config, max(60, -(-whole // score_shards(config))), attempt)
 
 
 # -- ProcessBench critics (critics.judges) ---------------------------------------------------------------

@@ -173,7 +173,7 @@ def _judge_batch(engine, prompts: list[str], seeds: list[int], st: JudgeSettings
     if st.max_tokens == 0:
         res = [{"text": "", "tokens": 0, "cut": False, "forced": False} for _ in prompts]
     else:
-        outs = engine.generate(prompts, st.spec(), seeds)
+        outs = engine.generate_logged(prompts, st.spec(), seeds, "judged")
         res = [{"text": o[0].text, "tokens": int(o[0].n_tokens), "cut": o[0].finish_reason == "length",
                 "forced": False} for o in outs]
     if not st.force_answer:

@@ -37,7 +37,7 @@ rule step_features:
         gpu=1 if TRAIN["gpus"] else 0,
         nodes=1,
         mem_mb=mem_mb_for(1 if TRAIN["gpus"] else 0),
-        runtime=lambda wc, attempt: 120 * attempt,
+        runtime=lambda wc, attempt: plan.runtime(config, 120, attempt),
     params:
         func="evaluation:step_features",
         training=TRAIN_PARAMS,
@@ -191,7 +191,9 @@ rule critic_processbench:
         nodes=1,
         mem_mb=lambda wc: gpu_mem_mb(CRITIC_SPECS[wc.judge]["model"]),
         # critiques longer than ProcessBench's 8,192 tokens (QwQ: 32,768 allowed) take longer
-        runtime=lambda wc, attempt: 480 * attempt * (2 if CRITIC_SPECS[wc.judge]["max_tokens"] > 8192 else 1),
+        runtime=lambda wc, attempt: plan.runtime(
+            config, 480 * (2 if CRITIC_SPECS[wc.judge]["max_tokens"] > 8192 else 1), attempt
+        ),
     params:
         func="evaluation:critic_processbench",
         spec=lambda wc: CRITIC_SPECS[wc.judge],

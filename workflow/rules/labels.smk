@@ -22,7 +22,7 @@ rule mc:
         gpu=gpus(COMPLETER),
         nodes=1,
         mem_mb=gpu_mem_mb(COMPLETER),
-        runtime=lambda wc, attempt: 720 * attempt,
+        runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
     params:
         func="labels:mc",
         mc=config["mc"],
@@ -54,7 +54,7 @@ rule judge:
         gpu=gpus(JUDGE),
         nodes=1,  # tensor parallelism over 4 GPUs needs them on one node
         mem_mb=gpu_mem_mb(JUDGE),
-        runtime=lambda wc, attempt: 720 * attempt,
+        runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
     params:
         func="labels:judge",
         judge=config["judge"],

@@ -20,7 +20,7 @@ rule sample:
         gpu=lambda wc: gpus(policy_model(wc)),
         nodes=1,  # a multi-GPU request must not be split over nodes: one process drives all GPUs
         mem_mb=lambda wc: gpu_mem_mb(policy_model(wc)),
-        runtime=lambda wc, attempt: 240 * attempt,
+        runtime=lambda wc, attempt: plan.runtime(config, 240, attempt),
     params:
         func="sampling:sample",
         # only what the job reads, so an unrelated config edit does not resample

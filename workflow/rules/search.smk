@@ -34,7 +34,7 @@ if SEARCH_PRMS:
             gpu=lambda wc: plan.search_gpus(config, PRM_SPECS, wc.prm),
             nodes=1,
             mem_mb=lambda wc: mem_mb_for(plan.search_gpus(config, PRM_SPECS, wc.prm)),
-            runtime=lambda wc, attempt: 720 * attempt,
+            runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
         params:
             func="search:search_greedy",
             search=SEARCH_PARAMS,
@@ -68,7 +68,7 @@ if SEARCH_PRMS:
                 gpu=gpus(SEARCH_POLICY),
                 nodes=1,
                 mem_mb=gpu_mem_mb(SEARCH_POLICY),
-                runtime=lambda wc, attempt: 240 * attempt,
+                runtime=lambda wc, attempt: plan.runtime(config, 240, attempt),
             params:
                 func="search:search_samples",
                 sampling=config["sampling"],
@@ -100,7 +100,7 @@ if SEARCH_PRMS:
                     gpu=plan.search_gpus(config, PRM_SPECS, SEARCH_ORM),
                     nodes=1,
                     mem_mb=mem_mb_for(plan.search_gpus(config, PRM_SPECS, SEARCH_ORM)),
-                    runtime=lambda wc, attempt: 240 * attempt,
+                    runtime=lambda wc, attempt: plan.runtime(config, 240, attempt),
                 params:
                     func="search:search_orm_scores",
                     spec=PRM_SPECS[SEARCH_ORM],

@@ -26,7 +26,7 @@ rule train_prm:
         gpu=TRAIN["gpus"],
         mem_mb=TRAIN["mem_mb"],
         # a retry (after a timeout) gets more time: it resumes from the last checkpoint but may still need it
-        runtime=lambda wc, attempt: int(TRAIN["runtime"]) * attempt,
+        runtime=lambda wc, attempt: plan.runtime(config, TRAIN["runtime"], attempt),
     params:
         func="training:train_prm",
         training=TRAIN_PARAMS,

@@ -32,7 +32,7 @@ rule bon_judge:
         nodes=1,
         mem_mb=lambda wc: gpu_mem_mb(plan.bon_judge_model(config, wc.judge)),
         # paper scale: ~1,000 problems x 8 responses per benchmark; QwQ writes long judgements
-        runtime=lambda wc, attempt: 720 * attempt,
+        runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
     params:
         func="verifiers:bon_judge",
         settings=lambda wc: plan.bon_judge_settings(config, wc.judge),

@@ -228,8 +228,8 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
                                                                                    template)) for i in todo}
     spec = SamplingSpec(n=1, temperature=temperature, top_p=top_p if temperature > 0 else 1.0,
                         top_k=top_k if temperature > 0 else None, max_tokens=max_tokens, seed=None)
-    outs = engine.generate([prompts[i] for i, _ in reqs], spec,
-                           [derive_seed("judge", seed, ids[i], j) for i, j in reqs]) if reqs else []
+    outs = engine.generate_logged([prompts[i] for i, _ in reqs], spec,
+                                  [derive_seed("judge", seed, ids[i], j) for i, j in reqs], "judged") if reqs else []
     texts = {rq: o[0].text for rq, o in zip(reqs, outs)}
     tokens = {rq: int(o[0].n_tokens) for rq, o in zip(reqs, outs)}
     cut = {rq for rq, o in zip(reqs, outs) if o[0].finish_reason == "length"}
