@@ -71,25 +71,115 @@ def test_no_profile_sets_tasks():
             assert not {"tasks", "tasks_per_gpu", "ntasks"} & set(m), f"profiles/{name}: {m}"
 
 
+def default_set_resources() -> dict:
+    """profiles/default's `set-resources`, with its commented site-slot template uncommented (as a site
+    would): every request a correct submission needs is the rules' own, so the live profile sets none."""
+    text = (PROFILES / "default" / "profile.yaml").read_text()
+    live = (yaml.safe_load(text) or {}).get("set-resources") or {}
+    tail = text[text.index("# set-resources:"):]
+    template = yaml.safe_load("\n".join(re.sub(r"^(\s*)# ?", r"\1", line) for line in tail.splitlines()))
+    return {**template["set-resources"], **live}
+
+
 def test_default_profile_covers_gpu_rules():
     rs = rules()
-    set_res = load("default")["set-resources"]
+    set_res = default_set_resources()
+    assert {"train_prm", "sample", "judge"} <= set(set_res)
     assert set(set_res) <= set(rs), f"unknown rules in profiles/default: {sorted(set(set_res) - set(rs))}"
     gpu_rules = {n for n, body in rs.items() if re.search(r"^\s+gpu\s*=", body, re.M)}
     assert {"train_prm", "sample"} <= gpu_rules, gpu_rules
     # GPU rules carry mem_mb/runtime themselves (they follow the config: GPUs, attempt; train_prm: config
-    # `training`) and ask for one node (train_prm through profiles/default)
+    # `training`) and ask for one node, so a site's own workflow profile (or none) cannot lose it
     for name in gpu_rules:
         body = rs[name]
         assert re.search(r"^\s+mem_mb\s*=", body, re.M) and re.search(r"^\s+runtime\s*=", body, re.M), name
-        assert re.search(r"^\s+nodes\s*=\s*1", body, re.M) or set_res.get(name, {}).get("nodes") == 1, name
+        assert re.search(r"^\s+nodes\s*=\s*1,", body, re.M), name
     for name, res in set_res.items():
+        res = res or {}
         assert "gpu" not in res, f"{name}: the gpu count comes from config (tensor_parallel_size, training.gpus)"
+        assert "nodes" not in res and "slurm_extra" not in res, f"{name}: the rule's own request"
 
 
 def test_local_profile_caps_gpu_jobs():
     p = load("local")
     assert int(p["resources"]["gpu"]) >= 1 and "cores" in p
+
+
+class _Res(dict):
+    """A job's resources as the SLURM plugin reads them (.get and attribute access)."""
+    __getattr__ = dict.__getitem__
+
+
+def train_sbatch(configfiles, attempt: int = 1) -> str:
+    """The sbatch command snakemake-executor-plugin-slurm 2.8.0 builds for a train_prm job under
+    `configfiles`, from the rule's resources as Snakemake evaluates them (no profile: the rule alone)."""
+    from types import SimpleNamespace
+
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+    from snakemake_executor_plugin_slurm.validation import validate_slurm_extra
+
+    from conftest import parsed_workflow
+
+    with parsed_workflow(configfiles) as wf:
+        rule = wf.get_rule("train_prm")
+        res = _Res()
+        for name, r in rule.resources.items():
+            if not name.startswith("_") and name != "tmpdir":
+                res[name] = r.evaluate({}, attempt=attempt).value if r.is_evaluable() else r.value
+        threads = rule.resources["_cores"].value
+    job = SimpleNamespace(resources=res, threads=threads, name="train_prm")
+    validate_slurm_extra(job)  # what the plugin checks before it submits
+    params = {"run_uuid": "u", "slurm_logfile": "log", "comment_str": "rule_train_prm", "account": "-A acct",
+              "partition": "-p gpu", "workdir": "/w"}
+    return get_submit_command(job, params) + set_gres_string(job)
+
+
+def test_paper_training_sbatch_has_one_node_and_the_jit_grace():
+    """What sbatch receives for train_prm under config/paper.yaml: 8 GPUs on one node, and SIGTERM a grace
+    before the time limit long enough for one more step plus a ZeRO-3 checkpoint (transformers: "grace >=
+    longest iteration + checkpoint save time"), within the first attempt's runtime."""
+    import shlex
+
+    from prm_lessons import plan, training
+    from prm_lessons.config import load_config
+
+    argv = shlex.split(train_sbatch(["config/paper.yaml"]))
+    assert "--nodes=1" in argv and "--gpus=8" in argv
+    signal = [a for a in argv if a.startswith("--signal=")]
+    assert len(signal) == 1 and re.fullmatch(r"--signal=TERM@\d+", signal[0]), argv
+    grace = int(signal[0].split("@")[1])
+    train = load_config(ROOT / "config/paper.yaml")["training"]
+    save_s = plan.checkpoint_gb(train) / train["checkpoint_write_gbps"]
+    assert plan.checkpoint_gb(train) > 100  # a 7.6B base: weights + fp32 master + Adam states, ~122 GB
+    assert save_s + plan.JIT_KILL_WAIT_S < grace <= 60 * int(argv[argv.index("-t") + 1]) // 2
+    # the grace is for transformers' JIT checkpoint, which the training code switches on from these keys
+    s = training.settings_from(train)
+    assert s["jit_checkpoint"] and training.save_steps(s)
+
+
+@pytest.mark.parametrize("configfiles", [[], ["config/paper.yaml", "config/rehearsal.yaml"]])
+def test_cpu_training_gets_no_signal(configfiles):
+    """The embedded default and the rehearsal train on CPU: no --signal (nor GPUs) in their sbatch."""
+    cmd = train_sbatch(configfiles)
+    assert "--signal" not in cmd and "--gpus" not in cmd and "--nodes=1" in cmd
+
+
+def test_jit_grace_follows_checkpoint_size_bandwidth_and_runtime():
+    from prm_lessons import plan
+    from prm_lessons.config import load_config
+
+    cfg = load_config(ROOT / "config/paper.yaml")
+    train = cfg["training"]
+    base = plan.jit_grace_seconds(train)
+    assert plan.jit_grace_seconds({**train, "checkpoint_write_gbps": 0.25}) > base + 300  # 4x slower writes
+    assert plan.jit_grace_seconds({**train, "base_params_b": 1.5}) < base
+    assert plan.training_slurm_extra({**cfg, "training": {**train, "jit_checkpoint": False}}) == ""
+    assert plan.training_slurm_extra({**cfg, "training": {**train, "save_steps": 0}}) == ""
+    with pytest.raises(ValueError, match="training.base_params_b"):
+        plan.training_slurm_extra({**cfg, "training": {**train, "base_params_b": None}})
+    with pytest.raises(ValueError, match="training.runtime"):
+        plan.training_slurm_extra({**cfg, "training": {**train, "runtime": 5}})
 
 
 def _repo_copy(tmp_path: Path) -> Path:

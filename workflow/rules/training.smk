@@ -2,8 +2,9 @@
 # labels stage) -> results/prms/{variant}/ (a Hugging Face directory loaded by prm.load_prm) with
 # train_metrics.json inside. Logic: prm_lessons.rules.training.train_prm (prm_lessons.training).
 # Resources come from config `training` (gpus, mem_mb, runtime, threads) because they differ by orders
-# of magnitude between the embedded default (CPU, seconds) and the paper (8 GPUs, hours); cluster-site
-# settings (partition, GPU model, CPUs per GPU) go in the profiles (profiles/default/profile.yaml).
+# of magnitude between the embedded default (CPU, seconds) and the paper (8 GPUs, hours); nodes=1 and the
+# SIGTERM grace are the rule's own, so they hold under any profile (also --workflow-profile none);
+# cluster-site settings (partition, GPU model, CPUs per GPU) go in the profiles (profiles/default).
 
 
 rule train_prm:
@@ -24,9 +25,14 @@ rule train_prm:
     threads: TRAIN["threads"]
     resources:
         gpu=TRAIN["gpus"],
+        # all its GPUs on one node: torchrun starts the processes on this node only
+        nodes=1,
         mem_mb=TRAIN["mem_mb"],
         # a retry (after a timeout) gets more time: it resumes from the last checkpoint but may still need it
         runtime=lambda wc, attempt: plan.runtime(config, TRAIN["runtime"], attempt),
+        # GPU training: SIGTERM a grace before the time limit, so the JIT checkpoint is written before the
+        # kill and the retry resumes from it (plan.training_slurm_extra; "" on CPU)
+        slurm_extra=plan.training_slurm_extra(config),
     params:
         func="training:train_prm",
         training=TRAIN_PARAMS,
