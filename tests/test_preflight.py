@@ -225,3 +225,25 @@ def test_make_targets():
     assert "$(GPU_VENV)/bin/python -m prm_lessons.preflight" in recipe and "$(SMK_ARGS)" in recipe
     setup = make.split("\nsetup-gpu:")[1].split("\n\n")[0]
     assert setup.rstrip().endswith("$(GPU_VENV)/bin/python -m prm_lessons.gpu_env")
+
+
+# -- benchmarks.<name>.enabled (what lets the overlay keep one benchmark) --------------------------------
+
+def test_disabled_benchmark_is_dropped_and_enabled_leaves_no_trace():
+    base = ROOT / "config" / "config.yaml"
+    cfg = load_config(base, overrides={"benchmarks": {"chain_sum": {"enabled": False}, "arith": {"enabled": True}},
+                                       "bon": {"more_n": [{"n": 2, "benchmarks": ["arith"]}]}})
+    assert list(cfg["benchmarks"]) == ["arith"]
+    assert cfg["benchmarks"]["arith"] == load_config(base)["benchmarks"]["arith"]  # same params: nothing reruns
+
+
+def test_disabled_benchmark_still_named_in_a_list_is_an_error():
+    from prm_lessons.config import ConfigError
+
+    base = ROOT / "config" / "config.yaml"
+    with pytest.raises(ConfigError, match=r"bon\.more_n\.0\.benchmarks\.1.*chain_sum"):
+        load_config(base, overrides={"benchmarks": {"chain_sum": {"enabled": False}}})
+    with pytest.raises(ConfigError, match=r"`benchmarks`: every benchmark has enabled: false"):
+        load_config(base, overrides={"benchmarks": {"chain_sum": {"enabled": False}, "arith": {"enabled": False}}})
+    with pytest.raises(ConfigError, match=r"`problems\.train\.enabled`: only benchmarks"):
+        load_config(base, overrides={"problems": {"train": {"enabled": False}}})
