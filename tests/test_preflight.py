@@ -210,6 +210,16 @@ def test_command_local_serialises_gpu_jobs_cluster_resolves_profile(specs, tmp_p
     assert cluster[-2:] == ["--profile", str((ROOT / "slurm").resolve())]
 
 
+def test_cluster_or_one_machine(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("SNAKEMAKE_PROFILE", raising=False)
+    assert preflight.on_cluster(["--profile", "slurm"]) and preflight.on_cluster(["--executor=slurm"])
+    assert not preflight.on_cluster([]) and not preflight.on_cluster(["--profile", "profiles/local"])
+    assert not preflight.on_cluster(["-n", "--executor", "local"])
+    monkeypatch.setenv("SNAKEMAKE_PROFILE", "slurm")
+    assert preflight.on_cluster([])
+
+
 def test_floor_failure_stops_before_any_job(monkeypatch, capsys):
     monkeypatch.setattr(gpu_env, "run_checks", lambda require_driver: [
         gpu_env.Check("driver", "FAIL", "575.57.08 (nvidia-smi) is below 580")])

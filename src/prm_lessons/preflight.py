@@ -210,9 +210,36 @@ def targets(specs: list[Spec]) -> list[str]:
     return [o for s in specs for o in s.outputs]
 
 
+def _option(args: list[str], *names: str) -> str | None:
+    """The last value of an option given as `--name value` or `--name=value`."""
+    value = None
+    for i, a in enumerate(args):
+        if a in names and i + 1 < len(args):
+            value = args[i + 1]
+        elif a.startswith(tuple(f"{n}=" for n in names if n.startswith("--"))):
+            value = a.split("=", 1)[1]
+    return value
+
+
 def on_cluster(smk_args: list[str]) -> bool:
-    return any(a in ("--profile", "--executor", "-e") or a.startswith(("--profile=", "--executor="))
-               for a in smk_args)
+    """Whether the jobs go to a scheduler: an executor other than local, given or in the profile (a profile
+    directory whose config names none, e.g. profiles/local, is one machine; a profile found only by name
+    is taken for a cluster one)."""
+    executor = _option(smk_args, "--executor", "-e")
+    if executor is not None:
+        return executor not in ("local", "dryrun", "touch")
+    profile = _option(smk_args, "--profile") or os.environ.get("SNAKEMAKE_PROFILE")
+    if not profile:
+        return False
+    files = [Path(profile) / f for f in ("config.yaml", "profile.yaml")]
+    if not any(f.exists() for f in files):
+        return True
+    import yaml
+
+    for f in files:
+        if f.exists() and (yaml.safe_load(f.read_text()) or {}).get("executor") not in (None, "local"):
+            return True
+    return False
 
 
 def resolve_profile(smk_args: list[str]) -> list[str]:
