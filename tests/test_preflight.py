@@ -257,3 +257,48 @@ def test_disabled_benchmark_still_named_in_a_list_is_an_error():
         load_config(base, overrides={"benchmarks": {"chain_sum": {"enabled": False}, "arith": {"enabled": False}}})
     with pytest.raises(ConfigError, match=r"`problems\.train\.enabled`: only benchmarks"):
         load_config(base, overrides={"problems": {"train": {"enabled": False}}})
+
+
+def test_failed_prerequisite_job_gets_its_own_line(work):
+    log = work / "logs/download_model/qwen25_math_prm_7b.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("fetching\nhuggingface_hub.errors.LocalEntryNotFoundError: Cannot find the requested files "
+                   "in the disk cache and outgoing traffic has been disabled.\n")
+    output = ("[Wed Nov 25 17:00:00 2026]\nError in rule download_model:\n    jobid: 3\n"
+              "    output: resources/hub/qwen25_math_prm_7b\n"
+              "    log: logs/download_model/qwen25_math_prm_7b.log (check log file(s) for error details)\n\n"
+              "Error in rule train_prm:\n    jobid: 10\n    log: logs/training/math_shepherd.log (check log file(s) "
+              "for error details)\n\nError in rule trainset:\n    jobid: 9\n\n")
+    assert preflight.failed_jobs(output) == [("download_model", ["logs/download_model/qwen25_math_prm_7b.log"]),
+                                             ("train_prm", ["logs/training/math_shepherd.log"]), ("trainset", [])]
+    assert preflight.prerequisite_lines(output, work) == [
+        "FAIL download_model (needed by the checks): huggingface_hub.errors.LocalEntryNotFoundError: Cannot find "
+        "the requested files in the disk cache and outgoing traffic has been disabled. "
+        "(logs/download_model/qwen25_math_prm_7b.log)",
+        "FAIL trainset (needed by the checks): failed; see the Snakemake output above"]
+
+
+def test_main_prints_one_line_per_check_and_exit_status(work, tmp_path_factory, monkeypatch, capsys):
+    import shutil
+
+    out = tmp_path_factory.mktemp("preflight-out")
+    shutil.copytree(work, out / "work")
+    monkeypatch.setattr(gpu_env, "run_checks", lambda require_driver: [gpu_env.Check("driver", "PASS", "580.65.06")])
+    calls = []
+
+    class FakeSnakemake:
+        def __init__(self, cmd, **kwargs):
+            calls.append(cmd)
+            self.stdout = iter(["Building DAG of jobs...\n", "Error in rule trainset:\n", "    jobid: 9\n"])
+
+        def wait(self):
+            return 1
+
+    monkeypatch.setattr(subprocess, "Popen", FakeSnakemake)
+    assert preflight.main(["--out", str(out), "--resume", "--profile", "slurm"]) == 1
+    text = capsys.readouterr().out
+    assert calls and calls[0][calls[0].index("--directory") + 1] == str(out / "work")
+    summary = text.split("\npreflight: 6 checks")[1].splitlines()[1:]
+    assert summary[0] == "FAIL trainset (needed by the checks): failed; see the Snakemake output above"
+    assert [ln.split(" ", 1)[0] for ln in summary[1:6]] == ["PASS"] * 5
+    assert summary[-1] == "preflight: FAILED: 1 of 6"

@@ -204,6 +204,40 @@ def report_lines(specs: list[Spec], work: Path, since: float | None = None) -> l
     return [f"{status} {spec.name}: {detail}" for spec in specs for status, detail in [outcome(spec, work, since)]]
 
 
+CHECKED_RULES = ("sample", "score_samples", "merge_sample_scores", "train_prm")
+
+
+def failed_jobs(snakemake_output: str) -> list[tuple[str, list[str]]]:
+    """(rule, its logs) of every `Error in rule X:` block of Snakemake's output, in order."""
+    out: list[tuple[str, list[str]]] = []
+    rule = None
+    for ln in snakemake_output.splitlines():
+        m = re.match(r"^Error in rule ([\w-]+)", ln)
+        if m:
+            rule = m.group(1)
+            out.append((rule, []))
+        elif rule and ln.strip().startswith("log: "):
+            out[-1] = (rule, [p.strip() for p in ln.strip()[5:].split(" (check log")[0].split(",")])
+            rule = None
+    return out
+
+
+def prerequisite_lines(snakemake_output: str, work: Path) -> list[str]:
+    """A FAIL line for each failed job that is no check of its own (a download, data or label rule the
+    checks need), with the last error line of its log."""
+    lines = []
+    for rule, logs in failed_jobs(snakemake_output):
+        if rule in CHECKED_RULES:
+            continue
+        reason = next((f"{_short(e)} ({log})" for log in logs if (work / log).exists()
+                       for e in [last_error_line((work / log).read_text(errors="replace"))] if e),
+                      "failed; see the Snakemake output above")
+        line = f"FAIL {rule} (needed by the checks): {reason}"
+        if line not in lines:
+            lines.append(line)
+    return lines
+
+
 # -- running ------------------------------------------------------------------------------------------
 
 def targets(specs: list[Spec]) -> list[str]:
@@ -288,8 +322,16 @@ def main(argv: list[str] | None = None) -> int:
     cmd = snakemake_cmd(work, specs, smk_args, args.resume)
     print("preflight: " + " ".join(cmd), flush=True)
     t0 = time.time()
-    rc = subprocess.run(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
-    lines = report_lines(specs, work, since=None if args.resume else t0)
+    # Snakemake's output goes to the console as it comes, and is kept for its "Error in rule" blocks
+    proc = subprocess.Popen(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace")
+    seen = []
+    for ln in proc.stdout:
+        sys.stdout.write(ln)
+        sys.stdout.flush()
+        seen.append(ln)
+    rc = proc.wait()
+    lines = prerequisite_lines("".join(seen), work) + report_lines(specs, work, since=None if args.resume else t0)
     print(f"\npreflight: {len(lines)} checks after {(time.time() - t0) / 60:.1f} min (snakemake exit {rc}; "
           f"outputs and logs in {work})")
     for ln in lines:
