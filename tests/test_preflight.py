@@ -84,6 +84,8 @@ def test_dry_run_gpu_requests(dry_run):
     scored = sorted(re.search(r"prm=(\w+), shard=(\d)", r).groups() for r in res["score_samples"])
     assert scored == [("math_shepherd", "0"), ("qwen25_math_prm_7b", "0"), ("qwen25_math_prm_7b", "1")]
     assert all("gpu=1," in r for r in res["score_samples"])
+    # cluster.max_runtime caps every GPU job at an hour
+    assert all("runtime=60," in r for rule in preflight.GPU_RULES for r in res[rule])
 
 
 def test_targets_and_names(specs):
