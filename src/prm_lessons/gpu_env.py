@@ -69,7 +69,7 @@ def parse_nvidia_smi(text: str) -> str:
 def probe_driver() -> tuple[str | None, str]:
     """(driver version or None, how it was read or why not). NVML first, then nvidia-smi."""
     try:
-        import pynvml  # nvidia-ml-py
+        import pynvml  # lazy: optional (nvidia-ml-py), GPU venvs only
     except ImportError:
         pynvml = None
     if pynvml is not None:
@@ -117,7 +117,7 @@ def probe_torch() -> tuple[str | None, str | None]:
     """(torch version, the CUDA version it was built for or None for a CPU build). Importing torch and
     reading torch.version do not initialise CUDA."""
     try:
-        import torch
+        import torch  # lazy: seconds to import, and absent from some venvs
     except ImportError:
         return None, None
     return torch.__version__, torch.version.cuda
@@ -125,7 +125,7 @@ def probe_torch() -> tuple[str | None, str | None]:
 
 def probe_nccl() -> str:
     """The NCCL version torch is linked against (not a CUDA call: no device is touched)."""
-    import torch
+    import torch  # lazy: seconds to import, only asked with a driver
 
     v = torch.cuda.nccl.version()
     return ".".join(map(str, v)) if isinstance(v, tuple) else str(v)

@@ -30,8 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import pandas as pd
+import yaml
+
 from . import gpu_env, plan
 from .config import load_config, model_entry
+from .tables import read_table
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = (REPO / "config" / "paper.yaml", REPO / "config" / "preflight.yaml")
@@ -57,8 +61,6 @@ class Spec:
 # -- the checks ---------------------------------------------------------------------------------------
 
 def _samples_detail(path: Path, n_problems: int, n: int) -> str:
-    from .tables import read_table
-
     df = read_table(path, "samples")
     per = df.groupby("problem_id").size()
     if len(per) != n_problems or (per != n).any():
@@ -72,10 +74,6 @@ def _samples_detail(path: Path, n_problems: int, n: int) -> str:
 
 def _scores_detail(paths: list[Path]) -> tuple[str, object]:
     """Step scores of score tables: every response scored, every score a probability."""
-    import pandas as pd
-
-    from .tables import read_table
-
     df = pd.concat([read_table(p, "step_scores") for p in paths], ignore_index=True)
     if df.empty:
         raise CheckFailed(f"{', '.join(p.name for p in paths)}: no responses scored")
@@ -114,8 +112,6 @@ def plan_checks(config: dict) -> list[Spec]:
         return _scores_detail([work / p for p in shard_tables])[0]
 
     def merge(work: Path) -> str:
-        from .tables import read_table
-
         detail, shards = _scores_detail([work / merged])
         samples = read_table(work / "results/samples" / f"{BENCHMARK}.parquet", "samples")
         want = set(zip(samples["problem_id"], samples["sample_idx"]))
@@ -268,8 +264,6 @@ def on_cluster(smk_args: list[str]) -> bool:
     files = [Path(profile) / f for f in ("config.yaml", "profile.yaml")]
     if not any(f.exists() for f in files):
         return True
-    import yaml
-
     for f in files:
         if f.exists() and (yaml.safe_load(f.read_text()) or {}).get("executor") not in (None, "local"):
             return True
