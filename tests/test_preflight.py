@@ -304,3 +304,19 @@ def test_main_prints_one_line_per_check_and_exit_status(work, tmp_path_factory, 
     assert summary[0] == "FAIL trainset (needed by the checks): failed; see the Snakemake output above"
     assert [ln.split(" ", 1)[0] for ln in summary[1:6]] == ["PASS"] * 5
     assert summary[-1] == "preflight: FAILED: 1 of 6"
+
+
+def test_dry_run_through_main_prints_no_checks(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(gpu_env, "run_checks", lambda require_driver: [gpu_env.Check("driver", "SKIP", "no driver")])
+
+    class FakeSnakemake:
+        def __init__(self, cmd, **kwargs):
+            self.stdout = iter(["Job stats:\n"])
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", FakeSnakemake)
+    assert preflight.main(["--out", str(tmp_path), "--profile", "slurm", "-n"]) == 0
+    out = capsys.readouterr().out
+    assert "no checks" in out and "FAIL" not in out

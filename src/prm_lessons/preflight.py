@@ -325,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         seen.append(ln)
     rc = proc.wait()
+    if {"-n", "--dry-run", "--dryrun"} & set(smk_args):
+        print(f"preflight: dry run (snakemake exit {rc}): the jobs above would run; no checks")
+        return rc
     lines = prerequisite_lines("".join(seen), work) + report_lines(specs, work, since=None if args.resume else t0)
     print(f"\npreflight: {len(lines)} checks after {(time.time() - t0) / 60:.1f} min (snakemake exit {rc}; "
           f"outputs and logs in {work})")
