@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup run test dryrun lint report clean-results rehearsal setup-gpu
+.PHONY: setup run test dryrun lint report clean-results rehearsal setup-gpu preflight-gpu
 
 setup: $(STAMP)
 
@@ -64,7 +64,16 @@ setup-gpu:
 	$(GPU_VENV)/bin/python -m pip install -q -r requirements/gpu.txt
 	$(GPU_VENV)/bin/python -m pip install -q --no-deps -e .   # this checkout; its dependencies are in gpu.txt
 	$(GPU_VENV)/bin/python -m pip install -q --no-deps snakemake-executor-plugin-slurm==2.8.0  # as in setup
-	$(GPU_VENV)/bin/python -c "import torch, sys; sys.exit(0 if torch.version.cuda else 'torch is a CPU build')"
+	# the CUDA 13 floor (driver >= 580, glibc >= 2.28), torch/NCCL/vLLM/DeepSpeed; no driver here (login node): SKIP
+	$(GPU_VENV)/bin/python -m prm_lessons.gpu_env
+
+# Before spending the budget: the real GPU code paths on tiny inputs (<1 GPU-hour; docs/preflight.md):
+# one vLLM sample job, vLLM pooling scores of Qwen2.5-Math-PRM-7B over 2 shards + merge, a 2-GPU ZeRO-3
+# train_prm (2 steps), and the trained PRM's save, reload and vLLM scoring. In the GPU venv, on the cluster:
+#   make preflight-gpu SMK_ARGS="--profile slurm"
+# (download_model needs the network on the submit host: HF_HUB_OFFLINE=1 only when set outside make)
+preflight-gpu:
+	$(if $(filter file,$(origin HF_HUB_OFFLINE)),env -u HF_HUB_OFFLINE) $(GPU_VENV)/bin/python -m prm_lessons.preflight $(PREFLIGHT_ARGS) $(SMK_ARGS)
 
 clean-results:
 	rm -rf results/*/ figures/fig* logs resources/models paper/tables/*.tex paper/figures paper/report.md paper/main.pdf

