@@ -32,6 +32,7 @@ SCHEMAS: dict[str, list[str]] = {
     "step_scores": ["problem_id", "sample_idx", "step_scores"],
     "pb_scores": ["id", "subset", "step_scores"],
     "bon_judge": ["dataset", "problem_id", "sample_idxs", "selected_idx", "n_unparsable", "tokens_generated"],
+    "critic": ["id", "subset", "label", "prediction", "status", "verdicts"],
 }
 # kind -> columns that identify a row (must be unique)
 KEYS: dict[str, list[str]] = {
@@ -44,6 +45,7 @@ KEYS: dict[str, list[str]] = {
     "step_scores": ["problem_id", "sample_idx"],
     "pb_scores": ["id"],
     "bon_judge": ["problem_id"],
+    "critic": ["id"],
 }
 
 
