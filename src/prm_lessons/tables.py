@@ -136,6 +136,9 @@ def merge_shards(paths, kind: str) -> tuple[pd.DataFrame, dict]:
     by check_table), and the first shard's metadata."""
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     frames = [read_table(p, kind) for p in paths]
+    # an empty shard (more shards than problems) has no values to type its columns: it must not turn the
+    # others' int or bool columns into object ones
+    frames = [f for f in frames if len(f)] or frames[:1]
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCHEMAS[kind])
     df = df.sort_values(KEYS[kind]).reset_index(drop=True)
     return check_table(df, kind, f"merge of {len(paths)} '{kind}' shards"), (table_meta(paths[0]) if paths else {})
