@@ -217,6 +217,35 @@ def test_critic_merge_refuses_duplicate_missing_and_foreign_cases(tmp_path, crit
     assert not Path(out).exists()
 
 
+def test_judge_and_critic_jobs_log_their_shard_and_engine_progress(tmp_path, judge_engines, critic_engines, capsys,
+                                                                   caplog, monkeypatch):
+    """A shard job's log names its shard and size at the start, and its engine calls go through
+    Engine.generate_logged (a progress line per chunk), in the Best-of-N judge and the critic alike."""
+    import logging
+
+    from prm_lessons.generation import Engine
+
+    real = Engine.generate_logged
+    monkeypatch.setattr(Engine, "generate_logged",
+                        lambda self, prompts, spec, seeds, what, chunk=4: real(self, prompts, spec, seeds, what, chunk))
+    samples, _ = _bon_setup(tmp_path)
+    cases = str(tmp_path / "cases.parquet")
+    write_table(pb_cases(10), cases, "processbench")
+    with caplog.at_level(logging.INFO, logger="prm_lessons.generation"):
+        _bon_judge(samples[:1], [str(tmp_path / "j/arith/shard0of2.parquet")], "pointwise", shard=(0, 2))
+        bon_lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("judged: ")]
+        caplog.clear()
+        _critic(cases, str(tmp_path / "c/shard1of2.parquet"), shard=(1, 2))
+        critic_lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("judged: ")]
+    out = capsys.readouterr().out
+    # arith's 7 problems: shard 0 of 2 holds 4 (12 responses); the cases' shard 1 of 2 holds 5 (one without steps)
+    assert "bon judge j (pointwise), shard 0 of 2: 4 problems, 12 responses of 1 benchmarks" in out
+    assert "critic c, shard 1 of 2: 5 cases x 2 critiques" in out
+    assert [ln.split(" done")[0] for ln in bon_lines] == ["judged: 4/12", "judged: 8/12", "judged: 12/12"]
+    n_critiques = 2 * sum(1 for i in in_shard(pb_cases(10)["id"], 1, 2).nonzero()[0] if i != 3)
+    assert critic_lines[-1].startswith(f"judged: {n_critiques}/{n_critiques} done") and len(critic_lines) > 1
+
+
 # ------------------------------------------------------------------------------------- plan and runtime
 
 def test_shard_minutes_split_the_whole_job_with_a_floor_and_the_cap_holds():
