@@ -95,7 +95,7 @@ def merge_bon_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dic
     """Rule `merge_bon_judge`: results/{policy_dir}bon_judges/{judge}/{mode}/{benchmark}/shard{i}of{n}.parquet →
     .../{benchmark}.parquet for every judged benchmark: exactly the problems one unsharded job judges (the
     first bon_judges.limit of the policy's samples), each once, in its order; prm_lessons.shards names a
-    problem in two shards, in none or in none it should be. The counts of the metadata are summed."""
+    problem in two shards, in none, or not to be judged (a stale shard). The metadata's counts are summed."""
     judged = verifiers.first_responses(_samples(inputs), params["n"], params.get("limit"))
     shards = as_paths(inputs["shards"])
     for dst in as_paths(outputs["judged"]):
