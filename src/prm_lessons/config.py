@@ -482,7 +482,7 @@ def model_entry(config: dict, role_or_name: str) -> dict:
 
 def used_models(cfg: dict) -> set[str]:
     """Model entries some rule loads: the roles, the training base, released PRMs (and their reference
-    models) and the critics."""
+    models), the enabled critics and Best-of-N judges."""
     models, roles = cfg.get("models", {}), cfg.get("roles", {}) or {}
     names = set(roles.values())
     base = (cfg.get("training") or {}).get("base")
@@ -490,8 +490,11 @@ def used_models(cfg: dict) -> set[str]:
         names.add(roles.get(base, base))
     for e in ((cfg.get("prms") or {}).get("models") or {}).values():
         names.update(n for n in (e.get("model"), e.get("ref_model")) if n)
-    names.update(e["model"] for e in ((cfg.get("critics") or {}).get("judges") or {}).values())
-    names.update(j.get("model") for j in ((cfg.get("bon_judges") or {}).get("judges") or {}).values())
+    # a switched-off critic or judge (enabled: false) loads nothing
+    names.update(e["model"] for e in ((cfg.get("critics") or {}).get("judges") or {}).values()
+                 if e.get("enabled") is not False)
+    names.update(j.get("model") for j in ((cfg.get("bon_judges") or {}).get("judges") or {}).values()
+                 if j.get("enabled") is not False)
     names.update(p.get("model") for p in ((cfg.get("bon") or {}).get("policies") or {}).values())
     if (cfg.get("search") or {}).get("prms") and cfg["search"].get("policy"):
         names.add(cfg["search"]["policy"])

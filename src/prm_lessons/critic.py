@@ -40,6 +40,9 @@ import pandas as pd
 from .labels.judge import case_verdict, judge_responses, parse_verdict_detail
 
 PARSE_MODES = ("official", "lenient")
+# the columns of a critic's predictions table, in order (critic_predictions)
+COLUMNS = ["id", "subset", "label", "prediction", "verdicts", "parsed", "status", "votes", "n_forced", "n_truncated",
+           "tokens_generated", "cut", "forced_at", "parse"]
 TEMPLATES = ("project", "official")
 
 # ProcessBench code/run_eval.py, extract_answer
@@ -136,7 +139,10 @@ def critic_predictions(engine, cases, *, n: int = 1, temperature: float = 0.0, t
                        top_k: int | None = None, max_tokens: int = 2048, seed: int = 42,
                        system_prompt: str | None = None, template: str | None = None, force_answer: bool = False,
                        force_truncated: bool = False, parse: str = "lenient"):
-    """Run the critic over ProcessBench cases (a `processbench` table) → per-case predictions frame."""
+    """Run the critic over ProcessBench cases (a `processbench` table) → per-case predictions frame
+    (COLUMNS; no cases: an empty frame)."""
+    if not len(cases):
+        return pd.DataFrame(columns=COLUMNS)
     rows = judge_responses(engine, cases["problem"].tolist(), [list(s) for s in cases["steps"]],
                            [str(i) for i in cases["id"]], style="processbench", n=n,
                            temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed,

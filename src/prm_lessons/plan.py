@@ -548,11 +548,13 @@ OFFICIAL_CRITIC_TEMPLATE = "resources/templates/critique_template.txt"  # rule c
 
 
 def critic_specs(config: dict) -> dict[str, dict]:
-    """critic name → {model, every CRITIC_SETTINGS value}: the section's values with the critic's own
-    overrides. n = 1 is greedy: temperature 0, top_p 1, no top_k (what the engine is given)."""
+    """critic name → {model, every CRITIC_SETTINGS value} of every enabled critic: the section's values with
+    the critic's own overrides. n = 1 is greedy: temperature 0, top_p 1, no top_k (what the engine is given)."""
     sec = config.get("critics") or {}
     out = {}
     for name, entry in (sec.get("judges") or {}).items():
+        if entry.get("enabled") is False:  # switched off (overlays merge key by key and cannot delete one)
+            continue
         spec = {"model": entry["model"], **{k: entry.get(k, sec.get(k)) for k in CRITIC_SETTINGS}}
         if int(spec["n"]) == 1:
             spec.update(temperature=0.0, top_p=1.0, top_k=None)
@@ -573,6 +575,18 @@ def critic_generation_sources(specs: dict[str, dict]) -> dict[str, str]:
             repr(specs[g][k]) for k in ("model", *CRITIC_SETTINGS) if k != "parse" and k not in force]
             and (not spec["force_answer"] or all(spec[f] == specs[g][f] for f in force))), name)
     return out
+
+
+def critic_shards(config: dict) -> int:
+    """Jobs per generating critic over ProcessBench case shards (critics.shards); 1 = one job writes the table."""
+    return int((config.get("critics") or {}).get("shards", 1))
+
+
+def critic_minutes(spec: dict) -> int:
+    """Minutes of a critic's whole generation (before sharding): 3,400 cases x 8 critiques at paper scale,
+    ~1k tokens each (~3 h for a 72B on TP-4); critiques longer than ProcessBench's 8,192 tokens (QwQ:
+    32,768 allowed, 4-8k written) up to ~20 h."""
+    return 480 * (3 if int(spec["max_tokens"]) > 8192 else 1)
 
 
 def critic_template_input(spec: dict) -> list[str]:
@@ -688,10 +702,57 @@ def bon_judge_template(config: dict, mode: str, package_dir: str | Path) -> str:
         Path(package_dir) / "prompts" / f"bon_judge_{mode}.txt")
 
 
+def bon_judge_names(config: dict) -> list[str]:
+    """The enabled judges (bon_judges.judges.<name>.enabled, default true), in config order."""
+    judges = (config.get("bon_judges") or {}).get("judges") or {}
+    return [j for j, e in judges.items() if (e or {}).get("enabled") is not False]
+
+
 def bon_judge_runs(config: dict) -> list[tuple[str, str]]:
-    """(judge, mode) of every judge job."""
+    """(judge, mode) of every judge job (enabled judges only)."""
     bj = config.get("bon_judges") or {}
-    return [(j, m) for j in (bj.get("judges") or {}) for m in bj.get("modes") or BON_JUDGE_MODES]
+    return [(j, m) for j in bon_judge_names(config) for m in bj.get("modes") or BON_JUDGE_MODES]
+
+
+def bon_judge_shards(config: dict) -> int:
+    """Jobs per (policy, judge, mode) over problem shards (bon_judges.shards); 1 = one job writes the tables."""
+    return int((config.get("bon_judges") or {}).get("shards", 1))
+
+
+def bon_judge_minutes(config: dict, judge: str) -> int:
+    """Minutes of one (policy, judge, mode)'s whole judging (before sharding): ~13.5k problems x 8
+    responses at paper scale, 500-800 tokens a judgement for a 72B on TP-4 (up to ~10 h); a reasoning judge
+    allowed more than 8,192 tokens (QwQ: 16,384; 1.5-4k written at 3-6k tokens/s) up to ~40 h."""
+    return 720 * (4 if int(bon_judge_settings(config, judge)["max_tokens"]) > 8192 else 1)
+
+
+# -- problem shards of the LLM-judge jobs (bon_judges.shards, critics.shards) -----------------------------
+# The scoring jobs' layout (score_outputs): a sharded job writes `<table>/shard{shard}of{nshards}.parquet`
+# for each of its tables, a local merge rule joins them into `<table>.parquet` (prm_lessons.shards).
+
+def shard_outputs(tables: list[str], nshards: int) -> list[str]:
+    """A job's outputs for tables given as paths without `.parquet` (wildcards kept): the tables when
+    unsharded, else each table's `/shard{shard}of{nshards}.parquet`."""
+    suffix = "" if int(nshards) == 1 else "/shard{shard}of{nshards}"
+    return [f"{t}{suffix}.parquet" for t in tables]
+
+
+def shard_files(tables: list[str], nshards: int) -> list[str]:
+    """Every shard file of these tables (paths without `.parquet`): a merge rule's inputs."""
+    return [f"{t}/shard{i}of{nshards}.parquet" for t in tables for i in range(int(nshards))]
+
+
+def shard_log(rule: str, name: str, nshards: int) -> str:
+    """The log of a job (`name`: its wildcards), per shard when sharded."""
+    return f"logs/{rule}/{name}" + ("" if int(nshards) == 1 else "/shard{shard}of{nshards}") + ".log"
+
+
+def shard_minutes(minutes: int, nshards: int, floor: int = 60) -> int:
+    """Base minutes of one shard job: the whole job's split over the shards, at least `floor` (loading a
+    32-72B model and capturing graphs takes minutes); unsharded, the whole. plan.runtime then multiplies
+    by the attempt and caps at cluster.max_runtime."""
+    n = int(nshards)
+    return int(minutes) if n == 1 else max(int(floor), -(-int(minutes) // n))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ SCHEMAS: dict[str, list[str]] = {
     "step_scores": ["problem_id", "sample_idx", "step_scores"],
     "pb_scores": ["id", "subset", "step_scores"],
     "bon_judge": ["dataset", "problem_id", "sample_idxs", "selected_idx", "n_unparsable", "tokens_generated"],
+    "critic": ["id", "subset", "label", "prediction", "status", "verdicts"],
 }
 # kind -> columns that identify a row (must be unique)
 KEYS: dict[str, list[str]] = {
@@ -44,6 +45,7 @@ KEYS: dict[str, list[str]] = {
     "step_scores": ["problem_id", "sample_idx"],
     "pb_scores": ["id"],
     "bon_judge": ["problem_id"],
+    "critic": ["id"],
 }
 
 
@@ -134,6 +136,9 @@ def merge_shards(paths, kind: str) -> tuple[pd.DataFrame, dict]:
     by check_table), and the first shard's metadata."""
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     frames = [read_table(p, kind) for p in paths]
+    # an empty shard (more shards than problems) has no values to type its columns: it must not turn the
+    # others' int or bool columns into object ones
+    frames = [f for f in frames if len(f)] or frames[:1]
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCHEMAS[kind])
     df = df.sort_values(KEYS[kind]).reset_index(drop=True)
     return check_table(df, kind, f"merge of {len(paths)} '{kind}' shards"), (table_meta(paths[0]) if paths else {})

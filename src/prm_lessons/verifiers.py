@@ -53,6 +53,7 @@ from . import metrics
 from .generation import SamplingSpec, derive_seed, render_chat
 from .labels import clean_steps
 from .labels.judge import _guided_generate, last_closed_boxed, tag_steps
+from .shards import in_shard
 from .steps import join_steps
 
 log = logging.getLogger(__name__)
@@ -338,6 +339,15 @@ def first_responses(samples: pd.DataFrame, n: int | None, limit: int | None = No
                              + ", ".join(f"{p} ({c})" for p, c in short.items()))
         df = df.groupby("problem_id", sort=False, group_keys=False).head(n)
     return df.reset_index(drop=True)
+
+
+def shard_responses(df: pd.DataFrame, shard: int, nshards: int) -> pd.DataFrame:
+    """The rows of `df` (first_responses' output) whose problem falls in shard `shard` of `nshards` of its
+    dataset (prm_lessons.shards.in_shard per benchmark, as the scoring jobs split each table), in order."""
+    keep = pd.Series(False, index=df.index)
+    for _, g in df.groupby("dataset", sort=False):
+        keep[g.index] = in_shard(g["problem_id"], shard, nshards)
+    return df[keep.to_numpy()].reset_index(drop=True)
 
 
 def judge_best_of_n(engine, samples: pd.DataFrame, mode: str, settings: JudgeSettings, *, n: int | None,

@@ -170,6 +170,13 @@ if plan.score_shards(config) > 1:
             RUN
 
 
+# critics.shards > 1: each generating critic's job critiques one case shard (a killed job loses one shard)
+# and a local merge per critic joins them; 1: one job writes the table
+CRITIC_SHARDS = plan.critic_shards(config)
+CRITIC_TABLE = "results/critics/{judge}/processbench"
+CRITIC_GENERATORS = [c for c in CRITICS if CRITIC_SOURCE[c] == c]
+
+
 rule critic_processbench:
     # one job per critic that generates (`judge` is the critic's name, CRITIC_SPECS its model and settings)
     input:
@@ -178,11 +185,11 @@ rule critic_processbench:
         model=lambda wc: model_input(CRITIC_SPECS[wc.judge]["model"]),
         template=lambda wc: plan.critic_template_input(CRITIC_SPECS[wc.judge]),
     output:
-        predictions="results/critics/{judge}/processbench.parquet",
+        predictions=plan.shard_outputs([CRITIC_TABLE], CRITIC_SHARDS)[0],
     log:
-        "logs/critic_processbench/{judge}.log",
+        plan.shard_log("critic_processbench", "{judge}", CRITIC_SHARDS),
     wildcard_constraints:
-        judge=plan.wildcard_alternatives([c for c in CRITICS if CRITIC_SOURCE[c] == c]),
+        judge=plan.wildcard_alternatives(CRITIC_GENERATORS),
     conda:
         "../../envs/sampling.yaml"
     threads: lambda wc: engine_threads(CRITIC_SPECS[wc.judge]["model"])
@@ -190,9 +197,10 @@ rule critic_processbench:
         gpu=lambda wc: gpus(CRITIC_SPECS[wc.judge]["model"]),
         nodes=1,
         mem_mb=lambda wc: gpu_mem_mb(CRITIC_SPECS[wc.judge]["model"]),
-        # critiques longer than ProcessBench's 8,192 tokens (QwQ: 32,768 allowed) take longer
+        # critiques longer than ProcessBench's 8,192 tokens (QwQ: 32,768 allowed) take longer; split over
+        # critics.shards
         runtime=lambda wc, attempt: plan.runtime(
-            config, 480 * (2 if CRITIC_SPECS[wc.judge]["max_tokens"] > 8192 else 1), attempt
+            config, plan.shard_minutes(plan.critic_minutes(CRITIC_SPECS[wc.judge]), CRITIC_SHARDS), attempt
         ),
     params:
         func="evaluation:critic_processbench",
@@ -201,6 +209,29 @@ rule critic_processbench:
         model_dir=lambda wc: model_dir(CRITIC_SPECS[wc.judge]["model"]),
     script:
         RUN
+
+
+if CRITIC_SHARDS > 1:
+
+    rule merge_critic_processbench:
+        # the case shards of one generating critic; every case exactly once, in the cases' order
+        input:
+            code("evaluation:merge_critic_processbench"),
+            cases="results/processbench/cases.parquet",
+            shards=plan.shard_files([CRITIC_TABLE], CRITIC_SHARDS),
+        output:
+            predictions=f"{CRITIC_TABLE}.parquet",
+        log:
+            "logs/merge_critic_processbench/{judge}.log",
+        wildcard_constraints:
+            judge=plan.wildcard_alternatives(CRITIC_GENERATORS),
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="evaluation:merge_critic_processbench",
+        script:
+            RUN
 
 
 rule critic_reparse:

@@ -1,9 +1,15 @@
 # LLMs as Best-of-N verifiers (paper App. B.5, Tables 11-12): one job per (judge, mode) over every judged
-# benchmark (the judge is loaded once), its metrics beside pass@N and maj@N of the same problems, and
-# results/tables/judge_bon.csv. Logic: prm_lessons.verifiers; rule functions in prm_lessons.rules.verifiers.
+# benchmark (the judge is loaded once; one per problem shard with bon_judges.shards > 1), its metrics beside
+# pass@N and maj@N of the same problems, and results/tables/judge_bon.csv. Logic: prm_lessons.verifiers;
+# rule functions in prm_lessons.rules.verifiers.
 BON_JUDGES = config["bon_judges"]
+JUDGE_NAMES = plan.bon_judge_names(config)  # the enabled judges (bon_judges.judges.<name>.enabled)
 JUDGE_BENCHMARKS = plan.bon_judge_benchmarks(config)
 JUDGE_RUNS = plan.bon_judge_runs(config)
+# bon_judges.shards > 1: each job judges one problem shard of every benchmark (a killed job loses one
+# shard) and a local merge per (policy, judge, mode) joins them; 1: one job writes the tables
+JUDGE_SHARDS = plan.bon_judge_shards(config)
+JUDGE_TABLES = [f"results/{{policy_dir}}bon_judges/{{judge}}/{{mode}}/{b}" for b in JUDGE_BENCHMARKS]
 # every judged policy (bon_judges.policies): the primary's files as before, another's under
 # results/policies/{name}/ (the `policy_dir` wildcard; a judged benchmark it does not sample: an empty table)
 JUDGE_POLICIES = plan.bon_judge_policies(config)
@@ -17,11 +23,11 @@ rule bon_judge:
         # the prompt is data, not code: declared so that editing it judges again
         template=lambda wc: plan.bon_judge_template(config, wc.mode, PKG),
     output:
-        judged=expand("results/{{policy_dir}}bon_judges/{{judge}}/{{mode}}/{dataset}.parquet", dataset=JUDGE_BENCHMARKS),
+        judged=plan.shard_outputs(JUDGE_TABLES, JUDGE_SHARDS),
     log:
-        "logs/bon_judge/{policy_dir}{judge}/{mode}.log",
+        plan.shard_log("bon_judge", "{policy_dir}{judge}/{mode}", JUDGE_SHARDS),
     wildcard_constraints:
-        judge=plan.wildcard_alternatives(list(BON_JUDGES["judges"])),
+        judge=plan.wildcard_alternatives(JUDGE_NAMES),
         mode=plan.wildcard_alternatives(plan.BON_JUDGE_MODES),
         policy_dir=plan.policy_dir_regex(config, JUDGE_POLICIES),
     conda:
@@ -31,8 +37,11 @@ rule bon_judge:
         gpu=lambda wc: gpus(plan.bon_judge_model(config, wc.judge)),
         nodes=1,
         mem_mb=lambda wc: gpu_mem_mb(plan.bon_judge_model(config, wc.judge)),
-        # paper scale: ~1,000 problems x 8 responses per benchmark; QwQ writes long judgements
-        runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
+        # paper scale: ~1,000 problems x 8 responses per benchmark; QwQ writes long judgements; split over
+        # bon_judges.shards
+        runtime=lambda wc, attempt: plan.runtime(
+            config, plan.shard_minutes(plan.bon_judge_minutes(config, wc.judge), JUDGE_SHARDS), attempt
+        ),
     params:
         func="verifiers:bon_judge",
         settings=lambda wc: plan.bon_judge_settings(config, wc.judge),
@@ -42,6 +51,33 @@ rule bon_judge:
         model_dir=lambda wc: model_dir(plan.bon_judge_model(config, wc.judge)),
     script:
         RUN
+
+
+if JUDGE_SHARDS > 1:
+
+    rule merge_bon_judge:
+        # the shards of every benchmark of one (policy, judge, mode); each judged problem exactly once
+        input:
+            code("verifiers:merge_bon_judge"),
+            samples=judged_samples,
+            shards=plan.shard_files(JUDGE_TABLES, JUDGE_SHARDS),
+        output:
+            judged=[f"{t}.parquet" for t in JUDGE_TABLES],
+        log:
+            "logs/merge_bon_judge/{policy_dir}{judge}/{mode}.log",
+        wildcard_constraints:
+            judge=plan.wildcard_alternatives(JUDGE_NAMES),
+            mode=plan.wildcard_alternatives(plan.BON_JUDGE_MODES),
+            policy_dir=plan.policy_dir_regex(config, JUDGE_POLICIES),
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="verifiers:merge_bon_judge",
+            n=config["bon"]["n"],
+            limit=BON_JUDGES["limit"],
+        script:
+            RUN
 
 
 rule bon_judge_metrics:
@@ -58,7 +94,7 @@ rule bon_judge_metrics:
     log:
         "logs/bon_judge_metrics/{policy_dir}{judge}/{mode}.log",
     wildcard_constraints:
-        judge=plan.wildcard_alternatives(list(BON_JUDGES["judges"])),
+        judge=plan.wildcard_alternatives(JUDGE_NAMES),
         mode=plan.wildcard_alternatives(plan.BON_JUDGE_MODES),
         policy_dir=plan.policy_dir_regex(config, JUDGE_POLICIES),
     localrule: True

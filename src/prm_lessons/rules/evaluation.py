@@ -242,21 +242,41 @@ def merge_processbench_scores(*, inputs: dict, outputs: dict, params: dict, wild
 def critic_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `critic_processbench`: results/processbench/cases.parquet (+ the critic's template file) →
     results/critics/{judge}/processbench.parquet. params.spec: the critic's model and settings
-    (plan.critic_specs; n = 1 already greedy there)."""
+    (plan.critic_specs; n = 1 already greedy there). With the `shard`/`nshards` wildcards (critics.shards > 1)
+    it critiques that case shard only, into .../processbench/shard{i}of{n}.parquet (prm_lessons.shards.in_shard
+    by case id, as score_processbench; rule merge_critic_processbench joins them)."""
     spec = params["spec"]
     cases = read_table(inputs["cases"], "processbench")
+    shard = _shard(wildcards)
+    if shard:
+        cases = cases[in_shard(cases["id"], *shard)].reset_index(drop=True)
+    where = f"shard {shard[0]} of {shard[1]}" if shard else "all cases"
+    print(f"critic {wildcards.get('judge')}, {where}: {len(cases)} cases x {spec['n']} critiques", flush=True)
     template_file = (as_paths(inputs.get("template")) or [None])[0]
     # run_eval.py reads the template .strip()-ed; the built-in text has no surrounding whitespace
     template = (load_template(template_file) or "").strip() or None
-    engine = load_engine(params["model_dir"], params["model_entry"])
+    # a shard without cases (more shards than cases): no model is loaded
+    engine = load_engine(params["model_dir"], params["model_entry"]) if len(cases) else None
     df = critic.critic_predictions(
         engine, cases, n=int(spec["n"]), temperature=float(spec["temperature"]), top_p=float(spec["top_p"]),
         top_k=int(spec["top_k"]) if spec.get("top_k") else None, max_tokens=int(spec["max_tokens"]),
         seed=int(spec["seed"]), system_prompt=spec.get("system_prompt"), template=template,
         force_answer=bool(spec["force_answer"]), force_truncated=bool(spec["force_truncated"]), parse=spec["parse"])
     _critic_report(df, wildcards.get("judge"), f"n={spec['n']}, template {spec['template']}, parse {spec['parse']}")
-    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(outputs["predictions"], index=False)
+    write_table(df, outputs["predictions"], "critic",
+                meta={"critic": wildcards.get("judge"), **({"shard": list(shard)} if shard else {})})
+
+
+def merge_critic_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `merge_critic_processbench`: results/critics/{judge}/processbench/shard{i}of{n}.parquet →
+    results/critics/{judge}/processbench.parquet, every case exactly once, in the cases' order (what one
+    unsharded job writes); prm_lessons.shards names a case in two shards, in none, or not in the cases."""
+    shards = as_paths(inputs["shards"])
+    expected = read_table(inputs["cases"], None, columns=["id"]).astype({"id": str})
+    df, meta = merge_problem_shards(shards, "critic", expected, group="id")
+    write_table(df, outputs["predictions"], "critic",
+                meta={**{k: v for k, v in meta.items() if k != "shard"}, "shards": len(shards)})
+    log.info("%s: %d cases from %d shards", outputs["predictions"], len(df), len(shards))
 
 
 def critic_reparse(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from pathlib import Path
 
@@ -15,7 +16,8 @@ import pandas as pd
 
 from .. import as_paths, metrics, verifiers
 from ..generation import load_engine
-from ..tables import read_table, write_json, write_table
+from ..shards import merge_problem_shards
+from ..tables import read_table, table_meta, write_json, write_table
 
 log = logging.getLogger(__name__)
 
@@ -34,33 +36,78 @@ def _samples(inputs) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def _shard(wildcards: dict) -> tuple[int, int] | None:
+    """(shard, nshards) of a sharded judge job (bon_judges.shards > 1), None for one that judges everything."""
+    return (int(wildcards["shard"]), int(wildcards["nshards"])) if "shard" in wildcards else None
+
+
+_SHARD_FILE = re.compile(r"shard\d+of\d+\.parquet")
+
+
+def _table_of(path: str) -> str:
+    """The benchmark an output belongs to: its stem, or its folder's name for a shard file
+    (results/{policy_dir}bon_judges/{judge}/{mode}/{benchmark}/shard{i}of{n}.parquet)."""
+    return Path(path).parent.name if _SHARD_FILE.fullmatch(Path(path).name) else Path(path).stem
+
+
 def bon_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `bon_judge`: one policy's results/{policy_dir}samples/{benchmark}.parquet (every judged benchmark
     it samples) → results/{policy_dir}bon_judges/{judge}/{mode}/{benchmark}.parquet (one row per problem; a
-    judged benchmark the policy does not sample: an empty table)."""
+    judged benchmark the policy does not sample: an empty table). With the `shard`/`nshards` wildcards
+    (bon_judges.shards > 1) it judges that problem shard of every benchmark only, into
+    .../{benchmark}/shard{i}of{n}.parquet (verifiers.shard_responses; rule merge_bon_judge joins them);
+    the bon_judges.limit problems are chosen before the split, so the shards together judge what one job would."""
     mode = wildcards["mode"]
     st = verifiers.JudgeSettings(**params["settings"])
     template = verifiers.load_template(mode, inputs["template"])
-    samples = _samples(inputs)
-    t0 = time.time()
-    engine = load_engine(params["model_dir"], params["model_entry"])
-    t1 = time.time()
-    judged = verifiers.judge_best_of_n(engine, samples, mode, st, n=params["n"], limit=params.get("limit"),
-                                       template=template)
+    todo = verifiers.first_responses(_samples(inputs), params["n"], params.get("limit"))
+    shard = _shard(wildcards)
+    if shard:
+        todo = verifiers.shard_responses(todo, *shard)
+    where = f"shard {shard[0]} of {shard[1]}" if shard else "all problems"
+    print(f"bon judge {wildcards['judge']} ({mode}), {where}: {todo['problem_id'].nunique()} problems, "
+          f"{len(todo)} responses of {todo['dataset'].nunique()} benchmarks", flush=True)
+    t0 = t1 = time.time()
+    if len(todo):
+        engine = load_engine(params["model_dir"], params["model_entry"])
+        t1 = time.time()
+        judged = verifiers.judge_best_of_n(engine, todo, mode, st, n=params["n"], template=template)
+    else:  # a shard without problems (more shards than problems): no model is loaded
+        judged = pd.DataFrame(columns=verifiers.JUDGED_COLUMNS)
     seconds = time.time() - t1
     for path in as_paths(outputs["judged"]):
-        part = judged[judged["dataset"] == Path(path).stem].reset_index(drop=True)
+        part = judged[judged["dataset"] == _table_of(path)].reset_index(drop=True)
         counts = {c: int(part[c].sum()) for c in verifiers.COUNTS}
         write_table(part, path, "bon_judge", meta={"judge": wildcards["judge"], "mode": mode,
                                                    "model": params["model_entry"]["name"], "n": params["n"],
                                                    "limit": params.get("limit"), "settings": params["settings"],
-                                                   "template": str(inputs["template"]), **counts})
+                                                   "template": str(inputs["template"]), **counts,
+                                                   **({"shard": list(shard)} if shard else {})})
     tot = {c: int(judged[c].sum()) for c in verifiers.COUNTS}
     print(f"bon judge {wildcards['judge']} ({mode}): {len(judged)} problems, {tot['n_requests']} judgements in "
           f"{seconds:.1f} s (engine start {t1 - t0:.1f} s), {tot['tokens_generated']} tokens generated; "
           f"unparsable {tot['n_unparsable']} (resolved: pointwise an unread step counts incorrect, pairwise "
           f"Response A advances), forced {tot['n_forced']}, cut off and left unread {tot['n_truncated']}",
           flush=True)
+
+
+def merge_bon_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `merge_bon_judge`: results/{policy_dir}bon_judges/{judge}/{mode}/{benchmark}/shard{i}of{n}.parquet →
+    .../{benchmark}.parquet for every judged benchmark: exactly the problems one unsharded job judges (the
+    first bon_judges.limit of the policy's samples), each once, in its order; prm_lessons.shards names a
+    problem in two shards, in none, or not to be judged (a stale shard). The metadata's counts are summed."""
+    judged = verifiers.first_responses(_samples(inputs), params["n"], params.get("limit"))
+    shards = as_paths(inputs["shards"])
+    for dst in as_paths(outputs["judged"]):
+        bench = Path(dst).stem
+        mine = [p for p in shards if Path(p).parent.name == bench]
+        expected = judged.loc[judged["dataset"] == bench, ["problem_id"]].drop_duplicates()
+        df, _ = merge_problem_shards(mine, "bon_judge", expected)
+        metas = [table_meta(p) for p in mine]
+        meta = {k: v for k, v in (metas[0] if metas else {}).items() if k != "shard"}
+        meta.update({c: sum(int(m.get(c) or 0) for m in metas) for c in verifiers.COUNTS}, shards=len(mine))
+        write_table(df, dst, "bon_judge", meta=meta)
+        log.info("%s: %d problems from %d shards", dst, len(df), len(mine))
 
 
 def bon_judge_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
