@@ -101,6 +101,18 @@ def test_sample_shards_follow_the_set_size_within_sampling_shards():
     assert {d: plan.sample_shard_count(fixed, d) for d in expected} == dict.fromkeys(expected, 8)
 
 
+def test_label_shards_follow_the_set_size_too():
+    from prm_lessons import plan
+    from prm_lessons.config import deep_update, validate_config
+
+    cfg = _shard_config()
+    sized = validate_config(deep_update(cfg, {"mc": {"shards": 4, "problems_per_shard": 500},
+                                              "judge": {"shards": 4}}))
+    assert plan.label_shard_paths(sized, "mc", "pinned") == [f"results/labels/mc/pinned/shard{i}of2.parquet"
+                                                            for i in range(2)]
+    assert len(plan.label_shard_paths(sized, "judge", "pinned")) == 4  # judge.problems_per_shard null
+
+
 def test_problems_per_shard_must_be_positive():
     from prm_lessons.config import ConfigError
 

@@ -79,6 +79,9 @@ def test_small_sets_get_few_sampling_jobs(paper_jobs):
     for (pdir, dataset), count in per_set.items():
         policy = plan.policy_of_dir(PAPER, pdir)
         assert count == plan.sample_shard_count(PAPER, dataset, policy), (pdir, dataset)
+    # the 72B judge's label jobs likewise (judge.problems_per_shard)
+    judged = Counter(j["wildcards"]["dataset"] for j in paper_jobs if j["rule"] == "judge")
+    assert judged["omnimath"] == 1 and judged["math"] == 10 and sum(judged.values()) < 5 * PAPER["judge"]["shards"]
 
 
 def test_no_search_or_sampling_job_asks_for_more_than_max_runtime_on_its_retry(paper_jobs):

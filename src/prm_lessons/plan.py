@@ -137,14 +137,20 @@ def dataset_problems(config: dict, name: str, policy: str | None = None) -> int 
     return None if n is None else int(n)
 
 
-def sample_shard_count(config: dict, dataset: str, policy: str | None = None) -> int:
-    """Sampling jobs of one problem set of a policy: ceil(problems / sampling.problems_per_shard), at
-    least 1 and at most sampling.shards; sampling.shards when problems_per_shard is null or the set's
-    size is unknown at DAG time (dataset_problems). A 30-problem set thus loads a 72B policy once."""
-    most = int(config["sampling"]["shards"])
-    per = config["sampling"].get("problems_per_shard")
+def sized_shard_count(config: dict, section: str, dataset: str, policy: str | None = None) -> int:
+    """Jobs of one problem set in a sharded stage (`section`: sampling, mc, judge): ceil(problems /
+    <section>.problems_per_shard), at least 1 and at most <section>.shards; <section>.shards when
+    problems_per_shard is null or the set's size is unknown at DAG time (dataset_problems). A 30-problem
+    set thus loads a 72B model once, not 16 times."""
+    most = int(config[section]["shards"])
+    per = config[section].get("problems_per_shard")
     n = dataset_problems(config, dataset, policy) if per else None
     return most if n is None else max(1, min(most, -(-n // int(per))))
+
+
+def sample_shard_count(config: dict, dataset: str, policy: str | None = None) -> int:
+    """Sampling jobs of one problem set of a policy (sized_shard_count of the `sampling` section)."""
+    return sized_shard_count(config, "sampling", dataset, policy)
 
 
 def sample_shards(config: dict, dataset: str, policy: str | None = None) -> list[str]:
@@ -339,8 +345,9 @@ def role_model(config: dict, role: str) -> str:
 
 
 def label_shard_paths(config: dict, kind: str, dataset: str) -> list[str]:
-    """Shard tables of `kind` (mc / judge) for one problem set."""
-    n = int(config[kind]["shards"])
+    """Shard tables of `kind` (mc / judge) for one problem set of the primary policy's samples, as many as
+    sized_shard_count gives (<kind>.shards, fewer for a small set with <kind>.problems_per_shard)."""
+    n = sized_shard_count(config, kind, dataset)
     return [f"results/labels/{kind}/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
 
 
