@@ -62,3 +62,59 @@ def test_pass_and_first_n():
     df = pd.concat([_samples(["1", "2"], [False, True], "a"), _samples(["1", "1"], [False, False], "b")])
     assert baselines(df) ["pass"] == 0.5
     assert baselines(df, n=1)["pass"] == 0.0
+
+
+def _shard_config(**sampling):
+    from pathlib import Path
+
+    import yaml
+
+    from prm_lessons.config import deep_update, validate_config
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = yaml.safe_load((root / "config/config.yaml").read_text())
+    return validate_config(deep_update(cfg, {
+        "sampling": sampling,
+        "benchmarks": {"pinned": {"source": "local", "path": "x.jsonl", "rows": 1000},
+                       "drawn": {"source": "local", "path": "x.jsonl", "rows": 1000, "subsample": {"n": 120, "seed": 0}},
+                       "first": {"source": "local", "path": "x.jsonl", "rows": 1000, "limit": 30},
+                       "unknown": {"source": "local", "path": "x.jsonl"},
+                       "unknown_limited": {"source": "local", "path": "x.jsonl", "limit": 250}},
+        "bon": {"policies": {"smollm2": {}, "smollm2_t1": {"limit": 30}}}}))
+
+
+def test_sample_shards_follow_the_set_size_within_sampling_shards():
+    from prm_lessons import plan
+
+    cfg = _shard_config(shards=8, problems_per_shard=100)
+    # arith: a generated set of `size` 100; the others pinned by rows, a subsample, a limit, or unknown
+    expected = {"arith": 1, "pinned": 8, "drawn": 2, "first": 1, "unknown": 8, "unknown_limited": 3}
+    assert {d: plan.sample_shard_count(cfg, d) for d in expected} == expected  # pinned: 10 capped at 8
+    assert plan.dataset_problems(cfg, "unknown") is None and plan.dataset_problems(cfg, "drawn") == 120
+    # a secondary policy's `limit` bounds every set it samples, even one of unknown size
+    assert plan.sample_shard_count(cfg, "pinned", "smollm2_t1") == 1
+    assert plan.sample_shards(cfg, "unknown", "smollm2_t1") == ["results/policies/smollm2_t1/samples/unknown/shard0of1.parquet"]
+    assert plan.sample_shards(cfg, "drawn") == [f"results/samples/drawn/shard{i}of2.parquet" for i in range(2)]
+    # null (the default): every set gets sampling.shards jobs, as before
+    fixed = _shard_config(shards=8)
+    assert fixed["sampling"]["problems_per_shard"] is None
+    assert {d: plan.sample_shard_count(fixed, d) for d in expected} == dict.fromkeys(expected, 8)
+
+
+def test_label_shards_follow_the_set_size_too():
+    from prm_lessons import plan
+    from prm_lessons.config import deep_update, validate_config
+
+    cfg = _shard_config()
+    sized = validate_config(deep_update(cfg, {"mc": {"shards": 4, "problems_per_shard": 500},
+                                              "judge": {"shards": 4}}))
+    assert plan.label_shard_paths(sized, "mc", "pinned") == [f"results/labels/mc/pinned/shard{i}of2.parquet"
+                                                            for i in range(2)]
+    assert len(plan.label_shard_paths(sized, "judge", "pinned")) == 4  # judge.problems_per_shard null
+
+
+def test_problems_per_shard_must_be_positive():
+    from prm_lessons.config import ConfigError
+
+    with pytest.raises(ConfigError, match="`sampling.problems_per_shard`"):
+        _shard_config(problems_per_shard=0)

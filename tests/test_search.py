@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -303,3 +304,138 @@ def test_search_reuses_best_of_n_samples_only_for_the_same_policy_and_n():
     assert not plan.search_reuses_samples(other)
     assert plan.search_samples_path(other, "arith") == "results/search/samples/arith.parquet"
     assert plan.search_orm_path(other, "arith") == "results/search/scores/judge/arith.parquet"
+
+
+# ----------------------------------------------------------------------------------------------
+# sharded search (search.shards): shard jobs + merge == the one job; the merge refuses bad shard sets
+# ----------------------------------------------------------------------------------------------
+
+class _StatsScorer(FakeScorer):
+    def __init__(self):
+        super().__init__()
+        from types import SimpleNamespace
+
+        self.stats = SimpleNamespace(tokens=0, forward_passes=0, seconds=0.0)
+
+
+@pytest.fixture
+def fake_search(monkeypatch):
+    pytest.importorskip("torch")
+    from prm_lessons import generation, scoring
+
+    monkeypatch.setattr(generation, "load_engine", lambda model_dir, entry: StepEngine(p_end=0.25))
+    monkeypatch.setattr(scoring, "load_adapter", lambda spec, backend=None: object())
+    monkeypatch.setattr(scoring, "candidate_scorer", lambda *a, **k: _StatsScorer())
+
+
+SEARCH_CFG = {"candidates": 3, "temperature": 1.0, "top_p": 1.0, "max_step_tokens": 8, "max_steps": 5,
+              "max_tokens": 1000, "seed": 3, "batch_size": 4, "limit": 9}
+
+
+def _problem_tables(tmp_path) -> list[str]:
+    from prm_lessons.tables import write_table
+
+    paths = []
+    for bench, n in (("arith", 13), ("chain_sum", 2)):
+        df = _problems(n).assign(dataset=bench, gold_steps=None)
+        df["problem_id"] = [f"{bench}-{i:05d}" for i in range(n)]
+        paths.append(str(tmp_path / f"problems/{bench}.parquet"))
+        write_table(df.sample(frac=1, random_state=1), paths[-1], "problems")  # not in id order
+    return paths
+
+
+def _run_search(problems, outs, shard=None):
+    from prm_lessons.rules import search as rules
+
+    wc = {"prm": "p", **({"shard": str(shard[0]), "nshards": str(shard[1])} if shard else {})}
+    rules.search_greedy(inputs={"problems": problems}, outputs={"search": outs}, wildcards=wc, threads=1,
+                        params={"search": SEARCH_CFG, "sampling": {"step_separator": "\n\n"},
+                                "grading": {"timeout_s": 5.0, "workers": 1}, "model": {"name": "fake"},
+                                "model_dir": "unused", "spec": {}, "scoring": {}})
+
+
+def _sharded(tmp_path, problems, n) -> list[str]:
+    files = []
+    for i in range(n):
+        outs = [str(tmp_path / f"search/{b}/shard{i}of{n}.parquet") for b in ("arith", "chain_sum")]
+        _run_search(problems, outs, (i, n))
+        files += outs
+    return files
+
+
+def _merge(problems, shards, outs):
+    from prm_lessons.rules import search as rules
+
+    rules.merge_search(inputs={"problems": problems, "shards": shards}, outputs={"search": outs},
+                       params={"limit": SEARCH_CFG["limit"]}, wildcards={"prm": "p"}, threads=1)
+
+
+def test_sharded_search_and_merge_write_the_unsharded_tables(tmp_path, fake_search, caplog):
+    import logging
+
+    import pyarrow.parquet as pq
+
+    problems = _problem_tables(tmp_path)
+    whole = [str(tmp_path / f"whole/{b}.parquet") for b in ("arith", "chain_sum")]
+    _run_search(problems, whole)
+    # 4 shards of chain_sum's 2 problems: two shards are empty (and so is every table of one shard job)
+    with caplog.at_level(logging.INFO):
+        shards = _sharded(tmp_path, problems, 4)
+    started = [r.getMessage() for r in caplog.records if r.getMessage().startswith("search_greedy p: shard")]
+    assert len(started) == 4 and sum(int(m.split(", ")[1].split()[0]) for m in started) == 9 + 2
+    progress = [r.getMessage() for r in caplog.records if "depth" in r.getMessage() and "done" in r.getMessage()]
+    assert progress and all("tokens/s" in m and "ETA" in m for m in progress)
+    sizes = [len(pd.read_parquet(p)) for p in shards if "/arith/" in p]
+    assert all(sizes) and sum(sizes) == 9  # search.limit first, then whole problems per shard
+    merged = [str(tmp_path / f"search/{b}.parquet") for b in ("arith", "chain_sum")]
+    _merge(problems, shards, merged)
+    for w, m in zip(whole, merged):
+        assert pq.read_table(m).equals(pq.read_table(w))  # same columns, types, rows and order
+        assert pq.read_schema(m).names == pq.read_schema(w).names == search.SEARCH_COLUMNS
+    assert len(pd.read_parquet(merged[0])) == 9
+
+
+def test_merge_refuses_overlapping_missing_and_foreign_problems_naming_them(tmp_path, fake_search):
+    from prm_lessons.errors import InputError
+    from prm_lessons.tables import read_table, write_table
+
+    problems = _problem_tables(tmp_path)
+    shards = _sharded(tmp_path, problems, 2)
+    arith = [p for p in shards if "/arith/" in p]
+    out = [str(tmp_path / f"m/{b}.parquet") for b in ("arith", "chain_sum")]
+    rest = [p for p in shards if p not in arith]
+    # a shard twice (another split's copy of it): its problems are in two shards
+    with pytest.raises(InputError, match=r"problem_id arith-\d+ is in 2 shard rows"):
+        _merge(problems, arith + [arith[0]] + rest, out)
+    # a lost row: a shard table without one of its problems
+    first = read_table(arith[0], None)
+    lost = str(first["problem_id"].iloc[0])
+    write_table(first.iloc[1:], arith[0], None)
+    with pytest.raises(InputError, match=f"problem_id {lost} is in no shard"):
+        _merge(problems, shards, out)
+    # a foreign problem: a stale shard of another problems table
+    write_table(pd.concat([first, first.iloc[:1].assign(problem_id="arith-99999")]), arith[0], None)
+    with pytest.raises(InputError, match="problem_id arith-99999 .* is not a searched problem"):
+        _merge(problems, shards, out)
+    assert not any(Path(p).exists() for p in out)  # nothing half-merged is left to trust
+
+
+def test_search_shards_plan_paths_and_runtime():
+    from prm_lessons import plan
+    from prm_lessons.config import ConfigError, deep_update, validate_config
+
+    cfg = validate_config(_embedded())
+    specs = plan.resolve_prm_specs(cfg)
+    assert plan.search_shards(cfg) == 1  # the default keeps today's paths and runtime
+    assert plan.search_outputs(cfg, ["arith"]) == ["results/search/{prm}/arith.parquet"]
+    assert plan.search_log(cfg) == "logs/search_greedy/{prm}.log"
+    assert plan.search_minutes(cfg, specs, "human") == 720
+    four = validate_config(deep_update(_embedded(), {"search": {"shards": 4}}))
+    assert plan.search_outputs(four, ["arith"]) == ["results/search/{prm}/arith/shard{shard}of{nshards}.parquet"]
+    assert plan.search_shard_paths(four, ["arith"]) == [f"results/search/{{prm}}/arith/shard{i}of4.parquet"
+                                                        for i in range(4)]
+    assert plan.search_minutes(four, specs, "human") == 180
+    assert plan.search_minutes(validate_config(deep_update(_embedded(), {"search": {"shards": 64}})), specs,
+                               "human") == plan.SEARCH_FLOOR
+    with pytest.raises(ConfigError, match="`search.shards`"):
+        validate_config(deep_update(_embedded(), {"search": {"shards": 0}}))

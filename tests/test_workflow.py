@@ -65,7 +65,12 @@ def test_paper_dry_run_plans_full_sampling_dag():
     others = list((paper["bon"].get("policies") or {}).values())[1:]
     n_sets = len(paper["benchmarks"]) + len(paper["problems"]) + sum(
         len(p.get("benchmarks") or paper["benchmarks"]) for p in others)
-    assert counts["sample"] == n_sets * paper["sampling"]["shards"]
+    from prm_lessons import plan
+
+    # sampling.problems_per_shard: each set's jobs follow its size, at most sampling.shards
+    jobs = sum(len(plan.sample_shards(paper, d, p)) for p, spec in plan.bon_policies(paper).items()
+               for d in spec["benchmarks"] + (list(paper["problems"]) if spec["primary"] else []))
+    assert counts["sample"] == jobs < n_sets * paper["sampling"]["shards"]
     assert counts["merge_samples"] == n_sets
     assert "embedded_model" not in counts  # Hub models only
 

@@ -120,9 +120,44 @@ def _bon_n(config: dict) -> int:
     return int((config.get("bon") or {}).get("n", config["sampling"]["n"]))
 
 
+def dataset_problems(config: dict, name: str, policy: str | None = None) -> int | None:
+    """Problems of a set as far as the config tells at DAG time (an upper bound: rows that fail to load
+    only lower it): a generated set's `size`; else `rows`, the `subsample` size, `limit`; then the Best-of-N
+    policy's `limit`. None when nothing bounds it (an unpinned Hub or local file without limit)."""
+    spec = dataset_spec(config, name)
+    if spec.get("source") == "reasoning_gym":  # data.load_dataset applies no subsample or limit to these
+        n = spec.get("size")
+    else:
+        n = spec.get("rows")
+        if spec.get("subsample"):
+            n = int(spec["subsample"]["n"])
+        if spec.get("limit"):
+            n = int(spec["limit"]) if n is None else min(int(n), int(spec["limit"]))
+    own = bon_policies(config)[policy or primary_policy(config)]["limit"]
+    if own is not None:
+        n = int(own) if n is None else min(int(n), int(own))
+    return None if n is None else int(n)
+
+
+def sized_shard_count(config: dict, section: str, dataset: str, policy: str | None = None) -> int:
+    """Jobs of one problem set in a sharded stage (`section`: sampling, mc, judge): ceil(problems /
+    <section>.problems_per_shard), at least 1 and at most <section>.shards; <section>.shards when
+    problems_per_shard is null or the set's size is unknown at DAG time (dataset_problems). A 30-problem
+    set thus loads a 72B model once, not 16 times."""
+    most = int(config[section]["shards"])
+    per = config[section].get("problems_per_shard")
+    n = dataset_problems(config, dataset, policy) if per else None
+    return most if n is None else max(1, min(most, -(-n // int(per))))
+
+
+def sample_shard_count(config: dict, dataset: str, policy: str | None = None) -> int:
+    """Sampling jobs of one problem set of a policy (sized_shard_count of the `sampling` section)."""
+    return sized_shard_count(config, "sampling", dataset, policy)
+
+
 def sample_shards(config: dict, dataset: str, policy: str | None = None) -> list[str]:
-    """The shard files of one problem set (sampling.shards jobs) of a Best-of-N policy (None: the primary)."""
-    n = int(config["sampling"]["shards"])
+    """The shard files of one problem set (sample_shard_count jobs) of a Best-of-N policy (None: the primary)."""
+    n = sample_shard_count(config, dataset, policy)
     return [f"results/{policy_dir(config, policy)}samples/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
 
 
@@ -312,8 +347,9 @@ def role_model(config: dict, role: str) -> str:
 
 
 def label_shard_paths(config: dict, kind: str, dataset: str) -> list[str]:
-    """Shard tables of `kind` (mc / judge) for one problem set."""
-    n = int(config[kind]["shards"])
+    """Shard tables of `kind` (mc / judge) for one problem set of the primary policy's samples, as many as
+    sized_shard_count gives (<kind>.shards, fewer for a small set with <kind>.problems_per_shard)."""
+    n = sized_shard_count(config, kind, dataset)
     return [f"results/labels/{kind}/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
 
 
@@ -664,6 +700,41 @@ def search_orm_path(config: dict, benchmark: str) -> str | None:
         return None
     return (f"results/scores/{orm}/{benchmark}.parquet" if search_reuses_samples(config)
             else f"results/search/scores/{orm}/{benchmark}.parquet")
+
+
+def search_shards(config: dict) -> int:
+    """Jobs per guiding PRM over problem shards (search.shards); 1 = one job writes the tables."""
+    return int((config.get("search") or {}).get("shards", 1))
+
+
+def search_outputs(config: dict, benchmarks: list[str]) -> list[str]:
+    """search_greedy's outputs (wildcard {prm}): results/search/{prm}/{benchmark}.parquet unsharded, else each
+    benchmark's `/shard{shard}of{nshards}.parquet` (joined by rule merge_search)."""
+    suffix = "" if search_shards(config) == 1 else "/shard{shard}of{nshards}"
+    return [f"results/search/{{prm}}/{b}{suffix}.parquet" for b in benchmarks]
+
+
+def search_log(config: dict) -> str:
+    return "logs/search_greedy/{prm}" + ("" if search_shards(config) == 1 else "/shard{shard}of{nshards}") + ".log"
+
+
+def search_shard_paths(config: dict, benchmarks: list[str]) -> list[str]:
+    """Every shard file of one PRM's searches (wildcard {prm}), rule merge_search's inputs."""
+    n = search_shards(config)
+    return [f"results/search/{{prm}}/{b}/shard{i}of{n}.parquet" for b in benchmarks for i in range(n)]
+
+
+# a search job's work, all searched benchmarks, attempt 1: a PRM on one GPU, × 3 for one spread over
+# several (transformers' device_map runs one GPU at a time: the 72B PRM is est. 20-35 h of the search)
+SEARCH_MINUTES, SEARCH_MULTI_GPU, SEARCH_FLOOR = 720, 3, 120
+
+
+def search_minutes(config: dict, specs: dict, prm: str) -> int:
+    """Minutes of one search job on attempt 1 (plan.runtime multiplies by the attempt and caps): the
+    PRM's work split over search.shards, at least SEARCH_FLOOR (each job loads the policy and the PRM:
+    a 72B one takes minutes from a shared file system)."""
+    whole = SEARCH_MINUTES * (SEARCH_MULTI_GPU if search_gpus(config, specs, prm) > 1 else 1)
+    return max(SEARCH_FLOOR, -(-whole // search_shards(config)))
 
 
 def search_gpus(config: dict, specs: dict, prm: str) -> int:

@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from .generation import SamplingSpec, derive_seed, render_chat
+from .errors import InputError
+from .generation import EngineStats, SamplingSpec, derive_seed, log_progress, render_chat
 from .grading import grade_many
 from .metrics import bon_problem_table
 from .sampling import long_prompts
@@ -92,15 +95,26 @@ class _State:
 
 
 def greedy_search(engine, scorer, problems: pd.DataFrame, settings: SearchSettings,
-                  max_model_len: int | None = None) -> list[dict]:
+                  max_model_len: int | None = None, what: str = "search") -> list[dict]:
     """Greedy search for every problem (rows with problem_id, question); one record per problem, in
     order (SEARCH_COLUMNS up to tokens_scored; grading is `grade_records`). Problems are searched
-    `settings.batch_size` at a time; within a batch every depth is one engine call and one scorer call."""
+    `settings.batch_size` at a time; within a batch every depth is one engine call and one scorer call,
+    after which a progress line (`what`: problems finished / total, depth, tokens/s, ETA) is logged, so a
+    long job shows it is alive every depth (a minute or two of 72B work) and a killed one how far it got."""
     out: list[dict] = []
+    t0, total = time.perf_counter(), len(problems)
     for start in range(0, len(problems), max(1, settings.batch_size)):
         chunk = problems.iloc[start:start + max(1, settings.batch_size)]
         states = [_State(str(p), str(q)) for p, q in zip(chunk["problem_id"], chunk["question"])]
-        _search_batch(engine, scorer, states, settings, max_model_len)
+        before = (len(out), sum(r["tokens_generated"] for r in out))
+
+        def progress(depth: int, batch: list[_State], start=start, before=before) -> None:
+            done = before[0] + sum(st.status is not None for st in batch)
+            tokens = before[1] + sum(st.generated for st in batch)
+            log_progress(log, f"{what}, depth {depth} of problems {start + 1}-{start + len(batch)}", done, total,
+                         EngineStats(generated_tokens=tokens, seconds=time.perf_counter() - t0))
+
+        _search_batch(engine, scorer, states, settings, max_model_len, progress)
         by_key = getattr(scorer, "tokens_by_key", {})
         for st, (_, row) in zip(states, chunk.iterrows()):
             out.append({"problem_id": st.pid, "dataset": row.get("dataset"), "question": st.question,
@@ -116,7 +130,8 @@ def greedy_search(engine, scorer, problems: pd.DataFrame, settings: SearchSettin
     return out
 
 
-def _search_batch(engine, scorer, states: list[_State], s: SearchSettings, max_model_len: int | None) -> None:
+def _search_batch(engine, scorer, states: list[_State], s: SearchSettings, max_model_len: int | None,
+                  progress=None) -> None:
     spec = SamplingSpec(n=s.candidates, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_step_tokens,
                         stop=[s.separator])
     depth = 0
@@ -175,6 +190,8 @@ def _search_batch(engine, scorer, states: list[_State], s: SearchSettings, max_m
                     st.status = "max_tokens"
             if st.status is not None and hasattr(scorer, "release"):
                 scorer.release(st.pid)
+        if progress is not None:
+            progress(depth, states)
         depth += 1
 
 
@@ -191,6 +208,32 @@ def grade_records(records: list[dict], grading: dict, answer_format: str = "plai
     df["correct"] = [bool(r.correct) for r in res]
     df["grade_status"] = [r.status for r in res]
     return df
+
+
+def merge_shards(shards: Sequence[tuple[str, pd.DataFrame]], expected: Sequence[str], where: str) -> pd.DataFrame:
+    """(path, table) of every problem shard of one benchmark's search → the table one unsharded job writes:
+    one row per expected problem id, in `expected`'s order (the problems table's). Raises InputError
+    naming each problem found in two shards (or twice in one), each expected problem in none (a lost row:
+    rerun its shard job) and each problem no shard should hold (a stale shard of another split or limit)."""
+    owners: dict[str, list[str]] = {}
+    for path, df in shards:
+        for pid in df["problem_id"].astype(str):
+            owners.setdefault(pid, []).append(path)
+    want = [str(p) for p in expected]
+    wanted = set(want)
+    problems = [f"problem_id {p} is in {len(ps)} shard rows: {', '.join(ps)}" for p, ps in owners.items() if len(ps) > 1]
+    problems += [f"problem_id {p} is in no shard (a shard table is missing it: rerun its search job)"
+                 for p in want if p not in owners]
+    problems += [f"problem_id {p} (in {', '.join(ps)}) is not a searched problem (a stale shard?)"
+                 for p, ps in owners.items() if p not in wanted]
+    if problems:
+        raise InputError(problems, where)
+    frames = [df for _, df in shards if len(df)]
+    if not frames:  # no problem at all: the empty table the unsharded job writes
+        return shards[0][1].iloc[:0] if shards else grade_records([], {})
+    df = pd.concat(frames, ignore_index=True)
+    order = {p: i for i, p in enumerate(want)}
+    return df.iloc[np.argsort([order[str(p)] for p in df["problem_id"]], kind="stable")].reset_index(drop=True)
 
 
 def summary(df: pd.DataFrame) -> dict:

@@ -2,6 +2,8 @@
 # benchmarks (the policy and the PRM are loaded once), the same policy's baselines (pass@1, pass@N,
 # maj@N, orm@N), and results/tables/search.csv. Logic: prm_lessons.search (the search, its metrics),
 # prm_lessons.scoring (candidate scorers); rule functions in prm_lessons.rules.search.
+# search.shards > 1: one job per (PRM, problem shard) searches that shard of every benchmark (a killed
+# job loses one shard), and a local merge per PRM writes what the one job would (plan.search_outputs).
 SEARCH = config["search"]
 SEARCH_PRMS = plan.search_prms(config, PRM_SPECS)
 SEARCH_POLICY = plan.search_policy(config)
@@ -9,8 +11,9 @@ SEARCH_BENCHMARKS = plan.search_benchmarks(config)
 SEARCH_REUSE = plan.search_reuses_samples(config)
 SEARCH_ORM = SEARCH["orm"]
 SEARCH_N = plan.search_n(config)
-# only what the search jobs read, so an unrelated config edit does not search again
-SEARCH_PARAMS = {k: v for k, v in SEARCH.items() if k not in ("prms", "n", "orm")}
+# only what the search jobs read, so an unrelated config edit does not search again (shards: the split
+# changes no row, and the shard files' names carry it)
+SEARCH_PARAMS = {k: v for k, v in SEARCH.items() if k not in ("prms", "n", "orm", "shards")}
 
 
 if SEARCH_PRMS:
@@ -22,9 +25,9 @@ if SEARCH_PRMS:
             policy=model_input(SEARCH_POLICY),
             prm=lambda wc: prm_model_input(wc.prm),
         output:
-            search=expand("results/search/{{prm}}/{dataset}.parquet", dataset=SEARCH_BENCHMARKS),
+            search=plan.search_outputs(config, SEARCH_BENCHMARKS),
         log:
-            "logs/search_greedy/{prm}.log",
+            plan.search_log(config),
         wildcard_constraints:
             prm=plan.wildcard_alternatives(SEARCH_PRMS),
         conda:
@@ -34,7 +37,7 @@ if SEARCH_PRMS:
             gpu=lambda wc: plan.search_gpus(config, PRM_SPECS, wc.prm),
             nodes=1,
             mem_mb=lambda wc: mem_mb_for(plan.search_gpus(config, PRM_SPECS, wc.prm)),
-            runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
+            runtime=lambda wc, attempt: plan.runtime(config, plan.search_minutes(config, PRM_SPECS, wc.prm), attempt),
         params:
             func="search:search_greedy",
             search=SEARCH_PARAMS,
@@ -48,6 +51,29 @@ if SEARCH_PRMS:
             scoring=SCORING_CFG,
         script:
             RUN
+
+    if plan.search_shards(config) > 1:
+
+        rule merge_search:
+            # the shards of every benchmark of one PRM; each searched problem exactly once (rules.search)
+            input:
+                code("search:merge_search"),
+                problems=expand("results/problems/{dataset}.parquet", dataset=SEARCH_BENCHMARKS),
+                shards=plan.search_shard_paths(config, SEARCH_BENCHMARKS),
+            output:
+                search=expand("results/search/{{prm}}/{dataset}.parquet", dataset=SEARCH_BENCHMARKS),
+            log:
+                "logs/merge_search/{prm}.log",
+            wildcard_constraints:
+                prm=plan.wildcard_alternatives(SEARCH_PRMS),
+            localrule: True
+            conda:
+                "../../envs/analysis.yaml"
+            params:
+                func="search:merge_search",
+                limit=SEARCH["limit"],
+            script:
+                RUN
 
     if not SEARCH_REUSE:
 

@@ -15,6 +15,7 @@ import pandas as pd
 from .. import as_paths, generation, search
 from ..metrics import aggregate
 from ..sampling import sample_problems
+from ..shards import in_shard
 from ..tables import read_table, table_meta, write_table
 
 log = logging.getLogger(__name__)
@@ -26,17 +27,41 @@ def _limited(problems: pd.DataFrame, limit) -> pd.DataFrame:
     return problems if limit is None else problems.head(int(limit))
 
 
+def _shard(wildcards: dict) -> tuple[int, int] | None:
+    """(shard, nshards) of a sharded search job (search.shards > 1), None for one that searches all."""
+    return (int(wildcards["shard"]), int(wildcards["nshards"])) if "shard" in wildcards else None
+
+
 def search_greedy(*, inputs, outputs, params, wildcards, threads) -> None:
     """Rule `search_greedy`: results/problems/{benchmark}.parquet (every searched benchmark) →
     results/search/{prm}/{benchmark}.parquet, one row per problem (prm_lessons.search.SEARCH_COLUMNS).
-    The policy and the PRM are loaded once for all benchmarks."""
+    The policy and the PRM are loaded once for all benchmarks. With the `shard`/`nshards` wildcards
+    (search.shards > 1) it searches that problem shard of every benchmark (prm_lessons.shards.in_shard,
+    whole problems, after search.limit) into .../{benchmark}/shard{i}of{n}.parquet; rule merge_search joins
+    them. A shard without problems loads no model."""
+    cfg, entry = params["search"], params["model"]
+    shard = _shard(wildcards)
+    todo = []
+    for src, dst in zip(as_paths(inputs["problems"]), as_paths(outputs["search"])):
+        problems = _limited(read_table(src, "problems"), cfg.get("limit"))
+        if shard:
+            problems = problems[in_shard(problems["problem_id"], *shard)]
+        todo.append((src, dst, problems))
+    n_items = sum(len(p) for _, _, p in todo)
+    log.info("search_greedy %s: %s, %d problems over %d benchmarks (%s)", wildcards.get("prm"),
+             f"shard {shard[0]} of {shard[1]}" if shard else "unsharded", n_items, len(todo),
+             ", ".join(f"{Path(src).stem} {len(p)}" for src, _, p in todo))
+    if shard and not n_items:
+        for _, dst, _ in todo:
+            _write_search(search.grade_records([], params["grading"]), dst, shard)
+        return
+
     import torch  # lazy: torch (module docstring)
 
     from ..scoring import candidate_scorer, load_adapter  # lazy: torch (module docstring)
 
     if threads:
         torch.set_num_threads(max(1, int(threads)))
-    cfg, entry = params["search"], params["model"]
     settings = search.SearchSettings.from_config(cfg, params["sampling"])
     engine = generation.load_engine(params["model_dir"], entry)  # via the module: tests swap the engine
     # transformers whatever the PRM's scoring backend: candidates are scored incrementally on a KV-cached
@@ -45,14 +70,13 @@ def search_greedy(*, inputs, outputs, params, wildcards, threads) -> None:
     sc = params.get("scoring") or {}
     scorer = candidate_scorer(adapter, cfg.get("scoring", "auto"), sc.get("batch_tokens", 16384),
                               sc.get("batch_size", 64))
-    for src, dst in zip(as_paths(inputs["problems"]), as_paths(outputs["search"])):
-        problems = _limited(read_table(src, "problems"), cfg.get("limit"))
+    for src, dst, problems in todo:
         fmt = (table_meta(src).get("spec") or {}).get("answer_format", "plain")
-        records = search.greedy_search(engine, scorer, problems, settings, entry.get("max_model_len"))
+        what = f"search {Path(src).stem}" + (f" (shard {shard[0]} of {shard[1]})" if shard else "")
+        records = search.greedy_search(engine, scorer, problems, settings, entry.get("max_model_len"), what)
         df = search.grade_records(records, params["grading"], fmt)
         info = search.summary(df)
-        Path(dst).parent.mkdir(parents=True, exist_ok=True)
-        df.to_parquet(dst, index=False)
+        _write_search(df, dst, shard)
         log.info("%s (%s): %s", src, wildcards.get("prm"), info)
         limited = {k: v for k, v in info["status"].items() if k not in ("ended",) and v}
         if limited:
@@ -61,6 +85,31 @@ def search_greedy(*, inputs, outputs, params, wildcards, threads) -> None:
     log.info("scorer: %s, %d tokens scored in %d forward passes, %.1f s; engine: %d tokens in %.1f s",
              type(scorer).__name__, scorer.stats.tokens, scorer.stats.forward_passes, scorer.stats.seconds,
              engine.stats.generated_tokens, engine.stats.seconds)
+
+
+def _write_search(df: pd.DataFrame, dst: str, shard: tuple[int, int] | None) -> None:
+    """The unsharded table as it always was (plain Parquet); a shard atomically with its integrity record
+    (tables.write_table), so a job killed while writing leaves no shard that the merge would trust."""
+    if shard:
+        write_table(df, dst, None, meta={"shard": list(shard)})
+        return
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(dst, index=False)
+
+
+def merge_search(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `merge_search`: results/search/{prm}/{benchmark}/shard{i}of{n}.parquet → the table the unsharded
+    search_greedy writes (same columns, one row per searched problem in the problems table's order);
+    search.merge_shards refuses, naming them, problems in two shards, in none, or not searched."""
+    shards = as_paths(inputs["shards"])
+    for src, dst in zip(as_paths(inputs["problems"]), as_paths(outputs["search"])):
+        bench = Path(dst).stem
+        expected = _limited(read_table(src, "problems"), params.get("limit"))["problem_id"].astype(str).tolist()
+        mine = [p for p in shards if Path(p).parent.name == bench]
+        df = search.merge_shards([(p, read_table(p, None)) for p in mine], expected,
+                                 f"merge of {len(mine)} search shards of {bench} ({wildcards.get('prm')})")
+        _write_search(df, dst, None)
+        log.info("%s: %d problems from %d shards", dst, len(df), len(mine))
 
 
 def search_samples(*, inputs, outputs, params, wildcards, threads) -> None:
