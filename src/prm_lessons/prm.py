@@ -136,6 +136,14 @@ class ProcessRewardModel(nn.Module):
         self.label_type = label_type
         self.soft_loss = soft_loss
 
+    @property
+    def config(self):
+        """The base's config (the same object). The Trainer reads the model's `config`: DeepSpeed's "auto"
+        bucket sizes come from its hidden_size (transformers' trainer_config_finalize), and it sets
+        `use_cache` from TrainingArguments (False: no KV cache in training). Everything else in
+        transformers that treats a model as a PreTrainedModel checks isinstance, which this is not."""
+        return self.backbone.config
+
     def step_logits(self, input_ids, attention_mask, step_batch, step_pos) -> torch.Tensor:
         hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return self.head(hidden[step_batch, step_pos])

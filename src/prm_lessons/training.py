@@ -234,6 +234,58 @@ def hardware() -> dict:
     return info
 
 
+def deepspeed_config(settings: dict, on_gpu: bool) -> str | None:
+    """The DeepSpeed config file of a run: `training.deepspeed` on GPU; on CPU only with
+    `training.deepspeed_on_cpu` (DeepSpeed's CPU accelerator over gloo: the ZeRO-3 path rehearsed)."""
+    if not settings["deepspeed"] or not (on_gpu or settings.get("deepspeed_on_cpu")):
+        return None
+    if settings["mode"] == "head":
+        # ZeRO-3 would partition the frozen base at load time; head mode runs it outside the engine
+        raise TrainingError("training.deepspeed: head mode trains only the step head on precomputed features "
+                            "of the frozen base; set training.deepspeed: null (or mode full/lora)")
+    return str(settings["deepspeed"])
+
+
+def training_arguments(settings: dict, ckpt: Path, on_gpu: bool, bf16: bool | None = None):
+    """The TrainingArguments of a run (resolved `settings`, checkpoint directory; `bf16` default
+    use_bf16(settings)). With a DeepSpeed config they register it globally (transformers'
+    HfDeepSpeedConfig): build them before loading the base, so that ZeRO-3 partitions it at load time."""
+    from transformers import TrainingArguments  # lazy: as _trainer_class
+
+    return TrainingArguments(
+        output_dir=str(ckpt),
+        per_device_train_batch_size=int(settings["batch_size"]),
+        gradient_accumulation_steps=int(settings["gradient_accumulation_steps"]),
+        num_train_epochs=float(settings["epochs"]),
+        max_steps=int(settings["max_steps"]),
+        learning_rate=float(settings["learning_rate"]),
+        weight_decay=float(settings["weight_decay"]),
+        warmup_steps=float(settings["warmup_ratio"]),
+        lr_scheduler_type=settings["lr_scheduler"],
+        max_grad_norm=float(settings["max_grad_norm"]),
+        bf16=use_bf16(settings) if bf16 is None else bf16,
+        use_cpu=not on_gpu,
+        # gradient checkpointing is switched on on the base model below (the wrapper is no PreTrainedModel)
+        gradient_checkpointing=False,
+        train_sampling_strategy="group_by_length" if settings["group_by_length"] and settings["mode"] != "head" else "random",
+        logging_strategy="steps",
+        logging_steps=int(settings["logging_steps"]),
+        save_strategy="steps" if save_steps(settings) else "no",
+        save_steps=save_steps(settings) or 1,
+        save_total_limit=int(settings["save_total_limit"]),
+        enable_jit_checkpoint=bool(settings["jit_checkpoint"]) and bool(save_steps(settings)),
+        seed=int(settings["seed"]),
+        data_seed=int(settings["seed"]),
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        report_to="none",
+        disable_tqdm=True,
+        ddp_find_unused_parameters=False,
+        # set before the model is loaded so ZeRO-3 partitions it at load time (transformers' zero.Init hook)
+        deepspeed=deepspeed_config(settings, on_gpu),
+    )
+
+
 def _fingerprint(settings: dict, label_type: str, base_dir: str, trainset: str) -> str:
     h = hashlib.sha256()
     keep = {k: v for k, v in settings.items() if k not in ("mem_mb", "runtime", "threads", "keep_checkpoints",
@@ -296,13 +348,29 @@ def _read_trainset(path: str):
     return read_table(path, "trainset")
 
 
+def trainable_model(backbone, head: StepHead, settings: dict, label_type: str) -> ProcessRewardModel:
+    """`full` and `lora` modes: the model the Trainer gets (the base, with LoRA adapters in lora mode, and
+    the step head), gradient checkpointing on the base when asked."""
+    if settings["mode"] == "lora":
+        from peft import LoraConfig, get_peft_model  # lazy: lora mode only
+
+        lc = settings["lora"]
+        backbone = get_peft_model(backbone, LoraConfig(r=int(lc["r"]), lora_alpha=int(lc["alpha"]),
+                                                       lora_dropout=float(lc["dropout"]),
+                                                       target_modules=lc["target_modules"]))
+    if settings["gradient_checkpointing"]:
+        backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        backbone.config.use_cache = False
+    return ProcessRewardModel(backbone, head, label_type, settings["soft_loss"])
+
+
 def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_type: str = "hard",
               checkpoint_dir: str | None = None, threads: int | None = None, callbacks: list | None = None) -> dict:
     """Train one PRM on a trainset table; write the model directory + train_metrics.json; return the metrics.
 
     `checkpoint_dir` (default: a hidden sibling of out_dir) keeps Trainer checkpoints; a rerun with the same
     settings and data resumes from the last one. `callbacks` are extra transformers TrainerCallbacks."""
-    from transformers import TrainingArguments, set_seed  # lazy: as _trainer_class
+    from transformers import set_seed  # lazy: as _trainer_class
 
     settings = settings_from(settings)
     if label_type not in LABEL_TYPES:
@@ -318,39 +386,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     bf16 = use_bf16(settings)
     on_gpu = torch.cuda.is_available()
     set_seed(int(settings["seed"]))
-
-    args = TrainingArguments(
-        output_dir=str(ckpt),
-        per_device_train_batch_size=int(settings["batch_size"]),
-        gradient_accumulation_steps=int(settings["gradient_accumulation_steps"]),
-        num_train_epochs=float(settings["epochs"]),
-        max_steps=int(settings["max_steps"]),
-        learning_rate=float(settings["learning_rate"]),
-        weight_decay=float(settings["weight_decay"]),
-        warmup_steps=float(settings["warmup_ratio"]),
-        lr_scheduler_type=settings["lr_scheduler"],
-        max_grad_norm=float(settings["max_grad_norm"]),
-        bf16=bf16,
-        use_cpu=not on_gpu,
-        # gradient checkpointing is switched on on the base model below (the wrapper is no PreTrainedModel)
-        gradient_checkpointing=False,
-        train_sampling_strategy="group_by_length" if settings["group_by_length"] and mode != "head" else "random",
-        logging_strategy="steps",
-        logging_steps=int(settings["logging_steps"]),
-        save_strategy="steps" if save_steps(settings) else "no",
-        save_steps=save_steps(settings) or 1,
-        save_total_limit=int(settings["save_total_limit"]),
-        enable_jit_checkpoint=bool(settings["jit_checkpoint"]) and bool(save_steps(settings)),
-        seed=int(settings["seed"]),
-        data_seed=int(settings["seed"]),
-        remove_unused_columns=False,
-        dataloader_num_workers=0,
-        report_to="none",
-        disable_tqdm=True,
-        ddp_find_unused_parameters=False,
-        # set before the model is loaded so ZeRO-3 partitions it at load time (transformers' zero.Init hook)
-        deepspeed=settings["deepspeed"] if (settings["deepspeed"] and on_gpu) else None,
-    )
+    args = training_arguments(settings, ckpt, on_gpu, bf16)
 
     # only rank 0 checks/clears the checkpoint dir; the others wait for it, then only read (no concurrent
     # rmtree on a shared filesystem) and find the same last checkpoint
@@ -392,17 +428,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         model: nn.Module = HeadOnlyModel(head, label_type, settings["soft_loss"])
         feature_tokens = sum(len(it["input_ids"]) for it in instances)
     else:
-        if mode == "lora":
-            from peft import LoraConfig, get_peft_model  # lazy: lora mode only
-
-            lc = settings["lora"]
-            backbone = get_peft_model(backbone, LoraConfig(r=int(lc["r"]), lora_alpha=int(lc["alpha"]),
-                                                           lora_dropout=float(lc["dropout"]),
-                                                           target_modules=lc["target_modules"]))
-        if settings["gradient_checkpointing"]:
-            backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-            backbone.config.use_cache = False
-        model = ProcessRewardModel(backbone, head, label_type, settings["soft_loss"])
+        model = trainable_model(backbone, head, settings, label_type)
         dataset = instances
         feature_tokens = 0
 
