@@ -6,6 +6,7 @@ Needs the `deepspeed` package (installed without its CUDA ops by `make setup`): 
 one skips, under CI=true it fails."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import yaml
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from _prm_tiny import tiny_base  # noqa: E402
+from _prm_tiny import score_steps, signal_rows, tiny_base, write_trainset  # noqa: E402
 from conftest import on_ci  # noqa: E402
 from prm_lessons import prm as P  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
@@ -132,3 +133,33 @@ def test_make_setup_installs_the_gpu_stacks_deepspeed():
     recipe = make.split("\n$(STAMP):")[1].split("\n\n")[0]
     line = next(ln for ln in recipe.splitlines() if "deepspeed==" in ln)
     assert f"deepspeed=={pin}" in line and "DS_BUILD_OPS=0" in line and "--no-deps" in line
+
+
+@pytest.mark.slow
+def test_zero3_on_cpu_trains_saves_the_released_layout_and_scores(tmp_path, base_qwen):
+    """training.deepspeed_on_cpu: the GPU jobs' ZeRO-3 path in two gloo ranks through the project's torchrun
+    launcher: zero.Init at load, the config filled from the PRM, partitioned steps, a DeepSpeed checkpoint,
+    the weights gathered from both ranks' shards on rank 0 and saved as Qwen2.5-Math-PRM is published."""
+    need_deepspeed()
+    from transformers import AutoModel
+
+    trainset = write_trainset(tmp_path / "hard.parquet", signal_rows(8))
+    out = tmp_path / "prm"
+    settings = {"mode": "full", "deepspeed": str(ZERO3), "deepspeed_on_cpu": True, "max_steps": 2,
+                "batch_size": 2, "learning_rate": 1e-3, "max_length": 256, "save_steps": 1, "logging_steps": 1,
+                "gradient_checkpointing": True, "gpus": 0, "processes": 2,
+                "precision": "fp32"}  # saved in fp32: the gathered tensors are written as they are (no cast)
+    m = T.run_training(str(trainset), str(base_qwen), str(out), settings, "hard",
+                       checkpoint_dir=str(tmp_path / "ck"), threads=2)
+    assert m["deepspeed"] == str(ZERO3)  # the Trainer ran the DeepSpeed engine
+    assert m["world_size"] == 2 and m["saved_by_rank"] == 0 and m["global_steps"] == 2
+    assert m["layout"] == "released" and all(math.isfinite(x) for x in m["loss_history"])
+    assert not (tmp_path / "ck").exists()  # checkpoints written, then removed after the save
+
+    model, tok, fmt = P.load_prm(out, device="cpu")  # strict: partitioned (empty) tensors would not load
+    base = AutoModel.from_pretrained(str(base_qwen), dtype=torch.float32)
+    trained = dict(model.backbone.named_parameters())
+    assert all(p.shape == trained[n].shape for n, p in base.named_parameters())
+    assert any(not torch.equal(p, trained[n]) for n, p in base.named_parameters())  # the trained weights
+    scores = score_steps(model, tok, fmt, [("What is 2 + 3?", ["2 + 3 = 5, this step is right.", "So 5."])])
+    assert len(scores[0]) == 2 and all(math.isfinite(p) and 0 <= p <= 1 for p in scores[0])

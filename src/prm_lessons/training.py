@@ -18,7 +18,8 @@ resumes from the last checkpoint there (SLURM requeue after preemption); differe
 A job stopped by SIGTERM (JIT checkpoint) raises TrainingInterrupted instead of saving a half-trained PRM.
 Several processes: with `gpus > 1` (one process per GPU) or, on CPU, `processes > 1` (gloo), the rule
 function relaunches this module through `torchrun` on one node, on a free rendezvous port; DeepSpeed ZeRO-3
-(config/deepspeed/zero3.json) is switched on by `training.deepspeed`. What fits: full fine-tuning of a
+(config/deepspeed/zero3.json) is switched on by `training.deepspeed` (on CPU only with
+`training.deepspeed_on_cpu`: DeepSpeed's CPU accelerator over gloo, always through torchrun). What fits: full fine-tuning of a
 7B base with ZeRO-3 on one node of 8x80 GB GPUs (~16 bytes of weights + Adam state per parameter, ~15 GB
 per GPU). A 72B base (~1.2 TB of such state, ~145 GB per GPU on 8 GPUs) does not fit in one node: it
 needs several nodes or CPU offload, which this launcher does not do.
@@ -246,13 +247,33 @@ def deepspeed_config(settings: dict, on_gpu: bool) -> str | None:
     return str(settings["deepspeed"])
 
 
+def _cpu_deepspeed_state() -> None:
+    """DeepSpeed on CPU (training.deepspeed_on_cpu) under torchrun: accelerate finds no DeepSpeed backend on
+    a CPU device (its PartialState would count 1 process whatever the world size, and the batch size
+    filled into the DeepSpeed config would disagree with DeepSpeed's); set the state up with gloo first
+    and let TrainingArguments use it (accelerator_config use_configured_state)."""
+    from accelerate import PartialState  # lazy: as _trainer_class
+
+    os.environ["ACCELERATE_USE_DEEPSPEED"] = "true"  # as TrainingArguments does for its own PartialState
+    try:
+        PartialState(backend="gloo")
+    finally:
+        del os.environ["ACCELERATE_USE_DEEPSPEED"]
+
+
 def training_arguments(settings: dict, ckpt: Path, on_gpu: bool, bf16: bool | None = None):
     """The TrainingArguments of a run (resolved `settings`, checkpoint directory; `bf16` default
     use_bf16(settings)). With a DeepSpeed config they register it globally (transformers'
     HfDeepSpeedConfig): build them before loading the base, so that ZeRO-3 partitions it at load time."""
     from transformers import TrainingArguments  # lazy: as _trainer_class
 
+    ds = deepspeed_config(settings, on_gpu)
+    extra = {}
+    if ds and not on_gpu and "LOCAL_RANK" in os.environ:
+        _cpu_deepspeed_state()
+        extra["accelerator_config"] = {"use_configured_state": True}
     return TrainingArguments(
+        **extra,
         output_dir=str(ckpt),
         per_device_train_batch_size=int(settings["batch_size"]),
         gradient_accumulation_steps=int(settings["gradient_accumulation_steps"]),
@@ -264,7 +285,7 @@ def training_arguments(settings: dict, ckpt: Path, on_gpu: bool, bf16: bool | No
         lr_scheduler_type=settings["lr_scheduler"],
         max_grad_norm=float(settings["max_grad_norm"]),
         bf16=use_bf16(settings) if bf16 is None else bf16,
-        use_cpu=not on_gpu,
+        use_cpu=not on_gpu and ds is None,
         # gradient checkpointing is switched on on the base model below (the wrapper is no PreTrainedModel)
         gradient_checkpointing=False,
         train_sampling_strategy="group_by_length" if settings["group_by_length"] and settings["mode"] != "head" else "random",
@@ -282,7 +303,7 @@ def training_arguments(settings: dict, ckpt: Path, on_gpu: bool, bf16: bool | No
         disable_tqdm=True,
         ddp_find_unused_parameters=False,
         # set before the model is loaded so ZeRO-3 partitions it at load time (transformers' zero.Init hook)
-        deepspeed=deepspeed_config(settings, on_gpu),
+        deepspeed=ds,
     )
 
 
@@ -459,6 +480,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         "final_train_loss": float(result.training_loss) if result.training_loss is not None else None,
         "global_steps": int(trainer.state.global_step), "epochs": float(trainer.state.epoch or 0.0),
         "resumed_from": resume, "world_size": int(args.world_size),
+        "deepspeed": str(args.deepspeed) if trainer.is_deepspeed_enabled else None,
         "saved_by_rank": int(args.process_index) if rank0 else None,
         # non-padding tokens of the instances in all optimizer steps of all processes (x epochs); in head
         # mode each instance went through the frozen base once (feature_tokens, feature_seconds)
@@ -474,8 +496,8 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         return metrics
     if full_sd is None:  # pragma: no cover - accelerate/DeepSpeed contract
         raise RuntimeError("rank 0 got no gathered state dict to save")
-    head_sd = {k[len("head."):]: v.detach().float().cpu().contiguous() for k, v in full_sd.items()
-               if k.startswith("head.")}
+    head_sd = {k[len("head."):]: v.detach().to("cpu", torch.float32, copy=True).contiguous()
+               for k, v in full_sd.items() if k.startswith("head.")}  # copies: as prm._save_released
     backbone_sd = {k[len("backbone."):]: v for k, v in full_sd.items() if k.startswith("backbone.")}
     state_dict = None
     if mode == "head":
@@ -583,7 +605,8 @@ def run_training(trainset, base_dir, out_dir, settings, label_type="hard", check
     require_gpus("train_prm", want)
     cpu = want == 0
     n = int(settings["processes"]) if cpu else want
-    if n <= 1:
+    # DeepSpeed on CPU needs the torchrun environment (rank, rendezvous) even for one process
+    if n <= 1 and not (cpu and deepspeed_config(settings, on_gpu=False)):
         return train_prm(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, threads)
     ckpt = Path(checkpoint_dir) if checkpoint_dir else Path(out_dir).parent / f".{Path(out_dir).name}.checkpoints"
     ckpt.parent.mkdir(parents=True, exist_ok=True)
@@ -594,7 +617,10 @@ def run_training(trainset, base_dir, out_dir, settings, label_type="hard", check
     cmd = distributed_command(spec_path, n, free_port())
     log.info("launching %d %s processes: %s", n, "CPU" if cpu else "GPU", " ".join(cmd))
     (Path(out_dir) / METRICS_FILE).unlink(missing_ok=True)
-    subprocess.run(cmd, check=True, env=launcher_env(cpu))
+    env = launcher_env(cpu)
+    if cpu and deepspeed_config(settings, on_gpu=False):
+        env.setdefault("DS_ACCELERATOR", "cpu")
+    subprocess.run(cmd, check=True, env=env)
     spec_path.unlink(missing_ok=True)
     return json.loads((Path(out_dir) / METRICS_FILE).read_text())
 
