@@ -163,3 +163,11 @@ def test_zero3_on_cpu_trains_saves_the_released_layout_and_scores(tmp_path, base
     assert any(not torch.equal(p, trained[n]) for n, p in base.named_parameters())  # the trained weights
     scores = score_steps(model, tok, fmt, [("What is 2 + 3?", ["2 + 3 = 5, this step is right.", "So 5."])])
     assert len(scores[0]) == 2 and all(math.isfinite(p) and 0 <= p <= 1 for p in scores[0])
+
+
+def test_deepspeed_on_cpu_outside_torchrun_names_the_key(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    settings = T.settings_from({"mode": "full", "deepspeed": str(ZERO3), "deepspeed_on_cpu": True})
+    with pytest.raises(T.TrainingError, match="training.deepspeed_on_cpu"):
+        T.training_arguments(settings, tmp_path / "ck", on_gpu=False)
+    assert T.deepspeed_config({**settings, "deepspeed_on_cpu": False}, on_gpu=False) is None  # the default

@@ -19,9 +19,9 @@ A job stopped by SIGTERM (JIT checkpoint) raises TrainingInterrupted instead of 
 Several processes: with `gpus > 1` (one process per GPU) or, on CPU, `processes > 1` (gloo), the rule
 function relaunches this module through `torchrun` on one node, on a free rendezvous port; DeepSpeed ZeRO-3
 (config/deepspeed/zero3.json) is switched on by `training.deepspeed` (on CPU only with
-`training.deepspeed_on_cpu`: DeepSpeed's CPU accelerator over gloo, always through torchrun). What fits: full fine-tuning of a
-7B base with ZeRO-3 on one node of 8x80 GB GPUs (~16 bytes of weights + Adam state per parameter, ~15 GB
-per GPU). A 72B base (~1.2 TB of such state, ~145 GB per GPU on 8 GPUs) does not fit in one node: it
+`training.deepspeed_on_cpu`: DeepSpeed's CPU accelerator over gloo, always through torchrun). What fits:
+full fine-tuning of a 7B base with ZeRO-3 on one node of 8x80 GB GPUs (~16 bytes of weights + Adam state
+per parameter, ~15 GB per GPU). A 72B base (~1.2 TB of such state, ~145 GB per GPU on 8 GPUs) does not fit in one node: it
 needs several nodes or CPU offload, which this launcher does not do.
 """
 from __future__ import annotations
@@ -269,7 +269,10 @@ def training_arguments(settings: dict, ckpt: Path, on_gpu: bool, bf16: bool | No
 
     ds = deepspeed_config(settings, on_gpu)
     extra = {}
-    if ds and not on_gpu and "LOCAL_RANK" in os.environ:
+    if ds and not on_gpu:
+        if "LOCAL_RANK" not in os.environ:
+            raise TrainingError("training.deepspeed_on_cpu: DeepSpeed runs under torchrun (run_training "
+                                "launches it, also for one process), not in this process")
         _cpu_deepspeed_state()
         extra["accelerator_config"] = {"use_configured_state": True}
     return TrainingArguments(
@@ -286,7 +289,7 @@ def training_arguments(settings: dict, ckpt: Path, on_gpu: bool, bf16: bool | No
         max_grad_norm=float(settings["max_grad_norm"]),
         bf16=use_bf16(settings) if bf16 is None else bf16,
         use_cpu=not on_gpu and ds is None,
-        # gradient checkpointing is switched on on the base model below (the wrapper is no PreTrainedModel)
+        # gradient checkpointing is switched on on the base model (trainable_model: the wrapper is no PreTrainedModel)
         gradient_checkpointing=False,
         train_sampling_strategy="group_by_length" if settings["group_by_length"] and settings["mode"] != "head" else "random",
         logging_strategy="steps",
