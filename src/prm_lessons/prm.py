@@ -136,6 +136,14 @@ class ProcessRewardModel(nn.Module):
         self.label_type = label_type
         self.soft_loss = soft_loss
 
+    @property
+    def config(self):
+        """The base's config (the same object). The Trainer reads the model's `config`: DeepSpeed's "auto"
+        bucket sizes come from its hidden_size (transformers' trainer_config_finalize), and it sets
+        `use_cache` from TrainingArguments (False: no KV cache in training). Everything else in
+        transformers that treats a model as a PreTrainedModel checks isinstance, which this is not."""
+        return self.backbone.config
+
     def step_logits(self, input_ids, attention_mask, step_batch, step_pos) -> torch.Tensor:
         hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return self.head(hidden[step_batch, step_pos])
@@ -334,7 +342,7 @@ def save_prm(out: str | Path, backbone, tokenizer, head_state: dict, fmt: StepFo
     if layout != "project":
         raise ValueError(f"unknown PRM layout {layout!r} (project or released)")
     if state_dict is not None:
-        state_dict = {k: v.to(dtype) if v.is_floating_point() else v for k, v in state_dict.items()}
+        state_dict = {k: v.to(dtype, copy=True) if v.is_floating_point() else v for k, v in state_dict.items()}
         backbone.save_pretrained(out, state_dict=state_dict)
     else:
         backbone.to(dtype).save_pretrained(out)
@@ -361,10 +369,14 @@ def _save_released(out: Path, backbone, tokenizer, head_state: dict, fmt: StepFo
     if not released_layout_possible(backbone, head_state):
         raise ValueError("the released layout needs a Qwen2 base and the paper's head (no standardisation)")
     body = state_dict if state_dict is not None else backbone.state_dict()
-    sd = {f"{RELEASED_BODY}.{k}": v.detach().to("cpu", dtype if v.is_floating_point() else v.dtype).contiguous()
+    # copies: DeepSpeed's gathered ZeRO-3 weights are views of a larger buffer when already on the CPU,
+    # which safetensors refuses to write (from a GPU, .to("cpu") copies anyway)
+    sd = {f"{RELEASED_BODY}.{k}": v.detach().to("cpu", dtype if v.is_floating_point() else v.dtype,
+                                                copy=True).contiguous()
           for k, v in body.items()}
     # the head stays float32, as in the project layout (vLLM casts it to its head dtype on load)
-    sd.update({RELEASED_HEAD_NAMES[k]: v.detach().to("cpu", torch.float32).contiguous() for k, v in head_state.items()})
+    sd.update({RELEASED_HEAD_NAMES[k]: v.detach().to("cpu", torch.float32, copy=True).contiguous()
+               for k, v in head_state.items()})
     save_torch_state_dict(sd, out, max_shard_size="5GB")
     cfg = backbone.config.to_dict()
     cfg.update(architectures=[RELEASED_ARCHITECTURE], num_labels=2, dtype=str(dtype).replace("torch.", ""),

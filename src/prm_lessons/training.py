@@ -18,9 +18,10 @@ resumes from the last checkpoint there (SLURM requeue after preemption); differe
 A job stopped by SIGTERM (JIT checkpoint) raises TrainingInterrupted instead of saving a half-trained PRM.
 Several processes: with `gpus > 1` (one process per GPU) or, on CPU, `processes > 1` (gloo), the rule
 function relaunches this module through `torchrun` on one node, on a free rendezvous port; DeepSpeed ZeRO-3
-(config/deepspeed/zero3.json) is switched on by `training.deepspeed`. What fits: full fine-tuning of a
-7B base with ZeRO-3 on one node of 8x80 GB GPUs (~16 bytes of weights + Adam state per parameter, ~15 GB
-per GPU). A 72B base (~1.2 TB of such state, ~145 GB per GPU on 8 GPUs) does not fit in one node: it
+(config/deepspeed/zero3.json) is switched on by `training.deepspeed` (on CPU only with
+`training.deepspeed_on_cpu`: DeepSpeed's CPU accelerator over gloo, always through torchrun). What fits:
+full fine-tuning of a 7B base with ZeRO-3 on one node of 8x80 GB GPUs (~16 bytes of weights + Adam state
+per parameter, ~15 GB per GPU). A 72B base (~1.2 TB of such state, ~145 GB per GPU on 8 GPUs) does not fit in one node: it
 needs several nodes or CPU offload, which this launcher does not do.
 """
 from __future__ import annotations
@@ -234,6 +235,81 @@ def hardware() -> dict:
     return info
 
 
+def deepspeed_config(settings: dict, on_gpu: bool) -> str | None:
+    """The DeepSpeed config file of a run: `training.deepspeed` on GPU; on CPU only with
+    `training.deepspeed_on_cpu` (DeepSpeed's CPU accelerator over gloo: the ZeRO-3 path rehearsed)."""
+    if not settings["deepspeed"] or not (on_gpu or settings.get("deepspeed_on_cpu")):
+        return None
+    if settings["mode"] == "head":
+        # ZeRO-3 would partition the frozen base at load time; head mode runs it outside the engine
+        raise TrainingError("training.deepspeed: head mode trains only the step head on precomputed features "
+                            "of the frozen base; set training.deepspeed: null (or mode full/lora)")
+    return str(settings["deepspeed"])
+
+
+def _cpu_deepspeed_state() -> None:
+    """DeepSpeed on CPU (training.deepspeed_on_cpu) under torchrun: accelerate finds no DeepSpeed backend on
+    a CPU device (its PartialState would count 1 process whatever the world size, and the batch size
+    filled into the DeepSpeed config would disagree with DeepSpeed's); set the state up with gloo first
+    and let TrainingArguments use it (accelerator_config use_configured_state)."""
+    from accelerate import PartialState  # lazy: as _trainer_class
+
+    os.environ["ACCELERATE_USE_DEEPSPEED"] = "true"  # as TrainingArguments does for its own PartialState
+    try:
+        PartialState(backend="gloo")
+    finally:
+        del os.environ["ACCELERATE_USE_DEEPSPEED"]
+
+
+def training_arguments(settings: dict, ckpt: Path, on_gpu: bool, bf16: bool | None = None):
+    """The TrainingArguments of a run (resolved `settings`, checkpoint directory; `bf16` default
+    use_bf16(settings)). With a DeepSpeed config they register it globally (transformers'
+    HfDeepSpeedConfig): build them before loading the base, so that ZeRO-3 partitions it at load time."""
+    from transformers import TrainingArguments  # lazy: as _trainer_class
+
+    ds = deepspeed_config(settings, on_gpu)
+    extra = {}
+    if ds and not on_gpu:
+        if "LOCAL_RANK" not in os.environ:
+            raise TrainingError("training.deepspeed_on_cpu: DeepSpeed runs under torchrun (run_training "
+                                "launches it, also for one process), not in this process")
+        _cpu_deepspeed_state()
+        extra["accelerator_config"] = {"use_configured_state": True}
+    return TrainingArguments(
+        **extra,
+        output_dir=str(ckpt),
+        per_device_train_batch_size=int(settings["batch_size"]),
+        gradient_accumulation_steps=int(settings["gradient_accumulation_steps"]),
+        num_train_epochs=float(settings["epochs"]),
+        max_steps=int(settings["max_steps"]),
+        learning_rate=float(settings["learning_rate"]),
+        weight_decay=float(settings["weight_decay"]),
+        warmup_steps=float(settings["warmup_ratio"]),
+        lr_scheduler_type=settings["lr_scheduler"],
+        max_grad_norm=float(settings["max_grad_norm"]),
+        bf16=use_bf16(settings) if bf16 is None else bf16,
+        use_cpu=not on_gpu and ds is None,
+        # gradient checkpointing is switched on on the base model (trainable_model: the wrapper is no PreTrainedModel)
+        gradient_checkpointing=False,
+        train_sampling_strategy="group_by_length" if settings["group_by_length"] and settings["mode"] != "head" else "random",
+        logging_strategy="steps",
+        logging_steps=int(settings["logging_steps"]),
+        save_strategy="steps" if save_steps(settings) else "no",
+        save_steps=save_steps(settings) or 1,
+        save_total_limit=int(settings["save_total_limit"]),
+        enable_jit_checkpoint=bool(settings["jit_checkpoint"]) and bool(save_steps(settings)),
+        seed=int(settings["seed"]),
+        data_seed=int(settings["seed"]),
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        report_to="none",
+        disable_tqdm=True,
+        ddp_find_unused_parameters=False,
+        # set before the model is loaded so ZeRO-3 partitions it at load time (transformers' zero.Init hook)
+        deepspeed=ds,
+    )
+
+
 def _fingerprint(settings: dict, label_type: str, base_dir: str, trainset: str) -> str:
     h = hashlib.sha256()
     keep = {k: v for k, v in settings.items() if k not in ("mem_mb", "runtime", "threads", "keep_checkpoints",
@@ -296,13 +372,29 @@ def _read_trainset(path: str):
     return read_table(path, "trainset")
 
 
+def trainable_model(backbone, head: StepHead, settings: dict, label_type: str) -> ProcessRewardModel:
+    """`full` and `lora` modes: the model the Trainer gets (the base, with LoRA adapters in lora mode, and
+    the step head), gradient checkpointing on the base when asked."""
+    if settings["mode"] == "lora":
+        from peft import LoraConfig, get_peft_model  # lazy: lora mode only
+
+        lc = settings["lora"]
+        backbone = get_peft_model(backbone, LoraConfig(r=int(lc["r"]), lora_alpha=int(lc["alpha"]),
+                                                       lora_dropout=float(lc["dropout"]),
+                                                       target_modules=lc["target_modules"]))
+    if settings["gradient_checkpointing"]:
+        backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        backbone.config.use_cache = False
+    return ProcessRewardModel(backbone, head, label_type, settings["soft_loss"])
+
+
 def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_type: str = "hard",
               checkpoint_dir: str | None = None, threads: int | None = None, callbacks: list | None = None) -> dict:
     """Train one PRM on a trainset table; write the model directory + train_metrics.json; return the metrics.
 
     `checkpoint_dir` (default: a hidden sibling of out_dir) keeps Trainer checkpoints; a rerun with the same
     settings and data resumes from the last one. `callbacks` are extra transformers TrainerCallbacks."""
-    from transformers import TrainingArguments, set_seed  # lazy: as _trainer_class
+    from transformers import set_seed  # lazy: as _trainer_class
 
     settings = settings_from(settings)
     if label_type not in LABEL_TYPES:
@@ -318,39 +410,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     bf16 = use_bf16(settings)
     on_gpu = torch.cuda.is_available()
     set_seed(int(settings["seed"]))
-
-    args = TrainingArguments(
-        output_dir=str(ckpt),
-        per_device_train_batch_size=int(settings["batch_size"]),
-        gradient_accumulation_steps=int(settings["gradient_accumulation_steps"]),
-        num_train_epochs=float(settings["epochs"]),
-        max_steps=int(settings["max_steps"]),
-        learning_rate=float(settings["learning_rate"]),
-        weight_decay=float(settings["weight_decay"]),
-        warmup_steps=float(settings["warmup_ratio"]),
-        lr_scheduler_type=settings["lr_scheduler"],
-        max_grad_norm=float(settings["max_grad_norm"]),
-        bf16=bf16,
-        use_cpu=not on_gpu,
-        # gradient checkpointing is switched on on the base model below (the wrapper is no PreTrainedModel)
-        gradient_checkpointing=False,
-        train_sampling_strategy="group_by_length" if settings["group_by_length"] and mode != "head" else "random",
-        logging_strategy="steps",
-        logging_steps=int(settings["logging_steps"]),
-        save_strategy="steps" if save_steps(settings) else "no",
-        save_steps=save_steps(settings) or 1,
-        save_total_limit=int(settings["save_total_limit"]),
-        enable_jit_checkpoint=bool(settings["jit_checkpoint"]) and bool(save_steps(settings)),
-        seed=int(settings["seed"]),
-        data_seed=int(settings["seed"]),
-        remove_unused_columns=False,
-        dataloader_num_workers=0,
-        report_to="none",
-        disable_tqdm=True,
-        ddp_find_unused_parameters=False,
-        # set before the model is loaded so ZeRO-3 partitions it at load time (transformers' zero.Init hook)
-        deepspeed=settings["deepspeed"] if (settings["deepspeed"] and on_gpu) else None,
-    )
+    args = training_arguments(settings, ckpt, on_gpu, bf16)
 
     # only rank 0 checks/clears the checkpoint dir; the others wait for it, then only read (no concurrent
     # rmtree on a shared filesystem) and find the same last checkpoint
@@ -392,17 +452,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         model: nn.Module = HeadOnlyModel(head, label_type, settings["soft_loss"])
         feature_tokens = sum(len(it["input_ids"]) for it in instances)
     else:
-        if mode == "lora":
-            from peft import LoraConfig, get_peft_model  # lazy: lora mode only
-
-            lc = settings["lora"]
-            backbone = get_peft_model(backbone, LoraConfig(r=int(lc["r"]), lora_alpha=int(lc["alpha"]),
-                                                           lora_dropout=float(lc["dropout"]),
-                                                           target_modules=lc["target_modules"]))
-        if settings["gradient_checkpointing"]:
-            backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-            backbone.config.use_cache = False
-        model = ProcessRewardModel(backbone, head, label_type, settings["soft_loss"])
+        model = trainable_model(backbone, head, settings, label_type)
         dataset = instances
         feature_tokens = 0
 
@@ -433,6 +483,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         "final_train_loss": float(result.training_loss) if result.training_loss is not None else None,
         "global_steps": int(trainer.state.global_step), "epochs": float(trainer.state.epoch or 0.0),
         "resumed_from": resume, "world_size": int(args.world_size),
+        "deepspeed": str(args.deepspeed) if trainer.is_deepspeed_enabled else None,
         "saved_by_rank": int(args.process_index) if rank0 else None,
         # non-padding tokens of the instances in all optimizer steps of all processes (x epochs); in head
         # mode each instance went through the frozen base once (feature_tokens, feature_seconds)
@@ -448,8 +499,8 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         return metrics
     if full_sd is None:  # pragma: no cover - accelerate/DeepSpeed contract
         raise RuntimeError("rank 0 got no gathered state dict to save")
-    head_sd = {k[len("head."):]: v.detach().float().cpu().contiguous() for k, v in full_sd.items()
-               if k.startswith("head.")}
+    head_sd = {k[len("head."):]: v.detach().to("cpu", torch.float32, copy=True).contiguous()
+               for k, v in full_sd.items() if k.startswith("head.")}  # copies: as prm._save_released
     backbone_sd = {k[len("backbone."):]: v for k, v in full_sd.items() if k.startswith("backbone.")}
     state_dict = None
     if mode == "head":
@@ -557,7 +608,8 @@ def run_training(trainset, base_dir, out_dir, settings, label_type="hard", check
     require_gpus("train_prm", want)
     cpu = want == 0
     n = int(settings["processes"]) if cpu else want
-    if n <= 1:
+    # DeepSpeed on CPU needs the torchrun environment (rank, rendezvous) even for one process
+    if n <= 1 and not (cpu and deepspeed_config(settings, on_gpu=False)):
         return train_prm(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, threads)
     ckpt = Path(checkpoint_dir) if checkpoint_dir else Path(out_dir).parent / f".{Path(out_dir).name}.checkpoints"
     ckpt.parent.mkdir(parents=True, exist_ok=True)
@@ -568,7 +620,10 @@ def run_training(trainset, base_dir, out_dir, settings, label_type="hard", check
     cmd = distributed_command(spec_path, n, free_port())
     log.info("launching %d %s processes: %s", n, "CPU" if cpu else "GPU", " ".join(cmd))
     (Path(out_dir) / METRICS_FILE).unlink(missing_ok=True)
-    subprocess.run(cmd, check=True, env=launcher_env(cpu))
+    env = launcher_env(cpu)
+    if cpu and deepspeed_config(settings, on_gpu=False):
+        env.setdefault("DS_ACCELERATOR", "cpu")
+    subprocess.run(cmd, check=True, env=env)
     spec_path.unlink(missing_ok=True)
     return json.loads((Path(out_dir) / METRICS_FILE).read_text())
 

@@ -38,11 +38,12 @@ def main() -> None:
     module_name, func_name = params.pop("func").split(":")
     try:
         # a rule that asked for GPUs and finds none (or a CPU-only torch) stops here, before any work
-        from prm_lessons.hardware import ASKED_ENV, require_gpus
+        from prm_lessons.hardware import ASKED_ENV, gpu_job_env, require_gpus
 
         asked = int(snakemake.resources.get("gpu", 0) or 0)
         require_gpus(snakemake.rule, asked)
         os.environ[ASKED_ENV] = str(asked)  # deeper checks (the vLLM build) read it
+        gpu_job_env(asked)  # vLLM spawns, never forks, in a GPU job (prm_lessons.hardware)
         func = getattr(importlib.import_module(f"prm_lessons.rules.{module_name}"), func_name)
         func(inputs=named(snakemake.input), outputs=named(snakemake.output),
              params=params, wildcards=dict(snakemake.wildcards.items()), threads=snakemake.threads)
