@@ -288,17 +288,15 @@ def test_launched_processes_import_the_checkout(tmp_path):
 
 def test_run_training_launches_with_the_package_env(tmp_path, monkeypatch, base_plain, trainset):
     """processes > 1 on CPU goes through the launcher, with PYTHONPATH and a free port."""
-    import subprocess
-
     seen = {}
 
-    def fake_run(cmd, check, env):
+    def fake_launcher(cmd, env):
         seen.update(cmd=cmd, env=env)
         out = Path(json.loads(Path(cmd[-1]).read_text())["out_dir"])
         out.mkdir(parents=True, exist_ok=True)
         (out / T.METRICS_FILE).write_text(json.dumps({"world_size": 2}))
 
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(T, "run_launcher", fake_launcher)
     m = T.run_training(str(trainset), str(base_plain), str(tmp_path / "prm"), {**FAST, "processes": 2}, "hard",
                        checkpoint_dir=str(tmp_path / "ck"), threads=2)
     assert m == {"world_size": 2}

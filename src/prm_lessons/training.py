@@ -314,7 +314,8 @@ def _fingerprint(settings: dict, label_type: str, base_dir: str, trainset: str) 
     h = hashlib.sha256()
     keep = {k: v for k, v in settings.items() if k not in ("mem_mb", "runtime", "threads", "keep_checkpoints",
                                                             "gpus", "processes", "gpus_scoring", "jit_checkpoint", "save_steps",
-                                                            "save_total_limit", "logging_steps")}
+                                                            "save_total_limit", "logging_steps", "base_params_b",
+                                                            "checkpoint_write_gbps")}
     h.update(json.dumps({"settings": keep, "label_type": label_type, "base": str(base_dir)},
                         sort_keys=True, default=str).encode())
     with open(trainset, "rb") as fh:
@@ -574,12 +575,46 @@ def free_port(host: str = "") -> int:
     raise OSError("no free port")  # pragma: no cover - port 0 always binds
 
 
+# torchrun SIGKILLs its workers 30 s after its own SIGTERM by default; a ZeRO-3 JIT checkpoint of a 7B
+# model takes minutes (sbatch --signal=TERM@<grace>, plan.training_slurm_extra), so torchrun must wait
+SHUTDOWN_TIMEOUT_S = 3600
+
+
 def distributed_command(spec_path: str | Path, n_procs: int, port: int) -> list[str]:
     """`torchrun` of this module with `n_procs` processes on this node, one per GPU or (CPU) gloo ranks:
     the same launcher either way; the Trainer picks the backend (nccl on GPU, gloo on CPU)."""
     return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(n_procs),
             "--master_addr", "127.0.0.1", "--master_port", str(port),
+            "--shutdown-timeout", str(SHUTDOWN_TIMEOUT_S),
             "-m", "prm_lessons.training", "--spec", str(spec_path)]
+
+
+def run_launcher(cmd: list[str], env: dict) -> None:
+    """Run torchrun and outlive a SIGTERM: SLURM's --signal=TERM@<grace> reaches every process of the job
+    step; the ranks write their JIT checkpoint and exit, torchrun waits for them (SHUTDOWN_TIMEOUT_S), and
+    this process must wait for torchrun instead of dying first (its exit would end the step and the save)."""
+    import signal
+
+    proc = subprocess.Popen(cmd, env=env)
+
+    def _wait_for_ranks(signum, frame):
+        log.warning("SIGTERM: waiting for the training processes to write their checkpoint and exit")
+
+    previous = signal.signal(signal.SIGTERM, _wait_for_ranks) if threading_main() else None
+    try:
+        rc = proc.wait()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    if rc != 0:
+        raise subprocess.CalledProcessError(rc, cmd)
+
+
+def threading_main() -> bool:
+    """signal.signal works only in the main thread (a launcher called from a worker thread keeps the default)."""
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def launcher_env(cpu: bool, base: dict | None = None) -> dict:
@@ -623,7 +658,7 @@ def run_training(trainset, base_dir, out_dir, settings, label_type="hard", check
     env = launcher_env(cpu)
     if cpu and deepspeed_config(settings, on_gpu=False):
         env.setdefault("DS_ACCELERATOR", "cpu")
-    subprocess.run(cmd, check=True, env=env)
+    run_launcher(cmd, env)
     spec_path.unlink(missing_ok=True)
     return json.loads((Path(out_dir) / METRICS_FILE).read_text())
 

@@ -1,0 +1,61 @@
+"""The training launcher outlives SLURM's SIGTERM: torchrun waits for the ranks' JIT checkpoint, and so
+does the process that started torchrun (its death would end the job step before the save)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from prm_lessons import plan
+from prm_lessons.training import SHUTDOWN_TIMEOUT_S, distributed_command, run_launcher
+
+
+def test_torchrun_waits_longer_than_the_paper_jobs_grace():
+    cmd = distributed_command("spec.json", 8, 29500)
+    assert cmd[cmd.index("--shutdown-timeout") + 1] == str(SHUTDOWN_TIMEOUT_S)
+    assert cmd.index("--shutdown-timeout") < cmd.index("-m", 3)  # a torchrun option, not the script's
+    train = yaml.safe_load((ROOT / "config/paper.yaml").read_text())["training"]
+    train.setdefault("gpus", 8)
+    assert SHUTDOWN_TIMEOUT_S > plan.jit_grace_seconds({**train, "max_length": train.get("max_length", 4096)})
+
+
+def test_launcher_waits_for_its_child_through_sigterm(tmp_path):
+    done = tmp_path / "saved"
+    ready = tmp_path / "ready"
+    child = (f"import signal, sys, time, pathlib\n"
+             f"def save(*_):\n"
+             f"    time.sleep(0.5); pathlib.Path({str(done)!r}).write_text('ok'); sys.exit(3)\n"
+             f"signal.signal(signal.SIGTERM, save)\n"
+             f"pathlib.Path({str(ready)!r}).write_text('1')\n"
+             f"time.sleep(60)\n")
+    procs = []
+    real_popen = subprocess.Popen
+
+    def popen(*a, **kw):
+        procs.append(real_popen(*a, **kw))
+        return procs[-1]
+
+    def slurm_signal():  # SLURM signals every process of the step: the launcher and its child
+        while not ready.exists():
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+        procs[0].send_signal(signal.SIGTERM)
+
+    subprocess.Popen = popen
+    try:
+        threading.Thread(target=slurm_signal, daemon=True).start()
+        with pytest.raises(subprocess.CalledProcessError) as err:
+            run_launcher([sys.executable, "-c", child], dict(os.environ))
+    finally:
+        subprocess.Popen = real_popen
+    assert err.value.returncode == 3
+    assert done.read_text() == "ok"  # the child finished its save; this process was not killed
+    assert signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.default_int_handler, None) or callable(
+        signal.getsignal(signal.SIGTERM))
