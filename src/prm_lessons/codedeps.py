@@ -32,6 +32,9 @@ PACKAGE = "prm_lessons"
 # the same shared file system as the results, are gitignored in every Snakemake project, and a fresh
 # clone or another --directory starts its own.
 STORE = ".snakemake/codedeps"
+# The fingerprint's form, part of the key of the `.source` cache: changing _canonical means a new scheme,
+# and a new scheme reruns every job once (every fingerprint changes)
+SCHEME = "ast1"
 
 
 def _module_file(root: Path, module: str) -> Path | None:
@@ -219,7 +222,7 @@ def rule_code_fingerprints(root: str | Path, func: str, store: str | Path = STOR
     for m in sorted(rule_modules(root, func)):
         file = _module_file(root, m)
         out.append(_store_module(root, m, str(store), file.read_text(), str(file)))
-    return out
+    return sorted(out)
 
 
 @lru_cache(maxsize=None)
@@ -229,7 +232,7 @@ def _store_module(root: Path, module: str, store: str, text: str, source: str) -
     module costs a hash of its text, not a walk of its tree (a dry run repeats this for every module)."""
     rel = Path(PACKAGE, Path(source).relative_to(root)).as_posix()
     path = os.path.join(store, rel + ".fingerprint")
-    key = f"python{sys.version_info[0]}.{sys.version_info[1]} {hashlib.sha256(text.encode()).hexdigest()} "
+    key = f"{SCHEME} python{sys.version_info[0]}.{sys.version_info[1]} {hashlib.sha256(text.encode()).hexdigest()} "
     try:
         with open(path + ".source") as f:
             seen = f.read()
