@@ -54,9 +54,13 @@ def test_every_rule_func_resolves_to_its_stage_module_under_the_rule_name(config
         assert name == rule.name, f"rule {rule.name}: func {func} is not named after the rule"
         target = getattr(importlib.import_module(f"prm_lessons.rules.{stage}"), name, None)
         assert callable(target), f"rule {rule.name}: {func} does not resolve"
-        code = {p for p in rule.abs_inputs if p.startswith(str(PKG)) and p.endswith(".py")}
-        if code:  # a rule's code inputs are the closure of its function (downloads declare none)
-            assert code == set(codedeps.rule_code_inputs(PKG, func)), rule.name
+        # a rule's code inputs are the fingerprint files of its function's closure (downloads declare none),
+        # never the sources themselves, whose checksum a docstring edit changes
+        assert not [p for p in rule.abs_inputs if p.startswith(str(PKG)) and p.endswith(".py")], rule.name
+        code = {str(p) for p in rule.input if str(p).startswith(codedeps.STORE + "/")}
+        if code:
+            sources = {Path(p).relative_to(PKG).as_posix() for p in codedeps.rule_code_inputs(PKG, func)}
+            assert code == {f"{codedeps.STORE}/prm_lessons/{s}.fingerprint" for s in sources}, rule.name
         assert not [p for p in rule.input if os.path.isabs(str(p)) and str(p).startswith(str(ROOT))], \
             f"rule {rule.name} declares a checkout file by absolute path (a moved checkout would rerun it)"
 
@@ -155,13 +159,20 @@ def _rerun_rules(out: str) -> dict[str, str]:
     return rules
 
 
+# every rerun trigger (Snakemake's default): a docstring edit must not reach a job through any of them
+ALL_TRIGGERS = ("--rerun-triggers", "mtime", "params", "input", "software-env", "code")
+DAG_RULES: dict[Path, set[str]] = {}  # finished checkout → the rules of its DAG
+
+
 @pytest.fixture(scope="module")
 def finished_checkout():
     """A copy of the checkout whose every output exists and is up to date (created empty, then marked done
     with --touch): the state of a finished run, without running anything."""
     dest = _copy_checkout(Path(tempfile.mkdtemp()))
     summary = _smk(dest, "--summary")
-    files = [ln.split("\t")[0] for ln in summary.splitlines() if "\t" in ln and not ln.startswith("output_file")]
+    rows = [ln.split("\t") for ln in summary.splitlines() if "\t" in ln and not ln.startswith("output_file")]
+    files = [r[0] for r in rows]
+    DAG_RULES[dest] = {r[2] for r in rows}
     for f in files:
         p = dest / f
         if not p.suffix:  # directory() outputs: model directories (every file output has a suffix)
@@ -170,28 +181,49 @@ def finished_checkout():
             p.parent.mkdir(parents=True, exist_ok=True)
             p.touch()
     _smk(dest, "--touch")
-    assert not _rerun_rules(_smk(dest, "-n")), "the touched checkout is not up to date"
+    assert not _rerun_rules(_smk(dest, "-n", *ALL_TRIGGERS)), "the touched checkout is not up to date"
     yield dest
     shutil.rmtree(dest, ignore_errors=True)
 
 
 @contextlib.contextmanager
-def _edited(path: Path):
-    """An edit of a source file: new content and a newer mtime (Snakemake reruns a job for an input newer
-    than its outputs only if the content's checksum also differs from the one it recorded)."""
+def _edited(checkout: Path, module: str, code: bool = True):
+    """An edit of `src/prm_lessons/<module>` with a newer mtime: a code change (a new module-level name),
+    or with `code=False` an edit of its docstring and comments only (module docstring, a comment, blank
+    lines). Afterwards the source and the fingerprint files (which a dry run rewrites) are restored."""
+    path = checkout / "src/prm_lessons" / module
+    store = checkout / codedeps.STORE
     text, stat = path.read_text(), path.stat()
+    future = "from __future__ import annotations\n"
+    if code:
+        edited = text + "\n_EDITED = 1\n"
+    else:
+        assert text.startswith('"""') and future in text, path
+        edited = '"""Edited. ' + text[3:].replace(future, future + "# a comment\n\n\n", 1)
+    saved = Path(tempfile.mkdtemp()) / "store"
+    shutil.copytree(store, saved)  # copy2: with mtimes
     try:
-        path.write_text(text + "\n# an edit\n")
+        path.write_text(edited)
         os.utime(path, (time.time() + 10, time.time() + 10))
         yield
     finally:
         path.write_text(text)
         os.utime(path, (stat.st_atime, stat.st_mtime))
+        shutil.rmtree(store)
+        shutil.copytree(saved, store)
+        shutil.rmtree(saved.parent)
 
 
 FIGURE_RULES = {"fig1_overview", "fig2_consensus_filtering", "fig3_hard_soft_bon", "fig4_hard_soft_processbench",
                 "fig5_mc_threshold", "fig6_flawed_process", "fig7_tolerance_vs_bon", "fig8_min_at_last_step",
                 "fig9_scoring_strategies"}
+
+
+def _importers(module: str) -> set[str]:
+    """The rules whose function's closure holds the module (from codedeps, not from the .smk inputs)."""
+    src = str(PKG / module)
+    return {r.name for r in load_rules() if (f := dict(r.params.items()).get("func"))
+            and src in codedeps.rule_code_inputs(PKG, f)}
 
 
 @pytest.mark.slow
@@ -202,22 +234,40 @@ FIGURE_RULES = {"fig1_overview", "fig2_consensus_filtering", "fig3_hard_soft_bon
     ("training.py", {"train_prm"}),  # the trainer: scoring and features use prm.py, not training.py
     # search_greedy scores candidates with the whole PRM (scoring imports prm)
     ("prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy"}),
+    ("tables.py", None),  # every job's I/O: its importers (computed), every GPU rule among them
 ])
 def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout, module, expected):
-    with _edited(finished_checkout / "src/prm_lessons" / module):
-        planned = _rerun_rules(_smk(finished_checkout, "-n"))
+    with _edited(finished_checkout, module):
+        planned = _rerun_rules(_smk(finished_checkout, "-n", *ALL_TRIGGERS))
     # the jobs that rerun are exactly those forcing the importing rules would run: them and what depends on them
-    forced = _rerun_rules(_smk(finished_checkout, "-n", "-R", *sorted(expected))) if expected else {}
+    importers = expected if expected is not None else _importers(module) & DAG_RULES[finished_checkout]
+    forced = _rerun_rules(_smk(finished_checkout, "-n", "-R", *sorted(importers))) if importers else {}
     assert set(planned) == set(forced), sorted(set(planned) ^ set(forced))
-    # and among them, the edited file is an input of exactly the importing rules
-    importing = {r for r, block in planned.items() if f"prm_lessons/{module}" in block}
+    if expected is None:  # the importers in the embedded DAG (-R would add any rule without wildcards to it)
+        expected = importers
+        assert {"sample", "mc", "train_prm", "score_samples"} <= expected, sorted(expected)
+    # and among them, the edited module's fingerprint is an input of exactly the importing rules
+    importing = {r for r, block in planned.items() if f"prm_lessons/{module}.fingerprint" in block}
     assert importing == expected, sorted(importing ^ expected)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["tables.py", "prm.py"])
+def test_a_docstring_or_comment_edit_reruns_nothing(finished_checkout, module):
+    """A module every job imports (tables) and one every GPU scoring job imports (prm): editing their
+    docstrings and comments keeps their fingerprint files, so no job reruns, under every trigger."""
+    fingerprint = finished_checkout / codedeps.STORE / "prm_lessons" / f"{module}.fingerprint"
+    before = fingerprint.read_text(), fingerprint.stat().st_mtime_ns
+    with _edited(finished_checkout, module, code=False):
+        out = _smk(finished_checkout, "-n", *ALL_TRIGGERS)
+        assert (fingerprint.read_text(), fingerprint.stat().st_mtime_ns) == before
+    assert not _rerun_rules(out), sorted(_rerun_rules(out))
 
 
 @pytest.mark.slow
 def test_human_labels_reruns_when_grading_changes(finished_checkout):
     """The hand-written lists missed this one: human labels by construction grade final answers."""
-    with _edited(finished_checkout / "src/prm_lessons/grading.py"):
+    with _edited(finished_checkout, "grading.py"):
         planned = _rerun_rules(_smk(finished_checkout, "-n"))
     assert "human_labels" in planned and "prm_lessons/grading.py" in planned["human_labels"]
 

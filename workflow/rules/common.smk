@@ -60,9 +60,12 @@ wildcard_constraints:
 
 
 def code(func):
-    """The package source files the job of `func` ("<stage>:<name>") runs, found from its imports
-    (prm_lessons.codedeps); declared as input, so editing one of them reruns exactly the jobs it affects."""
-    return codedeps.rule_code_inputs(PKG, func)
+    """Fingerprint files of the package modules the job of `func` ("<stage>:<name>") runs, found from its
+    imports and rewritten here only when a module's code changes (prm_lessons.codedeps); declared as
+    input, so a code change reruns exactly the jobs it affects and a docstring or comment edit none.
+    Files, not a params value: every rerun trigger (mtime included) sees them, the dry run's reason names
+    the changed module, and finished jobs keep their recorded params (docs/code-changes.md)."""
+    return codedeps.rule_code_fingerprints(PKG, func, codedeps.STORE)
 
 
 def model_dir(role_or_name):
