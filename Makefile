@@ -50,7 +50,7 @@ report: setup
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-# the full tier: adds the slow tests (~25 min on 2 cores); SLURM integration is .ci/slurm_integration.sh
+# the full tier: adds the slow tests (an estimated ~25 min alone on 2 cores); SLURM integration is .ci/slurm_integration.sh
 test-all: setup
 	$(PY) -m pytest -q -m "not integration" --durations=30 $(PYTEST_ARGS)
 

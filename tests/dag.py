@@ -35,6 +35,9 @@ class Job:
     resources: dict[str, int | str] = field(default_factory=dict)
     text: str = ""
 
+    def __getitem__(self, key: str):  # job["rule"], as the dict-based helpers this replaces read jobs
+        return getattr(self, key)
+
 
 @dataclass
 class Plan:
