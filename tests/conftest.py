@@ -27,7 +27,7 @@ except ImportError:  # hypothesis is a test extra; tests that use it import it t
 else:
     _hypothesis_settings.register_profile("dev", max_examples=25, deadline=None)
     _hypothesis_settings.register_profile("ci", max_examples=200, deadline=None)
-    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "dev")
 
 
 def on_ci() -> bool:
