@@ -163,9 +163,16 @@ def test_tiny_config_end_to_end(tmp_path, embedded_model_dir):
         assert (wd / p).exists(), p
 
 
+def _truncate_keeping_mtime(path: Path) -> None:
+    st = path.stat()
+    path.write_bytes(path.read_bytes()[: st.st_size // 2])
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def test_corrupt_intermediate_is_regenerated_by_its_producer(tmp_path):
-    """A table corrupted in place with its mtime kept (Snakemake sees nothing): the consumer's job fails
-    naming the file and moves it aside; the same command again reruns the producer, then the consumer."""
+    """A table corrupted in place with its mtime kept (Snakemake sees nothing; a flipped byte, then a
+    truncation): the consumer's job fails naming the file and moves it aside; the same command again
+    reruns the producer, then the consumer, and the state is up to date."""
     from test_tables import _flip_last_byte_of_first_column
 
     wd = tmp_path / "run"
@@ -174,40 +181,15 @@ def test_corrupt_intermediate_is_regenerated_by_its_producer(tmp_path):
     smk(*args)
     cases = wd / "results/processbench/cases.parquet"
     good = cases.read_bytes()
-    _flip_last_byte_of_first_column(cases)
-    proc = smk(*args, "--forcerun", "processbench_baseline", check=False)
-    assert proc.returncode != 0
-    out = proc.stdout + proc.stderr
-    assert "results/processbench/cases.parquet: corrupt input moved to" in out
-    assert not cases.exists() and (wd / "results/processbench/cases.parquet.corrupt").exists()
-    proc = smk(*args)
-    assert re.search(r"localrule processbench:\n", proc.stdout + proc.stderr), "the producer did not rerun"
-    assert cases.read_bytes() == good  # regenerated, byte-identical (deterministic producer)
-    assert (wd / target).exists()
-
-
-@pytest.mark.slow
-def test_corrupt_intermediate_is_moved_aside_and_regenerated_by_its_producer(tmp_path, embedded_model_dir):
-    """A truncated intermediate table whose mtime looks good (Snakemake cannot see it): its consumer
-    fails naming the file, the file is moved aside, and the next plain run regenerates it with its
-    producer instead of reading it again."""
-    wd = _workdir(tmp_path, embedded_model_dir)
-    target = "results/metrics/processbench/baseline_structure.json"
-    args = ["--cores", "1", "--directory", str(wd), *TEST_CFG]
-    smk(target, *args)
-    cases = wd / "results/processbench/cases.parquet"
-    good = pd.read_parquet(cases)
-    st = cases.stat()
-    cases.write_bytes(cases.read_bytes()[: st.st_size // 2])
-    os.utime(cases, ns=(st.st_atime_ns, st.st_mtime_ns))
-
-    proc = smk(target, "--forcerun", "processbench_baseline", *args, check=False)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0, out[-5000:]
-    assert "results/processbench/cases.parquet: corrupt" in out, out[-3000:]
-    assert not cases.exists() and cases.with_name("cases.parquet.corrupt").exists()
-
-    out = smk(target, *args).stdout + smk(target, *args, "-n").stdout
-    assert "Nothing to be done" in out
-    pd.testing.assert_frame_equal(pd.read_parquet(cases), good)  # the producer wrote it again, the same
-    assert (wd / target).exists()
+    for corrupt in (_flip_last_byte_of_first_column, _truncate_keeping_mtime):
+        corrupt(cases)
+        proc = smk(*args, "--forcerun", "processbench_baseline", check=False)
+        assert proc.returncode != 0, corrupt.__name__
+        out = proc.stdout + proc.stderr
+        assert "results/processbench/cases.parquet: corrupt input moved to" in out, (corrupt.__name__, out[-3000:])
+        assert not cases.exists() and (wd / "results/processbench/cases.parquet.corrupt").exists()
+        proc = smk(*args)
+        assert re.search(r"localrule processbench:\n", proc.stdout + proc.stderr), "the producer did not rerun"
+        assert cases.read_bytes() == good  # regenerated, byte-identical (deterministic producer)
+        assert (wd / target).exists()
+    assert "Nothing to be done" in smk(*args, "-n").stdout
