@@ -82,7 +82,8 @@ def _score_samples(tmp, samples: dict[str, str], outs: list[str], shard=None, ad
                              params={"spec": {"adapter": adapter}, "scoring": {}}, wildcards=wc, threads=1)
 
 
-def test_sharded_scoring_and_merge_equal_the_unsharded_tables(tmp_path, fake_scoring):
+@pytest.mark.parametrize("n", [3, 1])  # 1: a PRM left out of prms.shard_prms (one shard0of1 table, merged)
+def test_sharded_scoring_and_merge_equal_the_unsharded_tables(tmp_path, fake_scoring, n):
     samples = {}
     for bench, k in (("arith", 11), ("chain_sum", 4)):
         samples[bench] = str(tmp_path / f"samples/{bench}.parquet")
@@ -90,7 +91,6 @@ def test_sharded_scoring_and_merge_equal_the_unsharded_tables(tmp_path, fake_sco
     benches = ["arith", "chain_sum", "unsampled"]  # a benchmark the policy does not sample: empty tables
     whole = [str(tmp_path / f"whole/{b}.parquet") for b in benches]
     _score_samples(tmp_path, samples, whole)
-    n = 3
     shard_files = []
     for i in range(n):
         outs = [str(tmp_path / f"scores/{b}/shard{i}of{n}.parquet") for b in benches]
