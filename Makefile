@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make run   - create .venv (once), install, run the embedded default end to end
-#   make test  - the same set-up plus test dependencies, then the whole test suite
+#   make test  - the same set-up plus test dependencies, then the fast test tier (not slow, not integration)
+#   make test-all - every test but SLURM integration: real Snakemake runs, vLLM starts, subprocess trainings
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -11,7 +12,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup run test dryrun lint report clean-results rehearsal setup-gpu preflight-gpu
+.PHONY: setup run test test-all dryrun lint report clean-results rehearsal setup-gpu preflight-gpu
 
 setup: $(STAMP)
 
@@ -48,8 +49,13 @@ lint: setup
 report: setup
 	$(VENV)/bin/snakemake --report report.html
 
+# the fast tier (pyproject addopts: -m "not slow and not integration"); a -m in PYTEST_ARGS replaces it
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# the full tier: adds the slow tests (an estimated ~25 min alone on 2 cores); SLURM integration is .ci/slurm_integration.sh
+test-all: setup
+	$(PY) -m pytest -q -m "not integration" --durations=30 $(PYTEST_ARGS)
 
 # config/paper.yaml + config/rehearsal.yaml executed on CPU with random-weight stand-ins of every Hub model
 # (real tokenizers, real data files from ../shared); writes results/rehearsal/report.json

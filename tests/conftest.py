@@ -18,6 +18,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PRM_LESSONS_SHARED", ROOT / ".." / "shared"))
 
 
+# Hypothesis example counts: `dev` (the default, make test) few, `ci` (.ci/run) many; HYPOTHESIS_PROFILE picks.
+# A test's own @settings(max_examples=...) overrides the profile's count.
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # hypothesis is a test extra; tests that use it import it themselves
+    pass
+else:
+    _hypothesis_settings.register_profile("dev", max_examples=25, deadline=None)
+    _hypothesis_settings.register_profile("ci", max_examples=200, deadline=None)
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "dev")
+
+
 def on_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
@@ -109,3 +121,19 @@ def parsed_workflow(configfiles=(), quiet: bool = True):
                           config_settings=ConfigSettings(configfiles=[ROOT / c for c in configfiles]),
                           snakefile=ROOT / "Snakefile", workdir=Path(tempfile.mkdtemp()))
         yield wf._workflow  # the parsed rules (snakemake is pinned in pyproject.toml)
+
+
+@pytest.fixture(scope="session")
+def embedded_plan():
+    """The embedded default's dry run (`snakemake -n --forceall --cores 2`), parsed once a session (tests/dag.py)."""
+    import dag
+
+    return dag.plan(dag.EMBEDDED)
+
+
+@pytest.fixture(scope="session")
+def paper_plan():
+    """config/paper.yaml's dry run as a cluster submits it (`--profile slurm --cores 64`), parsed once a session."""
+    import dag
+
+    return dag.plan(dag.PAPER, profile="slurm", cores=64)

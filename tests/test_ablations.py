@@ -87,6 +87,7 @@ UPSTREAM = {"embedded_model", "problems", "processbench", "sample", "merge_sampl
             "score_processbench", "critic_processbench"}
 
 
+@pytest.mark.slow  # rerun semantics: a --summary/--touch state and dry runs on it (~40 s)
 def test_aggregation_sweep_reruns_only_metric_and_table_jobs(up_to_date, tmp_path):
     abl = tmp_path / "agg.yaml"
     abl.write_text("analysis: {aggregation: min}\n")
@@ -96,6 +97,7 @@ def test_aggregation_sweep_reruns_only_metric_and_table_jobs(up_to_date, tmp_pat
     assert jobs.get("table6_bon_main") == 1 and jobs.get("paper_report") == 1
 
 
+@pytest.mark.slow  # rerun semantics: a --summary/--touch state and dry runs on it (~40 s)
 def test_threshold_sweep_value_trains_only_the_new_variant(up_to_date, tmp_path):
     """Adding one threshold: one more training set, PRM, its scoring and metrics, then the aggregates;
     no policy sampling, no MC relabelling (raw counts are kept), no judge, no retraining of other PRMs."""

@@ -450,8 +450,9 @@ _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 5), st.integers(2
                      st.floats(allow_nan=True, allow_infinity=True), _TEXT)
 JUNK = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3)
                     | st.dictionaries(st.sampled_from(["a", "id", "pred"]), inner, max_size=2), max_leaves=6)
-FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "100")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                         HealthCheck.too_slow])
+# examples: the HYPOTHESIS_PROFILE's (tests/conftest.py: dev 25, ci 200) unless FUZZ_EXAMPLES says
+FUZZ = settings(**({"max_examples": int(os.environ["FUZZ_EXAMPLES"])} if os.environ.get("FUZZ_EXAMPLES") else {}),
+                deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 def _is_num(v) -> bool:

@@ -265,6 +265,8 @@ def test_run_py_sets_offline_before_the_rule_function(tmp_path, monkeypatch):
     assert seen == {"env": "1"}
 
 
+@pytest.mark.slow
+@pytest.mark.rehearsal_dup  # the rehearsal runs every download_model job offline
 def test_download_rule_runs_offline_from_a_filled_cache(tmp_path):
     """Rule download_model through Snakemake, as a site without network on the submit host runs it."""
     import subprocess

@@ -190,6 +190,7 @@ def test_the_project_loader_reads_the_qwen_prm_head(built):
     assert out.shape == (1, 3, 2) and torch.isfinite(out).all()
 
 
+@pytest.mark.rehearsal_dup  # the rehearsal samples with vLLM on this stand-in
 @pytest.mark.slow
 def test_vllm_generates_from_the_qwen2_standin(built):
     hf_home, report = built

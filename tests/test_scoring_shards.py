@@ -4,13 +4,12 @@ keeps today's jobs with one shard and plans one job per (PRM, shard) plus a merg
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from dag import dry_run, job_counts
 from prm_lessons import plan
 from prm_lessons.config import ConfigError, validate_config
 from prm_lessons.errors import InputError
@@ -83,7 +82,8 @@ def _score_samples(tmp, samples: dict[str, str], outs: list[str], shard=None, ad
                              params={"spec": {"adapter": adapter}, "scoring": {}}, wildcards=wc, threads=1)
 
 
-def test_sharded_scoring_and_merge_equal_the_unsharded_tables(tmp_path, fake_scoring):
+@pytest.mark.parametrize("n", [3, 1])  # 1: a PRM left out of prms.shard_prms (one shard0of1 table, merged)
+def test_sharded_scoring_and_merge_equal_the_unsharded_tables(tmp_path, fake_scoring, n):
     samples = {}
     for bench, k in (("arith", 11), ("chain_sum", 4)):
         samples[bench] = str(tmp_path / f"samples/{bench}.parquet")
@@ -91,7 +91,6 @@ def test_sharded_scoring_and_merge_equal_the_unsharded_tables(tmp_path, fake_sco
     benches = ["arith", "chain_sum", "unsampled"]  # a benchmark the policy does not sample: empty tables
     whole = [str(tmp_path / f"whole/{b}.parquet") for b in benches]
     _score_samples(tmp_path, samples, whole)
-    n = 3
     shard_files = []
     for i in range(n):
         outs = [str(tmp_path / f"scores/{b}/shard{i}of{n}.parquet") for b in benches]
@@ -167,7 +166,8 @@ def test_merge_refuses_a_missing_shard_or_response_naming_them(tmp_path):
 # --------------------------------------------------------------------------------------- runtime and DAG
 
 def test_scoring_runtime_grows_with_the_attempt_and_splits_over_shards():
-    one, eight = {"prms": {"shards": 1}}, {"prms": {"shards": 8}}
+    cap = {"cluster": {"max_runtime": 100_000}}  # above every runtime here
+    one, eight = {"prms": {"shards": 1}, **cap}, {"prms": {"shards": 8}, **cap}
     for cfg in (one, eight):
         times = [plan.scoring_runtime(cfg, 480, 4, a, 3) for a in (1, 2, 3)]
         assert times[0] < times[1] < times[2] and times[1] == 2 * times[0]
@@ -183,17 +183,34 @@ def test_shards_below_one_name_the_key():
         validate_config({**cfg, "prms": {**cfg["prms"], "shards": 0}})
 
 
+def test_shard_prms_split_only_the_prms_listed():
+    """prms.shard_prms: a listed PRM gets prms.shards jobs, any other one job (shard0of1, the same merge);
+    unset, every PRM is split; the layout (shard files or not) stays prms.shards'."""
+    some = {"prms": {"shards": 3, "shard_prms": ["a"]}, "cluster": {"max_runtime": 100_000}}
+    every = {"prms": {"shards": 3}}
+    assert [plan.score_shards(some, p) for p in ("a", "b", None)] == [3, 1, 3]
+    assert [plan.score_shards(every, p) for p in ("a", "b", None)] == [3, 3, 3]
+    tables = ["results/{policy_dir}scores/{prm}/gsm8k"]
+    assert plan.score_shard_paths(some, tables, {"policy_dir": "", "prm": "b"}) == ["results/scores/b/gsm8k/shard0of1.parquet"]
+    assert plan.score_shard_paths(some, tables, {"policy_dir": "policies/x/", "prm": "a"}) == [
+        f"results/policies/x/scores/a/gsm8k/shard{i}of3.parquet" for i in range(3)]
+    assert plan.score_shard_paths(every, tables) == [f"{tables[0]}/shard{i}of3.parquet" for i in range(3)]
+    assert plan.scoring_runtime(some, 480, 0, 1, prm="b") == 480 and plan.scoring_runtime(some, 480, 0, 1, prm="a") == 160
+
+
+def test_shard_prms_name_prms_of_the_run():
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    specs = plan.resolve_prm_specs(validate_config(cfg))
+    ok = validate_config({**cfg, "prms": {**cfg["prms"], "shards": 2, "shard_prms": [next(iter(specs))]}})
+    assert ok["prms"]["shard_prms"] == [next(iter(specs))]
+    with pytest.raises(ConfigError, match=r"prms\.shard_prms\.1.*'mc_hrad'"):
+        validate_config({**cfg, "prms": {**cfg["prms"], "shard_prms": [next(iter(specs)), "mc_hrad"]}})
+
+
 def _dry(*configfiles) -> str:
-    args = ["--configfile", *map(str, configfiles)] if configfiles else []
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "2", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout
-
-
-def _counts(out: str) -> dict[str, int]:
-    block = out.split("Job stats:")[1].split("\n\n")[0]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.M)}
+    return dry_run("--cores", "2", *(["--configfile", *map(str, configfiles)] if configfiles else []))
 
 
 def _jobs(out: str, rule: str) -> list[str]:
@@ -205,14 +222,13 @@ def _plan(cfg: dict) -> tuple[dict, list[str]]:
     return plan.resolve_prm_specs(cfg), list(plan.bon_policies(cfg))
 
 
-def test_one_shard_plans_the_scoring_jobs_and_paths_of_before():
+def test_one_shard_plans_the_scoring_jobs_and_paths_of_before(embedded_plan):
     import yaml
 
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     assert (cfg.get("prms") or {}).get("shards", 1) == 1
     specs, policies = _plan(cfg)
-    out = _dry()
-    counts = _counts(out)
+    out, counts = embedded_plan.out, embedded_plan.counts
     assert counts["score_samples"] == len(specs) * len(policies)
     assert counts["score_processbench"] == len(specs)
     assert "merge_sample_scores" not in counts and "merge_processbench_scores" not in counts
@@ -224,6 +240,7 @@ def test_one_shard_plans_the_scoring_jobs_and_paths_of_before():
         assert f"output: results/scores/{prm}/processbench.parquet" in out
 
 
+@pytest.mark.slow
 def test_three_shards_plan_three_scoring_jobs_per_prm_and_a_merge(tmp_path):
     import yaml
 
@@ -232,7 +249,7 @@ def test_three_shards_plan_three_scoring_jobs_per_prm_and_a_merge(tmp_path):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     specs, policies = _plan({**cfg, "prms": {**cfg["prms"], "shards": 3}})
     out = _dry(ROOT / "config/config.yaml", overlay)
-    counts = _counts(out)
+    counts = job_counts(out)
     assert counts["score_samples"] == 3 * len(specs) * len(policies)
     assert counts["merge_sample_scores"] == len(specs) * len(policies)
     assert counts["score_processbench"] == 3 * len(specs)
@@ -243,7 +260,7 @@ def test_three_shards_plan_three_scoring_jobs_per_prm_and_a_merge(tmp_path):
         assert f"results/scores/{prm}/processbench/shard{i}of3.parquet" in out
     jobs = _jobs(out, "score_samples")
     runtimes = {int(m) for j in jobs for m in re.findall(r"runtime=(\d+)", j)}
-    assert runtimes == {plan.scoring_runtime({"prms": {"shards": 3}}, 480, 0, 1, 3)}
+    assert runtimes == {plan.scoring_runtime({"prms": {"shards": 3}, "cluster": {"max_runtime": 1440}}, 480, 0, 1, 3)}
 
 
 def test_more_shards_than_problems_leave_empty_shards_and_the_merge_keeps_an_orms_outcome(tmp_path, fake_scoring):

@@ -393,6 +393,7 @@ T.train_prm(trainset, base, out, json.loads(settings), "hard", checkpoint_dir=ck
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jit", [True, False])
 def test_sigterm_mid_run_then_rerun_resumes(tmp_path, base_plain, trainset, jit):
     """A training killed by SIGTERM at step 6 of 12 (a separate process, as a SLURM job) fails without

@@ -15,6 +15,8 @@ from prm_lessons import prm as P  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
 
 
+@pytest.mark.slow
+@pytest.mark.rehearsal_dup  # the rehearsal trains 6 PRMs on 2 gloo ranks
 def test_full_fine_tune_in_two_cpu_processes(tmp_path):
     base = tiny_base(tmp_path / "base", with_step_token=False)
     trainset = write_trainset(tmp_path / "hard.parquet", signal_rows(16))

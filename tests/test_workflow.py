@@ -14,6 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from dag import dry_run, job_counts
+
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -26,38 +28,33 @@ def smk(*args, cwd=ROOT, timeout=600, check=True):
     return proc
 
 
-def job_counts(out: str) -> dict[str, int]:
-    block = out.split("Job stats:")[1].split("\n\n")[0]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.M)}
-
-
-def test_embedded_dry_run_plans_every_stage():
-    out = smk("-n", "--cores", "2", "--forceall").stdout
-    counts = job_counts(out)
+def test_embedded_dry_run_plans_every_stage(embedded_plan):
     for rule in ("problems", "sample", "merge_samples", "bon_baselines", "mc", "judge", "trainset",
                  "train_prm", "score_samples", "bon_metrics", "processbench_metrics"):
-        assert counts.get(rule, 0) >= 1, f"rule {rule} missing from the embedded DAG: {counts}"
+        assert embedded_plan.counts.get(rule, 0) >= 1, f"rule {rule} missing from the embedded DAG: {embedded_plan.counts}"
 
 
-def test_head_mode_shares_base_features_once_per_table(tmp_path):
+def test_head_mode_shares_base_features_once_per_table(embedded_plan):
     import yaml
 
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    counts = job_counts(smk("-n", "--cores", "2", "--forceall").stdout)
     assert cfg["training"]["mode"] == "head"
     # each benchmark of each Best-of-N policy + the ProcessBench cases + its dev split
     policies = cfg["bon"].get("policies") or {"policy": {}}
-    assert counts["step_features"] == sum(len(p.get("benchmarks") or cfg["benchmarks"]) for p in policies.values()) + 2
+    assert embedded_plan.counts["step_features"] == sum(
+        len(p.get("benchmarks") or cfg["benchmarks"]) for p in policies.values()) + 2
+
+
+@pytest.mark.slow
+def test_full_mode_plans_no_shared_features(tmp_path):
     full = tmp_path / "full.yaml"
     full.write_text("training:\n  mode: full\n")
-    counts = job_counts(smk("-n", "--cores", "2", "--forceall", "--configfile", "config/config.yaml",
-                            str(full)).stdout)
+    counts = job_counts(dry_run("--cores", "2", "--configfile", "config/config.yaml", str(full)))
     assert "step_features" not in counts and counts["score_samples"] >= 1
 
 
-def test_paper_dry_run_plans_full_sampling_dag():
-    out = smk("-n", "--cores", "2", "--configfile", "config/paper.yaml", "--forceall").stdout
-    counts = job_counts(out)
+def test_paper_dry_run_plans_full_sampling_dag(paper_plan):
+    counts = paper_plan.counts
     import yaml
 
     paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
@@ -84,28 +81,42 @@ def test_bad_config_stops_before_any_job(tmp_path):
     assert "Job stats" not in proc.stdout
 
 
-def _workdir(tmp_path: Path) -> Path:
-    """A scratch run directory reusing the converted embedded model when the repo has one."""
-    wd = tmp_path / "run"
-    wd.mkdir()
+TEST_CFG = ["--configfile", str(ROOT / "config/config.yaml"), str(ROOT / "config/test.yaml")]
+
+
+@pytest.fixture(scope="session")
+def embedded_model_dir(tmp_path_factory) -> Path:
+    """The converted embedded model, once a session: the checkout's when `make run` made one, else
+    converted (rule embedded_model, 20-85 s) in a scratch directory."""
     model = ROOT / "resources/models/smollm2"
     if (model / "model.safetensors").exists():
-        (wd / "resources/models").mkdir(parents=True)
+        return model
+    wd = tmp_path_factory.mktemp("embedded_model")
+    smk("resources/models/smollm2", "--cores", "1", "--directory", str(wd), *TEST_CFG, timeout=900)
+    return wd / "resources/models/smollm2"
+
+
+def _workdir(tmp_path: Path, model: Path) -> Path:
+    """A scratch run directory holding the converted embedded model (hard links where the file system allows)."""
+    wd = tmp_path / "run"
+    (wd / "resources/models").mkdir(parents=True)
+    try:
+        shutil.copytree(model, wd / "resources/models/smollm2", copy_function=os.link)
+    except OSError:  # another file system
+        shutil.rmtree(wd / "resources/models/smollm2", ignore_errors=True)
         shutil.copytree(model, wd / "resources/models/smollm2")
     return wd
 
 
-TEST_CFG = ["--configfile", str(ROOT / "config/config.yaml"), str(ROOT / "config/test.yaml")]
-
-
 @pytest.mark.slow
-def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path):
-    wd = _workdir(tmp_path)
+def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path, embedded_model_dir):
+    wd = _workdir(tmp_path, embedded_model_dir)
+    two = tmp_path / "two_shards.yaml"  # config/test.yaml samples in one shard; this test needs two
+    two.write_text("sampling:\n  shards: 2\n")
+    cfg = [*TEST_CFG, str(two)]
     target = "results/samples/arith.parquet"
-    base = [*SNAKEMAKE, target, "--cores", "1", "--directory", str(wd), *TEST_CFG]
-    smk(target.replace("samples/arith.parquet", "problems/arith.parquet"), "--cores", "1", "--directory", str(wd), *TEST_CFG)
-    if not (wd / "resources/models/smollm2").exists():
-        smk("resources/models/smollm2", "--cores", "1", "--directory", str(wd), *TEST_CFG, timeout=900)
+    base = [*SNAKEMAKE, target, "--cores", "1", "--directory", str(wd), *cfg]
+    smk(target.replace("samples/arith.parquet", "problems/arith.parquet"), "--cores", "1", "--directory", str(wd), *cfg)
     out_path = tmp_path / "killed_run.out"  # a file, not a pipe: an unread pipe can block Snakemake
     proc = subprocess.Popen(base, cwd=ROOT, env=ENV, stdout=out_path.open("w"), stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -134,9 +145,9 @@ def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path):
     proc.wait()
     assert not (wd / target).exists()
     mtime0 = shard0.stat().st_mtime
-    smk("--unlock", "--cores", "1", "--directory", str(wd), *TEST_CFG)  # a SIGKILLed Snakemake leaves its lock
+    smk("--unlock", "--cores", "1", "--directory", str(wd), *cfg)  # a SIGKILLed Snakemake leaves its lock
     # no --rerun-incomplete: the workflow profile (profiles/default) sets it, so recovery is one command
-    smk(target, "--cores", "1", "--directory", str(wd), *TEST_CFG, timeout=900)
+    smk(target, "--cores", "1", "--directory", str(wd), *cfg, timeout=900)
     assert shard0.stat().st_mtime == mtime0, "the finished shard was redone"
     df = pd.read_parquet(wd / target)
     problems = pd.read_parquet(wd / "results/problems/arith.parquet")
@@ -145,8 +156,8 @@ def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path):
 
 
 @pytest.mark.slow
-def test_tiny_config_end_to_end(tmp_path):
-    wd = _workdir(tmp_path)
+def test_tiny_config_end_to_end(tmp_path, embedded_model_dir):
+    wd = _workdir(tmp_path, embedded_model_dir)
     smk("--cores", "2", "--directory", str(wd), *TEST_CFG, timeout=2400)
     base = pd.read_csv(wd / "results/tables/bon_baselines.csv")
     assert {"arith", "chain_sum", "average"} <= set(base["benchmark"])
@@ -157,9 +168,16 @@ def test_tiny_config_end_to_end(tmp_path):
         assert (wd / p).exists(), p
 
 
+def _truncate_keeping_mtime(path: Path) -> None:
+    st = path.stat()
+    path.write_bytes(path.read_bytes()[: st.st_size // 2])
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def test_corrupt_intermediate_is_regenerated_by_its_producer(tmp_path):
-    """A table corrupted in place with its mtime kept (Snakemake sees nothing): the consumer's job fails
-    naming the file and moves it aside; the same command again reruns the producer, then the consumer."""
+    """A table corrupted in place with its mtime kept (Snakemake sees nothing; a flipped byte, then a
+    truncation): the consumer's job fails naming the file and moves it aside; the same command again
+    reruns the producer, then the consumer, and the state is up to date."""
     from test_tables import _flip_last_byte_of_first_column
 
     wd = tmp_path / "run"
@@ -168,40 +186,15 @@ def test_corrupt_intermediate_is_regenerated_by_its_producer(tmp_path):
     smk(*args)
     cases = wd / "results/processbench/cases.parquet"
     good = cases.read_bytes()
-    _flip_last_byte_of_first_column(cases)
-    proc = smk(*args, "--forcerun", "processbench_baseline", check=False)
-    assert proc.returncode != 0
-    out = proc.stdout + proc.stderr
-    assert "results/processbench/cases.parquet: corrupt input moved to" in out
-    assert not cases.exists() and (wd / "results/processbench/cases.parquet.corrupt").exists()
-    proc = smk(*args)
-    assert re.search(r"localrule processbench:\n", proc.stdout + proc.stderr), "the producer did not rerun"
-    assert cases.read_bytes() == good  # regenerated, byte-identical (deterministic producer)
-    assert (wd / target).exists()
-
-
-@pytest.mark.slow
-def test_corrupt_intermediate_is_moved_aside_and_regenerated_by_its_producer(tmp_path):
-    """A truncated intermediate table whose mtime looks good (Snakemake cannot see it): its consumer
-    fails naming the file, the file is moved aside, and the next plain run regenerates it with its
-    producer instead of reading it again."""
-    wd = _workdir(tmp_path)
-    target = "results/metrics/processbench/baseline_structure.json"
-    args = ["--cores", "1", "--directory", str(wd), *TEST_CFG]
-    smk(target, *args)
-    cases = wd / "results/processbench/cases.parquet"
-    good = pd.read_parquet(cases)
-    st = cases.stat()
-    cases.write_bytes(cases.read_bytes()[: st.st_size // 2])
-    os.utime(cases, ns=(st.st_atime_ns, st.st_mtime_ns))
-
-    proc = smk(target, "--forcerun", "processbench_baseline", *args, check=False)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0, out[-5000:]
-    assert "results/processbench/cases.parquet: corrupt" in out, out[-3000:]
-    assert not cases.exists() and cases.with_name("cases.parquet.corrupt").exists()
-
-    out = smk(target, *args).stdout + smk(target, *args, "-n").stdout
-    assert "Nothing to be done" in out
-    pd.testing.assert_frame_equal(pd.read_parquet(cases), good)  # the producer wrote it again, the same
-    assert (wd / target).exists()
+    for corrupt in (_flip_last_byte_of_first_column, _truncate_keeping_mtime):
+        corrupt(cases)
+        proc = smk(*args, "--forcerun", "processbench_baseline", check=False)
+        assert proc.returncode != 0, corrupt.__name__
+        out = proc.stdout + proc.stderr
+        assert "results/processbench/cases.parquet: corrupt input moved to" in out, (corrupt.__name__, out[-3000:])
+        assert not cases.exists() and (wd / "results/processbench/cases.parquet.corrupt").exists()
+        proc = smk(*args)
+        assert re.search(r"localrule processbench:\n", proc.stdout + proc.stderr), "the producer did not rerun"
+        assert cases.read_bytes() == good  # regenerated, byte-identical (deterministic producer)
+        assert (wd / target).exists()
+    assert "Nothing to be done" in smk(*args, "-n").stdout

@@ -236,6 +236,7 @@ def _check_cross_references(cfg: dict) -> None:
                               "but names no revision (a 40-hex commit; `main` is resolved once by rule "
                               "download_model)")
     _check_search(cfg)
+    _check_shard_prms(cfg)
     _check_analysis(cfg)
     _check_scoring_backends(cfg)
     for key in ("benchmarks",):
@@ -302,18 +303,34 @@ def _check_analysis(cfg: dict) -> None:
             raise _err(f"analysis.chinese_benchmarks.{i}", f"unknown benchmark '{b}' (names under `benchmarks`)")
 
 
-def _check_search(cfg: dict) -> None:
-    """search.*: the policy is a model, the PRMs (and the ORM) are PRMs the workflow scores, the
-    benchmarks are Best-of-N benchmarks."""
-    search = cfg.get("search") or {}
-    if search.get("policy") is not None and search["policy"] not in cfg.get("models", {}):
-        raise _err("search.policy", f"model '{search['policy']}' is not defined under `models`")
+def _run_prms(cfg: dict) -> set[str]:
+    """The names of the PRMs this run scores: prms.models, and the enabled trained variants and sweep
+    variants unless prms.include_trained is false."""
     prms = cfg.get("prms") or {}
     known = set((prms.get("models") or {}))
     if prms.get("include_trained", True):
         tcfg = cfg.get("trainsets") or {}
         known |= {n for n, v in (tcfg.get("variants") or {}).items() if v.get("enabled") is not False}
         known |= {sweep_variant_name(t) for t in tcfg.get("mc_threshold_sweep") or []}
+    return known
+
+
+def _check_shard_prms(cfg: dict) -> None:
+    """prms.shard_prms names PRMs of this run (a typo would silently leave every PRM unsplit)."""
+    known = _run_prms(cfg)
+    for i, name in enumerate((cfg.get("prms") or {}).get("shard_prms") or []):
+        if name not in known:
+            raise _err(f"prms.shard_prms.{i}", f"'{name}' is not a PRM of this run: a trained variant "
+                       "(trainsets.variants, with prms.include_trained) or a prms.models entry")
+
+
+def _check_search(cfg: dict) -> None:
+    """search.*: the policy is a model, the PRMs (and the ORM) are PRMs the workflow scores, the
+    benchmarks are Best-of-N benchmarks."""
+    search = cfg.get("search") or {}
+    if search.get("policy") is not None and search["policy"] not in cfg.get("models", {}):
+        raise _err("search.policy", f"model '{search['policy']}' is not defined under `models`")
+    known = _run_prms(cfg)
     where = "a trained variant (trainsets.variants, with prms.include_trained) or a prms.models entry"
     for i, name in enumerate(search.get("prms") or []):
         if name not in known:

@@ -543,9 +543,15 @@ def _prm_gpus(config: dict, specs: dict, prm: str) -> int:
     return gpus(config, specs[prm]["model"])
 
 
-def score_shards(config: dict) -> int:
-    """Scoring jobs per PRM (and policy) over problem shards (prms.shards); 1 = one job writes the tables."""
-    return int((config.get("prms") or {}).get("shards", 1))
+def score_shards(config: dict, prm: str | None = None) -> int:
+    """Scoring jobs per PRM (and policy) over problem shards (prms.shards); 1 = one job writes the tables.
+    With `prm`: that PRM's count; prms.shard_prms (when set) lists the PRMs split, the others get one
+    shard (`shard0of1`) through the same merge, so the rules keep one file layout. Without `prm`: the layout's."""
+    prms = config.get("prms") or {}
+    only = prms.get("shard_prms")
+    if prm is not None and only is not None and prm not in only:
+        return 1
+    return int(prms.get("shards", 1))
 
 
 def score_outputs(config: dict, tables: list[str]) -> list[str]:
@@ -561,18 +567,24 @@ def score_log(config: dict, rule: str, name: str) -> str:
     return f"logs/{rule}/{name}" + ("" if score_shards(config) == 1 else "/shard{shard}of{nshards}") + ".log"
 
 
-def score_shard_paths(config: dict, tables: list[str]) -> list[str]:
-    """Every shard file of these tables (paths without `.parquet`), the merge rules' inputs."""
-    n = score_shards(config)
+def score_shard_paths(config: dict, tables: list[str], wildcards: dict | None = None) -> list[str]:
+    """Every shard file of these tables (paths without `.parquet`), the merge rules' inputs. With a merge
+    job's `wildcards` ({prm}, {policy_dir}): filled in, and that PRM's shard count (prms.shard_prms)."""
+    if wildcards is None:
+        n = score_shards(config)
+    else:
+        n = score_shards(config, wildcards["prm"])
+        tables = [t.format(**wildcards) for t in tables]
     return [f"{t}/shard{i}of{n}.parquet" for t in tables for i in range(n)]
 
 
-def scoring_runtime(config: dict, minutes: int, n_gpus: int, attempt: int, multi_gpu: int = 1) -> int:
+def scoring_runtime(config: dict, minutes: int, n_gpus: int, attempt: int, multi_gpu: int = 1,
+                    prm: str | None = None) -> int:
     """Minutes of one scoring job: `minutes` for all of a PRM's inputs (× `multi_gpu` for a PRM spread over
-    several GPUs), split over prms.shards (at least 60: loading a 72B model takes minutes), × the attempt, so a job killed
+    several GPUs), split over the PRM's shards (prms.shards; at least 60: loading a 72B model takes minutes), × the attempt, so a job killed
     at its limit is resubmitted with more time (retries), within cluster.max_runtime."""
     whole = int(minutes) * (int(multi_gpu) if n_gpus > 1 else 1)
-    return runtime(config, max(60, -(-whole // score_shards(config))), attempt)
+    return runtime(config, max(60, -(-whole // score_shards(config, prm))), attempt)
 
 
 # -- ProcessBench critics (critics.judges) ---------------------------------------------------------------

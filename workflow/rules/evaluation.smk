@@ -78,7 +78,7 @@ rule score_samples:
         mem_mb=lambda wc: mem_mb_for(scoring_gpus(wc.prm)),
         # all seven sets (~110k responses at paper scale): ~1-2 h for a 7B PRM on one H100; a 72B PRM in
         # transformers runs one GPU at a time (several hours, more on A100); split over prms.shards
-        runtime=lambda wc, attempt: plan.scoring_runtime(config, 480, scoring_gpus(wc.prm), attempt, 3),
+        runtime=lambda wc, attempt: plan.scoring_runtime(config, 480, scoring_gpus(wc.prm), attempt, 3, wc.prm),
     params:
         func="evaluation:score_samples",
         spec=lambda wc: PRM_SPECS[wc.prm],
@@ -94,7 +94,7 @@ if plan.score_shards(config) > 1:
         input:
             code("evaluation:merge_sample_scores"),
             samples=lambda wc: policy_samples(policy_of(wc)),
-            shards=plan.score_shard_paths(config, SCORE_SAMPLE_TABLES),
+            shards=lambda wc: plan.score_shard_paths(config, SCORE_SAMPLE_TABLES, dict(wc.items())),
         output:
             scores=[f"{t}.parquet" for t in SCORE_SAMPLE_TABLES],
         log:
@@ -136,7 +136,7 @@ rule score_processbench:
         nodes=1,
         mem_mb=lambda wc: mem_mb_for(scoring_gpus(wc.prm)),
         # an outcome RM scores every prefix of a case (~27k at paper scale), batched as responses
-        runtime=lambda wc, attempt: plan.scoring_runtime(config, 120, scoring_gpus(wc.prm), attempt, 2),
+        runtime=lambda wc, attempt: plan.scoring_runtime(config, 120, scoring_gpus(wc.prm), attempt, 2, wc.prm),
     params:
         func="evaluation:score_processbench",
         spec=lambda wc: PRM_SPECS[wc.prm],
@@ -152,8 +152,8 @@ if plan.score_shards(config) > 1:
             code("evaluation:merge_processbench_scores"),
             cases="results/processbench/cases.parquet",
             dev_cases=[plan.PROCESSBENCH_DEV] if PB_DEV else [],
-            shards=plan.score_shard_paths(config, SCORE_PB_TABLES[:1]),
-            dev_shards=plan.score_shard_paths(config, SCORE_PB_TABLES[1:]),
+            shards=lambda wc: plan.score_shard_paths(config, SCORE_PB_TABLES[:1], dict(wc.items())),
+            dev_shards=lambda wc: plan.score_shard_paths(config, SCORE_PB_TABLES[1:], dict(wc.items())),
         output:
             scores="results/scores/{prm}/processbench.parquet",
             dev_scores=[f"{t}.parquet" for t in SCORE_PB_TABLES[1:]],

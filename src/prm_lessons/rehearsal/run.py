@@ -47,24 +47,31 @@ def find_shared(explicit: str | None = None) -> Path:
                      "data/bon/*.jsonl and data/processbench/*.json)")
 
 
-def prepare(out: Path, shared: Path, fresh: bool = True) -> dict:
-    """Stand-in Hub cache, PRM800K file and the working directory; returns the environment to run in."""
-    work, hf_home = out / "work", out / "hf-home"
-    if fresh:
-        shutil.rmtree(out, ignore_errors=True)
+def prepare_work(work: Path, shared: Path) -> Path:
+    """The working directory's data files (what config/rehearsal.yaml points at): the `shared` link, the
+    PRM800K, Math-Shepherd, critique-template and few-shot stand-ins. Enough for a dry run."""
     work.mkdir(parents=True, exist_ok=True)
     link = work / "shared"
     if link.is_symlink() or link.exists():
         link.unlink()
     link.symlink_to(shared, target_is_directory=True)
-    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
-    t0 = time.time()
-    built = build_hub_cache(paper, hf_home)
     write_prm800k(work / "data" / "prm800k", shared / "data" / "bon" / "math_cot_100_samples.jsonl")
     write_math_shepherd(work / "data" / "math_shepherd" / "math-shepherd.jsonl",
                         shared / "data" / "bon" / "math_cot_100_samples.jsonl")
     write_critique_template(work / "data" / "templates" / "critique_template.txt")
     write_fewshot_examples(work / "data" / "fewshot" / "examples.py")
+    return work
+
+
+def prepare(out: Path, shared: Path, fresh: bool = True) -> dict:
+    """Stand-in Hub cache, PRM800K file and the working directory; returns the environment to run in."""
+    work, hf_home = out / "work", out / "hf-home"
+    if fresh:
+        shutil.rmtree(out, ignore_errors=True)
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    t0 = time.time()
+    built = build_hub_cache(paper, hf_home)
+    prepare_work(work, shared)
     log.info("stand-in Hub cache: %d repos in %.1fs", len(built) if built else 0, time.time() - t0)
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONUNBUFFERED": "1"}
