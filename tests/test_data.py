@@ -265,7 +265,7 @@ def test_paper_benchmarks_load_the_harness_files_with_the_paper_mapping(name):
         assert df["answer"].map(bool).all()
     if name == "math":  # the gold the harness extracted from the same solutions
         gt = [json.loads(line)["gt"] for line in open(path)]
-        from prm_lessons.grading import strip_answer
+        from prm_lessons.grading.extract import strip_answer
         assert sum(strip_answer(a) == strip_answer(g) for a, g in zip(df["answer"], gt)) >= 99
 
 

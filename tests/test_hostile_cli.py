@@ -394,7 +394,7 @@ def test_library_functions_raise_the_same_errors():
     """The rules call the library functions, not the CLI: the checks live there (InputError)."""
     from prm_lessons import metrics as M
     from prm_lessons.errors import InputError
-    from prm_lessons.grading import grade_rows
+    from prm_lessons.grading.rows import grade_rows
 
     with pytest.raises(InputError, match="correct is the string 'False'"):
         M.bon_metrics(pd.DataFrame(_bon_rows(r2={"correct": "False"})), ["product"], bootstrap=0)
@@ -486,7 +486,7 @@ def _scalar_gold_ok(g) -> bool:
 @FUZZ
 @given(data=st.data())
 def test_fuzz_grade(tmp_path_factory, monkeypatch, data):
-    from prm_lessons import grading
+    from prm_lessons.grading import pool as grading
 
     # the fuzz is about the rows, not math-verify: comparisons that need a worker are settled at once
     monkeypatch.setattr(grading.GradingPool, "run", lambda self, jobs, timeout_s, progress_every=0: {

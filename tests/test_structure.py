@@ -217,9 +217,9 @@ def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout,
 @pytest.mark.slow
 def test_human_labels_reruns_when_grading_changes(finished_checkout):
     """The hand-written lists missed this one: human labels by construction grade final answers."""
-    with _edited(finished_checkout / "src/prm_lessons/grading.py"):
+    with _edited(finished_checkout / "src/prm_lessons/grading/extract.py"):
         planned = _rerun_rules(_smk(finished_checkout, "-n"))
-    assert "human_labels" in planned and "prm_lessons/grading.py" in planned["human_labels"]
+    assert "human_labels" in planned and "prm_lessons/grading/extract.py" in planned["human_labels"]
 
 
 # -- a moved checkout reruns nothing -------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .data import load_processbench_cases
 from .errors import InputError, json_type
-from .grading import grade_rows
+from .grading.rows import grade_rows
 from .metrics import (
     AGGREGATIONS,
     BON_COLUMNS,

@@ -27,7 +27,7 @@ import pandas as pd
 
 from .corruption import CorruptionError, arithmetic_gold_steps, construction_plan, corrupt_solution
 from .errors import InputError, as_bool01, as_int, is_bool, json_type
-from .grading import gold_answer_text, last_boxed_content
+from .grading.extract import gold_answer_text, last_boxed_content
 from .tables import read_records, read_table
 
 log = logging.getLogger(__name__)

@@ -55,9 +55,9 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import grading
 from .answer_key import KEEP_UNITS, harness_key
 from .errors import InputError, as_bool01, as_int, is_bool, json_type
+from .grading import pool as grading
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ def vote_keys(pred_lists: Sequence[Sequence], grouping: str = "normalized", time
 def majority_index(preds: Sequence, grouping: str = "normalized", timeout_s: float = 5.0) -> int | None:
     """Index of the first response carrying the most frequent answer (ties → the answer seen first);
     None when no response has an answer. `math_verify` compares in the process-wide grading worker."""
-    pool = grading._shared_pool() if grouping == "math_verify" else None
+    pool = grading.shared_pool() if grouping == "math_verify" else None
     keys, _ = vote_keys([list(preds)], grouping, timeout_s=timeout_s, pool=pool)
     return _winner(keys[0])
 
