@@ -11,7 +11,7 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from prm_lessons import data, metrics
+from prm_lessons import data
 from prm_lessons.corruption import (
     CorruptionError,
     arithmetic_gold_steps,
@@ -20,6 +20,7 @@ from prm_lessons.corruption import (
     final_answer_text,
 )
 from prm_lessons.labels.human import construction_instances
+from prm_lessons.metrics.processbench import processbench_metrics
 
 ARITH = {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 1, "operators": ["+", "-", "*"],
          "allow_parentheses": False, "allow_negation": False}
@@ -160,7 +161,7 @@ def test_structure_alone_does_not_solve_it(cases):
     for choice in itertools.product(*[range(-1, n) for _, n in strata]):
         rule = dict(zip(strata, choice))
         preds = {i: rule[(s, n)] for i, s, n in zip(view["id"], view["subset"], view["n_steps"])}
-        best = max(best, metrics.processbench_metrics(cases, preds)["average_f1"])
+        best = max(best, processbench_metrics(cases, preds)["average_f1"])
     assert best < 0.45, best
 
 

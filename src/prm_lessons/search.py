@@ -35,7 +35,7 @@ import pandas as pd
 
 from .generation import SamplingSpec, derive_seed, render_chat
 from .grading.pool import grade_many
-from .metrics import bon_problem_table
+from .metrics.bon import bon_problem_table
 from .sampling import long_prompts
 from .steps import COT_SYSTEM_PROMPT, DEFAULT_SEPARATOR, join_steps
 
