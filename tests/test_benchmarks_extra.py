@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from prm_lessons.data import load_problems
+from prm_lessons.data.problems import load_problems
 from prm_lessons.fewshot import prompt_column, read_demos, user_message
 from prm_lessons.generation import render_chat
 from prm_lessons.grading.extract import extract_answer, extract_final, multi_choice_gold

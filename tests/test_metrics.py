@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from conftest import shared_data_dir
-from prm_lessons.data import load_processbench_cases
+from prm_lessons.data.processbench import load_processbench_cases
 from prm_lessons.metrics import bon as m_bon
 from prm_lessons.metrics import processbench as m_processbench
 from prm_lessons.metrics import select as m_select

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
-from .data import load_processbench_cases
+from .data.processbench import load_processbench_cases
 from .errors import InputError, json_type
 from .grading.rows import grade_rows
 from .metrics.bon import bon_metrics

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import as_paths, generation
-from ..data import load_problems
+from ..data.problems import load_problems
 from ..labels import clean_steps, instance_id, shard_by_problem
 from ..labels.consensus import consensus_table
 from ..labels.human import (
