@@ -51,7 +51,7 @@ import pandas as pd
 
 from .generation import SamplingSpec, derive_seed, render_chat
 from .labels import clean_steps
-from .labels.judge import _guided_generate, last_closed_boxed, tag_steps
+from .labels.judge import guided_generate, last_closed_boxed, tag_steps
 from .metrics.bon import bon_metrics
 from .metrics.select import best_or_none
 from .steps import join_steps
@@ -183,7 +183,7 @@ def _judge_batch(engine, prompts: list[str], seeds: list[int], st: JudgeSettings
              if readable(i, r["text"]) < needed[i] and (not r["cut"] or st.force_truncated)]
     if retry:
         opening = [suffix if res[i]["text"] else suffix.lstrip() for i in retry]
-        conts = _guided_generate(engine, [prompts[i] + res[i]["text"] + o for i, o in zip(retry, opening)],
+        conts = guided_generate(engine, [prompts[i] + res[i]["text"] + o for i, o in zip(retry, opening)],
                                  force_max_tokens, [regexes[i] for i in retry] if st.guided else None)
         for i, o, cont in zip(retry, opening, conts):
             full = res[i]["text"] + o + cont
