@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from prm_lessons.grading import grade_many, summarize  # noqa: E402
+from prm_lessons.grading.pool import grade_many, summarize  # noqa: E402
 
 SHARED = Path(os.environ.get("PRM_LESSONS_SHARED", ROOT / ".." / "shared"))
 DEFAULT = SHARED / "data" / "bon" / "math_cot_100_samples.jsonl"

@@ -38,7 +38,7 @@ def load_responses(args, engine, config):
         df = read_table(path, "samples")
         src = str(path)
     else:
-        from prm_lessons.data import load_problems
+        from prm_lessons.data.problems import load_problems
         from prm_lessons.sampling import sample_problems
 
         spec = dict(config["problems"]["train"])

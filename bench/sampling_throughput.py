@@ -31,7 +31,7 @@ def main() -> None:
 
     from vllm import SamplingParams
 
-    from prm_lessons.data import load_problems
+    from prm_lessons.data.problems import load_problems
     from prm_lessons.generation import derive_seed, load_engine, render_chat
     from prm_lessons.sampling import sample_problems
     from prm_lessons.steps import COT_SYSTEM_PROMPT

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from conftest import shared_data_dir
-from prm_lessons import metrics as M
 from prm_lessons.answer_key import harness_key
+from prm_lessons.metrics.bon import bon_metrics, bon_problem_table
 
 
 @pytest.mark.parametrize("raw,key", [
@@ -32,19 +32,19 @@ def test_units_are_kept_where_the_harness_keeps_them():
     df = pd.DataFrame({"benchmark": ["minerva_math"] * 3 + ["gsm8k"] * 3, "problem_id": ["p"] * 3 + ["q"] * 3,
                        "sample_idx": [0, 1, 2] * 2, "pred": ["5 m", "5 cm", "6 cm"] * 2,
                        "correct": [False, False, True] * 2, "step_scores": [None] * 6})
-    probs, _ = M.bon_problem_table(df, [], maj_grouping="harness")
+    probs, _ = bon_problem_table(df, [], maj_grouping="harness")
     got = dict(zip(probs["benchmark"], probs["maj_sample_idx"]))
     assert got == {"minerva_math": 0, "gsm8k": 0}  # gsm8k: "5","5","6" → idx 0; minerva: a 1-1-1 tie → idx 0
     df.loc[df["benchmark"] == "minerva_math", "pred"] = ["6 cm", "5 m", "5 cm"]
-    probs, _ = M.bon_problem_table(df, [], maj_grouping="harness")
+    probs, _ = bon_problem_table(df, [], maj_grouping="harness")
     assert dict(zip(probs["benchmark"], probs["maj_sample_idx"]))["minerva_math"] == 0  # tie → first seen
 
 
 def test_an_empty_answer_votes_under_harness_grouping_only():
     df = pd.DataFrame({"benchmark": ["b"] * 3, "problem_id": ["p"] * 3, "sample_idx": [0, 1, 2],
                        "pred": [None, None, "3"], "correct": [False, False, True], "step_scores": [None] * 3})
-    harness, _ = M.bon_problem_table(df, [], maj_grouping="harness")
-    normalized, _ = M.bon_problem_table(df, [], maj_grouping="normalized")
+    harness, _ = bon_problem_table(df, [], maj_grouping="harness")
+    normalized, _ = bon_problem_table(df, [], maj_grouping="normalized")
     assert harness["maj"].tolist() == [0.0] and harness["maj_sample_idx"].tolist() == [0]
     assert normalized["maj"].tolist() == [1.0] and normalized["maj_sample_idx"].tolist() == [2]
 
@@ -62,5 +62,5 @@ def test_harness_grouping_equals_rm_maj_eval_on_the_harness_example():
         official += r["score"][r["pred"][:8].index(top)]
     flat = [{"benchmark": "math", "problem_id": str(r["idx"]), "sample_idx": j, "pred": r["pred"][j],
              "correct": bool(r["score"][j]), "step_scores": None} for r in rows for j in range(8)]
-    m = M.bon_metrics(pd.DataFrame(flat), [], n=8, maj_grouping="harness", bootstrap=0)
+    m = bon_metrics(pd.DataFrame(flat), [], n=8, maj_grouping="harness", bootstrap=0)
     assert m["benchmarks"]["math"]["maj"] == pytest.approx(official / len(rows))

@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prm_lessons import metrics as M
+from prm_lessons.metrics import bon as m_bon
+from prm_lessons.metrics import model_free as m_model_free
+from prm_lessons.metrics import processbench as m_processbench
 
 SUBSETS = ("gsm8k", "math")
 
@@ -39,16 +41,16 @@ def _scored_set(prefix: str, n: int, cut: float, seed: int, subsets=SUBSETS):
 def test_tuned_threshold_comes_from_the_dev_split_not_the_evaluated_labels():
     dev, dev_scores = _scored_set("dev", 40, cut=0.3, seed=0)
     ev, ev_scores = _scored_set("ev", 40, cut=0.7, seed=1)
-    t_dev = M.tune_threshold(dev, dev_scores)
-    t_ev = M.tune_threshold(ev, ev_scores)
+    t_dev = m_processbench.tune_threshold(dev, dev_scores)
+    t_ev = m_processbench.tune_threshold(ev, ev_scores)
     assert t_dev < 0.5 < t_ev  # the two sets disagree about the best threshold
-    m, per_case = M.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=dev, dev_scores=dev_scores)
+    m, per_case = m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=dev, dev_scores=dev_scores)
     assert m["threshold"] == t_dev and m["tuned_on"] == "dev"
     assert m["threshold_policy"] == f"tuned on the dev split ({len(dev)} cases)"
-    assert list(per_case["prediction"]) == [M.first_error(ev_scores[i], t_dev) for i in ev["id"]]
+    assert list(per_case["prediction"]) == [m_processbench.first_error(ev_scores[i], t_dev) for i in ev["id"]]
     # the evaluated labels are never read for tuning: shuffled labels → the same threshold and predictions
     shuffled = ev.assign(label=np.random.default_rng(5).permutation(ev["label"].to_numpy()))
-    m2, per_case2 = M.evaluate_processbench(shuffled, {}, ev_scores, "tune", dev_cases=dev, dev_scores=dev_scores)
+    m2, per_case2 = m_processbench.evaluate_processbench(shuffled, {}, ev_scores, "tune", dev_cases=dev, dev_scores=dev_scores)
     assert m2["threshold"] == t_dev
     assert list(per_case2["prediction"]) == list(per_case["prediction"])
 
@@ -58,26 +60,26 @@ def test_dev_split_sharing_an_id_with_the_evaluated_cases_is_refused():
     ev, ev_scores = _scored_set("ev", 5, cut=0.7, seed=1)
     leak = pd.concat([dev, ev.iloc[[3]]], ignore_index=True)
     with pytest.raises(ValueError, match=r"shares 1 id.*ev-gsm8k-3"):
-        M.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=leak, dev_scores={**dev_scores, **ev_scores})
+        m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=leak, dev_scores={**dev_scores, **ev_scores})
     with pytest.raises(ValueError, match="dev split.*none for dev-math-4"):
-        M.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=dev,
+        m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=dev,
                                 dev_scores={k: v for k, v in dev_scores.items() if k != "dev-math-4"})
     # a fixed threshold ignores the dev split
-    preds = {i: M.first_error(s, 0.5) for i, s in ev_scores.items()}
-    m, _ = M.evaluate_processbench(ev, preds, ev_scores, 0.5, dev_cases=dev, dev_scores=dev_scores)
+    preds = {i: m_processbench.first_error(s, 0.5) for i, s in ev_scores.items()}
+    m, _ = m_processbench.evaluate_processbench(ev, preds, ev_scores, 0.5, dev_cases=dev, dev_scores=dev_scores)
     assert (m["threshold"], m["threshold_policy"], m["tuned_on"]) == (0.5, "fixed", None)
-    m, _ = M.evaluate_processbench(ev, preds, {})
+    m, _ = m_processbench.evaluate_processbench(ev, preds, {})
     assert (m["threshold"], m["threshold_policy"], m["tuned_on"]) == (None, "predictions given", None)
 
 
 def test_crossfit_folds_are_stable_stratified_and_order_free():
     ev, _ = _scored_set("ev", 41, cut=0.5, seed=2)
-    folds = M.crossfit_folds(ev["id"], ev["subset"], ev["label"])
+    folds = m_processbench.crossfit_folds(ev["id"], ev["subset"], ev["label"])
     assert set(folds) == {0, 1}
     for (sub, err), g in ev.assign(fold=folds, err=ev["label"] != -1).groupby(["subset", "err"]):
         assert abs((g["fold"] == 0).sum() - (g["fold"] == 1).sum()) <= 1  # balanced in every stratum
     rev = ev.iloc[::-1]
-    again = dict(zip(rev["id"], M.crossfit_folds(rev["id"], rev["subset"], rev["label"])))
+    again = dict(zip(rev["id"], m_processbench.crossfit_folds(rev["id"], rev["subset"], rev["label"])))
     assert again == dict(zip(ev["id"], folds))
 
 
@@ -87,7 +89,7 @@ def test_crossfit_never_scores_a_case_with_a_threshold_from_its_own_fold(monkeyp
     ev, _ = _scored_set("ev", 30, cut=0.5, seed=3)
     scores = {i: [0.5] * 3 for i in ev["id"]}
     calls: list[tuple[set, float]] = []
-    real = M.tune_threshold
+    real = m_processbench.tune_threshold
 
     def spy(cases, sc, subset=None):
         real(cases, sc, subset)  # still validates
@@ -95,8 +97,8 @@ def test_crossfit_never_scores_a_case_with_a_threshold_from_its_own_fold(monkeyp
         calls.append(({str(i) for i in cases["id"]}, t))
         return t
 
-    monkeypatch.setattr(M, "tune_threshold", spy)
-    m, per_case = M.evaluate_processbench(ev, {}, scores, "tune")
+    monkeypatch.setattr(m_processbench, "tune_threshold", spy)
+    m, per_case = m_processbench.evaluate_processbench(ev, {}, scores, "tune")
     assert m["tuned_on"] == "crossfit" and m["threshold_policy"] == "cross-fitted over 2 folds"
     assert m["threshold"] == [0.3, 0.7] and len(calls) == 2
     (fit0, t0), (fit1, t1) = calls
@@ -104,23 +106,23 @@ def test_crossfit_never_scores_a_case_with_a_threshold_from_its_own_fold(monkeyp
     assert sorted(m["crossfit_fold_sizes"]) == sorted([len(fit0), len(fit1)])
     for i, p in zip(per_case["id"], per_case["prediction"]):
         other_t = t1 if i in fit0 else t0
-        assert p == M.first_error(scores[i], other_t)
+        assert p == m_processbench.first_error(scores[i], other_t)
 
 
 def test_crossfit_predictions_do_not_depend_on_their_own_folds_labels():
     """Moving the error positions of fold 0's error cases (folds unchanged: still errors) cannot change the
     predictions of fold 0, only those of fold 1."""
     ev, scores = _scored_set("ev", 60, cut=0.5, seed=4)
-    folds = M.crossfit_folds(ev["id"], ev["subset"], ev["label"])
-    _, base = M.evaluate_processbench(ev, {}, scores, "tune")
+    folds = m_processbench.crossfit_folds(ev["id"], ev["subset"], ev["label"])
+    _, base = m_processbench.evaluate_processbench(ev, {}, scores, "tune")
     moved = ev.copy()
     sel = (folds == 0) & (ev["label"].to_numpy() >= 0)
     moved.loc[sel, "label"] = (moved.loc[sel, "label"] + 1) % 3
-    assert (M.crossfit_folds(moved["id"], moved["subset"], moved["label"]) == folds).all()
-    m2, changed = M.evaluate_processbench(moved, {}, scores, "tune")
+    assert (m_processbench.crossfit_folds(moved["id"], moved["subset"], moved["label"]) == folds).all()
+    m2, changed = m_processbench.evaluate_processbench(moved, {}, scores, "tune")
     f0 = folds == 0
     assert list(changed["prediction"][f0]) == list(base["prediction"][f0])
-    m1, _ = M.evaluate_processbench(ev, {}, scores, "tune")
+    m1, _ = m_processbench.evaluate_processbench(ev, {}, scores, "tune")
     assert m2["threshold"][1] == m1["threshold"][1] and m2["threshold"][0] != m1["threshold"][0]
 
 
@@ -148,20 +150,20 @@ def _structured_cases(texts: str = "step", seed: int = 0, per_stratum: int = 6):
 
 def test_structure_rule_recovers_a_rule_that_the_structure_determines():
     cases, truth = _structured_cases()
-    view = M.structure_view(cases)
-    rule = M.fit_structure_rule(view, cases["label"].tolist())
+    view = m_model_free.structure_view(cases)
+    rule = m_model_free.fit_structure_rule(view, cases["label"].tolist())
     assert rule == {(s, n): truth(s, n) for s, n in zip(view["subset"], view["n_steps"])}
-    preds = M.baseline_predictions("structure", view, rule)
-    assert M.processbench_metrics(cases, preds)["average_f1"] == 1.0
+    preds = m_model_free.baseline_predictions("structure", view, rule)
+    assert m_processbench.processbench_metrics(cases, preds)["average_f1"] == 1.0
     # an unseen stratum predicts −1; the other baselines are constant
     unseen = pd.DataFrame({"id": ["u"], "subset": ["math"], "n_steps": [4]})
-    assert M.baseline_predictions("structure", unseen, rule) == {"u": -1}
-    assert set(M.baseline_predictions("always_correct", view).values()) == {-1}
-    assert set(M.baseline_predictions("first_step", view).values()) == {0}
+    assert m_model_free.baseline_predictions("structure", unseen, rule) == {"u": -1}
+    assert set(m_model_free.baseline_predictions("always_correct", view).values()) == {-1}
+    assert set(m_model_free.baseline_predictions("first_step", view).values()) == {0}
     with pytest.raises(ValueError, match="unknown ProcessBench baseline"):
-        M.baseline_predictions("oracle", view)
+        m_model_free.baseline_predictions("oracle", view)
     with pytest.raises(ValueError, match="needs a rule"):
-        M.baseline_predictions("structure", view)
+        m_model_free.baseline_predictions("structure", view)
 
 
 def test_structure_rule_maximises_dev_f1_when_the_structure_does_not_determine_the_label():
@@ -171,15 +173,15 @@ def test_structure_rule_maximises_dev_f1_when_the_structure_does_not_determine_t
             + [("a", 5, 0), ("a", 5, 4)] + [("a", 5, -1)] * 2)
     view = pd.DataFrame({"id": [str(k) for k in range(len(rows))], "subset": [r[0] for r in rows],
                          "n_steps": [r[1] for r in rows]})
-    rule = M.fit_structure_rule(view, [r[2] for r in rows])
-    preds = M.baseline_predictions("structure", view, rule)
+    rule = m_model_free.fit_structure_rule(view, [r[2] for r in rows])
+    preds = m_model_free.baseline_predictions("structure", view, rule)
     cases = view.assign(label=[r[2] for r in rows])
-    best = M.processbench_metrics(cases, preds)["average_f1"]
+    best = m_processbench.processbench_metrics(cases, preds)["average_f1"]
     # exhaustive check over every rule on the three strata
     import itertools
     for p3, p4, p5 in itertools.product(range(-1, 3), range(-1, 4), range(-1, 5)):
         r = {("a", 3): p3, ("a", 4): p4, ("a", 5): p5}
-        assert M.processbench_metrics(cases, M.baseline_predictions("structure", view, r))["average_f1"] <= best + 1e-12
+        assert m_processbench.processbench_metrics(cases, m_model_free.baseline_predictions("structure", view, r))["average_f1"] <= best + 1e-12
     assert rule[("a", 3)] == 1 and rule[("a", 4)] == -1
 
 
@@ -187,29 +189,29 @@ def test_baselines_see_only_the_structure_never_the_text():
     cases, _ = _structured_cases(texts="step")
     other, _ = _structured_cases(texts="a completely different text", seed=0)
     other = other.assign(problem="another problem", generator="another model")
-    view, view2 = M.structure_view(cases), M.structure_view(other)
+    view, view2 = m_model_free.structure_view(cases), m_model_free.structure_view(other)
     assert list(view.columns) == ["id", "subset", "n_steps"]
     pd.testing.assert_frame_equal(view, view2)
-    rule = M.fit_structure_rule(view, cases["label"].tolist())
-    assert rule == M.fit_structure_rule(view2, other["label"].tolist())
-    for kind in M.BASELINE_KINDS:
-        assert M.baseline_predictions(kind, view, rule) == M.baseline_predictions(kind, view2, rule)
+    rule = m_model_free.fit_structure_rule(view, cases["label"].tolist())
+    assert rule == m_model_free.fit_structure_rule(view2, other["label"].tolist())
+    for kind in m_model_free.BASELINE_KINDS:
+        assert m_model_free.baseline_predictions(kind, view, rule) == m_model_free.baseline_predictions(kind, view2, rule)
     # the functions refuse anything but the view: they cannot read steps or labels
     with pytest.raises(ValueError, match="structure_view"):
-        M.baseline_predictions("structure", cases, rule)
+        m_model_free.baseline_predictions("structure", cases, rule)
     with pytest.raises(ValueError, match="structure_view"):
-        M.fit_structure_rule(view.assign(steps=cases["steps"]), cases["label"].tolist())
+        m_model_free.fit_structure_rule(view.assign(steps=cases["steps"]), cases["label"].tolist())
     with pytest.raises(ValueError, match="structure_view"):
-        M.crossfit_structure_predictions(cases, cases["label"].tolist())
+        m_model_free.crossfit_structure_predictions(cases, cases["label"].tolist())
 
 
 def test_crossfit_structure_predictions_use_the_other_folds_rule():
     cases, truth = _structured_cases()
-    view = M.structure_view(cases)
+    view = m_model_free.structure_view(cases)
     labels = cases["label"].tolist()
-    preds, records = M.crossfit_structure_predictions(view, labels)
+    preds, records = m_model_free.crossfit_structure_predictions(view, labels)
     json.dumps(records)  # JSON-ready for the metrics file
-    folds = M.crossfit_folds(view["id"], view["subset"], labels)
+    folds = m_processbench.crossfit_folds(view["id"], view["subset"], labels)
     rules = {k: {(r["subset"], r["n_steps"]): r["prediction"] for r in records if r["fitted_on_fold"] == k}
              for k in (0, 1)}
     for i, s, n, f in zip(view["id"], view["subset"], view["n_steps"], folds):
@@ -236,9 +238,9 @@ def _pb_random(n=400, seed=0):
 
 def test_paired_f1_difference_point_estimate_and_a_narrower_interval():
     cases, a, b = _pb_random()
-    d = M.paired_f1_difference(cases, a, b, n_boot=2000, seed=1)
-    ma = M.processbench_metrics(cases, a, bootstrap=2000, seed=1)
-    mb = M.processbench_metrics(cases, b, bootstrap=2000, seed=2)
+    d = m_processbench.paired_f1_difference(cases, a, b, n_boot=2000, seed=1)
+    ma = m_processbench.processbench_metrics(cases, a, bootstrap=2000, seed=1)
+    mb = m_processbench.processbench_metrics(cases, b, bootstrap=2000, seed=2)
     assert d["diff"] == pytest.approx(ma["average_f1"] - mb["average_f1"], abs=1e-12)
     assert d["f1_a"] == ma["average_f1"] and d["n_boot"] == 2000
     lo, hi = d["ci"]
@@ -248,19 +250,19 @@ def test_paired_f1_difference_point_estimate_and_a_narrower_interval():
     wb = mb["average_f1_ci"][1] - mb["average_f1_ci"][0]
     assert hi - lo < 0.5 * math.hypot(wa, wb)
     # identical predictors: exactly 0 in every replicate
-    same = M.paired_f1_difference(cases, a, dict(a), n_boot=200)
+    same = m_processbench.paired_f1_difference(cases, a, dict(a), n_boot=200)
     assert same["diff"] == 0.0 and same["ci"] == [0.0, 0.0]
-    assert all(math.isnan(x) for x in M.paired_f1_difference(cases, a, b, n_boot=0)["ci"])
+    assert all(math.isnan(x) for x in m_processbench.paired_f1_difference(cases, a, b, n_boot=0)["ci"])
     with pytest.raises(KeyError, match="no prediction.*c3"):
-        M.paired_f1_difference(cases, a, {k: v for k, v in b.items() if k != "c3"})
+        m_processbench.paired_f1_difference(cases, a, {k: v for k, v in b.items() if k != "c3"})
 
 
 def test_processbench_long_rows_carry_the_structure_difference_on_the_average_row():
     cases, a, b = _pb_random(80)
-    m = M.processbench_metrics(cases, a, bootstrap=50)
-    m.update(threshold=[0.25, 0.5], vs_structure=M.paired_f1_difference(cases, a, b, n_boot=50))
-    rows = pd.DataFrame(M.processbench_long_rows(m, "x"))
-    assert list(rows.columns) == M.PROCESSBENCH_LONG_COLUMNS == [
+    m = m_processbench.processbench_metrics(cases, a, bootstrap=50)
+    m.update(threshold=[0.25, 0.5], vs_structure=m_processbench.paired_f1_difference(cases, a, b, n_boot=50))
+    rows = pd.DataFrame(m_processbench.processbench_long_rows(m, "x"))
+    assert list(rows.columns) == m_processbench.PROCESSBENCH_LONG_COLUMNS == [
         "prm", "subset", "n", "error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high", "n_unparsed",
         "threshold", "delta_f1_structure", "delta_ci_low", "delta_ci_high", "setting"]
     avg = rows[rows["subset"] == "average"].iloc[0]
@@ -270,7 +272,7 @@ def test_processbench_long_rows_carry_the_structure_difference_on_the_average_ro
     assert set(rows["threshold"]) == {"0.25|0.5"}  # cross-fitted: both fold thresholds
     del m["vs_structure"]
     m["threshold"] = 0.5
-    rows = pd.DataFrame(M.processbench_long_rows(m, "x"))
+    rows = pd.DataFrame(m_processbench.processbench_long_rows(m, "x"))
     assert rows["delta_f1_structure"].isna().all() and set(rows["threshold"]) == {0.5}
 
 
@@ -289,7 +291,7 @@ def _bon_rows():
 
 def test_bon_paired_difference_against_maj_and_its_long_rows():
     df = _bon_rows()
-    m = M.bon_metrics(df, ["product", "min"], orm_column="orm_score", bootstrap=500, seed=3)
+    m = m_bon.bon_metrics(df, ["product", "min"], orm_column="orm_score", bootstrap=500, seed=3)
     vs = m["vs_maj"]
     for bench in ("a", "b"):
         e = m["benchmarks"][bench]
@@ -299,7 +301,7 @@ def test_bon_paired_difference_against_maj_and_its_long_rows():
             assert d["ci"][0] <= d["diff"] <= d["ci"][1]
     for col in ("prm_product", "prm_min", "orm"):
         assert vs["average"][col]["diff"] == pytest.approx(m["average"][col] - m["average"]["maj"])
-    long = pd.DataFrame(M.bon_long_rows(m, "x"))
+    long = pd.DataFrame(m_bon.bon_long_rows(m, "x"))
     paired = long[long["metric"].str.endswith("-maj")]
     assert set(paired["metric"]) == {"prm_product-maj", "prm_min-maj", "orm-maj"}
     assert set(paired["benchmark"]) == {"a", "b", "average"} and len(paired) == 9
@@ -315,15 +317,15 @@ def test_bon_paired_interval_is_zero_when_the_selector_always_agrees_with_maj():
     """prm picks the majority answer's first response on every problem: the paired difference is 0 in every
     replicate although both accuracies vary a lot across replicates."""
     df = _bon_rows()
-    probs, _ = M.bon_problem_table(df, [], maj_grouping="normalized")
+    probs, _ = m_bon.bon_problem_table(df, [], maj_grouping="normalized")
     maj_idx = dict(zip(probs["problem_id"], probs["maj_sample_idx"]))
     df["step_scores"] = [[1.0 if s == maj_idx[p] else 0.0] for p, s in zip(df["problem_id"], df["sample_idx"])]
-    m = M.bon_metrics(df, ["last"], bootstrap=300)
+    m = m_bon.bon_metrics(df, ["last"], bootstrap=300)
     assert m["vs_maj"]["average"]["prm_last"] == {"diff": 0.0, "ci": [0.0, 0.0]}
     for bench in ("a", "b"):
         assert m["vs_maj"]["benchmarks"][bench]["prm_last"] == {"diff": 0.0, "ci": [0.0, 0.0]}
     assert m["average"]["ci"]["prm_last"][1] - m["average"]["ci"]["prm_last"][0] > 0.05
-    no_boot = M.bon_metrics(df, ["last"], bootstrap=0)
+    no_boot = m_bon.bon_metrics(df, ["last"], bootstrap=0)
     assert all(math.isnan(x) for x in no_boot["vs_maj"]["average"]["prm_last"]["ci"])
 
 

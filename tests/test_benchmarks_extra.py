@@ -13,10 +13,11 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from prm_lessons.data import load_problems
+from prm_lessons.data.problems import load_problems
 from prm_lessons.fewshot import prompt_column, read_demos, user_message
 from prm_lessons.generation import render_chat
-from prm_lessons.grading import extract_answer, extract_final, grade, multi_choice_gold
+from prm_lessons.grading.extract import extract_answer, extract_final, multi_choice_gold
+from prm_lessons.grading.pool import grade
 from prm_lessons.rehearsal.fewshot_file import STANDIN_DEMOS, write_fewshot_examples
 from prm_lessons.rules.data import problems as rule_problems
 from prm_lessons.sampling import user_turns

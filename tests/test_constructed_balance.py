@@ -11,7 +11,6 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from prm_lessons import data, metrics
 from prm_lessons.corruption import (
     CorruptionError,
     arithmetic_gold_steps,
@@ -19,7 +18,10 @@ from prm_lessons.corruption import (
     corrupt_solution,
     final_answer_text,
 )
+from prm_lessons.data.problems import load_problems
+from prm_lessons.data.processbench import build_constructed_processbench, constructed_balance, constructed_processbench
 from prm_lessons.labels.human import construction_instances
+from prm_lessons.metrics.processbench import processbench_metrics
 
 ARITH = {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 1, "operators": ["+", "-", "*"],
          "allow_parentheses": False, "allow_negation": False}
@@ -40,7 +42,7 @@ TRAIN = {"train": _spec("basic_arithmetic", 40, 11)}
 
 @pytest.fixture(scope="module")
 def cases():
-    return data.constructed_processbench(CON, TRAIN)
+    return constructed_processbench(CON, TRAIN)
 
 
 @pytest.mark.parametrize("expr,answer", [("3 + 4 - 2", "5"), ("2 * 3 + 4 - 1", "9"), ("7 - 5", "2")])
@@ -115,13 +117,13 @@ def test_plan_balances_positions_and_kinds_within_each_length():
 def test_failed_slot_takes_the_next_problem_never_another_kind_or_position():
     """Problems where no error fits (no equation, a non-numeric answer) come first: their error slots go to
     the next problems of the same length, with the planned kind and position; clean slots keep them."""
-    real = data.load_problems("c", _spec("chain_sum", 80, 5))
+    real = load_problems("c", _spec("chain_sum", 80, 5))
     real = real[real["gold_steps"].map(lambda s: s is not None and len(s) == 2)].reset_index(drop=True)
     stuck = pd.DataFrame([{"problem_id": f"stuck-{i}", "dataset": "c", "question": f"stuck {i}", "answer": "x",
                            "gold_steps": ["We look at it.", "Therefore, the final answer is $\\boxed{x}$."]}
                           for i in range(6)])
     problems = pd.concat([stuck, real], ignore_index=True)
-    cases = data.build_constructed_processbench(problems, n_per_subset=12, seed=3, keep_answer_fraction=0.5)
+    cases = build_constructed_processbench(problems, n_per_subset=12, seed=3, keep_answer_fraction=0.5)
     assert len(cases) == 12 and list(cases["id"]) == [f"c-{k}" for k in range(12)]
     plan = construction_plan([2] * 12, 0.5, 0.5, random.Random(3))
     got = [("clean" if lab < 0 else "keep" if fac else "error", lab)
@@ -130,13 +132,13 @@ def test_failed_slot_takes_the_next_problem_never_another_kind_or_position():
     used_stuck = cases[cases["problem_id"].str.startswith("stuck")]
     assert len(used_stuck) and (used_stuck["label"] == -1).all()
     assert cases["problem_id"].is_unique
-    pd.testing.assert_frame_equal(cases, data.build_constructed_processbench(problems, 12, 3, keep_answer_fraction=0.5))
+    pd.testing.assert_frame_equal(cases, build_constructed_processbench(problems, 12, 3, keep_answer_fraction=0.5))
 
 
 def test_constructed_set_is_balanced(cases):
     assert set(cases["subset"]) == {"arith", "chain_sum"}
     assert (cases["subset"].value_counts() == 200).all()
-    bal = data.constructed_balance(cases)
+    bal = constructed_balance(cases)
     for (subset, n), g in bal.groupby(["subset", "n_steps"]):
         clean = int(g.loc[g["label"] == -1, "n"].sum())
         err = g[g["label"] >= 0]
@@ -160,23 +162,23 @@ def test_structure_alone_does_not_solve_it(cases):
     for choice in itertools.product(*[range(-1, n) for _, n in strata]):
         rule = dict(zip(strata, choice))
         preds = {i: rule[(s, n)] for i, s, n in zip(view["id"], view["subset"], view["n_steps"])}
-        best = max(best, metrics.processbench_metrics(cases, preds)["average_f1"])
+        best = max(best, processbench_metrics(cases, preds)["average_f1"])
     assert best < 0.45, best
 
 
 def test_dev_split_is_disjoint_and_named(cases):
-    dev = data.constructed_processbench(CON, TRAIN, split="dev")
+    dev = constructed_processbench(CON, TRAIN, split="dev")
     assert set(dev["problem"]).isdisjoint(cases["problem"])
-    train_q = set(data.load_problems("train", TRAIN["train"])["question"])
+    train_q = set(load_problems("train", TRAIN["train"])["question"])
     assert set(dev["problem"]).isdisjoint(train_q) and set(cases["problem"]).isdisjoint(train_q)
     assert dev["id"].str.startswith("dev-").all() and not set(dev["id"]) & set(cases["id"])
     with pytest.raises(ValueError, match="processbench.constructed.dev"):
-        data.constructed_processbench({k: v for k, v in CON.items() if k != "dev"}, split="dev")
+        constructed_processbench({k: v for k, v in CON.items() if k != "dev"}, split="dev")
 
 
 def test_construction_instances_spread_errors_and_keep_answers():
-    problems = pd.concat([data.load_problems("h_a", _spec("basic_arithmetic", 120, 21)),
-                          data.load_problems("h_c", _spec("chain_sum", 120, 22))], ignore_index=True)
+    problems = pd.concat([load_problems("h_a", _spec("basic_arithmetic", 120, 21)),
+                          load_problems("h_c", _spec("chain_sum", 120, 22))], ignore_index=True)
     inst, counts = construction_instances(problems, 1, True, 0, keep_answer_fraction=0.3)
     corrupted = [i for i in inst if i["error_index"] >= 0]
     gold = [i for i in inst if i["error_index"] < 0]

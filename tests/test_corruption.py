@@ -14,7 +14,7 @@ from prm_lessons.corruption import (
     eval_arith,
     final_answer_text,
 )
-from prm_lessons.data import load_problems
+from prm_lessons.data.problems import load_problems
 
 ARITH = {"source": "reasoning_gym", "generator": "basic_arithmetic", "size": 12, "seed": 3,
          "params": {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 2}}

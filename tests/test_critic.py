@@ -7,7 +7,8 @@ import pytest
 pytest.importorskip("transformers")
 
 from fakes import ScriptedEngine  # noqa: E402
-from prm_lessons import critic, metrics  # noqa: E402
+from prm_lessons import critic  # noqa: E402
+from prm_lessons.metrics.processbench import processbench_metrics  # noqa: E402
 
 CASES = pd.DataFrame({"id": ["a-0", "a-1", "a-2"], "subset": ["a"] * 3,
                       "problem": ["PROB0", "PROB1", "PROB2"], "steps": [["x", "y"], ["x", "y", "z"], ["x"]],
@@ -22,7 +23,7 @@ def test_critic_predictions_and_metric():
     assert str(df["prediction"].dtype) == "Int64"
     assert "<paragraph_0>" in eng.prompts[0]  # ProcessBench template: paragraphs indexed from 0
     preds = {i: (None if pd.isna(p) else int(p)) for i, p in zip(df["id"], df["prediction"])}
-    m = metrics.processbench_metrics(CASES, preds)
+    m = processbench_metrics(CASES, preds)
     assert m["n_unparsed"] == 1
     assert m["subsets"]["a"]["error_acc"] == 0.5 and m["subsets"]["a"]["correct_acc"] == 1.0
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from fakes import FakeTokenizer
 from prm_lessons import critic, plan
 from prm_lessons.config import ConfigError, load_config, validate_config
-from prm_lessons.data import file_digests
+from prm_lessons.data.sources import file_digests
 from prm_lessons.generation import Completion, Engine, SamplingSpec
 from prm_lessons.labels.judge import render_judge_prompt
 

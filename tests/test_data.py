@@ -10,7 +10,8 @@ import pytest
 
 from conftest import ROOT, shared_data_dir
 from prm_lessons.corruption import final_answer_text
-from prm_lessons.data import build_constructed_processbench, load_problems, load_processbench
+from prm_lessons.data.problems import load_problems
+from prm_lessons.data.processbench import build_constructed_processbench, load_processbench
 from prm_lessons.rules.data import problems as rule_problems
 from prm_lessons.rules.data import processbench as rule_processbench
 from prm_lessons.tables import read_table
@@ -265,14 +266,14 @@ def test_paper_benchmarks_load_the_harness_files_with_the_paper_mapping(name):
         assert df["answer"].map(bool).all()
     if name == "math":  # the gold the harness extracted from the same solutions
         gt = [json.loads(line)["gt"] for line in open(path)]
-        from prm_lessons.grading import strip_answer
+        from prm_lessons.grading.extract import strip_answer
         assert sum(strip_answer(a) == strip_answer(g) for a, g in zip(df["answer"], gt)) >= 99
 
 
 def test_shared_copies_are_the_pinned_files():
     for name in HARNESS_ROWS:
         spec, path = _shared_spec(name)
-        from prm_lessons.data import file_digests
+        from prm_lessons.data.sources import file_digests
         assert file_digests(path) == {"sha256": spec["sha256"], "git_blob_sha1": spec["git_blob_sha1"]}, name
 
 
@@ -304,12 +305,12 @@ def test_row_count_mismatch_names_the_set_and_is_checked_before_limit(tmp_path):
         load_problems("mmlu_stem", {**spec, "sha256": None, "git_blob_sha1": None, "limit": 5}, path=short)
     # and for the Hub copy (TIGER-Lab/MMLU-STEM has 3,153 rows): the same stop, before any job samples
     with pytest.raises(ValueError, match=r"dataset 'mmlu_stem': 3153 rows, expected 3018"):
-        from prm_lessons.data import check_rows
+        from prm_lessons.data.problems import check_rows
         check_rows(3153, 3018, "dataset 'mmlu_stem'")
 
 
 def test_benchmark_file_rule_fetches_plain_paths_file_urls_and_http(tmp_path):
-    from prm_lessons.data import downloaded_path
+    from prm_lessons.data.sources import downloaded_path
     from prm_lessons.rules.data import benchmark_file as rule_benchmark_file
 
     spec, path = _shared_spec("minerva_math")
@@ -356,7 +357,7 @@ def test_rule_problems_reads_the_downloaded_copy(tmp_path):
 
 
 def test_paper_processbench_is_the_paper_era_github_copy(tmp_path):
-    from prm_lessons.data import processbench_paths
+    from prm_lessons.data.processbench import processbench_paths
     from prm_lessons.rules.data import processbench_file as rule_processbench_file
 
     spec = _paper_config()["processbench"]

@@ -10,17 +10,15 @@ import pytest
 
 from conftest import ROOT, shared_data_dir
 from fakes import FixedEngine
-from prm_lessons.grading import (
-    GradeResult,
+from prm_lessons.grading.extract import (
     choice_answer_clean,
     extract_answer,
     extract_final,
     gold_answer_text,
-    grade,
-    grade_many,
-    grade_rows,
     last_boxed_content,
 )
+from prm_lessons.grading.pool import GradeResult, grade, grade_many
+from prm_lessons.grading.rows import grade_rows
 
 # -------------------------------------------------------------------------------------- extraction
 

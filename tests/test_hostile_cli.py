@@ -392,33 +392,34 @@ def test_bon_math_verify_grouping_is_bounded_on_hostile_answers(tmp_path):
 
 def test_library_functions_raise_the_same_errors():
     """The rules call the library functions, not the CLI: the checks live there (InputError)."""
-    from prm_lessons import metrics as M
     from prm_lessons.errors import InputError
-    from prm_lessons.grading import grade_rows
+    from prm_lessons.grading.rows import grade_rows
+    from prm_lessons.metrics.bon import bon_metrics
+    from prm_lessons.metrics.processbench import evaluate_processbench, first_error
 
     with pytest.raises(InputError, match="correct is the string 'False'"):
-        M.bon_metrics(pd.DataFrame(_bon_rows(r2={"correct": "False"})), ["product"], bootstrap=0)
+        bon_metrics(pd.DataFrame(_bon_rows(r2={"correct": "False"})), ["product"], bootstrap=0)
     with pytest.raises(InputError, match=r"row 2: a JSON array, not an object"):
         grade_rows([{"response": "x", "answer": "1"}, ["x", "1"]])
     with pytest.raises(InputError, match="gold answer .* is null"):
         grade_rows([{"response": "\\boxed{None}", "answer": None}])
     cases = PB_CASES_TABLE
     scores = {"g0": [0.9, 0.9], "g1": [0.9, 0.1], "m0": [0.1, 0.9, 0.9], "m1": [0.9] * 4}
-    preds = {i: M.first_error(s) for i, s in scores.items()}
+    preds = {i: first_error(s) for i, s in scores.items()}
     # the workflow's PRMs may be truncated at their max length: fewer scores than steps are allowed there
     short = {**scores, "m1": [0.9, 0.9]}
-    m, _ = M.evaluate_processbench(cases, {**preds, "m1": -1}, short, 0.5, truncated_ok=True)
+    m, _ = evaluate_processbench(cases, {**preds, "m1": -1}, short, 0.5, truncated_ok=True)
     assert m["average_f1"] == 1.0
     with pytest.raises(InputError, match="id 'm1': 2 step score"):
-        M.evaluate_processbench(cases, {**preds, "m1": -1}, short, 0.5)
+        evaluate_processbench(cases, {**preds, "m1": -1}, short, 0.5)
     for bad, msg in (([0.9, 0.9, 0.9, 0.9, 0.9], "5 step score"), ([0.9, None], r"step_scores\[1\] is null"),
                      ([0.9, math.nan], r"step_scores\[1\] is NaN")):
         with pytest.raises(InputError, match=f"id 'm1': {msg}"):
-            M.evaluate_processbench(cases, preds, {**scores, "m1": bad}, 0.5, truncated_ok=True)
+            evaluate_processbench(cases, preds, {**scores, "m1": bad}, 0.5, truncated_ok=True)
     with pytest.raises(InputError, match="id 'g0': prediction 2 is past the last step"):
-        M.evaluate_processbench(cases, {**preds, "g0": 2}, {}, 0.5)
+        evaluate_processbench(cases, {**preds, "g0": 2}, {}, 0.5)
     with pytest.raises(ValueError, match="threshold must be a finite number"):
-        M.evaluate_processbench(cases, preds, scores, math.nan)
+        evaluate_processbench(cases, preds, scores, math.nan)
 
 
 def test_bon_baselines_rule_uses_the_configured_maj_grouping(monkeypatch, tmp_path):
@@ -487,7 +488,7 @@ def _scalar_gold_ok(g) -> bool:
 @FUZZ
 @given(data=st.data())
 def test_fuzz_grade(tmp_path_factory, monkeypatch, data):
-    from prm_lessons import grading
+    from prm_lessons.grading import pool as grading
 
     # the fuzz is about the rows, not math-verify: comparisons that need a worker are settled at once
     monkeypatch.setattr(grading.GradingPool, "run", lambda self, jobs, timeout_s, progress_every=0: {

@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, tiny_tokenizer
-from prm_lessons import data
 from prm_lessons.config import ConfigError, load_config
+from prm_lessons.data import problems as data_problems
+from prm_lessons.data.problems import load_problems
+from prm_lessons.data.processbench import load_processbench, load_processbench_cases
 from prm_lessons.errors import InputError
 from prm_lessons.generation import Completion, Engine, render_chat
 from prm_lessons.rules.data import problems as rule_problems
@@ -39,7 +41,7 @@ def test_repeated_source_ids_are_an_error_naming_each_id_and_its_rows(tmp_path):
                                       {"id": 7, "question": "4+4?", "answer": "8"},
                                       {"id": "7", "question": "5+5?", "answer": "10"}])
     with pytest.raises(InputError) as exc:
-        data.load_problems("loc", _local(f, id="id"))
+        load_problems("loc", _local(f, id="id"))
     assert exc.value.problems == [
         f"dataset 'loc' ({f}): id 'p1' (fields.id 'id') repeats in rows loc-00000, loc-00002; source ids must be unique",
         f"dataset 'loc' ({f}): id '7' (fields.id 'id') repeats in rows loc-00003, loc-00004; source ids must be unique"]
@@ -51,7 +53,7 @@ def test_repeated_id_in_a_hub_source_is_an_error(monkeypatch):
     rows = [{"uid": "a", "problem": "1+1?", "answer": "2"}, {"uid": "a", "problem": "2+2?", "answer": "4"}]
     monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: rows)
     with pytest.raises(InputError, match=r"^dataset 'h': id 'a' \(fields.id 'uid'\) repeats in rows h-00000, h-00001"):
-        data.load_problems("h", {"source": "hub", "id": "org/set", "fields": {"question": "problem", "id": "uid"}})
+        load_problems("h", {"source": "hub", "id": "org/set", "fields": {"question": "problem", "id": "uid"}})
 
 
 def test_repeated_problems_are_kept_counted_and_recorded_in_the_table(tmp_path, caplog):
@@ -60,7 +62,7 @@ def test_repeated_problems_are_kept_counted_and_recorded_in_the_table(tmp_path, 
     f = _jsonl(tmp_path / "p.jsonl", [{"question": "1+1?", "answer": "2"}, {"question": "2+2?", "answer": "4"},
                                       {"question": "1+1?", "answer": "2"}, {"question": "1+1?", "answer": "3"},
                                       {"question": "1+1?", "answer": "2"}])
-    df = data.load_problems("loc", _local(f))
+    df = load_problems("loc", _local(f))
     assert len(df) == 5
     assert df.attrs["repeated"] == {"loc-00002": "loc-00000", "loc-00004": "loc-00000"}
     assert "3 of 5 problems" not in caplog.text and "2 of 5 problems repeat an earlier one" in caplog.text
@@ -77,7 +79,7 @@ def test_a_question_that_is_not_a_string_names_the_row(tmp_path, question, kind)
     """Review: a dict question was silently stringified to "{'text': 'hi'}"."""
     f = _jsonl(tmp_path / "p.jsonl", [{"uid": "ok", "q": "1+1?", "a": "2"}, {"uid": "u9", "q": question, "a": "2"}])
     with pytest.raises(InputError) as exc:
-        data.load_problems("loc", _local(f, question="q", answer="a", id="uid"))
+        load_problems("loc", _local(f, question="q", answer="a", id="uid"))
     assert exc.value.problems == [
         f"dataset 'loc' ({f}): row loc-00001 (id u9): question (field 'q') is a JSON {kind}, not a string"]
 
@@ -87,7 +89,7 @@ def test_every_bad_row_is_reported_one_line_each(tmp_path):
                                       {"question": "  ", "answer": "2"}, {"question": "x?", "answer": None},
                                       {"question": 3.5, "answer": "2"}])
     with pytest.raises(InputError) as exc:
-        data.load_problems("loc", _local(f))
+        load_problems("loc", _local(f))
     assert [p.split(": ", 1)[1] for p in exc.value.problems] == [
         "row loc-00000: question (field 'question') is a JSON object, not a string",
         "row loc-00002: empty question (field 'question')",
@@ -98,9 +100,9 @@ def test_every_bad_row_is_reported_one_line_each(tmp_path):
 def test_reasoning_gym_question_that_is_not_a_string_is_an_error(monkeypatch):
     rows = [{"source_id": "g:0:0", "question": "What is 1 + 1?", "answer": "2", "gold_steps": None},
             {"source_id": "g:0:1", "question": {"expr": "1 + 2"}, "answer": "3", "gold_steps": None}]
-    monkeypatch.setattr(data, "_reasoning_gym_rows", lambda spec: rows)
+    monkeypatch.setattr(data_problems, "_reasoning_gym_rows", lambda spec: rows)
     with pytest.raises(InputError) as exc:
-        data.load_problems("rg", {"source": "reasoning_gym", "generator": "g", "size": 2})
+        load_problems("rg", {"source": "reasoning_gym", "generator": "g", "size": 2})
     assert exc.value.problems == ["dataset 'rg': row rg-00001 (g:0:1): question is a JSON object, not a string"]
 
 
@@ -111,14 +113,14 @@ def test_a_jsonl_row_that_is_not_an_object_names_file_and_line(tmp_path):
     f = tmp_path / "p.jsonl"
     f.write_text('{"question": "1+1?", "answer": "2"}\n["question", "answer"]\n')
     with pytest.raises(ValueError, match=rf"^{f}: line 2 is a JSON list, not an object$"):
-        data.load_problems("loc", _local(f))
+        load_problems("loc", _local(f))
 
 
 def test_a_json_list_holding_a_string_names_the_element(tmp_path):
     f = tmp_path / "p.json"
     f.write_text(json.dumps([{"question": "1+1?", "answer": "2"}, "what is 2+2?"]))
     with pytest.raises(ValueError, match=rf"^{f}: element\(s\) 1 of the list is not an object"):
-        data.load_problems("loc", _local(f))
+        load_problems("loc", _local(f))
 
 
 @pytest.mark.parametrize("suffix, line", [(".jsonl", 2), (".json", 3)])  # .json: "[" is line 1
@@ -129,7 +131,7 @@ def test_non_utf8_bytes_name_file_and_line(tmp_path, suffix, line):
             else "[\n" + ",\n".join(json.dumps(r) for r in rows) + "\n]\n")
     f.write_bytes(text.encode().replace(b"QQ", b"Q\xffQ"))
     with pytest.raises(ValueError, match=rf"^{f}: line {line} is not UTF-8 \(byte 0xff"):
-        data.load_problems("loc", _local(f))
+        load_problems("loc", _local(f))
 
 
 # ==================================================================================== ProcessBench
@@ -158,18 +160,18 @@ def test_processbench_label_must_be_an_integer_in_range_naming_case_and_file(tmp
     """Review: "two" gave a bare int() error, 1.7 was truncated to 1, true was read as 1."""
     d = _pb_dir(tmp_path, [_case("gsm8k-0", label=-1), _case("gsm8k-1", label=label)])
     with pytest.raises(InputError) as exc:
-        data.load_processbench({"source": "local", "path": str(d), "subsets": ["gsm8k"]})
+        load_processbench({"source": "local", "path": str(d), "subsets": ["gsm8k"]})
     assert exc.value.problems == [f"{d / 'gsm8k.json'}: ProcessBench case gsm8k-1: {why}"]
 
 
 def test_processbench_integral_float_label_is_read_as_its_integer(tmp_path):
     d = _pb_dir(tmp_path, [_case("gsm8k-0", label=1.0), _case("gsm8k-1", label=-1, final_answer_correct=1)])
-    df = data.load_processbench({"source": "local", "path": str(d), "subsets": ["gsm8k"]})
+    df = load_processbench({"source": "local", "path": str(d), "subsets": ["gsm8k"]})
     assert df["label"].tolist() == [1, -1] and df["final_answer_correct"].tolist() == [False, True]
     # the same file through the CLI's loader, then one bad case: both name the case and the file
     (d / "gsm8k.json").write_text(json.dumps([_case("gsm8k-0", label=0.5)]))
     with pytest.raises(InputError, match=r"gsm8k\.json: ProcessBench case gsm8k-0: label 0\.5 is not an integer"):
-        data.load_processbench_cases(str(d))
+        load_processbench_cases(str(d))
 
 
 @pytest.mark.parametrize("field, value, why", [
@@ -186,7 +188,7 @@ def test_processbench_fields_are_checked_not_cast(tmp_path, field, value, why):
     ones accepted; each error names the file and the case."""
     d = _pb_dir(tmp_path, [_case("gsm8k-3", **{field: value})])
     with pytest.raises(InputError) as exc:
-        data.load_processbench({"source": "local", "path": str(d), "subsets": ["gsm8k"]})
+        load_processbench({"source": "local", "path": str(d), "subsets": ["gsm8k"]})
     assert exc.value.problems == [f"{d / 'gsm8k.json'}: ProcessBench case gsm8k-3: {why}"]
 
 
@@ -194,7 +196,7 @@ def test_processbench_duplicate_ids_are_all_named(tmp_path):
     d = _pb_dir(tmp_path, [_case("a"), _case("b"), _case("a"), _case("b"), _case("c")])
     _pb_dir(tmp_path, [_case("c")], subset="math")
     with pytest.raises(InputError) as exc:
-        data.load_processbench({"source": "local", "path": str(d), "subsets": ["gsm8k", "math"]})
+        load_processbench({"source": "local", "path": str(d), "subsets": ["gsm8k", "math"]})
     assert exc.value.problems == ["duplicate ProcessBench case id a: 2 cases (subsets gsm8k)",
                                   "duplicate ProcessBench case id b: 2 cases (subsets gsm8k)",
                                   "duplicate ProcessBench case id c: 2 cases (subsets gsm8k, math)"]
@@ -205,13 +207,13 @@ def test_processbench_cases_table_is_checked_like_the_files(tmp_path):
     f = tmp_path / "cases.parquet"
     write_table(pd.DataFrame({"id": ["x-0", "x-1", "x-2"], "subset": "x", "label": [0, 1.5, 7.0]}), f, None)
     with pytest.raises(InputError) as exc:
-        data.load_processbench_cases(str(f))
+        load_processbench_cases(str(f))
     assert exc.value.problems == [f"{f}: ProcessBench case x-1: label 1.5 is not an integer"]
     cases = pd.DataFrame({"id": ["x-0", "x-1"], "subset": "x", "generator": "", "problem": "P?",
                           "steps": [["a"], ["a", "b"]], "final_answer_correct": True, "label": [-1, 2]})
     write_table(cases, f, "processbench")
     with pytest.raises(InputError, match=r"^\S+cases\.parquet: ProcessBench case x-1: label 2 outside -1\.\.1$"):
-        data.load_processbench_cases(str(f))
+        load_processbench_cases(str(f))
 
 
 # =================================================================== over-long questions at sampling

@@ -12,8 +12,11 @@ import pandas as pd
 import pytest
 
 from conftest import shared_data_dir
-from prm_lessons import metrics as M
-from prm_lessons.data import load_processbench_cases
+from prm_lessons.data.processbench import load_processbench_cases
+from prm_lessons.metrics import bon as m_bon
+from prm_lessons.metrics import processbench as m_processbench
+from prm_lessons.metrics import select as m_select
+from prm_lessons.metrics import vote as m_vote
 
 
 def _rows(bench, pid, preds, correct, scores, start=0):
@@ -25,47 +28,47 @@ def _rows(bench, pid, preds, correct, scores, start=0):
 
 def test_aggregations():
     s = [0.9, 0.5, 0.8]
-    assert M.aggregate(s, "product") == pytest.approx(0.36)
-    assert M.aggregate(s, "min") == 0.5
-    assert M.aggregate(s, "last") == 0.8
-    assert M.aggregate(s, "mean") == pytest.approx(2.2 / 3)
-    assert M.aggregate([], "product") == -math.inf and M.aggregate(None, "min") == -math.inf
+    assert m_select.aggregate(s, "product") == pytest.approx(0.36)
+    assert m_select.aggregate(s, "min") == 0.5
+    assert m_select.aggregate(s, "last") == 0.8
+    assert m_select.aggregate(s, "mean") == pytest.approx(2.2 / 3)
+    assert m_select.aggregate([], "product") == -math.inf and m_select.aggregate(None, "min") == -math.inf
     with pytest.raises(ValueError, match="unknown aggregation 'max'"):
-        M.aggregate(s, "max")
+        m_select.aggregate(s, "max")
 
 
 def test_best_of_n_ties_pick_lowest_sample_idx():
     # rows given out of order: sample 2 and sample 0 tie on product; sample 0 (wrong) must be chosen
     rows = _rows("b", "p1", ["1", "2", "3"], [False, True, True], [[0.5], [0.4], [0.5]])
     df = pd.DataFrame(rows[::-1])
-    m = M.bon_metrics(df, ["product"], bootstrap=0)
+    m = m_bon.bon_metrics(df, ["product"], bootstrap=0)
     assert m["benchmarks"]["b"]["prm_product"] == 0.0
-    probs, _ = M.bon_problem_table(df, ["product"])
+    probs, _ = m_bon.bon_problem_table(df, ["product"])
     assert probs.loc[0, "prm_product_sample_idx"] == 0
 
 
 def test_majority_ties_pick_answer_seen_first_and_skip_missing():
-    assert M.majority_index(["7", "5", "5", "7"]) == 0  # 2-2 tie: "7" appears first
-    assert M.majority_index([None, "5", " 5 ", "$5$", "7"]) == 1  # normalised grouping
-    assert M.majority_index([None, "5", " 5 ", "7"], grouping="exact") == 1
-    assert M.majority_index(["7", "5", " 5 "], grouping="exact") == 0  # exact: 1-1-1 → first
-    assert M.majority_index([None, None]) is None
+    assert m_vote.majority_index(["7", "5", "5", "7"]) == 0  # 2-2 tie: "7" appears first
+    assert m_vote.majority_index([None, "5", " 5 ", "$5$", "7"]) == 1  # normalised grouping
+    assert m_vote.majority_index([None, "5", " 5 ", "7"], grouping="exact") == 1
+    assert m_vote.majority_index(["7", "5", " 5 "], grouping="exact") == 0  # exact: 1-1-1 → first
+    assert m_vote.majority_index([None, None]) is None
     rows = _rows("b", "p", [None, None], [False, False], [[1.0], [1.0]])
-    assert M.bon_metrics(pd.DataFrame(rows), ["last"], bootstrap=0)["benchmarks"]["b"]["maj"] == 0.0
+    assert m_bon.bon_metrics(pd.DataFrame(rows), ["last"], bootstrap=0)["benchmarks"]["b"]["maj"] == 0.0
 
 
 def test_majority_math_verify_grouping():
     pytest.importorskip("math_verify")
     # 1/2 and 0.5 are one group under math-verify (2 votes) and beat "3" seen first
-    assert M.majority_index(["3", "\\frac{1}{2}", "0.5"], grouping="math_verify") == 1
-    assert M.majority_index(["3", "\\frac{1}{2}", "0.5"], grouping="normalized") == 0
+    assert m_vote.majority_index(["3", "\\frac{1}{2}", "0.5"], grouping="math_verify") == 1
+    assert m_vote.majority_index(["3", "\\frac{1}{2}", "0.5"], grouping="normalized") == 0
 
 
 def test_bon_metrics_definitions_and_unweighted_average():
     rows = (_rows("a", "p1", ["1", "2", "2"], [False, True, True], [[0.9, 0.9], [0.2], [0.95]])
             + _rows("a", "p2", ["4", "4", "5"], [True, True, False], [[0.1], [0.2], [0.3, 0.99]])
             + _rows("b", "q1", ["x", "y", "z"], [False, False, False], [[1.0], [1.0], [1.0]]))
-    m = M.bon_metrics(pd.DataFrame(rows), ["product", "min", "last"], bootstrap=200, seed=1)
+    m = m_bon.bon_metrics(pd.DataFrame(rows), ["product", "min", "last"], bootstrap=200, seed=1)
     a = m["benchmarks"]["a"]
     assert a["n_problems"] == 2 and a["n"] == 3
     assert a["pass"] == 1.0 and a["maj"] == 1.0
@@ -79,30 +82,30 @@ def test_bon_metrics_definitions_and_unweighted_average():
         for key in ("pass", "maj", "prm_product", "prm_min", "prm_last"):
             lo, hi = m["benchmarks"][bench]["ci"][key]
             assert lo <= m["benchmarks"][bench][key] <= hi
-    again = M.bon_metrics(pd.DataFrame(rows), ["product", "min", "last"], bootstrap=200, seed=1)
+    again = m_bon.bon_metrics(pd.DataFrame(rows), ["product", "min", "last"], bootstrap=200, seed=1)
     assert again["average"]["ci"] == m["average"]["ci"]  # fixed seed → same intervals
 
 
 def test_first_n_samples_and_n_mismatch_errors():
     rows = (_rows("a", "p1", ["1"] * 4, [True, False, False, False], [[0.1], [0.9], [0.9], [0.9]])
             + _rows("a", "p2", ["1"] * 4, [False] * 4, [[0.1]] * 4))
-    m = M.bon_metrics(pd.DataFrame(rows), ["last"], n=1, bootstrap=0)
+    m = m_bon.bon_metrics(pd.DataFrame(rows), ["last"], n=1, bootstrap=0)
     assert m["benchmarks"]["a"]["prm_last"] == 0.5 and m["benchmarks"]["a"]["n"] == 1
     short = rows + _rows("a", "p3", ["1"] * 2, [False] * 2, [[0.1]] * 2)
     with pytest.raises(ValueError, match=r"a/p3 \(2\)"):
-        M.bon_metrics(pd.DataFrame(short), ["last"], n=4, bootstrap=0)
+        m_bon.bon_metrics(pd.DataFrame(short), ["last"], n=4, bootstrap=0)
     with pytest.raises(ValueError, match=r"benchmark 'a'.*p3 \(2\)"):
-        M.bon_metrics(pd.DataFrame(short), ["last"], bootstrap=0)
+        m_bon.bon_metrics(pd.DataFrame(short), ["last"], bootstrap=0)
     dup = rows + rows[:1]
     with pytest.raises(ValueError, match="duplicate response"):
-        M.bon_metrics(pd.DataFrame(dup), ["last"], bootstrap=0)
+        m_bon.bon_metrics(pd.DataFrame(dup), ["last"], bootstrap=0)
 
 
 def test_orm_column():
     rows = _rows("a", "p1", ["1", "2"], [False, True], [None, None])
     for r, s in zip(rows, [0.3, 2.5]):
         r["orm_score"] = s
-    m = M.bon_metrics(pd.DataFrame(rows), [], orm_column="orm_score", bootstrap=0)
+    m = m_bon.bon_metrics(pd.DataFrame(rows), [], orm_column="orm_score", bootstrap=0)
     assert m["benchmarks"]["a"]["orm"] == 1.0 and "prm_product" not in m["benchmarks"]["a"]
 
 
@@ -116,7 +119,7 @@ def _cases():
 
 def test_processbench_official_metric():
     preds = {"g0": -1, "g1": 1, "g2": 1, "g3": 0, "m0": 2, "m1": -1}
-    m = M.processbench_metrics(_cases(), preds)
+    m = m_processbench.processbench_metrics(_cases(), preds)
     g = m["subsets"]["gsm8k"]
     assert (g["n"], g["n_error"], g["n_correct"]) == (4, 2, 2)
     assert g["error_acc"] == 0.5 and g["correct_acc"] == 0.5 and g["f1"] == 0.5
@@ -126,44 +129,44 @@ def test_processbench_official_metric():
 
 def test_processbench_f1_zero_and_unparsable_counted_wrong():
     preds = {i: -1 for i in _cases()["id"]}
-    m = M.processbench_metrics(_cases(), preds)
+    m = m_processbench.processbench_metrics(_cases(), preds)
     assert m["subsets"]["gsm8k"]["error_acc"] == 0 and m["subsets"]["gsm8k"]["correct_acc"] == 1
     assert m["subsets"]["gsm8k"]["f1"] == 0.0
     preds = {"g0": None, "g1": 1, "g2": 0, "g3": -1, "m0": None, "m1": -1}
-    m = M.processbench_metrics(_cases(), preds)
+    m = m_processbench.processbench_metrics(_cases(), preds)
     assert m["subsets"]["gsm8k"]["correct_acc"] == 0.5 and m["n_unparsed"] == 2
-    assert M.f1_harmonic(0.0, 0.0) == 0.0
+    assert m_processbench.f1_harmonic(0.0, 0.0) == 0.0
 
 
 def test_processbench_unknown_and_missing_ids_are_named():
     preds = {i: -1 for i in _cases()["id"]}
     with pytest.raises(KeyError, match="unknown ProcessBench id.*zzz"):
-        M.processbench_metrics(_cases(), {**preds, "zzz": 0})
+        m_processbench.processbench_metrics(_cases(), {**preds, "zzz": 0})
     del preds["m1"]
     with pytest.raises(KeyError, match="no prediction for ProcessBench id.*m1"):
-        M.processbench_metrics(_cases(), preds)
+        m_processbench.processbench_metrics(_cases(), preds)
 
 
 def test_first_error_threshold_is_strict():
-    assert M.first_error([0.9, 0.5, 0.1], 0.5) == 2
-    assert M.first_error([0.9, 0.49, 0.1], 0.5) == 1
-    assert M.first_error([0.9, 0.9], 0.5) == -1
-    assert M.first_error([], 0.5) == -1
+    assert m_processbench.first_error([0.9, 0.5, 0.1], 0.5) == 2
+    assert m_processbench.first_error([0.9, 0.49, 0.1], 0.5) == 1
+    assert m_processbench.first_error([0.9, 0.9], 0.5) == -1
+    assert m_processbench.first_error([], 0.5) == -1
 
 
 def test_tune_threshold_on_one_subset_or_the_average():
     cases = _cases()
     scores = {"g0": [0.9, 0.8], "g1": [0.9, 0.3, 0.2], "g2": [0.25, 0.9], "g3": [0.7, 0.6],
               "m0": [0.9, 0.9, 0.1], "m1": [0.35]}
-    t = M.tune_threshold(cases, scores, "gsm8k")
+    t = m_processbench.tune_threshold(cases, scores, "gsm8k")
     # every threshold in (0.3, 0.6] is perfect on gsm8k; the smallest candidate (a step score) is taken
     assert t == 0.6
     # the average over subsets: math needs T in (0.1, 0.35] as well → (0.3, 0.35] → 0.35
-    assert M.tune_threshold(cases, scores) == 0.35
+    assert m_processbench.tune_threshold(cases, scores) == 0.35
     with pytest.raises(ValueError, match="subset 'nope'"):
-        M.tune_threshold(cases, scores, "nope")
+        m_processbench.tune_threshold(cases, scores, "nope")
     with pytest.raises(ValueError, match="step_scores for every case.*m1"):
-        M.tune_threshold(cases, {k: v for k, v in scores.items() if k != "m1"})
+        m_processbench.tune_threshold(cases, {k: v for k, v in scores.items() if k != "m1"})
 
 
 def test_tune_threshold_equals_brute_force_over_candidates():
@@ -183,21 +186,21 @@ def test_tune_threshold_equals_brute_force_over_candidates():
         g = cases if subset is None else cases[cases["subset"] == subset]
         pool = sorted({v for i in g["id"] for v in scores[i]})
         cands = pool + [np.nextafter(pool[-1], 1.0)]
-        f = [round(M.processbench_metrics(g, {i: M.first_error(scores[i], t) for i in g["id"]})["average_f1"], 12)
+        f = [round(m_processbench.processbench_metrics(g, {i: m_processbench.first_error(scores[i], t) for i in g["id"]})["average_f1"], 12)
              for t in cands]
-        assert M.tune_threshold(cases, scores, subset) == cands[int(np.argmax(f))]  # first maximum = smallest
+        assert m_processbench.tune_threshold(cases, scores, subset) == cands[int(np.argmax(f))]  # first maximum = smallest
 
 
 def test_predictions_rows_validation():
-    preds, scores = M.predictions_from_rows([{"id": "a", "prediction": 2}, {"id": "b", "step_scores": [0.9, 0.1]},
+    preds, scores = m_processbench.predictions_from_rows([{"id": "a", "prediction": 2}, {"id": "b", "step_scores": [0.9, 0.1]},
                                              {"id": "c", "prediction": None}], 0.5)
     assert preds == {"a": 2, "b": 1, "c": None} and scores == {"b": [0.9, 0.1]}
     with pytest.raises(ValueError, match="id 'x'.*'prediction' or 'step_scores'"):
-        M.predictions_from_rows([{"id": "x"}], 0.5)
+        m_processbench.predictions_from_rows([{"id": "x"}], 0.5)
     with pytest.raises(ValueError, match="duplicate prediction for id 'a'"):
-        M.predictions_from_rows([{"id": "a", "prediction": 1}, {"id": "a", "prediction": 1}], 0.5)
+        m_processbench.predictions_from_rows([{"id": "a", "prediction": 1}, {"id": "a", "prediction": 1}], 0.5)
     with pytest.raises(ValueError, match="id 'a'.*not an integer"):
-        M.predictions_from_rows([{"id": "a", "prediction": "two"}], 0.5)
+        m_processbench.predictions_from_rows([{"id": "a", "prediction": "two"}], 0.5)
 
 
 # ------------------------------------------------------------------------------------------- CLIs
@@ -248,12 +251,12 @@ def test_cli_bon(tmp_path):
 
 def test_long_tables():
     rows = _rows("a", "p1", ["1", "2"], [False, True], [[0.2], [0.8]])
-    m = M.bon_metrics(pd.DataFrame(rows), ["product"], bootstrap=10)
-    long = pd.DataFrame(M.bon_long_rows(m, "x"))
+    m = m_bon.bon_metrics(pd.DataFrame(rows), ["product"], bootstrap=10)
+    long = pd.DataFrame(m_bon.bon_long_rows(m, "x"))
     assert list(long.columns) == ["prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high"]
     assert set(long["benchmark"]) == {"a", "average"}
-    pm = M.processbench_metrics(_cases(), {i: -1 for i in _cases()["id"]}, bootstrap=10)
-    pl = pd.DataFrame(M.processbench_long_rows(pm, "x"))
+    pm = m_processbench.processbench_metrics(_cases(), {i: -1 for i in _cases()["id"]}, bootstrap=10)
+    pl = pd.DataFrame(m_processbench.processbench_long_rows(pm, "x"))
     assert list(pl["subset"]) == ["gsm8k", "math", "average"]
     assert pl.iloc[-1]["f1"] == pm["average_f1"]
 
@@ -299,7 +302,7 @@ def _check_bon(path: Path, k: int = 8) -> dict:
     flat = [{"benchmark": "math", "problem_id": str(r["idx"]), "sample_idx": j, "pred": r["pred"][j],
              "correct": bool(r["score"][j]), "step_scores": None, "orm_score": r["pred_score"][j][0]}
             for r in rows for j in range(len(r["pred"]))]
-    m = M.bon_metrics(pd.DataFrame(flat), [], n=k, maj_grouping="exact", orm_column="orm_score", bootstrap=1000)
+    m = m_bon.bon_metrics(pd.DataFrame(flat), [], n=k, maj_grouping="exact", orm_column="orm_score", bootstrap=1000)
     b = m["benchmarks"]["math"]
     return {"harness": harness, "ours": {"maj": b["maj"], "orm": b["orm"], "pass": b["pass"]},
             "ci": b["ci"], "n_problems": b["n_problems"]}
@@ -309,10 +312,10 @@ def test_official_processbench_gold_and_all_correct(pb_cases):
     cases = pb_cases
     assert len(cases) == 3400
     gold = dict(zip(cases["id"], cases["label"].astype(int)))
-    m = M.processbench_metrics(cases, gold)
+    m = m_processbench.processbench_metrics(cases, gold)
     assert all(s["f1"] == 1.0 for s in m["subsets"].values()) and m["average_f1"] == 1.0
     assert all((s["error_acc"], s["correct_acc"], s["f1"]) == (1.0, 1.0, 1.0) for s in m["subsets"].values())
-    m = M.processbench_metrics(cases, {i: -1 for i in gold})
+    m = m_processbench.processbench_metrics(cases, {i: -1 for i in gold})
     counts = {k: (s["n_error"], s["n_correct"]) for k, s in m["subsets"].items()}
     assert counts == {"gsm8k": (207, 193), "math": (594, 406), "olympiadbench": (661, 339), "omnimath": (759, 241)}
     assert all(s["error_acc"] == 0 and s["correct_acc"] == 1 and s["f1"] == 0 for s in m["subsets"].values())
@@ -326,7 +329,7 @@ def test_official_processbench_arithmetic_on_random_predictions(pb_cases):
     rnd = random.Random(0)
     steps = dict(zip(cases["id"], cases["steps"]))
     preds = {i: rnd.choice([-1, -1, l if l >= 0 else 0, rnd.randrange(len(steps[i]))]) for i, l in gold.items()}
-    ours = M.processbench_metrics(cases, preds)
+    ours = m_processbench.processbench_metrics(cases, preds)
     ref = _official_pb(cases, preds)
     got = {k: (s["error_acc"], s["correct_acc"], s["f1"]) for k, s in ours["subsets"].items()}
     assert all(np.allclose(got[k], ref["subsets"][k], atol=1e-12) for k in ref["subsets"])

@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from prm_lessons import metrics, plan
+from prm_lessons import plan
 from prm_lessons.config import ConfigError, validate_config
+from prm_lessons.metrics import bon as m_bon
 from prm_lessons.rules.evaluation import bon_metrics, bon_table
 from prm_lessons.rules.sampling import BASELINE_COLUMNS, bon_baselines
 from prm_lessons.tables import write_table
@@ -132,14 +133,14 @@ def test_primary_policy_must_be_roles_policy():
 
 def test_first_n_samples_is_the_prefix_and_refuses_gaps_and_short_problems():
     df = samples_frame("arith", 3, 4).assign(benchmark="arith")
-    part = metrics.first_n_samples(df, 2)
+    part = m_bon.first_n_samples(df, 2)
     assert sorted(part["sample_idx"].unique()) == [0, 1] and len(part) == 6
     gap = df[~((df["problem_id"] == "arith-00001") & (df["sample_idx"] == 1))]
     with pytest.raises(ValueError, match=r"benchmark 'arith': problem arith-00001 has 1 of sample_idx 0\.\.1"):
-        metrics.first_n_samples(gap, 2)
-    assert len(metrics.first_n_samples(gap, 1)) == 3  # the gap is after the prefix
+        m_bon.first_n_samples(gap, 2)
+    assert len(m_bon.first_n_samples(gap, 1)) == 3  # the gap is after the prefix
     with pytest.raises(ValueError, match=r"benchmark 'arith': problem arith-00000 has 4 of sample_idx 0\.\.4"):
-        metrics.first_n_samples(df, 5)
+        m_bon.first_n_samples(df, 5)
 
 
 def _scores(tmp_path: Path, benches=("arith", "chain_sum"), n=4, pdir="") -> list[str]:
@@ -164,7 +165,7 @@ def test_bon_metrics_at_every_n_equal_metrics_of_the_truncated_table(tmp_path):
     # the same numbers as a table that only ever had 2 samples per problem
     short = samples_frame("arith", 12, 4, seed=0)
     short = short[short["sample_idx"] < 2].assign(benchmark="arith")
-    ref = metrics.bon_metrics(short, BON["aggregations"], n=2, maj_grouping="normalized", bootstrap=50, seed=0)
+    ref = m_bon.bon_metrics(short, BON["aggregations"], n=2, maj_grouping="normalized", bootstrap=50, seed=0)
     for col in ("pass", "maj", "prm_product", "prm_min"):
         assert m2["benchmarks"]["arith"][col] == pytest.approx(ref["benchmarks"]["arith"][col])
         assert m2["benchmarks"]["arith"]["ci"][col] == pytest.approx(ref["benchmarks"]["arith"]["ci"][col])
@@ -209,7 +210,7 @@ def test_bon_baselines_rows_per_policy_benchmark_and_n(tmp_path):
     assert keys == [("p1", "arith", 2), ("p1", "average", 2), ("p1", "arith", 4), ("p1", "chain_sum", 4),
                     ("p1", "average", 4), ("p2", "arith", 4), ("p2", "average", 4)]
     short = samples_frame("arith", 10, 4, seed=0)
-    ref = metrics.baselines(short[short["sample_idx"] < 2], 2, "normalized")
+    ref = m_bon.baselines(short[short["sample_idx"] < 2], 2, "normalized")
     row = df[(df["policy"] == "p1") & (df["benchmark"] == "arith") & (df["N"] == 2)].iloc[0]
     assert row["maj"] == round(100 * ref["maj"], 1) and row["pass"] == round(100 * ref["pass"], 1)
 

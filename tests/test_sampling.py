@@ -5,7 +5,7 @@ import pytest
 
 from fakes import SeedEngine
 from prm_lessons.generation import derive_seed
-from prm_lessons.metrics import baselines
+from prm_lessons.metrics.bon import baselines
 from prm_lessons.sampling import sample_problems, shard_rows
 from prm_lessons.tables import TableError, check_table
 

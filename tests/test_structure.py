@@ -267,9 +267,9 @@ def test_a_docstring_or_comment_edit_reruns_nothing(finished_checkout, module):
 @pytest.mark.slow
 def test_human_labels_reruns_when_grading_changes(finished_checkout):
     """The hand-written lists missed this one: human labels by construction grade final answers."""
-    with _edited(finished_checkout, "grading.py"):
+    with _edited(finished_checkout, "grading/extract.py"):
         planned = _rerun_rules(_smk(finished_checkout, "-n"))
-    assert "human_labels" in planned and "prm_lessons/grading.py" in planned["human_labels"]
+    assert "human_labels" in planned and "prm_lessons/grading/extract.py" in planned["human_labels"]
 
 
 # -- a moved checkout reruns nothing -------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from prm_lessons.metrics import aggregate, best_index
+from prm_lessons.metrics.select import aggregate, best_index
 
 log = logging.getLogger(__name__)
 

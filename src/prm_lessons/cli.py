@@ -13,17 +13,13 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
-from .data import load_processbench_cases
+from .data.processbench import load_processbench_cases
 from .errors import InputError, json_type
-from .grading import grade_rows
-from .metrics import (
-    AGGREGATIONS,
-    BON_COLUMNS,
-    MAJ_GROUPINGS,
-    bon_metrics,
-    evaluate_processbench,
-    predictions_from_rows,
-)
+from .grading.rows import grade_rows
+from .metrics.bon import bon_metrics
+from .metrics.processbench import evaluate_processbench, predictions_from_rows
+from .metrics.rows import BON_COLUMNS
+from .metrics.select import AGGREGATIONS, MAJ_GROUPINGS
 from .tables import read_records, write_json
 
 # -- argument types: bad values are argparse errors (usage + one line, exit status 2) ------------------

@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 from .config import model_entry, model_path, sweep_variant_name
-from .data import downloaded_path, processbench_paths
+from .data.processbench import processbench_paths
+from .data.sources import downloaded_path
 from .fewshot import fewshot_path
 from .labels.mc import as_fraction
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from .errors import InputError
 from .generation import SamplingSpec, derive_seed, render_chat
-from .grading import grade_many
+from .grading.pool import grade_many
 from .steps import COT_SYSTEM_PROMPT, split_steps
 from .tables import SCHEMAS
 

@@ -37,8 +37,8 @@ import pandas as pd
 
 from .errors import InputError
 from .generation import EngineStats, SamplingSpec, derive_seed, log_progress, render_chat
-from .grading import grade_many
-from .metrics import bon_problem_table
+from .grading.pool import grade_many
+from .metrics.bon import bon_problem_table
 from .sampling import long_prompts
 from .steps import COT_SYSTEM_PROMPT, DEFAULT_SEPARATOR, join_steps
 

@@ -1,8 +1,9 @@
-"""Problem shards of the scoring jobs (prms.shards): which rows a shard job takes, and the merge that
-refuses shard tables which do not hold every expected problem exactly once.
+"""Problem shards: which rows a shard job takes (the MC and judge labellers' jobs, and the scoring jobs
+of prms.shards), and the merge that refuses shard tables which do not hold every expected problem
+exactly once.
 
-The split is the labellers' (:func:`prm_lessons.labels.shard_by_problem`: whole problems, round-robin in
-sorted id order), so a killed job loses one shard and a rerun writes the same rows again; the merge is
+The split is :func:`shard_by_problem` (whole problems, round-robin in sorted id order; :func:`in_shard` applies
+it to ids), so a killed job loses one shard and a rerun writes the same rows again; the merge is
 :func:`prm_lessons.tables.merge_shards` after a check that names every overlapping, missing or foreign
 problem, so a stale shard from another split or a lost one cannot pass as a complete table.
 """
@@ -15,8 +16,18 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .labels import shard_by_problem
 from .tables import KEYS, merge_shards, read_table
+
+
+def shard_by_problem(df, shard: int, nshards: int):
+    """Rows of shard `shard` (0-based) of `nshards`: whole problems, assigned round-robin in sorted id
+    order (all samples of a problem share its question prefix in the engine's cache). MC and the judge
+    shard this way; sampling.shard_rows takes contiguous rows instead."""
+    if not 0 <= shard < nshards:
+        raise ValueError(f"shard {shard} out of range for {nshards} shards")
+    pids = sorted(df["problem_id"].unique())
+    mine = {p for j, p in enumerate(pids) if j % nshards == shard}
+    return df[df["problem_id"].isin(mine)].reset_index(drop=True)
 
 
 def in_shard(ids: Sequence, shard: int, nshards: int) -> np.ndarray:

@@ -49,10 +49,11 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from . import metrics
 from .generation import SamplingSpec, derive_seed, render_chat
 from .labels import clean_steps
-from .labels.judge import _guided_generate, last_closed_boxed, tag_steps
+from .labels.judge import guided_generate, last_closed_boxed, tag_steps
+from .metrics.bon import bon_metrics
+from .metrics.select import best_or_none
 from .shards import in_shard
 from .steps import join_steps
 
@@ -183,7 +184,7 @@ def _judge_batch(engine, prompts: list[str], seeds: list[int], st: JudgeSettings
              if readable(i, r["text"]) < needed[i] and (not r["cut"] or st.force_truncated)]
     if retry:
         opening = [suffix if res[i]["text"] else suffix.lstrip() for i in retry]
-        conts = _guided_generate(engine, [prompts[i] + res[i]["text"] + o for i, o in zip(retry, opening)],
+        conts = guided_generate(engine, [prompts[i] + res[i]["text"] + o for i, o in zip(retry, opening)],
                                  force_max_tokens, [regexes[i] for i in retry] if st.guided else None)
         for i, o, cont in zip(retry, opening, conts):
             full = res[i]["text"] + o + cont
@@ -230,9 +231,9 @@ def judge_pointwise(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
 
 
 def pointwise_choice(scores: Sequence[float | None]) -> int | None:
-    """Position of the best score (ties → the lowest position, metrics.best_index); None when no
-    response has a score (the rule of a PRM's Best-of-N choice, metrics._best_or_none)."""
-    return metrics._best_or_none(scores)
+    """Position of the best score (ties → the lowest position, metrics.select.best_index); None when no
+    response has a score (the rule of a PRM's Best-of-N choice, metrics.select.best_or_none)."""
+    return best_or_none(scores)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -415,7 +416,7 @@ def judge_metrics(samples: pd.DataFrame, judged: pd.DataFrame, *, n: int | None,
     sel = [chosen[(str(d), str(p))] for d, p in zip(df["dataset"], df["problem_id"])]
     df["judge_score"] = [None if pd.isna(c) else float(int(c) == int(s)) for c, s in zip(sel, df["sample_idx"])]
     df["benchmark"] = df["dataset"].astype(str)
-    m = metrics.bon_metrics(df, [], n=n, maj_grouping=maj_grouping, orm_column="judge_score", bootstrap=bootstrap,
+    m = bon_metrics(df, [], n=n, maj_grouping=maj_grouping, orm_column="judge_score", bootstrap=bootstrap,
                             seed=seed, confidence=confidence, workers=workers, orm_name="judge")
     m["settings"].pop("orm", None)  # no ORM here: the judge is the selector
     by = {str(b): {c: int(g[c].sum()) for c in COUNTS} for b, g in judged.groupby("dataset", sort=True)}

@@ -1,7 +1,7 @@
 # Data: pinned source files (fetched once, checksummed), problem tables (reasoning-gym / Hub / local
 # files / pinned files) and the ProcessBench cases.
-# Rule functions: prm_lessons.rules.data; logic: prm_lessons.data (fetch_file, load_problems,
-# load_processbench, constructed_processbench) and prm_lessons.corruption (error injection).
+# Rule functions: prm_lessons.rules.data; logic: prm_lessons.data (sources.fetch_file, problems.load_problems,
+# processbench.load_processbench, processbench.constructed_processbench) and prm_lessons.corruption (error injection).
 
 
 # `source: url` entries: fetched once (login node: a local rule) and checksummed; file:// URLs and

@@ -46,14 +46,3 @@ def first_error_from_labels(labels: Sequence[float]) -> int:
 
 def instance_id(problem_id: str, sample_idx: int) -> str:
     return f"{problem_id}#{int(sample_idx)}"
-
-
-def shard_by_problem(df, shard: int, nshards: int):
-    """Rows of shard `shard` (0-based) of `nshards`: whole problems, assigned round-robin in sorted id
-    order (all samples of a problem share its question prefix in the engine's cache). MC and the judge
-    shard this way; sampling.shard_rows takes contiguous rows instead."""
-    if not 0 <= shard < nshards:
-        raise ValueError(f"shard {shard} out of range for {nshards} shards")
-    pids = sorted(df["problem_id"].unique())
-    mine = {p for j, p in enumerate(pids) if j % nshards == shard}
-    return df[df["problem_id"].isin(mine)].reset_index(drop=True)

@@ -189,7 +189,7 @@ def load_template(path: str | None) -> str | None:
     return Path(path).read_text() if path else None
 
 
-def _guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | Sequence[str] | None):
+def guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | Sequence[str] | None):
     """Short greedy continuation, regex-constrained where the engine is vLLM (structured outputs);
     `regex`: one pattern for every prompt, or one per prompt (verifiers: one line per step)."""
     regexes = [regex] * len(prompts) if regex is None or isinstance(regex, str) else list(regex)
@@ -239,7 +239,7 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
         retry = [rq for rq in reqs if parsed[rq][1] == "no_verdict" and (rq not in cut or force_truncated)]
         if retry:
             suffix, regex = FORCE[style]
-            conts = _guided_generate(engine, [prompts[i] + texts[(i, j)] + suffix for i, j in retry],
+            conts = guided_generate(engine, [prompts[i] + texts[(i, j)] + suffix for i, j in retry],
                                      force_max_tokens, regex if guided else None)
             for rq, cont in zip(retry, conts):
                 full = texts[rq] + suffix + cont

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Sequence
 
-from .. import grading
 from ..generation import SamplingSpec, derive_seed, render_chat
+from ..grading import pool as grading_pool
 from . import clean_steps
 
 log = logging.getLogger(__name__)
@@ -328,9 +328,9 @@ def make_grade_fn(timeout_s: float, workers: int | None = None):
         if workers is not None:
             kwargs["workers"] = workers
         try:
-            res = grading.grade_many(texts, golds, **kwargs)
+            res = grading_pool.grade_many(texts, golds, **kwargs)
         except TypeError:  # grade_many without a workers argument
-            res = grading.grade_many(texts, golds, timeout_s=timeout_s)
+            res = grading_pool.grade_many(texts, golds, timeout_s=timeout_s)
         return [bool(getattr(g, "correct", g)) for g in res]
 
     return grade_fn

@@ -37,7 +37,7 @@ from huggingface_hub.constants import REPO_ID_SEPARATOR
 from safetensors.torch import save_file
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, GenerationConfig
 
-from ..data import git_blob_sha1
+from ..data.sources import git_blob_sha1
 from ..scoring import HEAD_PREFIX, make_head
 from ..steps import split_steps
 from .tokenizers import save_tokenizer

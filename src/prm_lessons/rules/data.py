@@ -4,14 +4,9 @@ from __future__ import annotations
 import logging
 
 from .. import as_paths
-from ..data import (
-    constructed_processbench,
-    fetch_file,
-    file_digests,
-    load_problems,
-    load_processbench,
-    processbench_paths,
-)
+from ..data.problems import load_problems
+from ..data.processbench import constructed_processbench, load_processbench, processbench_paths
+from ..data.sources import fetch_file, file_digests
 from ..fewshot import prompt_column
 from ..tables import write_table
 

@@ -15,9 +15,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import as_paths, critic, metrics
+from .. import as_paths, critic
 from ..generation import load_engine
 from ..labels.judge import load_template
+from ..metrics import bon as metrics_bon
+from ..metrics import model_free as metrics_model_free
+from ..metrics import processbench as metrics_processbench
+from ..metrics import rows as metrics_rows
 from ..shards import in_shard, merge_problem_shards
 from ..tables import SCHEMAS, read_table, table_meta, write_json, write_table
 
@@ -26,7 +30,7 @@ log = logging.getLogger(__name__)
 # columns of the long tables results/tables/{bon,processbench}.csv
 TABLE_COLUMNS = {
     "bon": ["policy", "prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high"],
-    "processbench": list(metrics.PROCESSBENCH_LONG_COLUMNS),
+    "processbench": list(metrics_processbench.PROCESSBENCH_LONG_COLUMNS),
 }
 
 
@@ -308,7 +312,7 @@ def bon_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, t
     """Rule `bon_metrics`: one policy's results/{policy_dir}scores/{prm}/{benchmark}.parquet (its benchmarks)
     → results/{policy_dir}metrics/bon/{prm}.json: the metrics at bon.n over every benchmark, and under
     `by_n` those at each further N (params.ns: benchmark → its N) over that N's benchmarks, each from the
-    first N samples of every problem (metrics.first_n_samples). Outcome RMs (one score per response) give
+    first N samples of every problem (metrics.bon.first_n_samples). Outcome RMs (one score per response) give
     orm@N instead of prm_<agg>."""
     cfg = params["bon"]
     frames, outcome = [], False
@@ -325,8 +329,8 @@ def bon_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, t
         b: [int(cfg["n"])] for b in df["benchmark"].unique()}
     by_n = {}
     for n in sorted({n for ns in ns_of.values() for n in ns}):
-        part = metrics.first_n_samples(df[df["benchmark"].isin([b for b, ns in ns_of.items() if n in ns])], n)
-        by_n[n] = metrics.bon_metrics(part, aggs, n=n, maj_grouping=cfg["maj_grouping"],
+        part = metrics_bon.first_n_samples(df[df["benchmark"].isin([b for b, ns in ns_of.items() if n in ns])], n)
+        by_n[n] = metrics_bon.bon_metrics(part, aggs, n=n, maj_grouping=cfg["maj_grouping"],
                                       orm_column="orm_score" if outcome else None,
                                       bootstrap=int(cfg["bootstrap"]["samples"]), seed=int(cfg["bootstrap"]["seed"]),
                                       confidence=float(cfg["bootstrap"]["confidence"]), workers=max(1, int(threads or 1)))
@@ -357,7 +361,7 @@ def _pb_threshold(params) -> float | str:
     if t == "tune":
         return t
     try:
-        return metrics.check_threshold(t)
+        return metrics_rows.check_threshold(t)
     except ValueError as exc:
         raise ValueError(f"config {key}: {exc}") from None
 
@@ -368,7 +372,7 @@ def _predictions_by_id(df: pd.DataFrame) -> dict:
 
 
 def _scores_by_id(df: pd.DataFrame) -> dict:
-    """{id: step scores} of a pb_scores frame, as stored (metrics.check_processbench_inputs checks them and
+    """{id: step scores} of a pb_scores frame, as stored (metrics.rows.check_processbench_inputs checks them and
     names the id of a null or NaN score)."""
     return {str(i): (list(s) if isinstance(s, (list, tuple, np.ndarray)) else s)
             for i, s in zip(df["id"], df["step_scores"])}
@@ -388,26 +392,26 @@ def _write_pb(m: dict, per_case: pd.DataFrame, outputs: dict) -> None:
 def processbench_baseline(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `processbench_baseline`: a model-free ProcessBench predictor (always_correct, first_step,
     structure) → results/metrics/processbench/baseline_{kind}.json and its predictions. The predictors
-    get only `metrics.structure_view` (id, subset, number of steps), never a step's text; `structure`
+    get only `metrics.model_free.structure_view` (id, subset, number of steps), never a step's text; `structure`
     is fitted on the dev split, or cross-fitted over two folds of the cases without one."""
     kind, cfg = wildcards["kind"], params["processbench_eval"]
     cases = read_table(inputs["cases"], "processbench")
-    view = metrics.structure_view(cases)
+    view = metrics_model_free.structure_view(cases)
     rule = None
     if kind == "structure":
         dev_paths = as_paths(inputs.get("dev_cases"))
         if dev_paths:
             dev = read_table(dev_paths[0], "processbench")
-            rule = metrics.fit_structure_rule(metrics.structure_view(dev), dev["label"].astype(int).tolist())
-            preds = metrics.baseline_predictions(kind, view, rule)
+            rule = metrics_model_free.fit_structure_rule(metrics_model_free.structure_view(dev), dev["label"].astype(int).tolist())
+            preds = metrics_model_free.baseline_predictions(kind, view, rule)
             fitted = f"dev split ({len(dev)} cases)"
         else:
-            preds, rule = metrics.crossfit_structure_predictions(view, cases["label"].astype(int).tolist())
+            preds, rule = metrics_model_free.crossfit_structure_predictions(view, cases["label"].astype(int).tolist())
             fitted = "cross-fitted over 2 folds of the cases"
     else:
-        preds = metrics.baseline_predictions(kind, view)
+        preds = metrics_model_free.baseline_predictions(kind, view)
         fitted = None
-    m, per_case = metrics.evaluate_processbench(cases, preds, {}, **_bootstrap_args(cfg))
+    m, per_case = metrics_processbench.evaluate_processbench(cases, preds, {}, **_bootstrap_args(cfg))
     m.update(prm=f"baseline_{kind}", run_label=params.get("run_label"), baseline=kind, fitted_on=fitted,
              rule=[{"subset": k[0], "n_steps": int(k[1]), "prediction": int(v)} for k, v in sorted((rule or {}).items())]
              if isinstance(rule, dict) else rule)
@@ -431,21 +435,21 @@ def processbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards
         scores = _scores_by_id(src)
         threshold = _pb_threshold(params)
         t0 = 0.5 if threshold == "tune" else float(threshold)
-        metrics.check_processbench_inputs(cases, {}, scores, truncated_ok=True)  # before first_error reads them
-        preds = {i: metrics.first_error(s, t0) for i, s in scores.items()}
+        metrics_rows.check_processbench_inputs(cases, {}, scores, truncated_ok=True)  # before first_error reads them
+        preds = {i: metrics_processbench.first_error(s, t0) for i, s in scores.items()}
     dev_cases = dev_scores = None
     if as_paths(inputs.get("dev_scores")):
         dev_cases = read_table(as_paths(inputs["dev_cases"])[0], "processbench")
         dev_scores = _scores_by_id(pd.read_parquet(as_paths(inputs["dev_scores"])[0]))
     boot = _bootstrap_args(cfg)
     # a PRM truncated at its max length scores fewer steps than a case has (recorded as n_truncated)
-    m, per_case = metrics.evaluate_processbench(cases, preds, scores, threshold, dev_cases=dev_cases,
+    m, per_case = metrics_processbench.evaluate_processbench(cases, preds, scores, threshold, dev_cases=dev_cases,
                                                 dev_scores=dev_scores, truncated_ok=True, **boot)
     if "n_steps_scored" in src.columns and "n_steps" in src.columns:
         m["n_truncated"] = int((src["n_steps_scored"] < src["n_steps"]).sum())
     if as_paths(inputs.get("structure")):
         base_preds = _predictions_by_id(pd.read_parquet(as_paths(inputs["structure"])[0]))
-        m["vs_structure"] = metrics.paired_f1_difference(cases, _predictions_by_id(per_case), base_preds,
+        m["vs_structure"] = metrics_processbench.paired_f1_difference(cases, _predictions_by_id(per_case), base_preds,
                                                          n_boot=boot["bootstrap"],
                                                          seed=boot["seed"], confidence=boot["confidence"])
     m["prm"] = wildcards.get("prm")
@@ -473,7 +477,7 @@ def bon_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thr
     def rows(m, prm):
         out = []
         for part in [m, *(m.get("by_n") or {}).values()]:
-            out += [{"policy": m.get("policy"), **r} for r in metrics.bon_long_rows(part, prm)]
+            out += [{"policy": m.get("policy"), **r} for r in metrics_bon.bon_long_rows(part, prm)]
         return out
 
     _long_table(inputs, outputs, params, "bon", rows)
@@ -482,4 +486,4 @@ def bon_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thr
 def processbench_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `processbench_table`: all results/metrics/processbench/*.json → results/tables/processbench.csv
     (long format)."""
-    _long_table(inputs, outputs, params, "processbench", metrics.processbench_long_rows)
+    _long_table(inputs, outputs, params, "processbench", metrics_processbench.processbench_long_rows)

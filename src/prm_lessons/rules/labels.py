@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from .. import as_paths, generation
-from ..data import load_problems
-from ..labels import clean_steps, instance_id, shard_by_problem
+from ..data.problems import load_problems
+from ..labels import clean_steps, instance_id
 from ..labels.consensus import consensus_table
 from ..labels.human import (
     construction_instances,
@@ -23,6 +23,7 @@ from ..labels.judge import judge_responses, load_template
 from ..labels.math_shepherd import convert_math_shepherd, iter_rows, malformed_lines, math_shepherd_file
 from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
 from ..labels.trainsets import CSV_COLUMNS, build_variant, paper_n_instances
+from ..shards import shard_by_problem
 from ..tables import iter_records, merge_shards, read_table, table_meta, write_table
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from .. import as_paths, generation
 from ..answer_key import KEEP_UNITS
-from ..metrics import baselines, first_n_samples
+from ..metrics.bon import baselines, first_n_samples
 from ..sampling import sample_problems, shard_rows
 from ..tables import SCHEMAS, merge_shards, read_table, table_meta, write_table
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import as_paths, generation, search
-from ..metrics import aggregate
+from ..metrics.select import aggregate
 from ..sampling import sample_problems
 from ..shards import in_shard
 from ..tables import read_table, table_meta, write_table

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import as_paths, metrics, verifiers
+from .. import as_paths, verifiers
 from ..generation import load_engine
+from ..metrics import bon as metrics_bon
 from ..shards import merge_problem_shards
 from ..tables import read_table, table_meta, write_json, write_table
 
@@ -112,7 +113,7 @@ def merge_bon_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dic
 
 def bon_judge_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `bon_judge_metrics`: the samples and a judge's choices → results/metrics/bon_judges/{judge}/{mode}.json
-    (metrics.bon_metrics layout, the selector named `judge`, plus `judging` counts)."""
+    (metrics.bon.bon_metrics layout, the selector named `judge`, plus `judging` counts)."""
     cfg = params["bon"]
     judged = pd.concat([read_table(p, "bon_judge") for p in as_paths(inputs["judged"])], ignore_index=True)
     m = verifiers.judge_metrics(_samples(inputs), judged, n=cfg.get("n"), maj_grouping=cfg["maj_grouping"],
@@ -135,7 +136,7 @@ def bon_judge_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dic
     for path in as_paths(inputs.get("metrics")):
         m = json.loads(Path(path).read_text())
         judging = m["judging"]["benchmarks"]
-        for r in metrics.bon_long_rows(m, m["prm"]):
+        for r in metrics_bon.bon_long_rows(m, m["prm"]):
             b = r["benchmark"]
             if b == "average":
                 n_problems = sum(e["n_problems"] for e in m["benchmarks"].values())

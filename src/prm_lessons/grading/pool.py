@@ -1,23 +1,6 @@
-"""Answer extraction (Qwen2.5-Math harness convention) and grading with math-verify under a hard timeout.
-
-* :func:`extract_answer` follows the harness's ``parser.extract_answer``: Minerva's "final answer is
-  $…$. I hope", else the content of the last ``\\boxed{…}`` (nested braces matched; ``\\boxed 5``;
-  ``\\fbox``), else the text after "the answer is" / "final answer is", else after the first "答案是" (to a blank
-  line), else the last number.
-* :func:`extract_final` adds multiple choice as the harness grades it: for ``answer_format: choice``
-  (MMLU STEM) the choice letter of the response (:func:`choice_answer_clean`), for any item whose
-  gold is a letter A–E but whose extracted answer is not, the letter taken from the whole response,
-  and for a gold of several letters (gaokao_math_qa) only the letters A–E of the extracted answer.
-* :func:`grade` compares the extracted answer with the gold answer: letters by letter, otherwise equal
-  after the harness's light string normalisation, else ``math_verify.verify(parse(gold), parse(pred))``.
-* Every comparison runs in a worker process that is killed and replaced when it exceeds
-  ``timeout_s``; math-verify's own timeouts use ``signal.alarm`` (main thread only, and unable to stop
-  a long C-level regex or SymPy call), so they are switched off inside the workers and the process
-  boundary is the timeout. A response that times out counts as incorrect with status ``timeout``.
-  This works from any thread or process and never hangs.
-
-CLI: ``prm-lessons grade --input IN.jsonl --output OUT.jsonl`` (prm_lessons.cli; rows graded by
-:func:`grade_rows`).
+"""Grading with math-verify under a hard timeout: the comparison that runs inside a worker process,
+the worker pool that kills and replaces a worker that overruns, and grade / grade_many / equivalent_many.
+Worker entry point: ``python -m prm_lessons.grading.pool --worker``.
 """
 from __future__ import annotations
 
@@ -37,10 +20,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Iterable, Sequence
 
-from . import checkout_env
-from .errors import InputError, is_bool, json_type
+from .. import checkout_env
+from .extract import choice_gold, extract_final, gold_answer_text, is_choice_letter, multi_choice_gold, strip_answer
 
 log = logging.getLogger(__name__)
+
 
 STATUSES = ("ok", "no_answer", "timeout", "error")
 
@@ -51,169 +35,6 @@ class GradeResult:
     correct: bool
     status: str           # ok | no_answer | timeout | error
 
-
-# --------------------------------------------------------------------------------------------------
-# extraction
-# --------------------------------------------------------------------------------------------------
-
-def last_boxed_content(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` (nested braces matched), or of ``\\boxed 5``.
-
-    As in the Qwen2.5-Math harness, the last occurrence wins and an unclosed brace (a truncated
-    response) yields everything after it. None when there is no box.
-    """
-    if not text:
-        return None
-    idx = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
-    if idx < 0:
-        return None
-    rest = text[idx + (len("\\boxed") if text.startswith("\\boxed", idx) else len("\\fbox")):]
-    if not rest.startswith("{"):
-        # "\boxed 5$" / "\boxed 5": the harness takes the text up to the next "$"
-        content = rest.split("$")[0].strip()
-        return content or None
-    depth = 0
-    for i, ch in enumerate(rest):
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return rest[1:i]
-    return rest[1:]
-
-
-_NUMBER_RE = re.compile(r"-?\d*\.?\d+")
-
-
-def extract_answer(text: str | None) -> str | None:
-    """The final answer of a response, by the Qwen2.5-Math harness rules; None when there is none."""
-    if not text:
-        return None
-    text = text.replace("\u043a\u0438", "")  # the harness drops this token (Math-Shepherd step tag)
-    if "final answer is $" in text and "$. I hope" in text:  # Minerva format
-        pred = text.split("final answer is $", 1)[1].split("$. I hope", 1)[0].strip()
-    elif "\\boxed" in text or "\\fbox" in text:
-        pred = last_boxed_content(text) or ""
-    elif "he answer is" in text:
-        pred = text.split("he answer is")[-1].strip()
-    elif "final answer is" in text:
-        pred = text.split("final answer is")[-1].strip()
-    elif "答案是" in text:  # the harness's Chinese few-shot answers ("答案是 C"): after the FIRST one, to a blank line
-        pred = text.split("答案是")[1].strip().split("\n\n")[0].strip()
-    else:  # the last number
-        numbers = _NUMBER_RE.findall(text.replace(",", ""))
-        pred = numbers[-1] if numbers else ""
-    pred = re.sub(r"\n\s*", "", pred)
-    if pred.startswith(":"):
-        pred = pred[1:]
-    pred = pred.rstrip(".").rstrip("/").strip()
-    return pred or None
-
-
-# Multiple choice, as the harness grades it (evaluation/parser.py `choice_answer_clean`; math_eval.py's
-# post-processing of letter golds; grader.py `math_equal`).
-CHOICE_LETTERS = ("A", "B", "C", "D", "E")
-_CHOICE_TRIGGERS = ("choice is", "answer is")
-_CHOICE_TRIGGER_RE = re.compile("|".join(_CHOICE_TRIGGERS))
-_CHOICE_LETTER_RE = re.compile(r"\b(A|B|C|D|E)\b")
-
-
-def choice_answer_clean(text: str) -> str:
-    """The choice letter of a response, by the harness's rule: after the last "answer is" / "choice is"
-    the first standalone A–E (case-insensitive, so an article "a" counts, as there), without a trigger
-    the last one in the text. A response repeating a trigger (few-shot echo) is cut at its first blank
-    line first. No letter: the cleaned text itself (so the caller sees it is not a letter)."""
-    pred = text.strip("\n")
-    if any(pred.count(t) > 1 for t in _CHOICE_TRIGGERS):
-        pred = pred.split("\n\n")[0]
-    parts = _CHOICE_TRIGGER_RE.split(pred)
-    after_trigger = len(parts) > 1
-    if after_trigger:
-        pred = parts[-1]
-    pred = pred.strip("\n").rstrip(".").rstrip("/").strip(" ").lstrip(":")
-    letters = _CHOICE_LETTER_RE.findall(pred.upper())
-    if letters:
-        pred = letters[0] if after_trigger else letters[-1]
-    else:
-        pred = pred.strip().strip(".")
-    return pred.rstrip(".").rstrip("/")
-
-
-def is_choice_letter(value) -> bool:
-    return isinstance(value, str) and value.strip() in CHOICE_LETTERS
-
-
-def multi_choice_gold(gold) -> str | None:
-    """A gold of several choice letters (gaokao_math_qa's multiple-answer items: "AD", "A B D") as the
-    harness compares it (spaces dropped by strip_string), else None."""
-    s = str(gold).replace(" ", "") if isinstance(gold, str) else ""
-    return s if len(s) > 1 and all(c in CHOICE_LETTERS for c in s) else None
-
-
-def choice_gold(gold, answer_format: str = "plain"):
-    """A choice set's gold as a letter: an option index (0 → A, as the harness reads MMLU STEM) or a letter."""
-    if answer_format == "choice":
-        if isinstance(gold, int) and not isinstance(gold, bool) and 0 <= gold < len(CHOICE_LETTERS):
-            return CHOICE_LETTERS[gold]
-        if isinstance(gold, str) and gold.strip().isdigit() and int(gold) < len(CHOICE_LETTERS):
-            return CHOICE_LETTERS[int(gold)]
-    return gold
-
-
-def extract_final(text: str | None, gold=None, answer_format: str = "plain") -> str | None:
-    """The answer graded for a response, as the harness extracts it for the response's dataset.
-
-    ``answer_format == "choice"`` (MMLU STEM): :func:`choice_answer_clean` of the whole response (the
-    harness's ``extract_answer`` for mmlu_stem). Otherwise :func:`extract_answer`. Then, for ANY item
-    whose gold is a letter A–E (e.g. 37 of GaoKao 2023 En's 385) and whose extracted answer is not a
-    letter, the letter is taken from the whole response (math_eval.py's post-processing).
-    """
-    if not text:
-        return None
-    if answer_format == "choice":
-        pred = choice_answer_clean(text.replace("\u043a\u0438", "")) or None
-    else:
-        pred = extract_answer(text)
-    gold_s = gold_answer_text(gold) if gold is not None else None
-    if is_choice_letter(gold_s) and not is_choice_letter(strip_answer(pred) if pred else pred):
-        pred = choice_answer_clean(text) or None
-    elif multi_choice_gold(gold_s) and pred and not multi_choice_gold(strip_answer(pred)):
-        # math_eval.py: a gold of several letters keeps only the letters A-E of the extracted answer
-        pred = "".join(c for c in pred if c in CHOICE_LETTERS) or None
-    return pred
-
-
-def strip_answer(s: str) -> str:
-    """Light normalisation of an answer string (a subset of the harness's ``strip_string``)."""
-    s = str(s).strip().replace("\n", "").rstrip(".")
-    s = s.replace("\\!", "").replace("tfrac", "frac").replace("dfrac", "frac")
-    s = s.replace("\\left", "").replace("\\right", "")
-    s = re.sub(r"\\text\{\s*[a-zA-Z][a-zA-Z .]*\}$", "", s).strip() or s  # trailing unit text
-    s = s.replace("^{\\circ}", "").replace("^\\circ", "")
-    s = s.replace("\\$", "").replace("$", "").replace("\\(", "").replace("\\)", "")
-    s = re.sub(r"\\(?:text|mbox|mathrm|textbf)\{(.*?)\}", r"\1", s)
-    s = s.replace("\\%", "").replace("%", "")
-    s = re.sub(r"(\d+)\.0*([^\d])", r"\1\2", s)
-    s = re.sub(r"(\d+)\.0*$", r"\1", s)
-    if len(s.split("=")) == 2 and len(s.split("=")[0].strip()) <= 2:
-        s = s.split("=")[1]
-    s = s.replace(" ", "")
-    if s.startswith("."):
-        s = "0" + s
-    s = re.sub(r"^(-?\d+)/(\d+)$", r"\\frac{\1}{\2}", s)
-    s = re.sub(r"\\frac(\d)(\d)", r"\\frac{\1}{\2}", s)
-    return s
-
-
-def gold_answer_text(gold) -> str:
-    """Gold answers may be LaTeX (``$\\frac{1}{2}$``), lists (OlympiadBench) or numbers: one string."""
-    if isinstance(gold, (list, tuple)):
-        gold = gold[0] if len(gold) == 1 else ", ".join(map(str, gold))
-    gold = str(gold).strip()
-    if "$" in gold:  # the harness's strip_string drops every \\$ and $ (college_math has inner $ too)
-        gold = gold.replace("\\$", "").replace("$", "").strip()
-    return gold
 
 
 # --------------------------------------------------------------------------------------------------
@@ -317,7 +138,7 @@ def _worker_main() -> None:
 
 
 class _Worker:
-    """One grading process (``python -m prm_lessons.grading --worker``) behind pipes.
+    """One grading process (``python -m prm_lessons.grading.pool --worker``) behind pipes.
 
     A plain subprocess rather than multiprocessing: no fork (safe from threads and from processes
     holding GPUs) and no re-import of the caller's ``__main__`` (safe from scripts without a main guard).
@@ -325,7 +146,7 @@ class _Worker:
 
     def __init__(self):
         env = checkout_env()  # works from a checkout without installing
-        self.proc = subprocess.Popen([sys.executable, "-m", "prm_lessons.grading", "--worker"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "prm_lessons.grading.pool", "--worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                      text=True, bufsize=1)
         self.conn = self.proc.stdout
@@ -469,7 +290,7 @@ _SHARED: GradingPool | None = None
 _SHARED_LOCK = threading.Lock()
 
 
-def _shared_pool() -> GradingPool:
+def shared_pool() -> GradingPool:
     global _SHARED
     with _SHARED_LOCK:
         if _SHARED is None:
@@ -491,7 +312,7 @@ def grade_many(texts: Sequence[str | None], golds: Sequence, timeout_s: float = 
     one per response): ``choice`` extracts a choice letter as the harness does for MMLU STEM (see
     :func:`extract_final`).
     """
-    _check_timeout(timeout_s)
+    check_timeout(timeout_s)
     if len(texts) != len(golds):
         raise ValueError(f"grade_many: {len(texts)} responses but {len(golds)} gold answers")
     formats = [answer_format] * len(texts) if isinstance(answer_format, str) else list(answer_format)
@@ -529,7 +350,7 @@ def parses_many(texts: Sequence[str], timeout_s: float = 5.0, pool: GradingPool 
     """Whether each answer parses under math-verify as majority voting parses it (``correct``: a
     non-empty parse), each in a worker killed after ``timeout_s``. An answer that does not parse (or
     times out: status timeout) can equal no other answer, so no comparison with it is needed."""
-    _check_timeout(timeout_s)
+    check_timeout(timeout_s)
     return _run_pairs([(i, str(t), "", PARSE) for i, t in enumerate(texts)], timeout_s, pool, workers)
 
 
@@ -553,11 +374,11 @@ def equivalent_many(pairs: Sequence[tuple[str, str]], timeout_s: float = 5.0, wo
     ``correct`` = equivalent; a comparison that times out (status timeout) or fails (error) counts as
     not equivalent. ``pool`` reuses a :class:`GradingPool`; without one a pool of ``workers`` runs
     them and is closed."""
-    _check_timeout(timeout_s)
+    check_timeout(timeout_s)
     return _run_pairs([(i, str(b), str(a), EQUIV) for i, (a, b) in enumerate(pairs)], timeout_s, pool, workers)
 
 
-def _check_timeout(timeout_s) -> None:
+def check_timeout(timeout_s) -> None:
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real) \
             or not math.isfinite(timeout_s) or timeout_s <= 0:
         raise ValueError(f"grading timeout must be a positive number of seconds, got {timeout_s!r}")
@@ -573,7 +394,7 @@ def grade(text_or_pred: str | None, gold, timeout_s: float = 5.0, answer_format:
     text = text_or_pred
     if isinstance(text, str) and looks_like_bare_answer(text) and answer_format != "choice":
         text = f"\\boxed{{{text.strip()}}}"
-    return grade_many([text], [gold], timeout_s=timeout_s, pool=_shared_pool(), answer_format=answer_format)[0]
+    return grade_many([text], [gold], timeout_s=timeout_s, pool=shared_pool(), answer_format=answer_format)[0]
 
 
 def looks_like_bare_answer(text: str) -> bool:
@@ -593,95 +414,6 @@ def summarize(results: Iterable[GradeResult]) -> dict:
             **{s: counts.get(s, 0) for s in STATUSES}}
 
 
-# --------------------------------------------------------------------------------------------------
-# rows of a JSONL file (the `grade` CLI)
-# --------------------------------------------------------------------------------------------------
-
-def gold_problem(gold) -> str | None:
-    """Why a gold answer cannot be graded (None when it can): null, NaN or infinite, empty, a boolean,
-    an object, or a list that is empty or holds such a value (a list of scalars is a multi-part
-    answer, as OlympiadBench's). Grading null against a response saying "None" would count it right."""
-    if isinstance(gold, (list, tuple)):
-        if not gold:
-            return "is an empty list"
-        for k, g in enumerate(gold):
-            why = "is a list" if isinstance(g, (list, tuple)) else _scalar_gold_problem(g)
-            if why:
-                return f"element {k} {why}"
-        return None
-    return _scalar_gold_problem(gold)
-
-
-def _scalar_gold_problem(gold) -> str | None:
-    if gold is None:
-        return "is null"
-    if is_bool(gold):
-        return f"is a boolean ({gold})"
-    if isinstance(gold, numbers.Real):
-        return None if math.isfinite(float(gold)) else f"is {float(gold)}"
-    if isinstance(gold, str):
-        return None if gold_answer_text(gold) else "is empty"
-    return f"is a JSON {json_type(gold)}"
-
-
-def _row_name(n: int, row) -> str:
-    ident = row.get("id", row.get("idx")) if isinstance(row, dict) else None
-    return f"row {n + 1}" + (f" (id {ident})" if ident is not None and not isinstance(ident, (dict, list)) else "")
-
-
-def check_grade_rows(rows: Sequence, response_field: str = "response", answer_field: str = "answer") -> None:
-    """Every row an object with the response and gold-answer fields and a gradable gold answer
-    (:func:`gold_problem`); raises InputError with one line per problem, naming the row (1-based) and
-    its id. A response that is not text (null, a number) is no error: it has no answer (no_answer)."""
-    problems = []
-    for n, row in enumerate(rows):
-        if not isinstance(row, dict):
-            problems.append(f"row {n + 1}: a JSON {json_type(row)}, not an object")
-            continue
-        name = _row_name(n, row)
-        if response_field not in row:
-            problems.append(f"{name}: no field '{response_field}' (use --response-field)")
-        if answer_field not in row:
-            problems.append(f"{name}: no field '{answer_field}' (use --answer-field)")
-            continue
-        why = gold_problem(row[answer_field])
-        if why:
-            problems.append(f"{name}: gold answer (field '{answer_field}') {why}; a row without a gold "
-                            "answer cannot be graded")
-    if problems:
-        raise InputError(problems)
-
-
-def grade_rows(rows: list[dict], response_field: str = "response", answer_field: str = "answer",
-               timeout_s: float = 5.0, workers: int = 2, answer_format: str = "plain") -> tuple[list[dict], dict]:
-    """Add ``pred``/``correct``/``grade_status`` to each row (lists of responses give lists).
-    ``answer_format``: the dataset's (``choice`` for MMLU STEM; see :func:`extract_final`).
-    The rows are checked first (:func:`check_grade_rows`: InputError naming every bad row, nothing
-    graded); a response that is not text, or a list element that is not, has no answer."""
-    _check_timeout(timeout_s)
-    check_grade_rows(rows, response_field, answer_field)
-    flat_texts, flat_golds, where = [], [], []
-    for n, row in enumerate(rows):
-        resp = row[response_field]
-        items = resp if isinstance(resp, list) else [resp]
-        for k, text in enumerate(items):
-            flat_texts.append(text if isinstance(text, str) else None)
-            flat_golds.append(row[answer_field])
-            where.append((n, k, isinstance(resp, list)))
-    results = grade_many(flat_texts, flat_golds, timeout_s=timeout_s, workers=workers, answer_format=answer_format)
-    out = [dict(r) for r in rows]
-    for (n, k, is_list), res in zip(where, results):
-        if is_list:
-            for key, val in (("pred", res.pred), ("correct", res.correct), ("grade_status", res.status)):
-                if k == 0:
-                    out[n][key] = []
-                out[n][key].append(val)
-        else:
-            out[n].update(pred=res.pred, correct=res.correct, grade_status=res.status)
-    for n, row in enumerate(rows):  # empty response lists
-        if isinstance(row[response_field], list) and not row[response_field]:
-            out[n].update(pred=[], correct=[], grade_status=[])
-    return out, summarize(results)
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:

@@ -1,0 +1,368 @@
+"""Problems: the answer formats, reasoning-gym generators, Hub datasets and local files behind one loader,
+:func:`load_problems`, which returns the ``problems`` table (``problem_id``, ``dataset``, ``question``,
+``answer``, ``gold_steps``); records are mapped and validated (errors name the row).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import re
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ..corruption import arithmetic_gold_steps
+from ..errors import InputError, json_type
+from ..grading.extract import gold_answer_text, last_boxed_content
+from ..tables import read_records
+from .sources import downloaded_path, verify_checksums
+
+log = logging.getLogger(__name__)
+
+PROBLEM_COLUMNS = ["problem_id", "dataset", "question", "answer", "gold_steps"]
+
+
+# problem loaders
+# --------------------------------------------------------------------------------------------------
+
+ANSWER_FORMATS = ("plain", "gsm8k", "boxed", "choice")
+_CALC_RE = re.compile(r"<<[^<>]*>>")  # GSM8K calculator annotations "<<16-3-4=9>>"
+
+
+def gsm8k_answer(text: str) -> str:
+    """Final answer of a GSM8K solution: the text after the last '####' (thousands commas dropped)."""
+    if "####" not in str(text):
+        raise ValueError("no '####' in the answer text")
+    return str(text).rsplit("####", 1)[1].strip().replace(",", "")
+
+
+def gsm8k_steps(text: str) -> list[str]:
+    """A GSM8K worked solution as steps: one per line, calculator annotations removed, final boxed step."""
+    body, final = str(text).rsplit("####", 1)
+    steps = [_CALC_RE.sub("", line).strip() for line in body.splitlines()]
+    steps = [s for s in steps if s]
+    steps.append(f"The final answer is $\\boxed{{{final.strip().replace(',', '')}}}$.")
+    return steps
+
+
+def boxed_answer(solution: str) -> str:
+    """Final answer of a MATH-style solution: the content of its last \\boxed{...}."""
+    ans = last_boxed_content(str(solution))
+    if ans is None or not ans.strip():
+        raise ValueError("no \\boxed{...} answer in the solution")
+    return ans.strip()
+
+
+def split_solution(text: str) -> list[str]:
+    """A worked solution split into steps on blank lines (the paper's step separator)."""
+    return [p.strip() for p in re.split(r"\n\s*\n", str(text)) if p.strip()]
+
+
+CHOICES_STYLES = ("answer_choices", "options_zh")
+YES_NO_HINTS = {"true": " (True or False)", "false": " (True or False)", "yes": " (Yes or No)", "no": " (Yes or No)"}
+
+
+def _choice_question(question: str, choices, style: str = "answer_choices") -> str:
+    """The question with its options appended, as the Qwen2.5-Math harness's parse_question writes them:
+    answer_choices (MMLU STEM: "\nAnswer Choices: (A) …") or options_zh (gaokao_math_qa: "\n选项: (A) …").
+    Options are a list (lettered A, B, …) or a mapping letter -> text (in its order)."""
+    pairs = list(choices.items()) if isinstance(choices, dict) else \
+        [("ABCDEFGHIJ"[i], c) for i, c in enumerate(choices)]
+    opts = " ".join(f"({k}) {str(c).strip() if style == 'answer_choices' else c}" for k, c in pairs)
+    if style == "options_zh":
+        return f"{question.strip()}\n选项: {opts}"
+    if style != "answer_choices":
+        raise ValueError(f"choices_style {style!r}: one of {', '.join(CHOICES_STYLES)}")
+    return f"{question.strip()}\nAnswer Choices: {opts}"
+
+
+def _answer_field(rec: dict, af) -> str:
+    """The answer field of a record: fields.answer, or the first of a list of fields whose value is not
+    empty (cn_middle_school: `choice_answer`, else `answer`, as the harness reads it); the last one when
+    all are empty, so the missing-answer error names it."""
+    if isinstance(af, str):
+        return af
+    for f in af:
+        v = rec.get(f)
+        if f in rec and not (blank_or_missing(v) if not isinstance(v, (list, tuple)) else not v):
+            return f
+    return af[-1]
+
+
+def _reasoning_gym_rows(spec: dict) -> list[dict]:
+    import reasoning_gym  # lazy: only reasoning-gym sets need it (slow import)
+
+    generator = spec.get("generator")
+    if not generator:
+        raise ValueError("dataset spec with source reasoning_gym needs `generator`")
+    if not spec.get("size"):
+        raise ValueError(f"reasoning_gym dataset '{generator}' needs `size`")
+    ds = reasoning_gym.create_dataset(generator, size=int(spec["size"]), seed=int(spec.get("seed", 0)),
+                                      **(spec.get("params") or {}))
+    rows = []
+    for i, item in enumerate(ds):
+        meta = item.get("metadata") or {}
+        rows.append({"source_id": f"{generator}:{spec.get('seed', 0)}:{i}", "question": item.get("question"),
+                     "answer": item.get("answer"), "gold_steps": _reasoning_gym_steps(generator, item, meta)})
+    return rows
+
+
+def _reasoning_gym_steps(generator: str, item: dict, meta: dict) -> list[str] | None:
+    """Gold step-by-step solutions for reasoning-gym items.
+
+    gsm_symbolic carries a worked solution (``metadata.answer_cot``, GSM8K style: one line per step,
+    ``#### answer`` last). basic_arithmetic and chain_sum carry only the expression, so the solution is
+    built from it: one step per operation in evaluation order, then a boxed final answer. Other
+    generators: None (no gold steps).
+    """
+    if meta.get("answer_cot"):
+        cot = str(meta["answer_cot"])
+        if "####" not in cot:
+            cot = f"{cot}\n#### {item.get('answer')}"
+        return gsm8k_steps(cot)
+    if meta.get("expression") is not None and generator in ("basic_arithmetic", "chain_sum"):
+        try:
+            return arithmetic_gold_steps(str(meta["expression"]), str(item.get("answer")))
+        except ValueError as exc:
+            # reasoning-gym floors inexact divisions, so a few gold answers are not the exact value;
+            # such a problem keeps its question and answer but gets no gold steps
+            log.info("%s item %s: no gold steps (%s)", generator, meta.get("source_index"), exc)
+    return None
+
+
+def _hub_records(spec: dict) -> list[dict]:
+    import datasets  # lazy: heavy, and only Hub sources need it
+
+    if not spec.get("id"):
+        raise ValueError("dataset spec with source hub needs `id`")
+    kwargs = {"revision": spec["revision"]} if spec.get("revision") else {}
+    ds = datasets.load_dataset(spec["id"], spec.get("config"), split=spec.get("split", "test"), **kwargs)
+    return [dict(r) for r in ds]
+
+
+
+
+def check_rows(n: int, expected, what: str) -> None:
+    if expected is not None and int(n) != int(expected):
+        raise ValueError(f"{what}: {n} rows, expected {int(expected)} (`rows` in the config); "
+                         "the file is not the pinned set")
+
+
+def blank_or_missing(value) -> bool:
+    """null, NaN, or a blank string (a record field with no value)."""
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and not value.strip()
+
+
+def decode_list(value):
+    """numpy arrays and JSON-list strings as Python lists; any other value unchanged."""
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        value = value.tolist()
+    if isinstance(value, str) and value.strip().startswith("[") and value.strip().endswith("]"):
+        try:  # lists stored as strings (some jsonl exports)
+            parsed = json.loads(value)
+            if isinstance(parsed, list):
+                return parsed
+        except json.JSONDecodeError:
+            pass
+    return value
+
+
+def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
+    """One source record → {question, answer, gold_steps, source_id}, per the spec's field mapping."""
+    fields = {"question": "question", "answer": "answer", "gold_steps": None, "id": None, "choices": None,
+              **(spec.get("fields") or {})}
+    fmt = spec.get("answer_format", "plain")
+    qf, af = fields["question"], _answer_field(rec, fields["answer"])
+    if qf not in rec:
+        raise ValueError(f"row {row_id}: no field '{qf}' (fields.question); fields present: {sorted(rec)}")
+    question = _question_text(rec[qf], f"row {row_id}", f" (field '{qf}')")
+    if af not in rec or blank_or_missing(rec[af]) if not isinstance(rec.get(af), (list, tuple)) else not rec[af]:
+        if af in rec and spec.get("missing_answer") == "keep":
+            # kept with an empty gold (never graded correct), as the harness keeps such rows in its denominator
+            source_id = rec.get(fields["id"]) if fields.get("id") else rec.get("_source_row")
+            return {"question": question, "answer": "", "gold_steps": None,
+                    "source_id": None if source_id is None else str(source_id)}
+        raise ValueError(f"row {row_id}: missing answer (field '{af}')")
+    raw_answer = decode_list(rec[af])
+    try:
+        if fmt == "gsm8k":
+            answer = gsm8k_answer(raw_answer)
+        elif fmt == "boxed":
+            answer = boxed_answer(raw_answer)
+        elif fmt == "choice":
+            if fields["choices"] not in rec:
+                raise ValueError(f"no field '{fields['choices']}' (fields.choices)")
+            choices = decode_list(rec[fields["choices"]])
+            question = _choice_question(question, choices, spec.get("choices_style", "answer_choices"))
+            letter = str(raw_answer).strip()
+            answer = "ABCDEFGHIJ"[int(letter)] if letter.isdigit() else letter.upper()
+        else:
+            answer = gold_answer_text(raw_answer)  # lists (OlympiadBench) → first; "$…$" unwrapped
+            if fields["choices"]:  # options shown, gold read as is (gaokao_math_qa: a letter in `label`)
+                if fields["choices"] not in rec:
+                    raise ValueError(f"no field '{fields['choices']}' (fields.choices)")
+                question = _choice_question(question, decode_list(rec[fields["choices"]]),
+                                            spec.get("choices_style", "answer_choices"))
+    except (ValueError, IndexError) as exc:
+        raise ValueError(f"row {row_id}: bad answer in field '{af}': {exc}") from None
+    if blank_or_missing(answer):
+        raise ValueError(f"row {row_id}: missing answer (field '{af}')")
+    if spec.get("yes_no_hint"):  # the harness's parse_question marks a yes/no or true/false item
+        hint = YES_NO_HINTS.get(str(answer).strip().lower())
+        question = question + hint if hint else question
+    gold_steps = None
+    if fields.get("gold_steps"):
+        gf = fields["gold_steps"]
+        if gf not in rec:
+            raise ValueError(f"row {row_id}: no field '{gf}' (fields.gold_steps)")
+        raw = decode_list(rec[gf])
+        if isinstance(raw, list):
+            gold_steps = [str(s).strip() for s in raw if str(s).strip()]
+        elif not blank_or_missing(raw):
+            gold_steps = gsm8k_steps(raw) if fmt == "gsm8k" and "####" in str(raw) else split_solution(raw)
+        if gold_steps is not None and not gold_steps:
+            raise ValueError(f"row {row_id}: empty gold steps (field '{gf}')")
+    elif fmt == "gsm8k":
+        gold_steps = gsm8k_steps(raw_answer)
+    source_id = rec.get(fields["id"]) if fields.get("id") else rec.get("_source_row")
+    return {"question": question, "answer": str(answer).strip(), "gold_steps": gold_steps,
+            "source_id": None if source_id is None else str(source_id)}
+
+
+def _question_text(value, where: str, field: str = "") -> str:
+    """The question as text; a missing one or one that is not a string (an object, a list, a number) is
+    an error naming the row: stringifying it would sample the policy on "{'text': ...}"."""
+    if blank_or_missing(value):
+        raise ValueError(f"{where}: empty question{field}")
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: question{field} is a JSON {json_type(value)}, not a string")
+    return value
+
+
+def _duplicate_id_problems(source_ids: Sequence, row_ids: Sequence[str], id_field: str) -> list[str]:
+    """One line per source id that more than one row carries (ids compared as text)."""
+    rows: dict[str, list[str]] = {}
+    for sid, rid in zip(source_ids, row_ids):
+        if sid is not None:
+            rows.setdefault(str(sid), []).append(rid)
+    return [f"id {sid!r} (fields.id '{id_field}') repeats in rows {', '.join(r)}; source ids must be unique"
+            for sid, r in rows.items() if len(r) > 1]
+
+
+def _repeated_problems(df: pd.DataFrame) -> dict[str, str]:
+    """problem_id -> the earlier problem_id with the same question and answer.
+
+    Kept, not dropped or refused: the pinned harness files repeat problems (mmlu_stem has 12 rows that
+    are exact copies, counted in the harness's 3,018) and small reasoning-gym families draw the same
+    problem again (one-digit arithmetic: ~20 of 100); the loader keeps the set as its source defines it,
+    logs the repeats and the problems rule records them in the table's metadata (`repeated`)."""
+    first: dict[tuple, str] = {}
+    out = {}
+    for pid, q, a in zip(df["problem_id"], df["question"], df["answer"]):
+        if (q, a) in first:
+            out[pid] = first[(q, a)]
+        else:
+            first[(q, a)] = pid
+    return out
+
+
+def subsample_records(records: list[dict], sub: dict, what: str) -> list[dict]:
+    """A seeded random subset of ``sub["n"]`` records, kept in source order (``subsample``: a set too
+    large to sample whole, e.g. Omni-MATH for Figure 6); each record keeps its source row number as
+    ``_source_row`` (the problem's source_id when the set has no id field)."""
+    n, seed = int(sub["n"]), int(sub.get("seed", 0))
+    if n > len(records):
+        raise ValueError(f"{what}: subsample.n {n} > the set's {len(records)} rows")
+    keep = sorted(random.Random(seed).sample(range(len(records)), n))
+    return [{**records[i], "_source_row": i} for i in keep]
+
+
+def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.DataFrame:
+    """The problems table for one dataset entry of the config (``problems:`` or ``benchmarks:``).
+
+    Columns: ``problem_id`` (``{name}-{i:05d}``, stable for a given spec), ``dataset`` (= name),
+    ``question``, ``answer`` (str), ``gold_steps`` (list of str, or None), and ``source_id`` (the
+    source's own id where known). Bad rows (missing answer, empty question, a question that is not a
+    string, a source id (``fields.id``) that repeats) raise InputError with one line per problem, each
+    naming its row; the file reader names the file and line of a row that is not an object or not
+    UTF-8. A problem that repeats an earlier one (same question and answer) is kept and counted
+    (:func:`_repeated_problems`; ``df.attrs["repeated"]``). ``source: url`` reads the copy made by rule
+    `benchmark_file` (``path``, default :func:`downloaded_path`). Checksums (``sha256``/``git_blob_sha1``,
+    url and local) and ``rows`` (any source, counted before ``limit``) stop the load with a message
+    naming the set.
+    """
+    source = spec.get("source")
+    fmt = spec.get("answer_format", "plain")
+    if fmt not in ANSWER_FORMATS:
+        raise ValueError(f"dataset '{name}': unknown answer_format '{fmt}' (one of {', '.join(ANSWER_FORMATS)})")
+    if fmt == "choice" and not (spec.get("fields") or {}).get("choices"):
+        raise ValueError(f"dataset '{name}': answer_format choice needs fields.choices naming the options field")
+    n_source = None  # rows of the whole set, before `limit` (recorded in the table's metadata)
+    problems: list[str] = []  # every bad row, one line each
+    mapped = []
+    where = f"dataset '{name}'"
+    if source == "reasoning_gym":
+        records = _reasoning_gym_rows(spec)
+        n_source = len(records)
+        for i, rec in enumerate(records):
+            row_id = f"{name}-{i:05d} ({rec['source_id']})"
+            try:
+                question = _question_text(rec["question"], f"row {row_id}")
+                if blank_or_missing(rec["answer"]):
+                    raise ValueError(f"row {row_id}: missing answer")
+            except ValueError as exc:
+                problems.append(str(exc))
+                continue
+            mapped.append({**rec, "question": question, "answer": str(rec["answer"]).strip()})
+    elif source in ("hub", "local", "url"):
+        if source == "hub":
+            records = _hub_records(spec)
+        else:
+            if source == "local" and not spec.get("path"):
+                raise ValueError("dataset spec with source local needs `path`")
+            file = spec["path"] if source == "local" else (path or downloaded_path(name, spec))
+            where = f"dataset '{name}' ({file})"
+            verify_checksums(file, spec, f"dataset '{name}'")
+            records = read_records(file)  # names the file and line of a non-object or non-UTF-8 row
+        check_rows(len(records), spec.get("rows"), f"dataset '{name}'")
+        n_source = len(records)
+        if spec.get("subsample"):
+            records = subsample_records(records, spec["subsample"], f"dataset '{name}'")
+        if spec.get("limit"):
+            records = records[: int(spec["limit"])]
+        id_field = (spec.get("fields") or {}).get("id")
+        for i, rec in enumerate(records):
+            try:
+                mapped.append(_map_record(rec, spec, f"{name}-{i:05d}"
+                                          + (f" (id {rec.get(id_field)})" if id_field else "")))
+            except ValueError as exc:
+                problems.append(str(exc))
+        if id_field:
+            problems += _duplicate_id_problems([rec.get(id_field) for rec in records],
+                                               [f"{name}-{i:05d}" for i in range(len(records))], id_field)
+    else:
+        raise ValueError(f"dataset '{name}': unknown source {source!r} (reasoning_gym, hub, local or url)")
+    if problems:
+        raise InputError(problems, where)
+    if not mapped:
+        raise ValueError(f"dataset '{name}': no problems")
+    df = pd.DataFrame(mapped)
+    df.insert(0, "problem_id", [f"{name}-{i:05d}" for i in range(len(df))])
+    df.insert(1, "dataset", name)
+    df = df[PROBLEM_COLUMNS + ["source_id"]]
+    df.attrs["rows_loaded"] = n_source
+    repeated = _repeated_problems(df)
+    if repeated:
+        log.warning("%s: %d of %d problems repeat an earlier one (same question and answer), kept as the "
+                    "source has them: %s", where, len(repeated), len(df),
+                    ", ".join(f"{p} = {q}" for p, q in list(repeated.items())[:10])
+                    + (" …" if len(repeated) > 10 else ""))
+    df.attrs["repeated"] = repeated
+    return df

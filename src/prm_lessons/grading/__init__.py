@@ -1,0 +1,25 @@
+"""Answer extraction (Qwen2.5-Math harness convention) and grading with math-verify under a hard timeout.
+
+One concept per module, so that a job's code closure holds only what it runs (prm_lessons.codedeps):
+
+* :mod:`.extract`: :func:`~.extract.extract_answer` follows the harness's ``parser.extract_answer``:
+  Minerva's "final answer is $…$. I hope", else the content of the last ``\\boxed{…}`` (nested braces
+  matched; ``\\boxed 5``; ``\\fbox``), else the text after "the answer is" / "final answer is", else after
+  the first "答案是" (to a blank line), else the last number. :func:`~.extract.extract_final` adds multiple
+  choice as the harness grades it: for ``answer_format: choice`` (MMLU STEM) the choice letter of the
+  response, for any item whose gold is a letter A–E but whose extracted answer is not, the letter taken
+  from the whole response, and for a gold of several letters (gaokao_math_qa) only the letters A–E of the
+  extracted answer.
+* :mod:`.pool`: :func:`~.pool.grade` compares the extracted answer with the gold answer: letters by
+  letter, otherwise equal after the harness's light string normalisation, else
+  ``math_verify.verify(parse(gold), parse(pred))``. Every comparison runs in a worker process
+  (``python -m prm_lessons.grading.pool --worker``) that is killed and replaced when it exceeds
+  ``timeout_s``; math-verify's own timeouts use ``signal.alarm`` (main thread only, and unable to stop a
+  long C-level regex or SymPy call), so they are switched off inside the workers and the process boundary
+  is the timeout. A response that times out counts as incorrect with status ``timeout``. This works from
+  any thread or process and never hangs. :func:`~.pool.grade_many` grades many at once.
+* :mod:`.rows`: rows of a JSONL file for the CLI ``prm-lessons grade --input IN.jsonl --output OUT.jsonl``
+  (prm_lessons.cli; rows checked and graded by :func:`~.rows.grade_rows`).
+
+This file imports nothing: importing one submodule must not pull in the others.
+"""

@@ -1,0 +1,102 @@
+"""Rows of a JSONL file for the `grade` CLI: gold answers checked (InputError naming every bad row),
+then graded (grade_rows).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Sequence
+
+from ..errors import InputError, is_bool, json_type
+from .extract import gold_answer_text
+from .pool import check_timeout, grade_many, summarize
+
+# --------------------------------------------------------------------------------------------------
+# rows of a JSONL file (the `grade` CLI)
+# --------------------------------------------------------------------------------------------------
+
+def gold_problem(gold) -> str | None:
+    """Why a gold answer cannot be graded (None when it can): null, NaN or infinite, empty, a boolean,
+    an object, or a list that is empty or holds such a value (a list of scalars is a multi-part
+    answer, as OlympiadBench's). Grading null against a response saying "None" would count it right."""
+    if isinstance(gold, (list, tuple)):
+        if not gold:
+            return "is an empty list"
+        for k, g in enumerate(gold):
+            why = "is a list" if isinstance(g, (list, tuple)) else _scalar_gold_problem(g)
+            if why:
+                return f"element {k} {why}"
+        return None
+    return _scalar_gold_problem(gold)
+
+
+def _scalar_gold_problem(gold) -> str | None:
+    if gold is None:
+        return "is null"
+    if is_bool(gold):
+        return f"is a boolean ({gold})"
+    if isinstance(gold, numbers.Real):
+        return None if math.isfinite(float(gold)) else f"is {float(gold)}"
+    if isinstance(gold, str):
+        return None if gold_answer_text(gold) else "is empty"
+    return f"is a JSON {json_type(gold)}"
+
+
+def _row_name(n: int, row) -> str:
+    ident = row.get("id", row.get("idx")) if isinstance(row, dict) else None
+    return f"row {n + 1}" + (f" (id {ident})" if ident is not None and not isinstance(ident, (dict, list)) else "")
+
+
+def check_grade_rows(rows: Sequence, response_field: str = "response", answer_field: str = "answer") -> None:
+    """Every row an object with the response and gold-answer fields and a gradable gold answer
+    (:func:`gold_problem`); raises InputError with one line per problem, naming the row (1-based) and
+    its id. A response that is not text (null, a number) is no error: it has no answer (no_answer)."""
+    problems = []
+    for n, row in enumerate(rows):
+        if not isinstance(row, dict):
+            problems.append(f"row {n + 1}: a JSON {json_type(row)}, not an object")
+            continue
+        name = _row_name(n, row)
+        if response_field not in row:
+            problems.append(f"{name}: no field '{response_field}' (use --response-field)")
+        if answer_field not in row:
+            problems.append(f"{name}: no field '{answer_field}' (use --answer-field)")
+            continue
+        why = gold_problem(row[answer_field])
+        if why:
+            problems.append(f"{name}: gold answer (field '{answer_field}') {why}; a row without a gold "
+                            "answer cannot be graded")
+    if problems:
+        raise InputError(problems)
+
+
+def grade_rows(rows: list[dict], response_field: str = "response", answer_field: str = "answer",
+               timeout_s: float = 5.0, workers: int = 2, answer_format: str = "plain") -> tuple[list[dict], dict]:
+    """Add ``pred``/``correct``/``grade_status`` to each row (lists of responses give lists).
+    ``answer_format``: the dataset's (``choice`` for MMLU STEM; see :func:`extract_final`).
+    The rows are checked first (:func:`check_grade_rows`: InputError naming every bad row, nothing
+    graded); a response that is not text, or a list element that is not, has no answer."""
+    check_timeout(timeout_s)
+    check_grade_rows(rows, response_field, answer_field)
+    flat_texts, flat_golds, where = [], [], []
+    for n, row in enumerate(rows):
+        resp = row[response_field]
+        items = resp if isinstance(resp, list) else [resp]
+        for k, text in enumerate(items):
+            flat_texts.append(text if isinstance(text, str) else None)
+            flat_golds.append(row[answer_field])
+            where.append((n, k, isinstance(resp, list)))
+    results = grade_many(flat_texts, flat_golds, timeout_s=timeout_s, workers=workers, answer_format=answer_format)
+    out = [dict(r) for r in rows]
+    for (n, k, is_list), res in zip(where, results):
+        if is_list:
+            for key, val in (("pred", res.pred), ("correct", res.correct), ("grade_status", res.status)):
+                if k == 0:
+                    out[n][key] = []
+                out[n][key].append(val)
+        else:
+            out[n].update(pred=res.pred, correct=res.correct, grade_status=res.status)
+    for n, row in enumerate(rows):  # empty response lists
+        if isinstance(row[response_field], list) and not row[response_field]:
+            out[n].update(pred=[], correct=[], grade_status=[])
+    return out, summarize(results)
