@@ -110,7 +110,7 @@ def training_rows(work: Path, config: dict) -> dict:
         pb = work / "results" / "scores" / variant / "processbench.parquet"
         row = {"world_size": m.get("world_size", m.get("hardware", {}).get("world_size")),
                "saved_by_rank": m.get("saved_by_rank"), "mode": m.get("mode"), "global_steps": m.get("global_steps"),
-               "scored": pb.exists()}
+               "deepspeed": m.get("deepspeed"), "scored": pb.exists()}
         if pb.exists():
 
             row["scores_finite"] = _finite(pd.read_parquet(pb)["step_scores"])
