@@ -369,8 +369,8 @@ def test_paper_rehearsal_with_one_critic_and_one_judge_plans(tmp_path):
     keep_critic, keep_judge = "qwq_32b_preview", "qwen25_72b_instruct"
     overlay = tmp_path / "one.yaml"
     overlay.write_text(yaml.safe_dump({
-        "critics": {"judges": {c: {"enabled": False} for c in paper["critics"]["judges"] if c != keep_critic}},
-        "bon_judges": {"judges": {j: {"enabled": False} for j in paper["bon_judges"]["judges"] if j != keep_judge}}}))
+        "critics": {"judges": {c: {"enabled": c == keep_critic} for c in paper["critics"]["judges"]}},
+        "bon_judges": {"judges": {j: {"enabled": j == keep_judge} for j in paper["bon_judges"]["judges"]}}}))
     out = _dry("--directory", str(work), "--configfile", str(ROOT / "config/paper.yaml"),
                str(ROOT / "config/rehearsal.yaml"), str(overlay), cwd=tmp_path)
     counts = _counts(out)

@@ -34,9 +34,11 @@ import math
 import os
 import platform
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -593,8 +595,6 @@ def run_launcher(cmd: list[str], env: dict) -> None:
     """Run torchrun and outlive a SIGTERM: SLURM's --signal=TERM@<grace> reaches every process of the job
     step; the ranks write their JIT checkpoint and exit, torchrun waits for them (SHUTDOWN_TIMEOUT_S), and
     this process must wait for torchrun instead of dying first (its exit would end the step and the save)."""
-    import signal
-
     proc = subprocess.Popen(cmd, env=env)
 
     def _wait_for_ranks(signum, frame):
@@ -612,8 +612,6 @@ def run_launcher(cmd: list[str], env: dict) -> None:
 
 def threading_main() -> bool:
     """signal.signal works only in the main thread (a launcher called from a worker thread keeps the default)."""
-    import threading
-
     return threading.current_thread() is threading.main_thread()
 
 
