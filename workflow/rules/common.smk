@@ -100,8 +100,13 @@ def policy_benchmarks(wc):
 
 
 def policy_samples(policy):
-    """The samples tables of a policy's benchmarks."""
+    """The samples tables (graded) of a policy's benchmarks."""
     return [plan.policy_path(config, policy, f"samples/{b}.parquet") for b in POLICIES[policy]["benchmarks"]]
+
+
+def policy_responses(policy):
+    """The responses tables (ungraded: what scoring reads) of a policy's benchmarks."""
+    return [plan.policy_path(config, policy, f"responses/{b}.parquet") for b in POLICIES[policy]["benchmarks"]]
 
 
 def judged_samples(wc):
