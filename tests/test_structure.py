@@ -202,6 +202,8 @@ FIGURE_RULES = {"fig1_overview", "fig2_consensus_filtering", "fig3_hard_soft_bon
     ("training.py", {"train_prm"}),  # the trainer: scoring and features use prm.py, not training.py
     # search_greedy scores candidates with the whole PRM (scoring imports prm)
     ("prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy"}),
+    # grading of the policy's responses: regrades and recomputes metrics, re-samples and rescores nothing
+    ("graded.py", {"grade_samples"}),
 ])
 def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout, module, expected):
     with _edited(finished_checkout / "src/prm_lessons" / module):
