@@ -1,7 +1,8 @@
 """Sampling rule vs a bare engine call: generated tokens/s on the same prompts and parameters.
 
 The rule's path (`prm_lessons.sampling.sample_problems`: chat rendering, per-problem seeds, step
-splitting; grading is the local rule grade_samples since, off the GPU) must keep ≥ 0.9× the tokens/s of calling vLLM directly.
+splitting; no grading: rule grade_samples grades on CPU) must keep ≥ 0.9× the tokens/s of calling vLLM
+directly.
 Both run in this process on one engine (start-up excluded from both, reported apart), alternating
 order over several rounds so machine noise hits both alike.
 
