@@ -39,14 +39,15 @@ def load_responses(args, engine, config):
         src = str(path)
     else:
         from prm_lessons.data.problems import load_problems
+        from prm_lessons.graded import grade_samples
         from prm_lessons.sampling import sample_problems
 
         spec = dict(config["problems"]["train"])
         spec["size"] = max(1, (args.responses or 16) // args.samples_per_problem)
         problems = load_problems("train", spec)
         df = sample_problems(engine, problems, n=args.samples_per_problem,
-                             sampling={**config["sampling"], "max_tokens": args.response_tokens},
-                             grading=config["grading"])
+                             sampling={**config["sampling"], "max_tokens": args.response_tokens})
+        df = grade_samples(df, timeout_s=config["grading"]["timeout_s"], workers=config["grading"]["workers"])
         src = f"generated here ({len(problems)} basic_arithmetic problems × {args.samples_per_problem})"
     df = df[df["steps"].map(len) > 0].sort_values(["problem_id", "sample_idx"])
     return (df.head(args.responses) if args.responses else df).reset_index(drop=True), src

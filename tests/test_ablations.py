@@ -82,7 +82,8 @@ def up_to_date(tmp_path_factory):
     return wd
 
 
-UPSTREAM = {"embedded_model", "problems", "processbench", "sample", "merge_samples", "mc", "merge_mc", "judge",
+UPSTREAM = {"embedded_model", "problems", "processbench", "sample", "merge_samples", "grade_samples", "mc", "merge_mc",
+            "judge",
             "merge_judge", "human_labels", "consensus", "trainset", "train_prm", "score_samples",
             "score_processbench", "critic_processbench"}
 
@@ -104,7 +105,7 @@ def test_threshold_sweep_value_trains_only_the_new_variant(up_to_date, tmp_path)
     abl = tmp_path / "sweep.yaml"
     abl.write_text("trainsets: {mc_threshold_sweep: [0.0, 0.25, 0.5, 0.75, 0.875]}\n")
     jobs = _planned_jobs(up_to_date, [abl])
-    for rule in ("embedded_model", "problems", "sample", "merge_samples", "mc", "merge_mc", "judge",
+    for rule in ("embedded_model", "problems", "sample", "merge_samples", "grade_samples", "mc", "merge_mc", "judge",
                  "human_labels", "consensus", "critic_processbench"):
         assert rule not in jobs, f"{rule} must not rerun: {jobs}"
     assert jobs["bon_table"] == 1 and jobs["fig5_mc_threshold"] == 1

@@ -109,14 +109,13 @@ def test_score_rule_uses_features_when_given(setup, tmp_path):
     d, base, samples = setup
     from prm_lessons.tables import write_table
 
-    samples = samples.assign(dataset="x", answer="1", response="", n_tokens=1, finish_reason="stop", pred="1",
-                             correct=False, grade_status="ok")
-    write_table(samples, tmp_path / "s.parquet", "samples")
+    samples = samples.assign(dataset="x", answer="1", response="", n_tokens=1, finish_reason="stop")
+    write_table(samples, tmp_path / "s.parquet", "responses")  # scoring reads the ungraded responses
     spec = {"adapter": "trained", "path": str(d / "prm"), "max_length": 256, "params": {}, "trained": True}
     outs = {}
     for name, inputs in (("full", {}), ("feat", {"features": [str(_features(d, base))]})):
         out = tmp_path / f"{name}.parquet"
-        E.score_samples(inputs={"samples": str(tmp_path / "s.parquet"), **inputs}, outputs={"scores": str(out)},
+        E.score_samples(inputs={"responses": str(tmp_path / "s.parquet"), **inputs}, outputs={"scores": str(out)},
                         params={"spec": spec, "scoring": {"batch_tokens": 4096, "batch_size": 8}},
                         wildcards={"prm": "p"}, threads=1)
         outs[name] = pd.read_parquet(out)

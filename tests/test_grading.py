@@ -276,9 +276,10 @@ def test_cli_grade_answer_format_choice(tmp_path):
 
 
 def test_sampling_grades_with_the_datasets_answer_format(tmp_path, monkeypatch):
-    """rule sample reads the answer format from the problems table's config entry."""
+    """rule grade_samples reads the answer format from the problems table's config entry."""
     from prm_lessons import generation
     from prm_lessons.rules.data import problems as rule_problems
+    from prm_lessons.rules.sampling import grade_samples as rule_grade
     from prm_lessons.rules.sampling import sample as rule_sample
 
     fixed = FixedEngine("Eliminating \\boxed{A} first. The answer is C.", n_tokens=9)
@@ -286,7 +287,7 @@ def test_sampling_grades_with_the_datasets_answer_format(tmp_path, monkeypatch):
     fix = Path(__file__).resolve().parent / "fixtures" / "data" / "mmlu_style.jsonl"  # gold: C
     params = {"sampling": {"temperature": 0.7, "top_p": 0.8, "max_tokens": 16, "seed": 0,
                            "step_separator": "\n\n"},
-              "grading": {"timeout_s": 5}, "model": {"name": "fake"}, "model_dir": "x", "n": 2}
+              "model": {"name": "fake"}, "model_dir": "x", "n": 2}
     for fmt, correct in (("choice", True), ("plain", False)):
         spec = {"source": "local", "path": str(fix), "answer_format": "choice", "fields": {"choices": "choices"}}
         if fmt == "plain":  # the same gold letter without the choice format: the boxed letter is graded
@@ -295,9 +296,11 @@ def test_sampling_grades_with_the_datasets_answer_format(tmp_path, monkeypatch):
         problems = tmp_path / f"{fmt}.parquet"
         rule_problems(inputs={}, outputs={"problems": str(problems)}, params={"spec": spec},
                       wildcards={"dataset": "m"}, threads=1)
-        out = tmp_path / f"samples_{fmt}.parquet"
-        rule_sample(inputs={"problems": str(problems)}, outputs={"samples": str(out)},
+        responses, out = tmp_path / f"responses_{fmt}.parquet", tmp_path / f"samples_{fmt}.parquet"
+        rule_sample(inputs={"problems": str(problems)}, outputs={"responses": str(responses)},
                     params=params, wildcards={"shard": "0", "nshards": "1"}, threads=1)
+        rule_grade(inputs={"responses": str(responses), "problems": str(problems)}, outputs={"samples": str(out)},
+                   params={"grading": {"timeout_s": 5}}, wildcards={"dataset": "m"}, threads=1)
         from prm_lessons.tables import read_table
         df = read_table(out, "samples")
         assert df["correct"].tolist() == [correct] * 2, fmt

@@ -261,7 +261,7 @@ def test_long_question_error_names_the_problem_before_any_generation():
     engine = LimitedEngine(limit)
     with pytest.raises(InputError) as exc:
         sample_problems(engine, probs, n=2, sampling={**SAMPLING, "long_questions": "error"},
-                        grading={"timeout_s": 5}, max_model_len=limit, model_name="smollm2")
+                        max_model_len=limit, model_name="smollm2")
     assert exc.value.problems == [
         "dataset 'd': 1 problem(s) too long for the policy: shorten or drop them, raise "
         "models.smollm2.max_model_len or lower sampling.max_tokens, or set sampling.long_questions: skip",
@@ -270,7 +270,7 @@ def test_long_question_error_names_the_problem_before_any_generation():
     assert engine.prompts == []  # nothing generated: the error comes before the first engine call
     # without the check the engine kills the whole batch, naming no problem (the review's dead shard)
     with pytest.raises(ValueError, match="decoder prompt"):
-        sample_problems(engine, probs, n=2, sampling=SAMPLING, grading={"timeout_s": 5})
+        sample_problems(engine, probs, n=2, sampling=SAMPLING)
 
 
 def test_long_question_error_counts_the_generation_budget():
@@ -280,18 +280,18 @@ def test_long_question_error_counts_the_generation_budget():
     n = _tokens(probs["question"][0])
     with pytest.raises(InputError, match=rf"problem d-00000: prompt of {n} tokens \+ sampling.max_tokens 16 > "
                                          rf"models.policy.max_model_len {n + 15}"):
-        sample_problems(LimitedEngine(n + 15), probs, n=1, sampling=SAMPLING, grading={"timeout_s": 5},
+        sample_problems(LimitedEngine(n + 15), probs, n=1, sampling=SAMPLING,
                         max_model_len=n + 15)
-    out = sample_problems(LimitedEngine(n + 16), probs, n=1, sampling=SAMPLING, grading={"timeout_s": 5},
+    out = sample_problems(LimitedEngine(n + 16), probs, n=1, sampling=SAMPLING,
                           max_model_len=n + 16)
     assert len(out) == 4 and out.attrs["long_questions"]["n_skipped"] == 0
 
 
 def test_long_question_skip_keeps_the_shard_alive_and_counts_the_skip(monkeypatch, tmp_path):
-    """sampling.long_questions: skip through rules `sample` and `merge_samples`: the other problems are
-    sampled, the skipped ids and their count are in both tables' metadata and the job log."""
+    """sampling.long_questions: skip through rules `sample`, `merge_samples` and `grade_samples`: the other
+    problems are sampled, the skipped ids and their count are in every table's metadata and the job log."""
     from prm_lessons import generation
-    from prm_lessons.rules.sampling import merge_samples, sample
+    from prm_lessons.rules.sampling import grade_samples, merge_samples, sample
 
     probs = _problems(long_at=(0, 3))
     limit = 256
@@ -299,13 +299,13 @@ def test_long_question_skip_keeps_the_shard_alive_and_counts_the_skip(monkeypatc
     monkeypatch.setattr(generation, "load_engine", lambda *a, **k: engine)
     pfile = tmp_path / "problems.parquet"
     write_table(probs, pfile, "problems", meta={"spec": {"answer_format": "plain"}})
-    params = {"sampling": {**SAMPLING, "long_questions": "skip"}, "grading": {"timeout_s": 5},
+    params = {"sampling": {**SAMPLING, "long_questions": "skip"},
               "model": {"name": "smollm2", "max_model_len": limit}, "model_dir": "x", "n": 2}
     shards = [tmp_path / f"shard{i}of2.parquet" for i in range(2)]
     for i, shard in enumerate(shards):
-        sample(inputs={"problems": str(pfile)}, outputs={"samples": str(shard)}, params=params,
+        sample(inputs={"problems": str(pfile)}, outputs={"responses": str(shard)}, params=params,
                wildcards={"shard": str(i), "nshards": "2"}, threads=1)
-    first = read_table(shards[0], "samples")
+    first = read_table(shards[0], "responses")
     assert first["problem_id"].unique().tolist() == ["d-00001"] and len(first) == 2
     skipped = {"d-00000": _tokens(probs["question"][0]), "d-00003": _tokens(probs["question"][3])}
     assert table_meta(shards[0])["long_questions"] == {
@@ -313,15 +313,20 @@ def test_long_question_skip_keeps_the_shard_alive_and_counts_the_skip(monkeypatc
         "skipped": {"d-00000": skipped["d-00000"]}}
     assert table_meta(shards[1])["long_questions"]["skipped"] == {"d-00003": skipped["d-00003"]}
     merged = tmp_path / "d.parquet"
-    merge_samples(inputs={"shards": [str(s) for s in shards]}, outputs={"samples": str(merged)}, params={},
+    merge_samples(inputs={"shards": [str(s) for s in shards]}, outputs={"responses": str(merged)}, params={},
                   wildcards={"dataset": "d"}, threads=1)
-    assert sorted(read_table(merged, "samples")["problem_id"].unique()) == ["d-00001", "d-00002"]
+    assert sorted(read_table(merged, "responses")["problem_id"].unique()) == ["d-00001", "d-00002"]
     assert table_meta(merged)["long_questions"] == {"n_skipped": 2, "skipped": skipped}
+    graded = tmp_path / "graded.parquet"
+    grade_samples(inputs={"responses": str(merged), "problems": str(pfile)}, outputs={"samples": str(graded)},
+                  params={"grading": {"timeout_s": 5}}, wildcards={"dataset": "d"}, threads=1)
+    assert len(read_table(graded, "samples")) == 4
+    assert table_meta(graded)["long_questions"] == {"n_skipped": 2, "skipped": skipped}
     # every problem of a shard too long: an empty shard, not a dead job
     write_table(_problems(long_at=(0, 1, 2, 3)), pfile, "problems", meta={"spec": {}})
-    sample(inputs={"problems": str(pfile)}, outputs={"samples": str(shards[0])}, params=params,
+    sample(inputs={"problems": str(pfile)}, outputs={"responses": str(shards[0])}, params=params,
            wildcards={"shard": "0", "nshards": "1"}, threads=1)
-    assert len(read_table(shards[0], "samples")) == 0
+    assert len(read_table(shards[0], "responses")) == 0
     assert table_meta(shards[0])["long_questions"]["n_skipped"] == 4
 
 
@@ -333,10 +338,10 @@ def test_long_question_error_through_the_rule_writes_no_table(monkeypatch, tmp_p
     monkeypatch.setattr(generation, "load_engine", lambda *a, **k: engine)
     pfile, out = tmp_path / "problems.parquet", tmp_path / "shard0of1.parquet"
     write_table(_problems(), pfile, "problems", meta={"spec": {}})
-    params = {"sampling": SAMPLING, "grading": {"timeout_s": 5}, "model": {"name": "smollm2", "max_model_len": 256},
+    params = {"sampling": SAMPLING, "model": {"name": "smollm2", "max_model_len": 256},
               "model_dir": "x", "n": 2}  # long_questions absent: the default, error
     with pytest.raises(InputError, match=r"problem d-00002: prompt of \d+ tokens"):
-        sample(inputs={"problems": str(pfile)}, outputs={"samples": str(out)}, params=params,
+        sample(inputs={"problems": str(pfile)}, outputs={"responses": str(out)}, params=params,
                wildcards={"shard": "0", "nshards": "1"}, threads=1)
     assert not out.exists() and engine.prompts == []
 

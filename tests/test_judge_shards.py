@@ -59,22 +59,22 @@ def _bon_judge(samples: list[str], outs: list[str], mode: str, shard=None, limit
     settings = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 64, "seed": 0, "system_prompt": None,
                 "force_answer": True, "force_truncated": False, "guided": True}
     wc = {"judge": "j", "mode": mode, **({"shard": str(shard[0]), "nshards": str(shard[1])} if shard else {})}
-    rules_verifiers.bon_judge(inputs={"samples": samples, "template": str(V.template_file(mode))},
+    rules_verifiers.bon_judge(inputs={"responses": samples, "template": str(V.template_file(mode))},
                               outputs={"judged": outs},
                               params={"settings": settings, "n": 3, "limit": limit, "model_entry": {"name": "m"},
                                       "model_dir": "unused"}, wildcards=wc, threads=1)
 
 
 def _merge_bon(samples: list[str], shards: list[str], outs: list[str], limit=None):
-    rules_verifiers.merge_bon_judge(inputs={"samples": samples, "shards": shards}, outputs={"judged": outs},
+    rules_verifiers.merge_bon_judge(inputs={"responses": samples, "shards": shards}, outputs={"judged": outs},
                                     params={"n": 3, "limit": limit}, wildcards={}, threads=1)
 
 
 def _bon_setup(tmp_path) -> tuple[list[str], list[str]]:
-    samples = []
+    samples = []  # the ungraded responses the judge jobs read
     for bench, k in (("arith", 7), ("chain", 2)):
-        samples.append(str(tmp_path / f"samples/{bench}.parquet"))
-        write_table(bon_samples(bench, k), samples[-1], "samples")
+        samples.append(str(tmp_path / f"responses/{bench}.parquet"))
+        write_table(bon_samples(bench, k).drop(columns=["pred", "correct", "grade_status"]), samples[-1], "responses")
     return samples, ["arith", "chain", "unsampled"]  # a judged benchmark the policy does not sample: empty
 
 

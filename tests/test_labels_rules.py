@@ -60,12 +60,15 @@ def test_label_rules_end_to_end(tmp_path, monkeypatch):
     mc = read_table(tmp_path / "mc.parquet", "mc")
     assert len(mc) == 12 and set(mc["problem_id"]) == {f"train-{i:05d}" for i in range(6)}
 
+    # the judge reads the ungraded responses (rule grade_samples grades them for MC and the metrics)
+    rp = str(tmp_path / "responses.parquet")
+    write_table(read_table(sp, "samples").drop(columns=["pred", "correct", "grade_status"]), rp, "responses")
     verdicts = ["\\boxed{-1}", "\\boxed{0}", "no idea", "\\boxed{1}", "\\boxed{7}"] * 2
     monkeypatch.setattr(generation, "load_engine", lambda d, e, b="auto": ScriptedJudge(verdicts, forced="-1}"))
     jshards = []
     for s in range(2):
         out = tmp_path / f"j{s}.parquet"
-        rule_judge(inputs={"samples": sp}, outputs={"table": str(out)},
+        rule_judge(inputs={"responses": rp}, outputs={"table": str(out)},
                    params={"judge": JUDGE, "model_dir": "x", "model_entry": {}},
                    wildcards={"dataset": "train", "shard": str(s), "nshards": "2"}, threads=1)
         jshards.append(str(out))

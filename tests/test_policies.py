@@ -57,8 +57,8 @@ def test_embedded_plan_names_two_policies_and_two_n():
     assert plan.samples_per_problem(cfg, "train") == cfg["sampling"]["n"]
     assert plan.policy_dir(cfg, "smollm2") == "" and plan.policy_dir(cfg, "smollm2_t1") == "policies/smollm2_t1/"
     assert plan.policy_of_dir(cfg, "") == "smollm2" and plan.policy_of_dir(cfg, "policies/smollm2_t1/") == "smollm2_t1"
-    assert plan.sample_shards(cfg, "arith", "smollm2_t1") == ["results/policies/smollm2_t1/samples/arith/shard0of1.parquet"]
-    assert plan.sample_shards(cfg, "arith") == ["results/samples/arith/shard0of1.parquet"]
+    assert plan.sample_shards(cfg, "arith", "smollm2_t1") == ["results/policies/smollm2_t1/responses/arith/shard0of1.parquet"]
+    assert plan.sample_shards(cfg, "arith") == ["results/responses/arith/shard0of1.parquet"]
     assert cfg["analysis"]["n"] == cfg["bon"]["n"]  # the tables read bon.csv at bon.n, never at a more_n N
 
 
@@ -143,19 +143,23 @@ def test_first_n_samples_is_the_prefix_and_refuses_gaps_and_short_problems():
         m_bon.first_n_samples(df, 5)
 
 
-def _scores(tmp_path: Path, benches=("arith", "chain_sum"), n=4, pdir="") -> list[str]:
-    paths = []
+def _scores(tmp_path: Path, benches=("arith", "chain_sum"), n=4, pdir="") -> dict[str, list[str]]:
+    """bon_metrics' inputs: the graded samples and the score tables (keys and step scores)."""
+    paths = {"samples": [], "scores": []}
     for k, b in enumerate(benches):
-        p = tmp_path / f"results/{pdir}scores/prm_a/{b}.parquet"
-        write_table(samples_frame(b, 12, n, seed=k), p, "step_scores", meta={"outcome": False})
-        paths.append(str(p))
+        df = samples_frame(b, 12, n, seed=k)
+        s, p = tmp_path / f"results/{pdir}samples/{b}.parquet", tmp_path / f"results/{pdir}scores/prm_a/{b}.parquet"
+        write_table(df.drop(columns=["step_scores"]), s, "samples")
+        write_table(df[["problem_id", "sample_idx", "step_scores"]], p, "step_scores", meta={"outcome": False})
+        paths["samples"].append(str(s))
+        paths["scores"].append(str(p))
     return paths
 
 
 def test_bon_metrics_at_every_n_equal_metrics_of_the_truncated_table(tmp_path):
     paths = _scores(tmp_path)
     out = tmp_path / "m.json"
-    bon_metrics(inputs={"scores": paths}, outputs={"metrics": str(out)},
+    bon_metrics(inputs=paths, outputs={"metrics": str(out)},
                 params={"bon": BON, "policy": "p1", "ns": {"arith": [2, 4], "chain_sum": [4]}, "run_label": "t"},
                 wildcards={"prm": "prm_a"}, threads=1)
     m = json.loads(out.read_text())
@@ -172,7 +176,7 @@ def test_bon_metrics_at_every_n_equal_metrics_of_the_truncated_table(tmp_path):
 
     # bon.csv: a policy column, rows at every N, the N=2 average over its own benchmarks
     second = tmp_path / "m2.json"
-    bon_metrics(inputs={"scores": _scores(tmp_path, ("arith",), pdir="policies/p2/")},
+    bon_metrics(inputs=_scores(tmp_path, ("arith",), pdir="policies/p2/"),
                 outputs={"metrics": str(second)}, params={"bon": BON, "policy": "p2", "ns": {"arith": [4]}},
                 wildcards={"prm": "prm_a"}, threads=1)
     table = tmp_path / "bon.csv"
@@ -190,7 +194,7 @@ def test_bon_metrics_at_every_n_equal_metrics_of_the_truncated_table(tmp_path):
 def test_bon_metrics_refuses_a_table_with_fewer_samples_than_an_n(tmp_path):
     paths = _scores(tmp_path, ("arith",), n=3)
     with pytest.raises(ValueError, match="benchmark 'arith'"):
-        bon_metrics(inputs={"scores": paths}, outputs={"metrics": str(tmp_path / "m.json")},
+        bon_metrics(inputs=paths, outputs={"metrics": str(tmp_path / "m.json")},
                     params={"bon": BON, "policy": "p1", "ns": {"arith": [4]}}, wildcards={"prm": "prm_a"}, threads=1)
 
 
@@ -252,13 +256,13 @@ def test_a_policy_limit_samples_its_first_problems_only(monkeypatch, tmp_path):
     monkeypatch.setattr(generation, "load_engine", lambda *a, **k: LimitedEngine(4096))
     pfile = tmp_path / "problems.parquet"
     write_table(_problems(long_at=()), pfile, "problems", meta={"spec": {}})
-    params = {"sampling": SAMPLING, "grading": {"timeout_s": 5}, "model": {"name": "smollm2", "max_model_len": 4096},
+    params = {"sampling": SAMPLING, "model": {"name": "smollm2", "max_model_len": 4096},
               "model_dir": "x", "n": 2, "limit": 3}
     shards = [tmp_path / f"shard{i}of2.parquet" for i in range(2)]
     for i, shard in enumerate(shards):
-        sample(inputs={"problems": str(pfile)}, outputs={"samples": str(shard)}, params=params,
+        sample(inputs={"problems": str(pfile)}, outputs={"responses": str(shard)}, params=params,
                wildcards={"shard": str(i), "nshards": "2"}, threads=1)
-    ids = sorted(set().union(*(set(read_table(s, "samples")["problem_id"]) for s in shards)))
+    ids = sorted(set().union(*(set(read_table(s, "responses")["problem_id"]) for s in shards)))
     assert ids == ["d-00000", "d-00001", "d-00002"]  # the first 3 of 4, sharded as usual
 
 
@@ -269,10 +273,11 @@ def test_dry_run_plans_the_second_policy_sampling_and_scoring(embedded_plan):
     cfg = validate_config(base())
     second = list(plan.bon_policies(cfg))[1]
     for b in cfg["benchmarks"]:
-        assert f"results/policies/{second}/samples/{b}/shard0of1.parquet" in out
-        assert f"results/features/policies/{second}/samples/{b}.safetensors" in out
+        assert f"results/policies/{second}/responses/{b}/shard0of1.parquet" in out
+        assert f"results/policies/{second}/samples/{b}.parquet" in out  # graded by grade_samples
+        assert f"results/features/policies/{second}/responses/{b}.safetensors" in out
         assert f"results/policies/{second}/scores/mc_hard/{b}.parquet" in out
     assert f"results/policies/{second}/metrics/bon/mc_hard.json" in out
     if cfg["bon_judges"]["judges"] and second in plan.bon_judge_policies(cfg):
         assert f"results/policies/{second}/metrics/bon_judges/" in out  # Table 12: the second policy judged
-    assert "results/metrics/bon/mc_hard.json" in out and "results/samples/arith/shard0of1.parquet" in out
+    assert "results/metrics/bon/mc_hard.json" in out and "results/responses/arith/shard0of1.parquet" in out

@@ -98,9 +98,10 @@ def test_targets_and_names(specs):
 # -- check lines from fixture outputs and logs ----------------------------------------------------------
 
 def _samples(n_problems=N_PROBLEMS, n=N):
+    """What the sample jobs write: responses, ungraded (rule grade_samples grades them on CPU)."""
     rows = [{"problem_id": f"gsm8k-{p:05d}", "sample_idx": i, "dataset": "gsm8k", "question": "q", "answer": "1",
-             "response": "Step 1.\n\nSo \\boxed{1}.", "steps": ["Step 1.", "So \\boxed{1}."], "pred": "1",
-             "correct": i % 2 == 0, "grade_status": "ok", "n_tokens": 12, "finish_reason": "stop"}
+             "response": "Step 1.\n\nSo \\boxed{1}.", "steps": ["Step 1.", "So \\boxed{1}."],
+             "n_tokens": 12, "finish_reason": "stop"}
             for p in range(n_problems) for i in range(n)]
     return pd.DataFrame(rows)
 
@@ -118,8 +119,8 @@ def _write(work, rel, df, kind):
 def work(tmp_path):
     """A working directory holding what a passing preflight leaves."""
     s = _samples()
-    _write(tmp_path, "results/samples/gsm8k/shard0of1.parquet", s, "samples")
-    _write(tmp_path, "results/samples/gsm8k.parquet", s, "samples")
+    _write(tmp_path, "results/responses/gsm8k/shard0of1.parquet", s, "responses")
+    _write(tmp_path, "results/responses/gsm8k.parquet", s, "responses")
     half = s["problem_id"] < f"gsm8k-{N_PROBLEMS // 2:05d}"
     _write(tmp_path, "results/scores/qwen25_math_prm_7b/gsm8k/shard0of2.parquet", _scores(s[half]), "step_scores")
     _write(tmp_path, "results/scores/qwen25_math_prm_7b/gsm8k/shard1of2.parquet", _scores(s[~half]), "step_scores")
@@ -138,7 +139,7 @@ def _lines(specs, work, since=None):
 
 def test_all_pass(specs, work):
     lines = _lines(specs, work)
-    assert lines["PASS sample (vLLM TP=1)"] == "16 problems x 4 responses (0 empty, 32 correct)"
+    assert lines["PASS sample (vLLM TP=1)"] == "16 problems x 4 responses (0 empty)"
     assert lines["PASS score_samples qwen25_math_prm_7b (vLLM pooling TP=1, 2 shards)"].startswith(
         "64 responses, 128 step scores in [0, 1]")
     assert lines["PASS merge_sample_scores qwen25_math_prm_7b"].startswith("2 shards -> 64 responses")
@@ -161,13 +162,13 @@ def test_failed_job_gives_its_last_error_line(specs, work):
 
 
 def test_job_that_never_started_and_stale_logs(specs, work):
-    (work / "results/samples/gsm8k/shard0of1.parquet").unlink()
+    (work / "results/responses/gsm8k/shard0of1.parquet").unlink()
     log = work / "logs/sample/gsm8k/shard0of1.log"
     log.parent.mkdir(parents=True)
     log.write_text("RuntimeError: from an earlier preflight\n")
     os.utime(log, (1000, 1000))
     line = preflight.report_lines(specs, work, since=2000)[0]
-    assert line.startswith("FAIL sample (vLLM TP=1): results/samples/gsm8k/shard0of1.parquet not made and no "
+    assert line.startswith("FAIL sample (vLLM TP=1): results/responses/gsm8k/shard0of1.parquet not made and no "
                            "job log: the job did not start")
     assert preflight.report_lines(specs, work)[0] == \
         "FAIL sample (vLLM TP=1): RuntimeError: from an earlier preflight (logs/sample/gsm8k/shard0of1.log)"
@@ -175,7 +176,7 @@ def test_job_that_never_started_and_stale_logs(specs, work):
 
 def test_wrong_outputs_fail(specs, work):
     s = _samples()
-    _write(work, "results/samples/gsm8k/shard0of1.parquet", s[s["sample_idx"] < 3], "samples")
+    _write(work, "results/responses/gsm8k/shard0of1.parquet", s[s["sample_idx"] < 3], "responses")
     _write(work, "results/scores/qwen25_math_prm_7b/gsm8k.parquet", _scores(s.iloc[:-1]), "step_scores")
     _write(work, "results/scores/math_shepherd/gsm8k/shard0of2.parquet", _scores(s, float("nan")), "step_scores")
     m = work / "results/prms/math_shepherd/train_metrics.json"

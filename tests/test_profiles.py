@@ -67,8 +67,10 @@ def test_vllm_jobs_get_cpus_for_engine_workers_and_grading(paper_jobs):
     by_rule = {}
     for j in paper_jobs:
         by_rule.setdefault(j["rule"], j)
-    # the rule's process + vLLM's engine core + one worker per GPU (+ the grading pool)
-    assert by_rule["sample"]["threads"] == 2 + gpus(by_rule["sample"]) + pool
+    # the rule's process + vLLM's engine core + one worker per GPU (+ the grading pool where the job grades:
+    # MC grades its completions; policy samples are graded by the local grade_samples)
+    assert by_rule["sample"]["threads"] == 2 + gpus(by_rule["sample"])
+    assert by_rule["grade_samples"]["threads"] == pool
     assert by_rule["mc"]["threads"] == 2 + gpus(by_rule["mc"]) + pool
     assert by_rule["judge"]["threads"] == 2 + 4
     assert by_rule["critic_processbench"]["threads"] == 2 + 4

@@ -5,6 +5,7 @@ import pytest
 
 from fakes import SeedEngine
 from prm_lessons.generation import derive_seed
+from prm_lessons.graded import grade_samples
 from prm_lessons.metrics.bon import baselines
 from prm_lessons.sampling import sample_problems, shard_rows
 from prm_lessons.tables import TableError, check_table
@@ -29,11 +30,13 @@ SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_tokens": 16, "seed": 0, "step
 
 def test_shard_results_do_not_depend_on_layout():
     probs = problems()
-    whole = sample_problems(SeedEngine(), probs, n=2, sampling=SAMPLING, grading={"timeout_s": 5})
-    parts = pd.concat([sample_problems(SeedEngine(), shard_rows(probs, i, 3), n=2, sampling=SAMPLING,
-                                       grading={"timeout_s": 5}) for i in range(3)], ignore_index=True)
-    cols = ["problem_id", "sample_idx", "response", "pred", "correct"]
-    pd.testing.assert_frame_equal(whole[cols], parts[cols])
+    whole = sample_problems(SeedEngine(), probs, n=2, sampling=SAMPLING)
+    parts = pd.concat([sample_problems(SeedEngine(), shard_rows(probs, i, 3), n=2, sampling=SAMPLING)
+                       for i in range(3)], ignore_index=True)
+    pd.testing.assert_frame_equal(whole, parts)
+    check_table(whole, "responses")
+    assert not {"pred", "correct", "grade_status"} & set(whole.columns)  # graded by rule grade_samples
+    whole = grade_samples(whole, timeout_s=5)
     check_table(whole, "samples")
     assert whole["steps"].iloc[0] == [whole["response"].iloc[0].split("\n\n")[0], whole["response"].iloc[0].split("\n\n")[1]]
     # odd problems have the gold answer the fake engine produces
@@ -93,8 +96,8 @@ def test_sample_shards_follow_the_set_size_within_sampling_shards():
     assert plan.dataset_problems(cfg, "unknown") is None and plan.dataset_problems(cfg, "drawn") == 120
     # a secondary policy's `limit` bounds every set it samples, even one of unknown size
     assert plan.sample_shard_count(cfg, "pinned", "smollm2_t1") == 1
-    assert plan.sample_shards(cfg, "unknown", "smollm2_t1") == ["results/policies/smollm2_t1/samples/unknown/shard0of1.parquet"]
-    assert plan.sample_shards(cfg, "drawn") == [f"results/samples/drawn/shard{i}of2.parquet" for i in range(2)]
+    assert plan.sample_shards(cfg, "unknown", "smollm2_t1") == ["results/policies/smollm2_t1/responses/unknown/shard0of1.parquet"]
+    assert plan.sample_shards(cfg, "drawn") == [f"results/responses/drawn/shard{i}of2.parquet" for i in range(2)]
     # null (the default): every set gets sampling.shards jobs, as before
     fixed = _shard_config(shards=8)
     assert fixed["sampling"]["problems_per_shard"] is None

@@ -21,9 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def samples_frame(bench: str, n_problems: int, n: int) -> pd.DataFrame:
+    """A responses table (ungraded: what the scoring jobs read)."""
     rows = [{"problem_id": f"{bench}-{p:05d}", "sample_idx": k, "dataset": bench, "question": f"q{p}",
              "answer": "1", "response": "r", "steps": [f"s{p}.{k}.{j}" for j in range(1 + (p + k) % 3)],
-             "pred": "1", "correct": bool(k % 2), "grade_status": "ok", "n_tokens": 3, "finish_reason": "stop"}
+             "n_tokens": 3, "finish_reason": "stop"}
             for p in range(n_problems) for k in range(n)]
     return pd.DataFrame(rows)
 
@@ -78,7 +79,7 @@ def test_shard_split_covers_every_problem_exactly_once(nshards):
 
 def _score_samples(tmp, samples: dict[str, str], outs: list[str], shard=None, adapter="trained"):
     wc = {"prm": "p", **({"shard": str(shard[0]), "nshards": str(shard[1])} if shard else {})}
-    evaluation.score_samples(inputs={"samples": list(samples.values()), "features": []}, outputs={"scores": outs},
+    evaluation.score_samples(inputs={"responses": list(samples.values()), "features": []}, outputs={"scores": outs},
                              params={"spec": {"adapter": adapter}, "scoring": {}}, wildcards=wc, threads=1)
 
 
@@ -86,11 +87,16 @@ def _score_samples(tmp, samples: dict[str, str], outs: list[str], shard=None, ad
 def test_sharded_scoring_and_merge_equal_the_unsharded_tables(tmp_path, fake_scoring, n):
     samples = {}
     for bench, k in (("arith", 11), ("chain_sum", 4)):
-        samples[bench] = str(tmp_path / f"samples/{bench}.parquet")
-        write_table(samples_frame(bench, k, 3), samples[bench], "samples")
+        samples[bench] = str(tmp_path / f"responses/{bench}.parquet")
+        write_table(samples_frame(bench, k, 3), samples[bench], "responses")
     benches = ["arith", "chain_sum", "unsampled"]  # a benchmark the policy does not sample: empty tables
     whole = [str(tmp_path / f"whole/{b}.parquet") for b in benches]
     _score_samples(tmp_path, samples, whole)
+    # keys and scores only, in the responses' order: consumers join them with the graded samples
+    got = read_table(whole[0], "step_scores")
+    assert list(got.columns) == ["problem_id", "sample_idx", "step_scores", "n_steps_scored"]
+    pd.testing.assert_frame_equal(got[["problem_id", "sample_idx"]],
+                                  read_table(samples["arith"], "responses")[["problem_id", "sample_idx"]])
     shard_files = []
     for i in range(n):
         outs = [str(tmp_path / f"scores/{b}/shard{i}of{n}.parquet") for b in benches]
@@ -99,7 +105,7 @@ def test_sharded_scoring_and_merge_equal_the_unsharded_tables(tmp_path, fake_sco
     sizes = [len(read_table(p, "step_scores")) for p in shard_files if "/arith/" in p]
     assert len(sizes) == n and all(sizes) and sum(sizes) == 33  # each shard job scored only its part
     merged = [str(tmp_path / f"scores/{b}.parquet") for b in benches]
-    evaluation.merge_sample_scores(inputs={"samples": list(samples.values()), "shards": shard_files},
+    evaluation.merge_sample_scores(inputs={"responses": list(samples.values()), "shards": shard_files},
                                    outputs={"scores": merged}, params={}, wildcards={"prm": "p"}, threads=1)
     for w, m in zip(whole, merged):
         pd.testing.assert_frame_equal(read_table(m, "step_scores"), read_table(w, "step_scores"))
@@ -266,14 +272,14 @@ def test_three_shards_plan_three_scoring_jobs_per_prm_and_a_merge(tmp_path):
 def test_more_shards_than_problems_leave_empty_shards_and_the_merge_keeps_an_orms_outcome(tmp_path, fake_scoring):
     from prm_lessons.tables import table_meta
 
-    samples = {"arith": str(tmp_path / "samples/arith.parquet")}
-    write_table(samples_frame("arith", 2, 2), samples["arith"], "samples")
+    samples = {"arith": str(tmp_path / "responses/arith.parquet")}
+    write_table(samples_frame("arith", 2, 2), samples["arith"], "responses")
     shards = [str(tmp_path / f"scores/arith/shard{i}of5.parquet") for i in range(5)]
     for i, dst in enumerate(shards):
         _score_samples(tmp_path, samples, [dst], shard=(i, 5), adapter="qwen_orm")
     assert sorted(len(read_table(p, "step_scores")) for p in shards) == [0, 0, 0, 2, 2]
     merged = str(tmp_path / "scores/arith.parquet")
-    evaluation.merge_sample_scores(inputs={"samples": [samples["arith"]], "shards": shards},
+    evaluation.merge_sample_scores(inputs={"responses": [samples["arith"]], "shards": shards},
                                    outputs={"scores": [merged]}, params={}, wildcards={"prm": "orm"}, threads=1)
     assert len(read_table(merged, "step_scores")) == 4
     assert table_meta(merged)["outcome"] is True and table_meta(merged)["shards"] == 5  # bon_metrics: orm@N

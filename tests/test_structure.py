@@ -235,6 +235,8 @@ def _importers(module: str) -> set[str]:
     # search_greedy scores candidates with the whole PRM (scoring imports prm)
     ("prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy"}),
     ("tables.py", None),  # every job's I/O: its importers (computed), every GPU rule among them
+    # grading of the policy's responses: regrades and recomputes metrics, re-samples and rescores nothing
+    ("graded.py", {"grade_samples"}),
 ])
 def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout, module, expected):
     with _edited(finished_checkout, module):

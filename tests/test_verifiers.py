@@ -238,11 +238,14 @@ def test_batching_across_problems_gives_the_same_choices_as_one_problem_at_a_tim
 
 def test_judged_table_records_choices_bracket_and_counts():
     samples = samples_frame(PROBLEMS)
-    pw = V.judge_best_of_n(QualityJudge(), samples, "pairwise", SETTINGS, n=None)  # N = 3, 3, 4
+    # the judge job reads the ungraded responses: its table records the choice, not its grade
+    ungraded = samples.drop(columns=["pred", "correct", "grade_status"], errors="ignore")
+    pw = V.judge_best_of_n(QualityJudge(), ungraded, "pairwise", SETTINGS, n=None)  # N = 3, 3, 4
+    assert list(pw.columns) == V.JUDGED_COLUMNS and "selected_correct" not in pw.columns
     row = pw[pw["problem_id"] == "chain-00000"].iloc[0]
     bracket = json.loads(row["bracket"])
     assert [(m["a"], m["b"], m["winner"]) for m in bracket] == [(0, 1, 1), (2, 3, 2), (1, 2, 2)]
-    assert row["selected_idx"] == 2 and row["selected_correct"] and row["n_requests"] == 3
+    assert row["selected_idx"] == 2 and row["n_requests"] == 3
     pt = V.judge_best_of_n(QualityJudge(), samples, "pointwise", SETTINGS, n=3, limit=1)
     assert pt["problem_id"].tolist() == ["arith-00000", "chain-00000"]  # limit: first problem of each dataset
     assert pt.iloc[0]["scores"] == [0.5, 1.0, 0.0] and pt.iloc[0]["selected_idx"] == 1

@@ -120,7 +120,7 @@ def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path, embedde
     out_path = tmp_path / "killed_run.out"  # a file, not a pipe: an unread pipe can block Snakemake
     proc = subprocess.Popen(base, cwd=ROOT, env=ENV, stdout=out_path.open("w"), stderr=subprocess.STDOUT,
                             start_new_session=True)
-    shards = [wd / f"results/samples/arith/shard{i}of2.parquet" for i in range(2)]
+    shards = [wd / f"results/responses/arith/shard{i}of2.parquet" for i in range(2)]  # the sample jobs' outputs
     logs = [wd / f"logs/sample/arith/shard{i}of2.log" for i in range(2)]
     # with one core the second job starts (its log appears) only after Snakemake has recorded the first
     # one as finished; killing before that would rightly count the first shard incomplete. Snakemake

@@ -157,9 +157,10 @@ def sample_shard_count(config: dict, dataset: str, policy: str | None = None) ->
 
 
 def sample_shards(config: dict, dataset: str, policy: str | None = None) -> list[str]:
-    """The shard files of one problem set (sample_shard_count jobs) of a Best-of-N policy (None: the primary)."""
+    """The shard files of one problem set (sample_shard_count jobs) of a Best-of-N policy (None: the primary):
+    ungraded responses (rule grade_samples grades their merge)."""
     n = sample_shard_count(config, dataset, policy)
-    return [f"results/{policy_dir(config, policy)}samples/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
+    return [f"results/{policy_dir(config, policy)}responses/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
 
 
 # -- Best-of-N policies and N (bon.policies, bon.more_n) ------------------------------------------------

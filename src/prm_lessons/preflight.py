@@ -61,7 +61,7 @@ class Spec:
 # -- the checks ---------------------------------------------------------------------------------------
 
 def _samples_detail(path: Path, n_problems: int, n: int) -> str:
-    df = read_table(path, "samples")
+    df = read_table(path, "responses")  # a sample job's shard: ungraded (rule grade_samples grades the merge)
     per = df.groupby("problem_id").size()
     if len(per) != n_problems or (per != n).any():
         raise CheckFailed(f"{path.name}: {len(per)} problems with {sorted(set(per.tolist()))} responses each, "
@@ -69,7 +69,7 @@ def _samples_detail(path: Path, n_problems: int, n: int) -> str:
     empty = int((df["response"].fillna("").str.strip() == "").sum())
     if empty == len(df):
         raise CheckFailed(f"{path.name}: all {len(df)} responses are empty")
-    return f"{n_problems} problems x {n} responses ({empty} empty, {int(df['correct'].fillna(False).astype(bool).sum())} correct)"
+    return f"{n_problems} problems x {n} responses ({empty} empty)"
 
 
 def _scores_detail(paths: list[Path]) -> tuple[str, object]:
@@ -113,7 +113,7 @@ def plan_checks(config: dict) -> list[Spec]:
 
     def merge(work: Path) -> str:
         detail, shards = _scores_detail([work / merged])
-        samples = read_table(work / "results/samples" / f"{BENCHMARK}.parquet", "samples")
+        samples = read_table(work / "results/responses" / f"{BENCHMARK}.parquet", "responses")
         want = set(zip(samples["problem_id"], samples["sample_idx"]))
         got = set(zip(shards["problem_id"], shards["sample_idx"]))
         if got != want:

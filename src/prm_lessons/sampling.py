@@ -1,5 +1,6 @@
-"""Policy sampling: N responses per problem (sharded by contiguous rows), each graded against the gold
-answer. The Best-of-N baselines that need no reward model (pass@N, maj@N) are in `metrics`."""
+"""Policy sampling: N responses per problem (sharded by contiguous rows), split into steps. Grading against
+the gold answer is a separate CPU step (`graded`, rule grade_samples), so a grading fix re-samples and
+rescores nothing. The Best-of-N baselines that need no reward model (pass@N, maj@N) are in `metrics`."""
 from __future__ import annotations
 
 import logging
@@ -9,7 +10,6 @@ import pandas as pd
 
 from .errors import InputError
 from .generation import SamplingSpec, derive_seed, render_chat
-from .grading.pool import grade_many
 from .steps import COT_SYSTEM_PROMPT, split_steps
 from .tables import SCHEMAS
 
@@ -50,12 +50,11 @@ def user_turns(problems: pd.DataFrame) -> list[str]:
             for q, p in zip(problems["question"], problems["prompt"])]
 
 
-def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, grading: dict,
-                    answer_format: str = "plain", max_model_len: int | None = None,
+def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, max_model_len: int | None = None,
                     model_name: str = "policy") -> pd.DataFrame:
-    """Sample n responses per problem, split them into steps and grade them (``answer_format``: the
-    dataset's, so multiple choice is graded as the harness does). One seed per problem (derived from
-    its id), so results do not depend on how problems are sharded or batched.
+    """Sample n responses per problem and split them into steps: a `responses` table (no grading:
+    :func:`prm_lessons.graded.grade_samples` adds it). One seed per problem (derived from its id), so
+    results do not depend on how problems are sharded or batched.
 
     With ``max_model_len`` (the policy's), every prompt is measured before any generation
     (:func:`long_prompts`); ``sampling.long_questions`` decides: ``error`` (default) raises InputError
@@ -108,20 +107,10 @@ def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, g
         log.info("sampled %d/%d problems (%d tokens, %.1f tokens/s)", done, len(problems),
                  engine.stats.generated_tokens, engine.stats.generated_tokens / max(time.perf_counter() - t0, 1e-9))
     if not rows:  # every problem skipped: an empty shard, as with more shards than problems
-        out = pd.DataFrame(columns=SCHEMAS["samples"])
+        out = pd.DataFrame(columns=SCHEMAS["responses"])
         out.attrs["long_questions"] = report
         return out
-    out = pd.DataFrame(rows, columns=["problem_id", "sample_idx", "dataset", "question", "answer", "response",
-                                      "steps", "n_tokens", "finish_reason"])
-    results = grade_many(list(out["response"]), list(out["answer"]), timeout_s=grading["timeout_s"],
-                         workers=grading.get("workers", 1), answer_format=answer_format)
-    out["pred"] = [r.pred for r in results]
-    out["correct"] = [bool(r.correct) for r in results]
-    out["grade_status"] = [r.status for r in results]
-    counts = out["grade_status"].value_counts().to_dict()
-    log.info("grading: %s; accuracy %.3f", counts, out["correct"].mean() if len(out) else float("nan"))
-    if counts.get("timeout"):
-        log.warning("%d responses hit the grading time limit and count as incorrect", counts["timeout"])
+    out = pd.DataFrame(rows, columns=SCHEMAS["responses"])
     out.attrs["long_questions"] = report
     return out
 

@@ -23,12 +23,17 @@ import pyarrow.parquet as pq
 # kind -> required columns (extra columns are allowed and kept)
 SCHEMAS: dict[str, list[str]] = {
     "problems": ["problem_id", "dataset", "question", "answer", "gold_steps"],
+    # a policy's responses as sampled (rule sample, merge_samples): what the scoring jobs read
+    "responses": ["problem_id", "sample_idx", "dataset", "question", "answer", "response", "steps",
+                  "n_tokens", "finish_reason"],
+    # the responses graded (rule grade_samples): what the metrics and labels read
     "samples": ["problem_id", "sample_idx", "dataset", "question", "answer", "response", "steps",
                 "pred", "correct", "grade_status", "n_tokens", "finish_reason"],
     "processbench": ["id", "subset", "generator", "problem", "steps", "final_answer_correct", "label"],
     "mc": ["problem_id", "sample_idx", "n_success", "n_total", "tokens_generated"],
     "judge": ["problem_id", "sample_idx", "first_error", "verdicts", "parsed"],
     "trainset": ["instance_id", "question", "steps", "labels"],
+    # keys and scores only: a consumer joins them with the samples (join_scores), so a regrade rescores nothing
     "step_scores": ["problem_id", "sample_idx", "step_scores"],
     "pb_scores": ["id", "subset", "step_scores"],
     "bon_judge": ["dataset", "problem_id", "sample_idxs", "selected_idx", "n_unparsable", "tokens_generated"],
@@ -37,6 +42,7 @@ SCHEMAS: dict[str, list[str]] = {
 # kind -> columns that identify a row (must be unique)
 KEYS: dict[str, list[str]] = {
     "problems": ["problem_id"],
+    "responses": ["problem_id", "sample_idx"],
     "samples": ["problem_id", "sample_idx"],
     "processbench": ["id"],
     "mc": ["problem_id", "sample_idx"],
@@ -142,6 +148,30 @@ def merge_shards(paths, kind: str) -> tuple[pd.DataFrame, dict]:
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCHEMAS[kind])
     df = df.sort_values(KEYS[kind]).reset_index(drop=True)
     return check_table(df, kind, f"merge of {len(paths)} '{kind}' shards"), (table_meta(paths[0]) if paths else {})
+
+
+def join_scores(samples: pd.DataFrame, scores: pd.DataFrame, where: str = "") -> pd.DataFrame:
+    """The samples (in their order) with a score table's own columns (step_scores, n_steps_scored, ...)
+    added by key (problem_id, sample_idx). Both must hold the same responses: a response without a
+    score row, or a score row without a response (a stale table), raises TableError naming one."""
+    def ids(df):
+        return list(zip(df["problem_id"].astype(str), df["sample_idx"].astype(int)))
+
+    pos = {k: i for i, k in enumerate(ids(scores))}
+    want = ids(samples)
+    missing = [k for k in want if k not in pos]
+    if missing or len(pos) != len(want) or len(pos) != len(scores):
+        extra = sorted(set(pos) - set(want))
+        what = (f"response {missing[0]} has no score row" if missing
+                else f"score row {extra[0]} is no response of the samples" if extra else "duplicate score rows")
+        raise TableError(f"{where or 'join of samples and scores'}: {what} ({len(want)} responses, "
+                         f"{len(scores)} score rows); the score table is stale: score the samples again")
+    take = [pos[k] for k in want]
+    out = samples.reset_index(drop=True).copy()
+    for col in scores.columns:
+        if col not in out.columns:
+            out[col] = scores[col].iloc[take].to_numpy()
+    return out
 
 
 def table_meta(path: str | Path) -> dict:

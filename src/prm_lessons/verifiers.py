@@ -320,7 +320,7 @@ def judge_pairwise(engine, questions: Sequence[str], responses: Sequence[Sequenc
 # Best-of-N sets: the judged table and its metrics
 # ------------------------------------------------------------------------------------------------
 
-JUDGED_COLUMNS = ["dataset", "problem_id", "n", "sample_idxs", "selected_idx", "selected_correct", "scores",
+JUDGED_COLUMNS = ["dataset", "problem_id", "n", "sample_idxs", "selected_idx", "scores",
                   "verdicts", "bracket", "n_requests", "n_unparsable", "n_unreadable_steps", "n_forced",
                   "n_truncated", "tokens_generated", "texts"]
 
@@ -353,9 +353,9 @@ def shard_responses(df: pd.DataFrame, shard: int, nshards: int) -> pd.DataFrame:
 
 def judge_best_of_n(engine, samples: pd.DataFrame, mode: str, settings: JudgeSettings, *, n: int | None,
                     limit: int | None = None, template: str | None = None) -> pd.DataFrame:
-    """Judge the Best-of-N sets of `samples` (a samples table, any number of datasets) → one row per
-    problem (JUDGED_COLUMNS): the chosen sample_idx (`selected_idx`, null when nothing could be chosen)
-    and its correctness, the pointwise scores and step verdicts (JSON) or the pairwise bracket (JSON, in
+    """Judge the Best-of-N sets of `samples` (a responses table, graded or not: the judge reads no grade;
+    any number of datasets) → one row per problem (JUDGED_COLUMNS): the chosen sample_idx (`selected_idx`,
+    null when nothing could be chosen; judge_metrics looks up its correctness), the pointwise scores and step verdicts (JSON) or the pairwise bracket (JSON, in
     sample indices), counts of unparsable verdicts, forced and truncated judgements, tokens generated."""
     if mode not in MODES:
         raise ValueError(f"judge mode must be one of {MODES}, not {mode!r}")
@@ -397,7 +397,7 @@ def _row(g: pd.DataFrame, pos: int | None, **fields) -> dict:
     sidx = [int(s) for s in g["sample_idx"]]
     return {"dataset": str(g["dataset"].iloc[0]), "problem_id": str(g["problem_id"].iloc[0]), "n": len(g),
             "sample_idxs": sidx, "selected_idx": None if pos is None else sidx[pos],
-            "selected_correct": None if pos is None else bool(g["correct"].iloc[pos]), **fields}
+            **fields}
 
 
 COUNTS = ("n_requests", "n_unparsable", "n_unreadable_steps", "n_forced", "n_truncated", "tokens_generated")

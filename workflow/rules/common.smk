@@ -103,15 +103,21 @@ def policy_benchmarks(wc):
 
 
 def policy_samples(policy):
-    """The samples tables of a policy's benchmarks."""
+    """The samples tables (graded) of a policy's benchmarks."""
     return [plan.policy_path(config, policy, f"samples/{b}.parquet") for b in POLICIES[policy]["benchmarks"]]
 
 
-def judged_samples(wc):
-    """The samples an LLM-judge job (verifiers.smk) of one policy reads: the judged benchmarks it samples."""
+def policy_responses(policy):
+    """The responses tables (ungraded: what scoring reads) of a policy's benchmarks."""
+    return [plan.policy_path(config, policy, f"responses/{b}.parquet") for b in POLICIES[policy]["benchmarks"]]
+
+
+def judged_samples(wc, table="samples"):
+    """The samples an LLM-judge rule (verifiers.smk) of one policy reads: the judged benchmarks it samples;
+    table="responses": the ungraded ones (the judge jobs, so a grading fix judges nothing again)."""
     own = policy_benchmarks(wc)
     return [
-        plan.policy_path(config, policy_of(wc), f"samples/{b}.parquet")
+        plan.policy_path(config, policy_of(wc), f"{table}/{b}.parquet")
         for b in plan.bon_judge_benchmarks(config)
         if b in own
     ]

@@ -25,7 +25,7 @@ rule step_features:
     wildcard_constraints:
         source="|".join(
             [
-                *(re.escape(f"{POLICY_DIRS[p]}samples/{b}") for p, b, _ in BON_EVALUATIONS),
+                *(re.escape(f"{POLICY_DIRS[p]}responses/{b}") for p, b, _ in BON_EVALUATIONS),
                 "processbench/cases",
                 "processbench/dev",
             ]
@@ -54,12 +54,13 @@ rule score_samples:
     # paper scale, 7x fewer job start-ups on CPU); each set still gets its own table
     # and policy (the `policy_dir` wildcard: '' for the primary, policies/{name}/ for another; a benchmark the
     # policy does not sample gets an empty table, as outputs cannot depend on a wildcard)
+    # the ungraded responses: a grading fix rescores nothing; the tables hold keys and scores only
     input:
         code("evaluation:score_samples"),
-        samples=lambda wc: policy_samples(policy_of(wc)),
+        responses=lambda wc: policy_responses(policy_of(wc)),
         model=lambda wc: prm_model_input(wc.prm),
         features=lambda wc: [
-            f for b in policy_benchmarks(wc) for f in features_input(wc.prm, f"{wc.policy_dir}samples/{b}")
+            f for b in policy_benchmarks(wc) for f in features_input(wc.prm, f"{wc.policy_dir}responses/{b}")
         ],
     output:
         scores=plan.score_outputs(config, SCORE_SAMPLE_TABLES),
@@ -93,7 +94,7 @@ if plan.score_shards(config) > 1:
         # the shards of every table of one policy and PRM; each problem exactly once (prm_lessons.shards)
         input:
             code("evaluation:merge_sample_scores"),
-            samples=lambda wc: policy_samples(policy_of(wc)),
+            responses=lambda wc: policy_responses(policy_of(wc)),
             shards=lambda wc: plan.score_shard_paths(config, SCORE_SAMPLE_TABLES, dict(wc.items())),
         output:
             scores=[f"{t}.parquet" for t in SCORE_SAMPLE_TABLES],
@@ -259,9 +260,11 @@ rule critic_reparse:
 
 
 rule bon_metrics:
-    # per policy and PRM, every N on the first N samples of each problem (bon.n, bon.more_n)
+    # per policy and PRM, every N on the first N samples of each problem (bon.n, bon.more_n); the graded
+    # samples joined with the step scores by key, parallel lists
     input:
         code("evaluation:bon_metrics"),
+        samples=lambda wc: policy_samples(policy_of(wc)),
         scores=lambda wc: [f"results/{wc.policy_dir}scores/{wc.prm}/{b}.parquet" for b in policy_benchmarks(wc)],
     output:
         metrics="results/{policy_dir}metrics/bon/{prm}.json",

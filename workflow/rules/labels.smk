@@ -38,9 +38,10 @@ rule mc:
 
 
 rule judge:
+    # the ungraded responses: the judge reads steps only, so a grading fix judges nothing again
     input:
         code("labels:judge"),
-        samples="results/samples/{dataset}.parquet",
+        responses="results/responses/{dataset}.parquet",
         model=model_input(JUDGE),
         template=[config["judge"]["template_path"]] if config["judge"].get("template_path") else [],
     output:

@@ -1,7 +1,9 @@
-# Policy sampling (sharded; one job per shard, then a merge) and the Best-of-N baselines. One rule for
-# every policy (bon.policies): the `policy_dir` wildcard is empty for the primary (results/samples/, which
-# the training problems share) and policies/{name}/ for another; a benchmark is sampled once, at the largest
-# N evaluated on it (plan.sample_n).
+# Policy sampling (sharded; one job per shard, then a merge), grading and the Best-of-N baselines. One rule
+# for every policy (bon.policies): the `policy_dir` wildcard is empty for the primary (results/samples/,
+# which the training problems share) and policies/{name}/ for another; a benchmark is sampled once, at the
+# largest N evaluated on it (plan.sample_n). The GPU jobs write ungraded responses (results/responses/,
+# what scoring reads); a local CPU rule grades them into results/samples/ (what metrics and labels read),
+# so a grading fix re-samples and rescores nothing.
 
 
 rule sample:
@@ -10,12 +12,12 @@ rule sample:
         problems="results/problems/{dataset}.parquet",
         model=lambda wc: model_input(policy_model(wc)),
     output:
-        samples="results/{policy_dir}samples/{dataset}/shard{shard}of{nshards}.parquet",
+        responses="results/{policy_dir}responses/{dataset}/shard{shard}of{nshards}.parquet",
     log:
         "logs/sample/{policy_dir}{dataset}/shard{shard}of{nshards}.log",
     conda:
         "../../envs/sampling.yaml"
-    threads: lambda wc: engine_threads(policy_model(wc), pool=config["grading"]["workers"])
+    threads: lambda wc: engine_threads(policy_model(wc))
     resources:
         gpu=lambda wc: gpus(policy_model(wc)),
         nodes=1,  # a multi-GPU request must not be split over nodes: one process drives all GPUs
@@ -25,7 +27,6 @@ rule sample:
         func="sampling:sample",
         # only what the job reads, so an unrelated config edit does not resample
         sampling=lambda wc: POLICIES[policy_of(wc)]["sampling"],
-        grading=config["grading"],
         model=lambda wc: model_entry(config, policy_model(wc)),
         model_dir=model_dir_param(policy_model),
         n=lambda wc: plan.samples_per_problem(config, wc.dataset, policy_of(wc)),
@@ -39,7 +40,7 @@ rule merge_samples:
         code("sampling:merge_samples"),
         shards=sample_shards,
     output:
-        samples="results/{policy_dir}samples/{dataset}.parquet",
+        responses="results/{policy_dir}responses/{dataset}.parquet",
     log:
         "logs/merge_samples/{policy_dir}{dataset}.log",
     localrule: True
@@ -47,6 +48,27 @@ rule merge_samples:
         "../../envs/analysis.yaml"
     params:
         func="sampling:merge_samples",
+    script:
+        RUN
+
+
+rule grade_samples:
+    # the dataset's answer format is the problems table's metadata (its config entry)
+    input:
+        code("sampling:grade_samples"),
+        responses="results/{policy_dir}responses/{dataset}.parquet",
+        problems="results/problems/{dataset}.parquet",
+    output:
+        samples="results/{policy_dir}samples/{dataset}.parquet",
+    log:
+        "logs/grade_samples/{policy_dir}{dataset}.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    threads: config["grading"]["workers"]
+    params:
+        func="sampling:grade_samples",
+        grading=config["grading"],
     script:
         RUN
 

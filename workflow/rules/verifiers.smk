@@ -18,7 +18,7 @@ JUDGE_POLICIES = plan.bon_judge_policies(config)
 rule bon_judge:
     input:
         code("verifiers:bon_judge"),
-        samples=judged_samples,
+        responses=lambda wc: judged_samples(wc, "responses"),
         model=lambda wc: model_input(plan.bon_judge_model(config, wc.judge)),
         # the prompt is data, not code: declared so that editing it judges again
         template=lambda wc: plan.bon_judge_template(config, wc.mode, PKG),
@@ -59,7 +59,7 @@ if JUDGE_SHARDS > 1:
         # the shards of every benchmark of one (policy, judge, mode); each judged problem exactly once
         input:
             code("verifiers:merge_bon_judge"),
-            samples=judged_samples,
+            responses=lambda wc: judged_samples(wc, "responses"),
             shards=plan.shard_files(JUDGE_TABLES, JUDGE_SHARDS),
         output:
             judged=[f"{t}.parquet" for t in JUDGE_TABLES],

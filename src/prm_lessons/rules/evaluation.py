@@ -23,7 +23,7 @@ from ..metrics import model_free as metrics_model_free
 from ..metrics import processbench as metrics_processbench
 from ..metrics import rows as metrics_rows
 from ..shards import in_shard, merge_problem_shards
-from ..tables import SCHEMAS, read_table, table_meta, write_json, write_table
+from ..tables import SCHEMAS, join_scores, read_table, table_meta, write_json, write_table
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +109,11 @@ def _table_of(path: str) -> str:
 
 
 def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `score_samples`: results/{policy_dir}samples/{dataset}.parquet →
-    results/{policy_dir}scores/{prm}/{dataset}.parquet (step_scores), for every Best-of-N set of one
-    policy and one PRM in one job: the model is loaded once, not once per set (a 72B PRM takes minutes to load; on CPU the imports alone cost ~5 s a job). `inputs["samples"]`,
+    """Rule `score_samples`: results/{policy_dir}responses/{dataset}.parquet (ungraded) →
+    results/{policy_dir}scores/{prm}/{dataset}.parquet (step_scores: the keys, step_scores and
+    n_steps_scored, in the responses' order; consumers join them with the graded samples,
+    tables.join_scores), for every Best-of-N set of one
+    policy and one PRM in one job: the model is loaded once, not once per set (a 72B PRM takes minutes to load; on CPU the imports alone cost ~5 s a job). `inputs["responses"]`,
     `inputs["features"]` (head-only trained PRMs) and `outputs["scores"]` are matched by benchmark (file
     stem, or a shard file's folder); an output without samples (a benchmark the policy does not sample)
     is an empty table. With the `shard`/`nshards` wildcards (prms.shards > 1) it scores the responses of
@@ -120,7 +122,7 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
     from ..scoring import ScoreStats, load_adapter  # lazy: torch (module docstring)
 
     spec, cfg = params["spec"], params.get("scoring", {})
-    samples = {Path(p).stem: p for p in as_paths(inputs["samples"])}
+    samples = {Path(p).stem: p for p in as_paths(inputs["responses"])}
     feats = {Path(p).stem: p for p in as_paths(inputs.get("features"))}
     shard = _shard(wildcards)
     adapter = None
@@ -133,7 +135,7 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
                         meta={"prm": wildcards.get("prm"), "not_sampled": True})
             continue
         src = samples[bench]
-        df = read_table(src, "samples")
+        df = read_table(src, "responses")
         mine = in_shard(df["problem_id"], *shard) if shard else np.ones(len(df), dtype=bool)
         # stored features cover the whole table: the head is applied to all of it (seconds), this shard kept
         done = _from_features(feats.get(bench), spec, features.row_ids(df))
@@ -149,9 +151,8 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
             adapter = adapter or load_adapter(spec)
             scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
             outcome, tokens = adapter.outcome, adapter.token_info()
-        df = df.copy()
-        df["step_scores"] = scores
-        df["n_steps_scored"] = [len(s) for s in scores]
+        df = pd.DataFrame({"problem_id": df["problem_id"], "sample_idx": df["sample_idx"], "step_scores": scores,
+                           "n_steps_scored": [len(s) for s in scores]})
         write_table(df, dst, "step_scores",
                     meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
                           "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens,
@@ -212,9 +213,9 @@ def _merged_meta(metas: list[dict]) -> dict:
 def merge_sample_scores(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `merge_sample_scores`: the shard tables results/{policy_dir}scores/{prm}/{dataset}/shard{i}of{n}
     .parquet → results/{policy_dir}scores/{prm}/{dataset}.parquet for every set, each holding every
-    response of its samples table exactly once, in its order (prm_lessons.shards.merge_problem_shards names
+    response of its responses table exactly once, in its order (prm_lessons.shards.merge_problem_shards names
     each overlapping or missing problem); a set the policy does not sample stays an empty table."""
-    samples = {Path(p).stem: p for p in as_paths(inputs["samples"])}
+    samples = {Path(p).stem: p for p in as_paths(inputs["responses"])}
     shards = as_paths(inputs["shards"])
     for dst in as_paths(outputs["scores"]):
         bench = Path(dst).stem
@@ -309,16 +310,22 @@ def _critic_report(df: pd.DataFrame, name, what: str) -> None:
 
 
 def bon_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `bon_metrics`: one policy's results/{policy_dir}scores/{prm}/{benchmark}.parquet (its benchmarks)
+    """Rule `bon_metrics`: one policy's results/{policy_dir}scores/{prm}/{benchmark}.parquet (its benchmarks),
+    joined by key with its graded results/{policy_dir}samples/{benchmark}.parquet (tables.join_scores)
     → results/{policy_dir}metrics/bon/{prm}.json: the metrics at bon.n over every benchmark, and under
     `by_n` those at each further N (params.ns: benchmark → its N) over that N's benchmarks, each from the
     first N samples of every problem (metrics.bon.first_n_samples). Outcome RMs (one score per response) give
     orm@N instead of prm_<agg>."""
     cfg = params["bon"]
     frames, outcome = [], False
+    samples = {Path(p).stem: p for p in as_paths(inputs["samples"])}
     for path in as_paths(inputs["scores"]):
-        df = read_table(path, "step_scores")
-        df = df.assign(benchmark=Path(path).stem)
+        bench = Path(path).stem
+        if bench not in samples:
+            raise ValueError(f"{path}: no samples table of benchmark '{bench}' among the inputs")
+        df = join_scores(read_table(samples[bench], "samples"), read_table(path, "step_scores"),
+                         f"{samples[bench]} + {path}")
+        df = df.assign(benchmark=bench)
         outcome = outcome or bool(table_meta(path).get("outcome", False))
         frames.append(df)
     df = pd.concat(frames, ignore_index=True)

@@ -67,9 +67,9 @@ def mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: i
 
 
 def judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `judge`: judge verdicts for one shard of a dataset's sampled responses → `judge` table."""
+    """Rule `judge`: judge verdicts for one shard of a dataset's sampled responses (ungraded) → `judge` table."""
     cfg = params["judge"]
-    samples = read_table(inputs["samples"], "samples")
+    samples = read_table(inputs["responses"], "responses")
     if params.get("max_samples") is not None:
         samples = samples[samples["sample_idx"] < int(params["max_samples"])]
     shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))

@@ -1,4 +1,5 @@
-"""Rule glue of workflow/rules/sampling.smk: policy sampling shards, their merge, the Best-of-N baselines."""
+"""Rule glue of workflow/rules/sampling.smk: policy sampling shards, their merge, its grading, the Best-of-N
+baselines."""
 from __future__ import annotations
 
 import logging
@@ -8,6 +9,7 @@ import pandas as pd
 
 from .. import as_paths, generation
 from ..answer_key import KEEP_UNITS
+from ..graded import grade_samples as grade_table
 from ..metrics.bon import baselines, first_n_samples
 from ..sampling import sample_problems, shard_rows
 from ..tables import SCHEMAS, merge_shards, read_table, table_meta, write_table
@@ -19,8 +21,8 @@ BASELINE_COLUMNS = ["policy", "run", "benchmark", "n_problems", "N", "pass", "ma
 
 
 def sample(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Rule `sample`: one shard of one problem set → results/samples/{dataset}/shard{i}of{n}.parquet.
-    Problems too long for the policy (sampling.long_questions) stop the job before any generation, or
+    """Rule `sample`: one shard of one problem set → results/responses/{dataset}/shard{i}of{n}.parquet
+    (responses and steps, ungraded: rule grade_samples grades them). Problems too long for the policy (sampling.long_questions) stop the job before any generation, or
     are skipped and recorded in the table's metadata (`long_questions`)."""
     problems = read_table(inputs["problems"], "problems")
     if params.get("limit") is not None:  # a Best-of-N policy's `limit`: its first problems of each set
@@ -29,36 +31,47 @@ def sample(*, inputs, outputs, params, wildcards, threads) -> None:
     entry = params["model"]
     long_questions = {"policy": params["sampling"].get("long_questions", "error"), "n_skipped": 0, "skipped": {}}
     if len(part) == 0:  # more shards than problems: an empty shard is valid
-        df = pd.DataFrame(columns=SCHEMAS["samples"])
+        df = pd.DataFrame(columns=SCHEMAS["responses"])
     else:
         engine = generation.load_engine(params["model_dir"], entry)  # via the module: tests swap the engine
-        # the dataset's answer format travels in the problems table's metadata (its config entry)
-        fmt = (table_meta(inputs["problems"]).get("spec") or {}).get("answer_format", "plain")
         df = sample_problems(engine, part, n=int(params["n"]), sampling=params["sampling"],
-                             grading=params["grading"], answer_format=fmt,
                              max_model_len=entry.get("max_model_len"), model_name=entry["name"])
         long_questions = df.attrs.get("long_questions", long_questions)
         log.info("engine: %s backend, %d tokens in %.1f s", engine.backend, engine.stats.generated_tokens,
                  engine.stats.seconds)
-    write_table(df, outputs["samples"], "samples",
+    write_table(df, outputs["responses"], "responses",
                 meta={"policy": entry["name"], "sampling": params["sampling"], "long_questions": long_questions})
 
 
 def merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Rule `merge_samples`: shards → results/samples/{dataset}.parquet (duplicates are an error). Its
-    metadata carries the problems the shards skipped as too long (`long_questions`), so the skip is
-    seen downstream of the merge too."""
+    """Rule `merge_samples`: shards → results/responses/{dataset}.parquet (ungraded; duplicates are an
+    error). Its metadata carries the problems the shards skipped as too long (`long_questions`), so the
+    skip is seen downstream of the merge too."""
     paths = as_paths(inputs["shards"])
-    df, _ = merge_shards(paths, "samples")
+    df, _ = merge_shards(paths, "responses")
     skipped: dict[str, int] = {}
     for path in paths:
         skipped.update((table_meta(path).get("long_questions") or {}).get("skipped") or {})
-    write_table(df, outputs["samples"], "samples",
+    write_table(df, outputs["responses"], "responses",
                 meta={"long_questions": {"n_skipped": len(skipped), "skipped": skipped}})
     log.info("%s: %d responses over %d problems", wildcards["dataset"], len(df), df["problem_id"].nunique())
     if skipped:
         log.warning("%s: %d problem(s) not sampled, too long for the policy (sampling.long_questions: skip): %s",
                     wildcards["dataset"], len(skipped), ", ".join(sorted(skipped)))
+
+
+def grade_samples(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `grade_samples`: results/responses/{dataset}.parquet → results/samples/{dataset}.parquet, every
+    response graded against its gold answer (prm_lessons.graded) in the dataset's answer format (the
+    problems table's metadata: its config entry), with the responses' `long_questions` metadata."""
+    responses = read_table(inputs["responses"], "responses")
+    fmt = (table_meta(inputs["problems"]).get("spec") or {}).get("answer_format", "plain")
+    grading = params["grading"]
+    df = grade_table(responses, timeout_s=grading["timeout_s"], workers=grading.get("workers", 1), answer_format=fmt)
+    meta = table_meta(inputs["responses"])
+    write_table(df, outputs["samples"], "samples", meta={"long_questions": meta.get("long_questions")})
+    log.info("%s: %d responses graded (%s answers), %d correct", wildcards["dataset"], len(df), fmt,
+             int(df["correct"].astype(bool).sum()) if len(df) else 0)
 
 
 def bon_baselines(*, inputs, outputs, params, wildcards, threads) -> None:

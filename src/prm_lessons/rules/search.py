@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import as_paths, generation, search
+from ..graded import grade_samples
 from ..metrics.select import aggregate
 from ..sampling import sample_problems
 from ..shards import in_shard
@@ -114,17 +115,19 @@ def merge_search(*, inputs, outputs, params, wildcards, threads) -> None:
 
 def search_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     """Rule `search_samples`: N responses of the search policy per searched problem →
-    results/search/samples/{benchmark}.parquet (the samples table; sampling.sample_problems)."""
+    results/search/samples/{benchmark}.parquet (the samples table; sampling.sample_problems, graded in
+    this job by graded.grade_samples: one unsharded table, only when the Best-of-N samples cannot be reused)."""
     problems = _limited(read_table(inputs["problems"], "problems"), params.get("limit"))
     entry = params["model"]
     engine = generation.load_engine(params["model_dir"], entry)
     fmt = (table_meta(inputs["problems"]).get("spec") or {}).get("answer_format", "plain")
     df = sample_problems(engine, problems, n=int(params["n"]), sampling=params["sampling"],
-                         grading=params["grading"], answer_format=fmt, max_model_len=entry.get("max_model_len"),
-                         model_name=entry["name"])
+                         max_model_len=entry.get("max_model_len"), model_name=entry["name"])
+    long_questions = df.attrs.get("long_questions")
+    grading = params["grading"]
+    df = grade_samples(df, timeout_s=grading["timeout_s"], workers=grading.get("workers", 1), answer_format=fmt)
     write_table(df, outputs["samples"], "samples",
-                meta={"policy": entry["name"], "sampling": params["sampling"],
-                      "long_questions": df.attrs.get("long_questions")})
+                meta={"policy": entry["name"], "sampling": params["sampling"], "long_questions": long_questions})
 
 
 def search_orm_scores(*, inputs, outputs, params, wildcards, threads) -> None:
@@ -135,12 +138,14 @@ def search_orm_scores(*, inputs, outputs, params, wildcards, threads) -> None:
     adapter = load_adapter(params["spec"])
     cfg = params.get("scoring") or {}
     for src, dst in zip(as_paths(inputs["samples"]), as_paths(outputs["scores"])):
-        df = read_table(src, "samples").copy()
+        df = read_table(src, "samples")
         stats = ScoreStats()
         steps = [list(s) if s is not None else [] for s in df["steps"]]
-        df["step_scores"] = score_responses(adapter, df["question"].tolist(), steps, cfg.get("batch_tokens", 16384),
-                                            cfg.get("batch_size", 64), stats)
-        df["n_steps_scored"] = [len(s) for s in df["step_scores"]]
+        scores = score_responses(adapter, df["question"].tolist(), steps, cfg.get("batch_tokens", 16384),
+                                 cfg.get("batch_size", 64), stats)
+        # keys and scores only, as score_samples writes (search_table reads nothing else)
+        df = pd.DataFrame({"problem_id": df["problem_id"], "sample_idx": df["sample_idx"], "step_scores": scores,
+                           "n_steps_scored": [len(s) for s in scores]})
         write_table(df, dst, "step_scores", meta={"adapter": params["spec"]["adapter"], "outcome": adapter.outcome,
                                                   "truncated": stats.truncated, "seconds": stats.seconds,
                                                   "tokens": adapter.token_info()})

@@ -28,10 +28,12 @@ TABLE_COLUMNS = ["policy", "prm", "judge", "mode", "model", "benchmark", "metric
                  "n_problems", "n_unparsable", "run"]
 
 
-def _samples(inputs) -> pd.DataFrame:
+def _samples(inputs, kind: str = "samples") -> pd.DataFrame:
+    """The tables of input `kind` (samples: graded; responses: what the judge jobs read, so a grading fix
+    judges nothing again), concatenated, each row's `dataset` its file's benchmark."""
     frames = []
-    for path in as_paths(inputs["samples"]):
-        df = read_table(path, "samples")
+    for path in as_paths(inputs[kind]):
+        df = read_table(path, kind)
         df["dataset"] = Path(path).stem  # the benchmark the file is (the output files are per benchmark)
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
@@ -52,7 +54,7 @@ def _table_of(path: str) -> str:
 
 
 def bon_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `bon_judge`: one policy's results/{policy_dir}samples/{benchmark}.parquet (every judged benchmark
+    """Rule `bon_judge`: one policy's results/{policy_dir}responses/{benchmark}.parquet (every judged benchmark
     it samples) → results/{policy_dir}bon_judges/{judge}/{mode}/{benchmark}.parquet (one row per problem; a
     judged benchmark the policy does not sample: an empty table). With the `shard`/`nshards` wildcards
     (bon_judges.shards > 1) it judges that problem shard of every benchmark only, into
@@ -61,7 +63,7 @@ def bon_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thr
     mode = wildcards["mode"]
     st = verifiers.JudgeSettings(**params["settings"])
     template = verifiers.load_template(mode, inputs["template"])
-    todo = verifiers.first_responses(_samples(inputs), params["n"], params.get("limit"))
+    todo = verifiers.first_responses(_samples(inputs, "responses"), params["n"], params.get("limit"))
     shard = _shard(wildcards)
     if shard:
         todo = verifiers.shard_responses(todo, *shard)
@@ -97,7 +99,7 @@ def merge_bon_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dic
     .../{benchmark}.parquet for every judged benchmark: exactly the problems one unsharded job judges (the
     first bon_judges.limit of the policy's samples), each once, in its order; prm_lessons.shards names a
     problem in two shards, in none, or not to be judged (a stale shard). The metadata's counts are summed."""
-    judged = verifiers.first_responses(_samples(inputs), params["n"], params.get("limit"))
+    judged = verifiers.first_responses(_samples(inputs, "responses"), params["n"], params.get("limit"))
     shards = as_paths(inputs["shards"])
     for dst in as_paths(outputs["judged"]):
         bench = Path(dst).stem
