@@ -1,5 +1,6 @@
-"""The paper's tables and figures as data: the workflow's result tables → long "cells" tables, one
-builder per artifact.
+"""The paper's tables and figures as data: the workflow's result tables → long "cells" tables. The
+loaders and the builders artifacts share (Best-of-N, ProcessBench and summary cells) live here; each
+artifact's own builder lives in its module, artifacts/defs/<stem>.py.
 
 Every artifact is a long "cells" table (one row per reproduced number) with the columns
 
@@ -297,7 +298,7 @@ def baselines_as_bon(path: str | Path) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------------
-# Artifact builders (cells); one per table / figure
+# Summary cells (averages per row), shared by the figures
 # ------------------------------------------------------------------------------------------------
 
 def bon_avg_cells(bon, pub, params, tid) -> dict[tuple[str, str], dict]:

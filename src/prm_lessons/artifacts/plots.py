@@ -1,5 +1,6 @@
 """The paper's figures from their cells: seaborn, colour-blind palette, one paper column wide; each
-figure shows this run's numbers above (or beside) the paper's.
+figure shows this run's numbers above (or beside) the paper's. The style, drawing helpers and the plots
+several figures share live here; each figure's own plot lives in its module, artifacts/defs/<stem>.py.
 
 matplotlib and seaborn are imported when a figure is drawn, not with this module (see figure_style)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Figure 1: Overview: Best-of-N average accuracy and ProcessBench average F1 per PRM, with pass@N, maj@N and o1-mini (published) reference lines."""
+"""Figure 1: what it reads, its params, its cells builder, its plot and its rule function `run`."""
 from __future__ import annotations
 
 from typing import Mapping

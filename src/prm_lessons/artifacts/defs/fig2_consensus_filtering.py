@@ -1,4 +1,4 @@
-"""Figure 2: Consensus filtering: Best-of-N mean accuracy and ProcessBench mean F1."""
+"""Figure 2: what it reads, its params, its cells builder, its plot and its rule function `run`."""
 from __future__ import annotations
 
 from typing import Mapping

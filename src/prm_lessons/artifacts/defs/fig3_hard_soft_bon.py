@@ -1,4 +1,4 @@
-"""Figure 3: Hard vs soft labels before/after consensus filtering: Best-of-N mean accuracy."""
+"""Figure 3: what it reads, its params, its cells builder, its plot and its rule function `run`."""
 from __future__ import annotations
 
 from typing import Mapping

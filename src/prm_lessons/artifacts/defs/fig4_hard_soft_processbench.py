@@ -1,4 +1,4 @@
-"""Figure 4: Hard vs soft labels before/after consensus filtering: ProcessBench mean F1."""
+"""Figure 4: what it reads, its params, its cells builder, its plot and its rule function `run`."""
 from __future__ import annotations
 
 from typing import Mapping

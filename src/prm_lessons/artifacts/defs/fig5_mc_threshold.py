@@ -1,4 +1,4 @@
-"""Figure 5: MC hard-label threshold sweep: Best-of-N mean accuracy and ProcessBench mean F1."""
+"""Figure 5: what it reads, its params, its cells builder, its plot and its rule function `run`."""
 from __future__ import annotations
 
 import logging

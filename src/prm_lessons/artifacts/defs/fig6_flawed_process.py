@@ -1,4 +1,4 @@
-"""Figure 6: Unreliable policy: share of correct-answer responses whose process is flawed."""
+"""Figure 6: what it reads, its params, its cells builder, its plot and its rule function `run`."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Figure 7: Best-of-N mean accuracy vs accuracy on answer-correct/process-wrong ProcessBench cases."""
+"""Figure 7: what it reads, its params, its cells builder, its plot and its rule function `run`."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Figure 8: Share of Best-of-N responses (all of them; the selected ones beside) whose minimum step score is on the final step."""
+"""Figure 8: what it reads, its params, its cells builder, its plot and its rule function `run`."""
 from __future__ import annotations
 
 import logging

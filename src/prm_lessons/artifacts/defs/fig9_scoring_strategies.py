@@ -1,4 +1,4 @@
-"""Figure 9: Best-of-N mean accuracy by scoring strategy (min / product / last) per training-data source."""
+"""Figure 9: what it reads, its params, its cells builder, its plot and its rule function `run`."""
 from __future__ import annotations
 
 from typing import Mapping

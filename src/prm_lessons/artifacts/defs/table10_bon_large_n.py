@@ -1,4 +1,4 @@
-"""Table 10: Best-of-N accuracy (%) at the larger N (the paper: Best-of-64), product scoring, with pass@N and maj@N."""
+"""Table 10: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from prm_lessons.artifacts.cells import finish_cells, policy_notes

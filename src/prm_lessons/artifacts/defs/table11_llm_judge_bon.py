@@ -1,4 +1,4 @@
-"""Table 11: LLMs as Best-of-N verifiers: accuracy (%) of pointwise and pairwise judges beside pass@N, maj@N and PRMs."""
+"""Table 11: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,4 +1,4 @@
-"""Table 12: LLMs as Best-of-N verifiers with the second policy: accuracy (%) of pointwise and pairwise judges beside pass@N, maj@N and PRMs."""
+"""Table 12: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from prm_lessons.artifacts.defs.table11_llm_judge_bon import judge_table

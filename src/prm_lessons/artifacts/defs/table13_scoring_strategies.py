@@ -1,4 +1,4 @@
-"""Table 13: Best-of-N accuracy (%) by scoring strategy (last / product / min)."""
+"""Table 13: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from prm_lessons.artifacts.cells import baseline_selections, bon_cells, policy_notes, scorer_names

@@ -1,4 +1,4 @@
-"""Table 14: Best-of-N accuracy (%) by scoring strategy (last / product / min) with the second policy."""
+"""Table 14: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from prm_lessons.artifacts.cells import policy_notes

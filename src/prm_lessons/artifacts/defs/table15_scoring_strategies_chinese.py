@@ -1,4 +1,4 @@
-"""Table 15: Chinese benchmarks: Best-of-N accuracy (%) by scoring strategy (last / product / min)."""
+"""Table 15: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from prm_lessons.artifacts.cells import finish_cells, policy_notes

@@ -1,4 +1,4 @@
-"""Table 16: Chinese benchmarks with the second policy: Best-of-N accuracy (%) by scoring strategy (last / product / min)."""
+"""Table 16: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from prm_lessons.artifacts.defs.table15_scoring_strategies_chinese import chinese_table

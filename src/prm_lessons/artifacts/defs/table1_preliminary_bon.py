@@ -1,4 +1,4 @@
-"""Table 1: Preliminary trials: Best-of-N accuracy (%) of PRMs trained on MC hard and soft labels and on PRM800K."""
+"""Table 1: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from typing import Mapping

@@ -1,4 +1,4 @@
-"""Table 2: Preliminary trials: ProcessBench error/correct accuracy and F1 (%) of PRMs trained on MC hard and soft labels and on PRM800K."""
+"""Table 2: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from prm_lessons.artifacts.defs.table1_preliminary_bon import preliminary_notes

@@ -1,4 +1,4 @@
-"""Table 3: Data source comparison: Best-of-N accuracy (%) of PRMs trained on MC, LLM-as-a-judge and human labels."""
+"""Table 3: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from prm_lessons.artifacts.cells import baseline_selections, bon_cells, keys_in, policy_notes, prm_metric, scorer_names

@@ -1,4 +1,4 @@
-"""Table 4: Data source comparison: ProcessBench error/correct accuracy and F1 (%)."""
+"""Table 4: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from prm_lessons.artifacts.cells import keys_in, pb_cells

@@ -1,4 +1,4 @@
-"""Table 5: PRM tolerance: accuracy (%) on ProcessBench cases whose final answer is correct but a step is wrong."""
+"""Table 5: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,4 @@
-"""Table 6: Main results: Best-of-N accuracy (%), product scoring, with pass@N and maj@N."""
+"""Table 6: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from prm_lessons.artifacts.cells import baseline_selections, bon_cells, policy_notes, prm_metric, scorer_names

@@ -1,4 +1,4 @@
-"""Table 7: Main results: ProcessBench error/correct accuracy and F1 (%)."""
+"""Table 7: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,4 +1,4 @@
-"""Table 8: PRM-guided greedy search: accuracy (%) beside pass@1, pass@N, maj@N and orm@N of the same policy."""
+"""Table 8: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 import pandas as pd

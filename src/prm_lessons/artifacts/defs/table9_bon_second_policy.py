@@ -1,4 +1,4 @@
-"""Table 9: Best-of-N accuracy (%) with the second policy, product scoring, with pass@N and maj@N."""
+"""Table 9: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
 from prm_lessons.artifacts.cells import policy_notes
