@@ -31,6 +31,22 @@ def test_published_has_every_reproduced_artifact_and_citation():
     assert PUB["bon_n"] == 8
 
 
+def test_registry_lists_every_artifact_module_and_reads_what_the_module_holds():
+    """One file per artifact: every module in artifacts/defs/ is registered (one not listed would silently
+    get no rule), and the constants the registry reads from its syntax tree are the module's own."""
+    import importlib
+
+    from prm_lessons.artifacts.registry import ARTIFACT_INPUTS, DEFS, MODULES
+
+    assert sorted(MODULES) == sorted(f.stem for f in DEFS.glob("*.py") if f.stem != "__init__")
+    for aid, a in ARTIFACTS.items():
+        mod = importlib.import_module(f"prm_lessons.artifacts.defs.{a['stem']}")
+        assert (mod.ID, mod.KIND, mod.SOURCE, mod.TITLE, mod.SECTION) == (aid, a["kind"], a["source"], a["title"],
+                                                                           a["section"])
+        assert (mod.PARAMS, mod.INPUTS) == (ARTIFACT_PARAMS[aid], ARTIFACT_INPUTS[aid])
+        assert callable(mod.run) and getattr(rules, a["stem"]) is mod.run
+
+
 @pytest.mark.parametrize("tid", ["table3", "table6", "table13"])
 def test_published_bon_average_is_mean_of_seven_benchmarks(tid):
     """The paper's Avg. column is the unweighted mean of the 7 benchmarks (a transcription check)."""
