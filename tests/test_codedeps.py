@@ -184,3 +184,61 @@ def test_on_the_package_a_tables_docstring_edit_changes_no_rule_and_a_code_chang
     importers = {f for f in funcs if str(tables) in codedeps.rule_code_inputs(root, f)}
     assert changed == importers
     assert 20 < len(importers) < len(funcs)  # tables is in most closures, not all (the downloads')
+
+
+DELEGATING = {
+    "defs/__init__.py": "",
+    "defs/a.py": '''from prm_lessons import tables
+
+
+def run(*, inputs, outputs, params, wildcards, threads):
+    tables.write(outputs["out"], [])
+''',
+    "defs/b.py": '''from prm_lessons import other
+
+
+def run(*, inputs, outputs, params, wildcards, threads):
+    other.helper(1)
+''',
+    "rules/art.py": '''import importlib
+
+DELEGATE = "prm_lessons.defs.{name}:run"
+
+
+def __getattr__(name):
+    module, _, func = DELEGATE.format(name=name).partition(":")
+    return getattr(importlib.import_module(module), func)
+''',
+}
+
+
+def test_a_delegated_rule_function_is_its_own_module_and_what_it_imports_not_its_siblings(pkg):
+    """rules/analysis.py resolves each artifact rule to `run` of artifacts/defs/<stem>.py (DELEGATE): a rule's
+    closure is that module's, so an edit of another artifact's module reruns only that artifact."""
+    for rel, text in DELEGATING.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    a, b = codedeps.rule_modules(pkg, "art:a"), codedeps.rule_modules(pkg, "art:b")
+    assert {"prm_lessons.defs.a", "prm_lessons.tables", "prm_lessons.rules.art"} <= a
+    assert not {"prm_lessons.defs.b", "prm_lessons.other"} & a
+    assert "prm_lessons.defs.b" in b and "prm_lessons.defs.a" not in b
+    before = {f: codedeps.rule_fingerprint(pkg, f) for f in ("art:a", "art:b")}
+    _edit(pkg / "defs/b.py", "other.helper(1)", "other.helper(2)")
+    assert codedeps.rule_fingerprint(pkg, "art:a") == before["art:a"]
+    assert codedeps.rule_fingerprint(pkg, "art:b") != before["art:b"]
+    with pytest.raises(ValueError, match="has no function missing"):
+        codedeps.rule_modules(pkg, "art:missing")  # DELEGATE names a module that does not exist
+
+
+def test_on_the_package_an_artifact_rule_holds_its_own_module_not_the_other_artifacts():
+    pkg = ROOT / "src" / "prm_lessons"
+    defs = "prm_lessons.artifacts.defs."
+    table6 = codedeps.rule_modules(pkg, "analysis:table6_bon_main")
+    assert {m for m in table6 if m.startswith(defs)} == {defs + "table6_bon_main"}
+    assert "prm_lessons.artifacts.plots" not in table6  # a plotting edit rebuilds no table
+    # Table 9 is Table 6's builder on the second policy's rows: it holds that module too, and no other
+    table9 = codedeps.rule_modules(pkg, "analysis:table9_bon_second_policy")
+    assert {m for m in table9 if m.startswith(defs)} == {defs + "table9_bon_second_policy", defs + "table6_bon_main"}
+    fig8 = codedeps.rule_modules(pkg, "analysis:fig8_min_at_last_step")
+    assert {m for m in fig8 if m.startswith(defs)} == {defs + "fig8_min_at_last_step"}
+    assert "prm_lessons.artifacts.plots" in fig8 and "prm_lessons.artifacts.render" not in fig8

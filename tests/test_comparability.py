@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from prm_lessons.artifacts.cells import build_fig6, build_table5, mc_experiment_comparability
+from prm_lessons.artifacts.cells import mc_experiment_comparability
+from prm_lessons.artifacts.defs.fig6_flawed_process import build_fig6
+from prm_lessons.artifacts.defs.table5_prm_tolerance import build_table5
 from prm_lessons.artifacts.published import load_published
 
 

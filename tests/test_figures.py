@@ -9,6 +9,12 @@ import pytest
 from analysis_synth import PRMS, SWEEP, analysis_params, bon_frame, processbench_frame, rule_inputs, write_upstream
 from prm_lessons.artifacts import cells as C
 from prm_lessons.artifacts import published
+from prm_lessons.artifacts.defs.fig1_overview import O1_MINI_ROW
+from prm_lessons.artifacts.defs.fig5_mc_threshold import build_fig5
+from prm_lessons.artifacts.defs.table3_data_sources_bon import build_table3
+from prm_lessons.artifacts.defs.table4_data_sources_processbench import build_table4
+from prm_lessons.artifacts.defs.table6_bon_main import build_table6
+from prm_lessons.artifacts.defs.table13_scoring_strategies import build_table13
 from prm_lessons.artifacts.registry import ARTIFACT_PARAMS, ARTIFACTS, artifact_paths
 from prm_lessons.artifacts.render import display_frame
 from prm_lessons.rules import analysis as rules
@@ -23,6 +29,22 @@ def test_published_has_every_reproduced_artifact_and_citation():
     assert set(ARTIFACTS) <= set(PUB["tables"])
     assert "2501.07301" in PUB["citation"]["url"] and PUB["citation"]["text"]
     assert PUB["bon_n"] == 8
+
+
+def test_registry_lists_every_artifact_module_and_reads_what_the_module_holds():
+    """One file per artifact: every module in artifacts/defs/ is registered (one not listed would silently
+    get no rule), and the constants the registry reads from its syntax tree are the module's own."""
+    import importlib
+
+    from prm_lessons.artifacts.registry import ARTIFACT_INPUTS, DEFS, MODULES
+
+    assert sorted(MODULES) == sorted(f.stem for f in DEFS.glob("*.py") if f.stem != "__init__")
+    for aid, a in ARTIFACTS.items():
+        mod = importlib.import_module(f"prm_lessons.artifacts.defs.{a['stem']}")
+        assert (mod.ID, mod.KIND, mod.SOURCE, mod.TITLE, mod.SECTION) == (aid, a["kind"], a["source"], a["title"],
+                                                                           a["section"])
+        assert (mod.PARAMS, mod.INPUTS) == (ARTIFACT_PARAMS[aid], ARTIFACT_INPUTS[aid])
+        assert callable(mod.run) and getattr(rules, a["stem"]) is mod.run
 
 
 @pytest.mark.parametrize("tid", ["table3", "table6", "table13"])
@@ -95,7 +117,7 @@ def _csv(df):
 
 def test_bon_cells_paper_setup_gives_published_and_diff():
     bon = _bon_paper(("human",))
-    cells = C.build_table3(bon, PUB, analysis_params()).set_index("column")
+    cells = build_table3(bon, PUB, analysis_params()).set_index("column")
     assert cells.loc["gsm8k", "value"] == pytest.approx(50.0)           # fractions → percent
     assert cells.loc["gsm8k", "published"] == 96.9
     assert cells.loc["gsm8k", "diff"] == pytest.approx(50.0 - 96.9)
@@ -104,9 +126,9 @@ def test_bon_cells_paper_setup_gives_published_and_diff():
 
 
 def test_bon_cells_not_comparable_with_other_n_or_benchmarks():
-    cells = C.build_table3(_bon_paper(("human",), n=4), PUB, analysis_params()).set_index("column")
+    cells = build_table3(_bon_paper(("human",), n=4), PUB, analysis_params()).set_index("column")
     assert cells["published"].notna().all() and not cells["comparable"].any() and cells["diff"].isna().all()
-    emb = C.build_table3(C.load_bon(_csv(bon_frame(["human"]))), PUB, analysis_params()).set_index("column")
+    emb = build_table3(C.load_bon(_csv(bon_frame(["human"]))), PUB, analysis_params()).set_index("column")
     assert emb.loc["average", "published"] == 64.9          # shown for orientation …
     assert np.isnan(emb.loc["average", "diff"])              # … never diffed: different benchmarks
     assert emb.loc["arith", "published"] != emb.loc["arith", "published"]  # NaN: no such column in the paper
@@ -114,7 +136,7 @@ def test_bon_cells_not_comparable_with_other_n_or_benchmarks():
 
 def test_subset_of_benchmarks_changes_average_and_drops_ci():
     bon = C.load_bon(_csv(bon_frame(["human"])))
-    cells = C.build_table3(bon, PUB, analysis_params(benchmarks=["arith"])).set_index("column")
+    cells = build_table3(bon, PUB, analysis_params(benchmarks=["arith"])).set_index("column")
     assert set(cells.index) == {"arith", "average"}
     assert cells.loc["average", "value"] == pytest.approx(cells.loc["arith", "value"])
     assert np.isnan(cells.loc["average", "ci_low"])
@@ -122,9 +144,9 @@ def test_subset_of_benchmarks_changes_average_and_drops_ci():
 
 def test_paper_rows_and_columns_mapping_from_config():
     bon = C.load_bon(_csv(bon_frame(["my_prm"], benches=("g8k",))))
-    none = C.build_table6(bon, PUB, analysis_params())
+    none = build_table6(bon, PUB, analysis_params())
     assert none.loc[none["row"] == "my_prm", "published"].isna().all()
-    mapped = C.build_table6(bon, PUB, analysis_params(paper_rows={"my_prm": "qwen25_math_prm_7b"},
+    mapped = build_table6(bon, PUB, analysis_params(paper_rows={"my_prm": "qwen25_math_prm_7b"},
                                                     paper_columns={"g8k": "gsm8k"}))
     cell = mapped[(mapped["row"] == "my_prm") & (mapped["column"] == "g8k")].iloc[0]
     assert cell["paper_column"] == "gsm8k" and cell["published"] == 97.1
@@ -134,7 +156,7 @@ def test_table6_has_baselines_and_orm_uses_orm_metric():
     bon = C.load_bon(_csv(pd.concat([bon_frame(["human"]), pd.DataFrame([
         dict(prm="qwen25_math_rm_72b", benchmark=b, metric="orm", N=4, accuracy=.3, ci_low=.2, ci_high=.4)
         for b in ("arith", "chain_sum", "average")])])))
-    cells = C.build_table6(bon, PUB, analysis_params())
+    cells = build_table6(bon, PUB, analysis_params())
     assert list(dict.fromkeys(cells["row"]))[:2] == ["pass@4", "maj@4"]
     orm = cells[cells["row"] == "qwen25_math_rm_72b"].set_index("column")
     assert orm.loc["arith", "value"] == pytest.approx(30.0)
@@ -143,14 +165,14 @@ def test_table6_has_baselines_and_orm_uses_orm_metric():
 
 def test_table13_rows_per_aggregation_with_their_published_numbers():
     bon = _bon_paper(("human",))
-    cells = C.build_table13(bon, PUB, analysis_params())
+    cells = build_table13(bon, PUB, analysis_params())
     avg = cells[(cells["row"] == "human") & (cells["column"] == "average")].set_index("aggregation")
     assert avg.loc["last", "published"] == 64.7 and avg.loc["min", "published"] == 65.6
 
 
 def test_processbench_cells_and_average_comparability():
     pb = C.load_processbench_table(_csv(processbench_frame(["judge"], subsets=("gsm8k", "math"))))
-    cells = C.build_table4(pb, PUB, analysis_params()).set_index("column")
+    cells = build_table4(pb, PUB, analysis_params()).set_index("column")
     assert cells.loc["gsm8k/f1", "published"] == 60.9 and cells.loc["gsm8k/f1", "comparable"]
     assert cells.loc["average/f1", "published"] == 46.5 and not cells.loc["average/f1", "comparable"]
 
@@ -158,7 +180,7 @@ def test_processbench_cells_and_average_comparability():
 def test_fig5_rows_matched_to_paper_thresholds():
     bon = C.load_bon(_csv(bon_frame()))
     pb = C.load_processbench_table(_csv(processbench_frame()))
-    cells = C.build_fig5(bon, pb, SWEEP, PUB, analysis_params())
+    cells = build_fig5(bon, pb, SWEEP, PUB, analysis_params())
     by = cells.drop_duplicates("row").set_index("row")
     assert by.loc["mc_hard", "key"] == "t0" and by.loc["mc_hard_t1of2", "key"] == "t4/8"
     pubs = cells.set_index(["row", "column"])["published"]
@@ -166,8 +188,8 @@ def test_fig5_rows_matched_to_paper_thresholds():
     # a trainsets.csv frame works too; no sweep at all gives no rows, not an error
     ts = pd.DataFrame({"variant": ["mc_hard", "mc_hard_t1of2", "judge"], "source": ["mc", "mc", "judge"],
                        "label_type": ["hard", "hard", "hard"], "threshold": [0.0, 0.5, np.nan]})
-    assert len(C.build_fig5(bon, pb, ts, PUB, analysis_params())) == len(cells)
-    assert C.build_fig5(bon, pb, [], PUB, analysis_params()).empty
+    assert len(build_fig5(bon, pb, ts, PUB, analysis_params())) == len(cells)
+    assert build_fig5(bon, pb, [], PUB, analysis_params()).empty
 
 
 def test_summary_figures_select_rows_by_paper_key():
@@ -181,7 +203,7 @@ def test_summary_figures_select_rows_by_paper_key():
 
 
 def test_display_frame_has_paper_and_delta_rows():
-    cells = C.build_table3(_bon_paper(("human",)), PUB, analysis_params())
+    cells = build_table3(_bon_paper(("human",)), PUB, analysis_params())
     d = display_frame(cells, "table3", PUB)
     assert list(d["row"]) == ["human", "paper: Human annotation (PRM800K), 264k", "Δ"]
     assert list(d.columns)[1:3] == ["GSM8K", "MATH"] and d.columns[-1] == "Avg."
@@ -367,7 +389,7 @@ def test_table10_comparable_only_at_the_papers_n_and_benchmarks(tmp_path, monkey
     bon = C.load_bon(_csv(pd.DataFrame(rows)))
     for n, comparable in ((64, True), (8, False)):
         own = analysis_params(n=n, benchmarks=bench)
-        cells = C.build_table6(C.select_rows(bon, "p", n), PUB, own, tid="table10").set_index(["row", "column"])
+        cells = build_table6(C.select_rows(bon, "p", n), PUB, own, tid="table10").set_index(["row", "column"])
         prm = cells.loc["qwen25_math_prm_72b"]
         assert prm.loc["math500", "published"] == 87.8 and bool(prm.loc["average", "comparable"]) is comparable
         assert prm.loc["average", "published"] == 59.2 and "gsm8k" not in prm.index
@@ -416,7 +438,7 @@ def test_fig1_bars_reference_lines_and_o1_mini_not_reproduced(tmp_path, monkeypa
     assert ("human", "processbench_f1") in cells.index
     assert cells.loc[("pass@4", "bon_average"), "value"] == 70.0 and cells.loc[("pass@4", "bon_average"), "published"] == 74.7
     assert cells.loc[("maj@4", "bon_average"), "value"] == 40.0
-    o1 = cells.loc[(C.O1_MINI_ROW, "processbench_f1")]
+    o1 = cells.loc[(O1_MINI_ROW, "processbench_f1")]
     assert np.isnan(o1["value"]) and o1["published"] == 87.9 and not o1["comparable"]
     assert (tmp_path / artifact_paths("fig1")["png"]).stat().st_size > 0
 
@@ -440,7 +462,7 @@ def test_benchmarks_mapped_to_one_paper_column_are_averaged_into_it():
     bon = C.load_bon(_csv(pd.DataFrame(rows)))
     params = analysis_params(benchmarks=["cmath", "cn_middle_school24", "gaokao_math_cloze", "gaokao_math_qa"],
                              paper_columns={"gaokao_math_cloze": "gaokao_zh", "gaokao_math_qa": "gaokao_zh"})
-    cells = C.build_table13(bon, PUB, params, tid="table15").set_index("column")
+    cells = build_table13(bon, PUB, params, tid="table15").set_index("column")
     assert cells.loc["gaokao_zh", "value"] == pytest.approx(65.0) and cells.loc["gaokao_zh", "published"] == 68.9
     assert np.isnan(cells.loc["gaokao_math_qa", "published"]) and not cells.loc["gaokao_math_qa", "comparable"]
     assert cells.loc["average", "value"] == pytest.approx((90 + 80 + 65) / 3)
@@ -448,6 +470,6 @@ def test_benchmarks_mapped_to_one_paper_column_are_averaged_into_it():
     header = list(display_frame(cells.reset_index(), "table15", PUB).columns)
     assert header == ["row", "CMATH", "CN Middle School 24", "gaokao_math_cloze", "gaokao_math_qa", "GaoKao", "Avg."]
     # one of the two has no rows: no GaoKao cell, the other set is not compared with it, nor the average
-    part = C.build_table13(bon[bon["benchmark"] != "gaokao_math_qa"], PUB, params, tid="table15").set_index("column")
+    part = build_table13(bon[bon["benchmark"] != "gaokao_math_qa"], PUB, params, tid="table15").set_index("column")
     assert "gaokao_zh" not in part.index and np.isnan(part.loc["gaokao_math_cloze", "published"])
     assert not part.loc["average", "comparable"]

@@ -332,7 +332,7 @@ def _long(prm, metric, acc, n=8, benches=BON7):
 
 
 def test_table11_rows_baselines_from_the_judged_problems_judges_then_prms():
-    from prm_lessons.artifacts.cells import build_table11, judge_table_notes
+    from prm_lessons.artifacts.defs.table11_llm_judge_bon import build_table11, judge_table_notes
     from prm_lessons.artifacts.published import load_published
 
     bon = pd.DataFrame(_long("qwen25_math_prm_7b", "prm_product", 60.0) + _long("qwen25_math_prm_7b", "pass", 90.0)

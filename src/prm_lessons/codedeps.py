@@ -169,7 +169,11 @@ def function_modules(root: Path, module: str, func: str) -> set[str]:
     tree = ast.parse(file.read_text(), str(file))
     defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     if func not in defs:
-        raise ValueError(f"{module} has no function {func}")
+        target = _delegate(root, tree, func)
+        if target is None:
+            raise ValueError(f"{module} has no function {func}")
+        # the function lives in its own module: that module (its closure follows) and what the function uses
+        return {target[0]} | function_modules(root, *target)
     top = _imports(root, file)[0]
     used: set[str] = set()
     todo, done = [func], set()
@@ -189,6 +193,17 @@ def function_modules(root: Path, module: str, func: str) -> set[str]:
             elif isinstance(node, ast.Import):
                 used.update(a.name for a in node.names if _module_file(root, a.name))
     return used
+
+
+def _delegate(root: Path, tree: ast.Module, func: str) -> tuple[str, str] | None:
+    """A rules module that resolves its rule functions in other modules (a module `__getattr__`) says where
+    in a literal `DELEGATE = "<module, {name} = the rule>:<function>"`: (module, function) of `func` there,
+    None when it declares none or that module does not exist."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["DELEGATE"]:
+            module, _, name = ast.literal_eval(node.value).format(name=func).partition(":")
+            return (module, name) if _module_file(root, module) else None
+    return None
 
 
 def rule_modules(root: str | Path, func: str) -> set[str]:

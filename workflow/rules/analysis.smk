@@ -1,10 +1,12 @@
 # The paper's tables and figures under their own names, each beside the published numbers, and the
 # three Best-of-N bias analyses (Figure 6, Table 5 / Figure 7, Figure 8). Local, CPU-only, seconds each.
 # Logic: prm_lessons.analysis (the analyses), prm_lessons.artifacts (registry ← published ← cells ←
-# plots / render); rule functions in prm_lessons.rules.analysis, one per artifact, named after its rule.
-# Names, paths and each rule's params: prm_lessons.artifacts.registry; outputs in docs/architecture.md.
+# plots / render); one module per artifact, prm_lessons.artifacts.defs.<stem>, holding its input groups,
+# params, cells builder, plot or notes, and the rule function `run`. Names, paths, each rule's inputs and
+# params: prm_lessons.artifacts.registry (read from those modules); outputs in docs/architecture.md.
 from prm_lessons.artifacts.registry import (
     ARTIFACTS,
+    ARTIFACT_INPUTS,
     ARTIFACT_PARAMS,
     artifact_paths,  # noqa: E402
     export_provenance_env,
@@ -26,49 +28,46 @@ ANALYSIS_PRMS = list(PRM_SPECS)  # every scored PRM (trained variants + released
 FLAW_DATASETS = ANALYSIS["policy_flaw_datasets"] or list(config.get("problems") or {})
 FIG8_BENCHMARKS = ANALYSIS["benchmarks"] or BON_BENCHMARKS
 
-_BON = {"bon": "results/tables/bon.csv", "baselines": "results/tables/bon_baselines.csv"}
-_PB = {"processbench": "results/tables/processbench.csv"}
-ANALYSIS_INPUTS = {
-    "fig1": {**_BON, **_PB},
-    "table1": _BON,
-    "table2": _PB,
-    "table3": _BON,
-    "table4": _PB,
-    "table5": {f"predictions__{p}": f"results/metrics/processbench/{p}_predictions.parquet" for p in ANALYSIS_PRMS},
-    "table6": _BON,
-    "table7": _PB,
+# The input groups an artifact module names in its INPUTS → the files of each (empty: nothing to read,
+# the artifact is written without those rows)
+ARTIFACT_INPUT_GROUPS = {
+    "bon": {"bon": "results/tables/bon.csv", "baselines": "results/tables/bon_baselines.csv"},
+    "processbench": {"processbench": "results/tables/processbench.csv"},
+    "predictions": {
+        f"predictions__{p}": f"results/metrics/processbench/{p}_predictions.parquet" for p in ANALYSIS_PRMS
+    },
     # greedy search (search.smk): nothing to read when search.prms is empty (an empty table)
-    "table8": {"search": "results/tables/search.csv"} if SEARCH_PRMS else {},
+    "search": {"search": "results/tables/search.csv"} if SEARCH_PRMS else {},
     # LLMs as Best-of-N verifiers (verifiers.smk; an empty table when bon_judges.judges is empty)
-    "table9": _BON,
-    "table10": _BON,
-    "table11": {**_BON, "judges": "results/tables/judge_bon.csv"},
-    "table12": {**_BON, "judges": "results/tables/judge_bon.csv"},
-    "table13": _BON,
-    "table14": _BON,
-    "table15": _BON,
-    "table16": _BON,
-    "fig2": {**_BON, **_PB},
-    "fig3": {**_BON, **_PB},
-    "fig4": {**_BON, **_PB},
-    "fig5": {**_BON, **_PB},
-    "fig6": {
+    "judges": {"judges": "results/tables/judge_bon.csv"},
+    "flaws": {
         **{f"samples__{d}": f"results/samples/{d}.parquet" for d in FLAW_DATASETS},
         **{f"judge__{d}": f"results/labels/judge/{d}.parquet" for d in FLAW_DATASETS},
         **({"cases": "results/processbench/cases.parquet"} if config.get("processbench") else {}),
     },
-    "fig7": {**_BON, "table5": artifact_paths("table5")["csv"]},
+    "table5": {"table5": artifact_paths("table5")["csv"]},
     # analysis.policy's step scores (results/policies/{name}/scores/ for a secondary policy)
-    "fig8": {
+    "scores": {
         f"scores__{p}__{b}": f"results/{plan.policy_dir(config, ANALYSIS['policy'])}scores/{p}/{b}.parquet"
         for p in ANALYSIS_PRMS
         for b in FIG8_BENCHMARKS
     },
-    "fig9": _BON,
 }
-# One rule per artifact, named after it: rule `fig6_flawed_process` runs
-# prm_lessons.rules.analysis:fig6_flawed_process. Generated in a loop because the rules differ only
-# in data (registry names, ANALYSIS_INPUTS, ARTIFACT_PARAMS); grep the stem to find its function.
+for _aid, _groups in ARTIFACT_INPUTS.items():
+    if set(_groups) - set(ARTIFACT_INPUT_GROUPS):
+        raise ValueError(
+            f"artifact {_aid}: INPUTS names unknown input group(s) {sorted(set(_groups) - set(ARTIFACT_INPUT_GROUPS))}"
+            f" (workflow/rules/analysis.smk ARTIFACT_INPUT_GROUPS: {sorted(ARTIFACT_INPUT_GROUPS)})"
+        )
+ANALYSIS_INPUTS = {
+    aid: {k: v for g in groups for k, v in ARTIFACT_INPUT_GROUPS[g].items()} for aid, groups in ARTIFACT_INPUTS.items()
+}
+# the values of the params an artifact module names in its PARAMS: analysis.* and the MC threshold sweep
+ARTIFACT_PARAM_VALUES = {**ANALYSIS, "threshold_sweep": [list(x) for x in THRESHOLD_SWEEP]}
+# One rule per artifact, named after it: rule `fig6_flawed_process` runs `run` of
+# prm_lessons/artifacts/defs/fig6_flawed_process.py (func "analysis:fig6_flawed_process", resolved by
+# prm_lessons.rules.analysis). Generated in a loop because the rules differ only in data (the modules'
+# INPUTS and PARAMS); grep the stem to find its module.
 # Params: only the analysis.* keys the artifact reads (ARTIFACT_PARAMS), so editing another key leaves
 # it alone (e.g. analysis.figure redraws the figures, not the tables); code inputs: only the modules its
 # function runs (a table renders LaTeX, a figure plots), so a plotting edit redraws only the figures.
@@ -92,8 +91,7 @@ for _aid in ANALYSIS_ARTIFACTS:
         conda:
             "../../envs/analysis.yaml"
         params:
-            **{k: ANALYSIS[k] for k in ARTIFACT_PARAMS[_aid]},
-            **({"threshold_sweep": [list(x) for x in THRESHOLD_SWEEP]} if _aid == "fig5" else {}),
+            **{k: ARTIFACT_PARAM_VALUES[k] for k in ARTIFACT_PARAMS[_aid]},
             func=f"analysis:{ARTIFACTS[_aid]['stem']}",
             run=config["run"],
         script:

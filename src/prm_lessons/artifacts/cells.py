@@ -1,5 +1,6 @@
-"""The paper's tables and figures as data: the workflow's result tables → long "cells" tables, one
-builder per artifact.
+"""The paper's tables and figures as data: the workflow's result tables → long "cells" tables. The
+loaders and the builders artifacts share (Best-of-N, ProcessBench and summary cells) live here; each
+artifact's own builder lives in its module, artifacts/defs/<stem>.py.
 
 Every artifact is a long "cells" table (one row per reproduced number) with the columns
 
@@ -24,7 +25,6 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from prm_lessons import analysis
 from prm_lessons.artifacts.published import EXTRA_FIELDS, lookup, paper_column, paper_key, published_long
 from prm_lessons.artifacts.registry import provenance
 from prm_lessons.tables import write_json
@@ -251,20 +251,11 @@ def pb_cells(pb: pd.DataFrame, names: Iterable[str], pub: Mapping, tid: str, par
     return finish_cells(rows, params)
 
 
-def row_setting_notes(pb: pd.DataFrame, cells: pd.DataFrame) -> list[str]:
-    """One footnote per table row that records what it ran with (processbench.csv `setting`: a critic's
-    model, template, parse mode and sampling), in the table's row order."""
-    if "setting" not in pb.columns or cells.empty:
-        return []
-    setting = {p: s for p, s in zip(pb["prm"], pb["setting"]) if isinstance(s, str) and s}
-    return [f"{row}: {setting[row]}." for row in dict.fromkeys(cells["row"]) if row in setting]
-
-
-def _keys_in(pub: Mapping, tid: str) -> set[str]:
+def keys_in(pub: Mapping, tid: str) -> set[str]:
     return {str(r["key"]) for r in pub["tables"].get(tid, {}).get("rows", [])}
 
 
-def _prm_metric(bon: pd.DataFrame, prm: str, aggregation: str) -> str:
+def prm_metric(bon: pd.DataFrame, prm: str, aggregation: str) -> str:
     """The Best-of-N metric that scores with a PRM: prm_<aggregation>, or orm for an outcome RM."""
     have = set(bon.loc[bon["prm"] == prm, "metric"])
     if f"prm_{aggregation}" in have:
@@ -307,125 +298,10 @@ def baselines_as_bon(path: str | Path) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------------
-# Artifact builders (cells); one per table / figure
+# Summary cells (averages per row), shared by the figures
 # ------------------------------------------------------------------------------------------------
 
-def build_table3(bon, pub, params, tid: str = "table3", baselines: bool = False):
-    """Table 3 (and Table 1, with pass@N / maj@N first): the rows whose paper key is in the table."""
-    agg = params.get("aggregation", "product")
-    names = [p for p in scorer_names(bon) if paper_key(p, params) in _keys_in(pub, tid)]
-    sels = (baseline_selections(bon) if baselines else []) + [
-        {"row": p, "prm": p, "metric": _prm_metric(bon, p, agg)} for p in names]
-    return bon_cells(bon, sels, pub, tid, params)
-
-
-def build_table4(pb, pub, params, tid: str = "table4"):
-    """Table 4 (and Table 2): the ProcessBench rows whose paper key is in the table."""
-    names = [p for p in dict.fromkeys(pb["prm"]) if paper_key(p, params) in _keys_in(pub, tid)]
-    return pb_cells(pb, names, pub, tid, params)
-
-
-def build_table6(bon, pub, params, tid: str = "table6"):
-    """Table 6 (and Tables 9, 10 on their own rows): pass@N, maj@N, then every scorer."""
-    agg = params.get("aggregation", "product")
-    sels = baseline_selections(bon) + [{"row": p, "prm": p, "metric": _prm_metric(bon, p, agg)}
-                                       for p in scorer_names(bon)]
-    return bon_cells(bon, sels, pub, tid, params)
-
-
-def build_table8(search, pub, params):
-    """Table 8 from results/tables/search.csv (read by load_bon): pass@N, pass@1, maj@N and orm@N of the
-    search policy (prm `_policy`), then greedy search per guiding PRM; the paired greedy − maj@N rows stay
-    in search.csv."""
-    sels = []
-    for metric, label in (("pass", "pass@{n}"), ("pass1", "pass@1"), ("maj", "maj@{n}"), ("orm", "orm@{n}")):
-        have = search[(search["prm"] == "_policy") & (search["metric"] == metric)]
-        if len(have):
-            n = have["n"].max()
-            sels.append({"row": label.format(n=int(n) if pd.notna(n) else "N"), "prm": "_policy", "metric": metric,
-                         "key": metric})
-    greedy = search[search["metric"] == "greedy"]
-    sels += [{"row": p, "prm": p, "metric": "greedy"} for p in dict.fromkeys(greedy["prm"])]
-    # every searched benchmark and the one N of search.csv (N = K for greedy rows): not analysis.benchmarks /
-    # analysis.n, which are the Best-of-N tables'
-    own = {k: params.get(k) for k in ("run", "paper_rows", "paper_columns")}
-    return bon_cells(search, sels, pub, "table8", own)
-
-
-def build_table7(pb, pub, params):
-    return pb_cells(pb, list(dict.fromkeys(pb["prm"])), pub, "table7", params)
-
-
-def build_table11(bon, judges, pub, params, tid: str = "table11"):
-    """Table 11 (LLMs as Best-of-N verifiers) from results/tables/judge_bon.csv (read by load_bon; prm
-    `<mode>-<judge>`, metric `judge`) and bon.csv: pass@N and maj@N of the judged problems (judge_bon.csv's,
-    which with bon_judges.limit are a subset's; bon.csv's when no judge ran), the judges (pointwise rows
-    first), then every scored PRM of bon.csv (all its problems; judge_table_notes says so)."""
-    agg = params.get("aggregation", "product")
-    judged = judges[judges["metric"] == "judge"]
-    names = sorted(dict.fromkeys(judged["prm"]), key=lambda p: not p.startswith("pointwise-"))
-    sels = (baseline_selections(judges) if len(judged) else baseline_selections(bon))
-    sels += [{"row": p, "prm": p, "metric": "judge"} for p in names]
-    sels += [{"row": p, "prm": p, "metric": _prm_metric(bon, p, agg)} for p in scorer_names(bon)]
-    return bon_cells(pd.concat([bon, judges], ignore_index=True), sels, pub, tid, params)
-
-
-def judge_table_notes(judge_bon: pd.DataFrame | None) -> list[str]:
-    """Footnotes of Table 11: whose prompts these are, and the problems the judge rows cover
-    (results/tables/judge_bon.csv as written, with its n_problems column)."""
-    notes = ["The judges' prompts are this project's (src/prm_lessons/prompts/bon_judge_pointwise.txt, "
-             "bon_judge_pairwise.txt, or the files set in bon_judges.*_template): the paper does not print its "
-             "prompts. Pointwise: the highest fraction of steps judged correct wins (ties: the lowest sample "
-             "index); pairwise: a single-elimination tournament, the lower sample index shown as Response A."]
-    if judge_bon is not None and len(judge_bon) and "n_problems" in judge_bon.columns:
-        per = judge_bon[(judge_bon["metric"] == "judge") & (judge_bon["benchmark"] != "average")]
-        counts = per.drop_duplicates("benchmark").set_index("benchmark")["n_problems"]
-        if len(counts):
-            notes.append("Judge rows, pass@N and maj@N are over the judged problems ("
-                         + ", ".join(f"{b}: {int(n)}" for b, n in counts.items())
-                         + "); PRM rows over every problem of the Best-of-N sets.")
-    return notes
-
-
-def build_table13(bon, pub, params, tid: str = "table13"):
-    """Table 13 (and Tables 14-16 on their own rows): pass@N, maj@N, then every scorer per aggregation."""
-    sels = baseline_selections(bon)
-    for p in scorer_names(bon):
-        for agg in params.get("aggregations") or ["last", "product", "min"]:
-            if ((bon["prm"] == p) & (bon["metric"] == f"prm_{agg}")).any():
-                sels.append({"row": p, "prm": p, "metric": f"prm_{agg}", "aggregation": agg})
-    return bon_cells(bon, sels, pub, tid, params)
-
-
-def build_table5(tol: pd.DataFrame, pub, params):
-    """Table 5 cells from analysis.tolerance_accuracy output (prm, subset, n, n_correct, accuracy). A
-    subset cell is comparable only on the paper's cases: as many as the published n (7/94/161/259 on
-    ProcessBench as released in Dec 2024); the average only when all four subsets are."""
-    pub_long = published_long(pub, "table5")
-    paper_subsets = sorted(c for c in pub["tables"]["table5"]["columns"] if c != "average")
-    paper_n = pub["tables"]["table5"].get("n") or {}
-    rows, off = [], {}
-    for prm, g in tol.groupby("prm", sort=False):
-        key = paper_key(prm, params)
-        subs = g[g["subset"] != "average"]
-        mapped = [paper_column(s, params) for s in subs["subset"]]
-        same_n = {s: paper_n.get(paper_column(s, params)) == int(n) for s, n in zip(subs["subset"], subs["n"])}
-        off.update({s: int(n) for s, n in zip(subs["subset"], subs["n"]) if not same_n[s]})
-        for _, r in g.iterrows():
-            pc = "average" if r["subset"] == "average" else paper_column(r["subset"], params)
-            pv, plabel = lookup(pub_long, key, pc)
-            lo, hi = analysis.wilson_interval(int(r["n_correct"]), int(r["n"])) if r["subset"] != "average" else (np.nan, np.nan)
-            rows.append({"row": prm, "key": key, "label": plabel, "column": r["subset"], "paper_column": pc,
-                         "n": r["n"], "value": r["accuracy"], "ci_low": lo, "ci_high": hi, "published": pv,
-                         "comparable": same_n[r["subset"]] if r["subset"] != "average"
-                         else sorted(mapped) == paper_subsets and all(same_n.values())})
-    if off:
-        log.warning("table5: case counts differ from the paper's n %s: %s (another ProcessBench revision, a "
-                    "limit, or constructed cases); those cells are not compared", paper_n, off)
-    return finish_cells(rows, params)
-
-
-def _bon_avg_cells(bon, pub, params, tid) -> dict[tuple[str, str], dict]:
+def bon_avg_cells(bon, pub, params, tid) -> dict[tuple[str, str], dict]:
     """{(prm, aggregation): average cell} over all scorers and aggregations present."""
     out = {}
     if bon is None:
@@ -441,7 +317,7 @@ def _bon_avg_cells(bon, pub, params, tid) -> dict[tuple[str, str], dict]:
     return out
 
 
-def _pb_avg_cells(pb, pub, params) -> dict[str, dict]:
+def pb_avg_cells(pb, pub, params) -> dict[str, dict]:
     out = {}
     if pb is None:
         return out
@@ -485,7 +361,7 @@ def _published_extra(pub, tid, key) -> dict:
 def build_summary_figure(tid: str, bon, pb, pub, params, tol: pd.DataFrame | None = None):
     """Figures 2, 3, 4, 7: rows = workflow PRMs whose paper key appears in the figure."""
     agg = params.get("aggregation", "product")
-    bavg, pavg = _bon_avg_cells(bon, pub, params, tid), _pb_avg_cells(pb, pub, params)
+    bavg, pavg = bon_avg_cells(bon, pub, params, tid), pb_avg_cells(pb, pub, params)
     tol_avg = {}
     if tol is not None and len(tol):
         for _, r in tol[tol["column"] == "average"].iterrows():
@@ -494,42 +370,11 @@ def build_summary_figure(tid: str, bon, pb, pub, params, tol: pd.DataFrame | Non
                "processbench_f1": lambda p: pavg.get(p),
                "tolerance_average": lambda p: tol_avg.get(p)}
     cols = pub["tables"][tid]["columns"]
-    keys = _keys_in(pub, tid)
+    keys = keys_in(pub, tid)
     names = list(dict.fromkeys(scorer_names(bon) + (list(pb["prm"]) if pb is not None else [])))
     names = [n for n in names if paper_key(n, params) in keys]
     return summary_cells(tid, names, {c: sources[c] for c in cols}, pub, params,
                          extra_of=lambda n: _published_extra(pub, tid, paper_key(n, params)))
-
-
-REFERENCE_KEYS = ("pass", "maj", "o1_mini")  # Figure 1's reference lines (published.yaml fig1 keys)
-O1_MINI_ROW = "o1-mini (published, not reproduced)"
-
-
-def build_fig1(bon, pb, baselines, pub, params):
-    """Figure 1: per PRM, the Best-of-N average (Table 6's Avg., analysis.aggregation) and the ProcessBench
-    average F1 (Table 7's Avg.); pass@N and maj@N (reference lines) from `baselines` (bon_baselines.csv as
-    bon rows, baselines_as_bon; bon.csv's own pass/maj rows when absent); o1-mini's published ProcessBench
-    F1 as a reference line this run does not reproduce (a critic of the paper; value left empty)."""
-    agg = params.get("aggregation", "product")
-    bavg, pavg = _bon_avg_cells(bon, pub, params, "fig1"), _pb_avg_cells(pb, pub, params)
-    pb_names = [p for p in (pb["prm"] if pb is not None else []) if not str(p).startswith(("critic-", "baseline_"))]
-    names = list(dict.fromkeys(scorer_names(bon) + pb_names))
-    prms = summary_cells("fig1", names, {"bon_average": lambda p: bavg.get((p, agg)) or bavg.get((p, "orm")),
-                                         "processbench_f1": lambda p: pavg.get(p)}, pub, params)
-    base = baselines if baselines is not None and len(baselines) else bon
-    ref, key_of = {}, {}
-    for sel in baseline_selections(base) if base is not None else []:
-        c = bon_cells(base, [sel], pub, "table6", params)
-        avg = c[c["column"] == "average"]
-        if len(avg):
-            ref[sel["row"]], key_of[sel["row"]] = avg.iloc[0].to_dict(), sel["key"]
-    lines = summary_cells("fig1", list(ref), {"bon_average": lambda r: ref.get(r)}, pub, params,
-                          key_of=lambda r: key_of[r])
-    pv, plabel = lookup(published_long(pub, "fig1"), "o1_mini", "processbench_f1")
-    o1 = finish_cells([{"row": O1_MINI_ROW, "key": "o1_mini", "label": plabel, "column": "processbench_f1",
-                        "paper_column": "processbench_f1", "value": np.nan, "published": pv, "comparable": False}],
-                      params)
-    return pd.concat([prms, lines, o1], ignore_index=True)
 
 
 def policy_notes(params: Mapping, key: str = "policy") -> list[str]:
@@ -539,114 +384,6 @@ def policy_notes(params: Mapping, key: str = "policy") -> list[str]:
         return []
     label = (params.get("policy_labels") or {}).get(name) or name
     return [f"Policy: {label} (policy setting '{name}' of bon.policies)."]
-
-
-def preliminary_notes(cells: pd.DataFrame, params: Mapping) -> list[str]:
-    """Tables 1-2: which configured variants stand in for the paper's preliminary models, and whether they
-    are compared (analysis.mc_experiment; mc_experiment_comparability marks the cells)."""
-    rows = {k: sorted(set(cells.loc[cells["key"] == k, "row"])) for k in ("mc_hard", "mc_soft", "human")} \
-        if len(cells) else {}
-    named = "; ".join(f"{k}: {', '.join(v)}" for k, v in rows.items() if v) or "none in this run"
-    ours = params.get("mc_experiment")
-    compared = ("compared with them" if ours == "3M" else
-                f"shown beside them but not compared (this run reproduces the {ours} set, analysis.mc_experiment)"
-                if ours else "compared with them only as far as this config's MC data resembles that set")
-    return [("The paper's preliminary PRMs (Qwen2.5-Math-7B-PRM-MC-hard / -MC-soft) were trained on its "
-             "preliminary MC set: ~500k queries with responses of Qwen2-Math-Instruct and Qwen2.5-Math-Instruct "
-             "(7B and 72B), INFERRED to be the 3M set of its Sec. 3.1.4. This config's MC variants stand in, "
-             f"trained on this config's own MC data (the same runs as Table 3's MC row), {compared}; the "
-             f"PRM800K row is Table 3's human row. Rows here (paper key: this run's rows): {named}.")]
-
-
-def build_fig5(bon, pb, sweep: Iterable | pd.DataFrame | None, pub, params):
-    """Figure 5: the MC hard-label threshold sweep. `sweep` = [(threshold, variant), …] (the workflow
-    passes plan.threshold_sweep_variants), or a trainsets.csv frame whose hard MC rows are
-    used. Rows are matched to the paper's thresholds by value."""
-    if isinstance(sweep, pd.DataFrame):
-        ts = sweep[(sweep.get("source").astype(str) == "mc") & (sweep.get("label_type").astype(str) == "hard")]
-        sweep = [(float(t), str(v)) for v, t in zip(ts["variant"], pd.to_numeric(ts["threshold"], errors="coerce"))
-                 if pd.notna(t)]
-    sweep = sorted((float(t), str(v)) for t, v in (sweep or []))
-    if not sweep:
-        log.warning("fig5: no threshold sweep configured (trainsets.mc_threshold_sweep); no rows")
-        return finish_cells([], params)
-    threshold_of = {v: t for t, v in sweep}
-    agg = params.get("aggregation", "product")
-    bavg, pavg = _bon_avg_cells(bon, pub, params, "fig5"), _pb_avg_cells(pb, pub, params)
-    pub_rows = pub["tables"]["fig5"]["rows"]
-
-    def key_of(variant):
-        t = threshold_of[variant]
-        for r in pub_rows:
-            if abs(float(r["threshold"]) - t) < 1e-6:
-                return str(r["key"])
-        return f"t{t:g}"
-
-    names = [v for _, v in sweep if (v, agg) in bavg or v in pavg]
-    skipped = sorted(set(threshold_of) - set(names))
-    if skipped:
-        log.info("fig5: sweep variants without evaluation results (skipped): %s", skipped)
-    return summary_cells("fig5", names, {"bon_average": lambda v: bavg.get((v, agg)),
-                                         "processbench_f1": lambda v: pavg.get(v)}, pub, params, key_of=key_of,
-                         extra_of=lambda v: {"threshold": threshold_of[v]})
-
-
-def build_fig9(bon, pub, params):
-    """Figure 9: Best-of-N mean accuracy per aggregation (min / product / last) for the training-data rows."""
-    bavg = _bon_avg_cells(bon, pub, params, "fig9")
-    keys = _keys_in(pub, "fig9")
-    cols = pub["tables"]["fig9"]["columns"]
-    names = [p for p in scorer_names(bon) if paper_key(p, params) in keys]
-    return summary_cells("fig9", names, {c: (lambda p, c=c: bavg.get((p, c))) for c in cols}, pub, params)
-
-
-def build_fig6(rates: pd.DataFrame, pub, params):
-    """Figure 6 cells from analysis.flaw_rates output."""
-    pub_long = published_long(pub, "fig6")
-    rows = []
-    for _, r in rates.iterrows():
-        key = "policy" if r["source"] == "policy_judge" else "processbench"
-        row = "policy samples, judge" if key == "policy" else "ProcessBench annotation"
-        pc = paper_column(r["dataset"], params)
-        pv, plabel = lookup(pub_long, key, pc)
-        rows.append({"row": row, "key": key, "label": plabel, "column": r["dataset"], "paper_column": pc,
-                     "n": r["n_judged"], "value": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                     # the paper's policy bars are HUMAN annotations; an LLM judge's verdicts are another
-                     # measurement (shown beside them, never differenced). ProcessBench's share is counted
-                     # from its data the same way on both sides.
-                     "published": pv, "comparable": key == "processbench"})
-    return finish_cells(rows, params)
-
-
-FIG8_STAGES = {"all": "all responses", "selected": "selected responses"}  # analysis.FIG8_POPULATIONS
-
-
-def build_fig8(shares: pd.DataFrame, pub, params, bon_full: bool):
-    """Figure 8 cells from analysis.min_at_last_shares output: one row per (PRM, population), `stage`
-    naming the population. Only the pooled share over ALL responses is the paper's quantity (its caption:
-    "among all Best of 8 responses"); the selected-only share is shown beside it, never compared."""
-    pub_long = published_long(pub, "fig8")
-    rows = []
-    for _, r in shares.iterrows():
-        key = paper_key(r["prm"], params)
-        paper_pop = r["benchmark"] == "all" and r["population"] == "all"
-        pv, plabel = lookup(pub_long, key, "min_at_last") if paper_pop else (np.nan, None)
-        rows.append({"row": r["prm"], "key": key, "label": plabel, "stage": FIG8_STAGES[r["population"]],
-                     "column": r["benchmark"],
-                     "paper_column": "min_at_last" if r["benchmark"] == "all" else paper_column(r["benchmark"], params),
-                     "n": r["n_scored"], "value": r["share"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                     "published": pv, "comparable": paper_pop and bon_full})
-    return finish_cells(rows, params)
-
-
-def fig8_bon_full(scores: Mapping[tuple[str, str], pd.DataFrame], pub: Mapping, params: Mapping) -> bool:
-    """Whether Figure 8's step-score tables cover the paper's Best-of-N setup (the paper's benchmarks,
-    N responses per problem), the condition for comparing its pooled shares with the paper's."""
-    benches = sorted({paper_column(b, params) for (_, b) in scores})
-    paper_benches = sorted(c for c in pub["bon_columns"] if c != "average")
-    ns = {len(df.groupby("problem_id").head(params.get("n") or 10**9)) // max(1, df["problem_id"].nunique())
-          for df in scores.values()} if scores else set()
-    return benches == paper_benches and ns == {pub.get("bon_n")}
 
 
 def mc_experiment_comparability(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping) -> pd.DataFrame:

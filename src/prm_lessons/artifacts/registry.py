@@ -9,6 +9,7 @@ This module imports only the standard library: the workflow reads ARTIFACTS whil
 """
 from __future__ import annotations
 
+import ast
 import datetime as _dt
 import hashlib
 import json
@@ -20,111 +21,67 @@ from typing import Mapping
 
 from prm_lessons import __version__
 
-# id -> (kind, stem, paper source, title). The stem is the file name; titles are short captions.
-ARTIFACTS: dict[str, dict] = {
-    "fig1": {"kind": "figure", "stem": "fig1_overview", "source": "Figure 1",
-             "title": "Overview: Best-of-N average accuracy and ProcessBench average F1 per PRM, with pass@N, maj@N and o1-mini (published) reference lines"},
-    "table1": {"kind": "table", "stem": "table1_preliminary_bon", "source": "Table 1",
-               "title": "Preliminary trials: Best-of-N accuracy (%) of PRMs trained on MC hard and soft labels and on PRM800K"},
-    "table2": {"kind": "table", "stem": "table2_preliminary_processbench", "source": "Table 2",
-               "title": "Preliminary trials: ProcessBench error/correct accuracy and F1 (%) of PRMs trained on MC hard and soft labels and on PRM800K"},
-    "table3": {"kind": "table", "stem": "table3_data_sources_bon", "source": "Table 3",
-               "title": "Data source comparison: Best-of-N accuracy (%) of PRMs trained on MC, LLM-as-a-judge and human labels"},
-    "table4": {"kind": "table", "stem": "table4_data_sources_processbench", "source": "Table 4",
-               "title": "Data source comparison: ProcessBench error/correct accuracy and F1 (%)"},
-    "table5": {"kind": "table", "stem": "table5_prm_tolerance", "source": "Table 5",
-               "title": "PRM tolerance: accuracy (%) on ProcessBench cases whose final answer is correct but a step is wrong"},
-    "table6": {"kind": "table", "stem": "table6_bon_main", "source": "Table 6",
-               "title": "Main results: Best-of-N accuracy (%), product scoring, with pass@N and maj@N"},
-    "table7": {"kind": "table", "stem": "table7_processbench_main", "source": "Table 7",
-               "title": "Main results: ProcessBench error/correct accuracy and F1 (%)"},
-    "table8": {"kind": "table", "stem": "table8_greedy_search", "source": "Table 8",
-               "title": "PRM-guided greedy search: accuracy (%) beside pass@1, pass@N, maj@N and orm@N of the same policy"},
-    "table9": {"kind": "table", "stem": "table9_bon_second_policy", "source": "Table 9",
-               "title": "Best-of-N accuracy (%) with the second policy, product scoring, with pass@N and maj@N"},
-    "table10": {"kind": "table", "stem": "table10_bon_large_n", "source": "Table 10",
-                "title": "Best-of-N accuracy (%) at the larger N (the paper: Best-of-64), product scoring, with pass@N and maj@N"},
-    "table11": {"kind": "table", "stem": "table11_llm_judge_bon", "source": "Table 11",
-                "title": "LLMs as Best-of-N verifiers: accuracy (%) of pointwise and pairwise judges beside pass@N, maj@N and PRMs"},
-    "table12": {"kind": "table", "stem": "table12_llm_judge_bon_second_policy", "source": "Table 12",
-                "title": "LLMs as Best-of-N verifiers with the second policy: accuracy (%) of pointwise and pairwise judges beside pass@N, maj@N and PRMs"},
-    "table13": {"kind": "table", "stem": "table13_scoring_strategies", "source": "Table 13",
-                "title": "Best-of-N accuracy (%) by scoring strategy (last / product / min)"},
-    "table14": {"kind": "table", "stem": "table14_scoring_strategies_second_policy", "source": "Table 14",
-                "title": "Best-of-N accuracy (%) by scoring strategy (last / product / min) with the second policy"},
-    "table15": {"kind": "table", "stem": "table15_scoring_strategies_chinese", "source": "Table 15",
-                "title": "Chinese benchmarks: Best-of-N accuracy (%) by scoring strategy (last / product / min)"},
-    "table16": {"kind": "table", "stem": "table16_scoring_strategies_chinese_second_policy", "source": "Table 16",
-                "title": "Chinese benchmarks with the second policy: Best-of-N accuracy (%) by scoring strategy (last / product / min)"},
-    "fig2": {"kind": "figure", "stem": "fig2_consensus_filtering", "source": "Figure 2",
-             "title": "Consensus filtering: Best-of-N mean accuracy and ProcessBench mean F1"},
-    "fig3": {"kind": "figure", "stem": "fig3_hard_soft_bon", "source": "Figure 3",
-             "title": "Hard vs soft labels before/after consensus filtering: Best-of-N mean accuracy"},
-    "fig4": {"kind": "figure", "stem": "fig4_hard_soft_processbench", "source": "Figure 4",
-             "title": "Hard vs soft labels before/after consensus filtering: ProcessBench mean F1"},
-    "fig5": {"kind": "figure", "stem": "fig5_mc_threshold", "source": "Figure 5",
-             "title": "MC hard-label threshold sweep: Best-of-N mean accuracy and ProcessBench mean F1"},
-    "fig6": {"kind": "figure", "stem": "fig6_flawed_process", "source": "Figure 6",
-             "title": "Unreliable policy: share of correct-answer responses whose process is flawed"},
-    "fig7": {"kind": "figure", "stem": "fig7_tolerance_vs_bon", "source": "Figure 7",
-             "title": "Best-of-N mean accuracy vs accuracy on answer-correct/process-wrong ProcessBench cases"},
-    "fig8": {"kind": "figure", "stem": "fig8_min_at_last_step", "source": "Figure 8",
-             "title": "Share of Best-of-N responses (all of them; the selected ones beside) whose minimum step score is on the final step"},
-    "fig9": {"kind": "figure", "stem": "fig9_scoring_strategies", "source": "Figure 9",
-             "title": "Best-of-N mean accuracy by scoring strategy (min / product / last) per training-data source"},
-}
-for _aid, _section in {"table3": "Data sources", "table4": "Data sources", "fig2": "Data sources",
-                       "fig3": "Hard vs soft labels", "fig4": "Hard vs soft labels", "fig5": "MC threshold",
-                       "fig6": "Best-of-N bias", "table5": "Best-of-N bias", "fig7": "Best-of-N bias",
-                       "fig8": "Best-of-N bias", "fig9": "Scoring strategy", "table13": "Scoring strategy",
-                       "table6": "Main results", "table7": "Main results", "table8": "Greedy search"}.items():
-    ARTIFACTS[_aid]["section"] = _section  # report subcategory
-ARTIFACTS["table11"]["section"] = "LLM judges"
-for _aid, _section in {"fig1": "Overview", "table1": "Preliminary trials", "table2": "Preliminary trials",
-                       "table9": "Second policy", "table12": "Second policy", "table14": "Second policy",
-                       "table10": "Larger N", "table15": "Chinese benchmarks", "table16": "Chinese benchmarks"}.items():
-    ARTIFACTS[_aid]["section"] = _section
+# The artifact modules (artifacts/defs/<stem>.py, one per table or figure), in the report's order.
+MODULES = (
+    "fig1_overview",
+    "table1_preliminary_bon",
+    "table2_preliminary_processbench",
+    "table3_data_sources_bon",
+    "table4_data_sources_processbench",
+    "table5_prm_tolerance",
+    "table6_bon_main",
+    "table7_processbench_main",
+    "table8_greedy_search",
+    "table9_bon_second_policy",
+    "table10_bon_large_n",
+    "table11_llm_judge_bon",
+    "table12_llm_judge_bon_second_policy",
+    "table13_scoring_strategies",
+    "table14_scoring_strategies_second_policy",
+    "table15_scoring_strategies_chinese",
+    "table16_scoring_strategies_chinese_second_policy",
+    "fig2_consensus_filtering",
+    "fig3_hard_soft_bon",
+    "fig4_hard_soft_processbench",
+    "fig5_mc_threshold",
+    "fig6_flawed_process",
+    "fig7_tolerance_vs_bon",
+    "fig8_min_at_last_step",
+    "fig9_scoring_strategies",
+)
+DEFS = Path(__file__).resolve().parent / "defs"
+_FIELDS = ("ID", "KIND", "SOURCE", "TITLE", "SECTION", "INPUTS", "PARAMS")
 
-# The config `analysis.*` keys each artifact rule reads (besides `run`, which every one gets; fig5 also
-# gets `threshold_sweep`). A rule receives only these as params, so changing one reruns only the
-# artifacts that use it (e.g. `analysis.figure` redraws the figures and leaves the tables alone).
-# cells.bon_cells on the rows of analysis.policy (`policy`), the table's notes naming it (`policy_labels`)
-_BON_CELLS = ("n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels")
-# the second policy's tables (9, 12, 14, 16) read its rows instead
-_SECOND = ("n", "benchmarks", "paper_rows", "paper_columns", "second_policy", "policy_labels")
-_PB_CELLS = ("paper_rows", "paper_columns")  # cells.pb_cells
-_SUMMARY = ("aggregation", *_BON_CELLS)  # cells.build_summary_figure: BoN and ProcessBench averages
-ARTIFACT_PARAMS: dict[str, tuple[str, ...]] = {
-    "fig1": (*_SUMMARY, "figure"),
-    "table1": ("aggregation", *_BON_CELLS),
-    "table2": _PB_CELLS,
-    "table3": ("aggregation", *_BON_CELLS),
-    "table4": _PB_CELLS,
-    "table5": ("paper_rows", "paper_columns"),
-    "table6": ("aggregation", *_BON_CELLS),
-    "table7": _PB_CELLS,
-    "table8": ("paper_rows", "paper_columns"),  # cells.build_table8: the searched benchmarks, search.n
-    "table9": ("aggregation", *_SECOND),
-    "table10": ("aggregation", "table10", "paper_rows", "paper_columns", "policy", "policy_labels"),
-    "table11": ("aggregation", *_BON_CELLS),
-    "table12": ("aggregation", *_SECOND),
-    "table13": ("aggregations", *_BON_CELLS),
-    "table14": ("aggregations", *_SECOND),
-    "table15": ("aggregations", "n", "chinese_benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels"),
-    "table16": ("aggregations", "n", "chinese_benchmarks", "paper_rows", "paper_columns", "second_policy",
-                "policy_labels"),
-    "fig2": (*_SUMMARY, "figure"),
-    "fig3": (*_SUMMARY, "figure"),
-    "fig4": (*_SUMMARY, "figure"),
-    "fig5": (*_SUMMARY, "figure"),
-    "fig6": ("n", "paper_columns", "figure"),  # n: a benchmark's first N samples (plan.judge_sample_cap)
-    "fig7": (*_SUMMARY, "figure"),
-    "fig8": ("aggregation", "n", "paper_rows", "paper_columns", "figure"),
-    "fig9": (*_BON_CELLS, "figure"),
+
+def _definition(stem: str) -> dict:
+    """The literal constants of an artifact module, read from its syntax tree: the workflow reads them
+    while parsing, without importing the module (pandas, matplotlib) or running any of it."""
+    path = DEFS / f"{stem}.py"
+    values = {}
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in _FIELDS:
+            values[node.targets[0].id] = ast.literal_eval(node.value)
+    missing = [f for f in _FIELDS if f not in values]
+    if missing:
+        raise ValueError(f"artifact module {path} lacks {missing} (literal constants)")
+    if values["KIND"] not in ("table", "figure"):
+        raise ValueError(f"artifact module {path}: KIND must be 'table' or 'figure', not {values['KIND']!r}")
+    return values
+
+
+_DEFS = {d["ID"]: (stem, d) for stem, d in ((s, _definition(s)) for s in MODULES)}
+# id -> kind, stem (the file name), paper source, title (a short caption), section (report subcategory)
+ARTIFACTS: dict[str, dict] = {
+    aid: {"kind": d["KIND"], "stem": stem, "source": d["SOURCE"], "title": d["TITLE"], "section": d["SECTION"]}
+    for aid, (stem, d) in _DEFS.items()
 }
-# the paper's MC data set the run reproduces (analysis.mc_experiment): rows of the other are not compared
-for _aid in ("table1", "table2", "table3", "table4", "fig2", "fig3", "fig4", "fig5", "fig7", "fig9"):
-    ARTIFACT_PARAMS[_aid] = (*ARTIFACT_PARAMS[_aid], "mc_experiment")
+# The config `analysis.*` keys each artifact rule reads (besides `run`, which every one gets; fig5's
+# `threshold_sweep` is the trainsets' sweep). A rule receives only these as params, so changing one reruns
+# only the artifacts that use it (e.g. `analysis.figure` redraws the figures and leaves the tables alone).
+ARTIFACT_PARAMS: dict[str, tuple[str, ...]] = {aid: tuple(d["PARAMS"]) for aid, (_, d) in _DEFS.items()}
+# The input groups each artifact rule reads (workflow/rules/analysis.smk maps a group to its files)
+ARTIFACT_INPUTS: dict[str, tuple[str, ...]] = {aid: tuple(d["INPUTS"]) for aid, (_, d) in _DEFS.items()}
 
 
 def artifact_paths(aid: str) -> dict[str, str]:

@@ -12,7 +12,8 @@ from typing import Mapping
 
 import pandas as pd
 
-from prm_lessons.artifacts.published import EXTRA_FIELDS, PB_METRIC_LABELS, column_label
+from prm_lessons.artifacts.cells import mc_experiment_comparability, write_cells
+from prm_lessons.artifacts.published import EXTRA_FIELDS, PB_METRIC_LABELS, column_label, load_published
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths, stamp
 
 log = logging.getLogger(__name__)
@@ -232,3 +233,13 @@ def latexmk_pdf(tex: str | Path, pdf: str | Path, timeout_s: int = 600) -> None:
     print(res.stderr[-5000:])
     if res.returncode != 0 or not pdf.exists():
         raise RuntimeError(f"latexmk failed with exit code {res.returncode}; see the log above and {build / 'main.log'}")
+
+
+def emit_table(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping, inputs: Mapping,
+               notes: list[str] | None = None) -> None:
+    """A table rule's outputs: its cells CSV and provenance record, and its LaTeX table (`notes` below it)."""
+    pub = load_published()
+    cells = mc_experiment_comparability(aid, cells, pub, params)
+    write_cells(aid, cells, outputs, params, inputs)
+    Path(outputs["tex"]).parent.mkdir(parents=True, exist_ok=True)
+    Path(outputs["tex"]).write_text(table_tex(aid, cells, pub, params.get("run") or {}, notes))
