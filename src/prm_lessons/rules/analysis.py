@@ -14,6 +14,7 @@ import pandas as pd
 
 from prm_lessons import analysis
 from prm_lessons.artifacts.cells import (
+    BON_FRAME,
     baselines_as_bon,
     build_fig1,
     build_fig5,
@@ -56,7 +57,7 @@ from prm_lessons.artifacts.plots import (
 )
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.render import table_tex
-from prm_lessons.tables import read_table
+from prm_lessons.tables import read_csv, read_table
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def _bon_input(inputs) -> pd.DataFrame | None:
 
 
 def _empty_bon() -> pd.DataFrame:
-    return pd.DataFrame(columns=["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "policy"])
+    return pd.DataFrame(columns=BON_FRAME)
 
 
 def _empty_pb() -> pd.DataFrame:
@@ -157,7 +158,7 @@ def table7_processbench_main(*, inputs, outputs, params, wildcards, threads) -> 
 
 def table8_greedy_search(*, inputs, outputs, params, wildcards, threads) -> None:
     """Table 8 (PRM-guided greedy search beside the same policy's baselines) from results/tables/search.csv."""
-    search = _csv_or_empty(inputs, "search", load_bon)
+    search = _csv_or_empty(inputs, "search", lambda p: load_bon(p, "search_csv"))
     _emit_table("table8", build_table8(search if search is not None else _empty_bon(), load_published(), params),
                 outputs, params, inputs)
 
@@ -166,8 +167,8 @@ def _judge_rows(inputs, params, policy_key: str) -> tuple[pd.DataFrame, pd.DataF
     """results/tables/judge_bon.csv restricted to the table's policy: (rows as load_bon reads them, the raw
     rows for judge_table_notes, notes). A table without a `policy` column holds the primary policy's judges
     only, so the second policy's table gets no judge rows and a note saying why."""
-    judges = _csv_or_empty(inputs, "judges", load_bon)
-    raw = _csv_or_empty(inputs, "judges", pd.read_csv)
+    judges = _csv_or_empty(inputs, "judges", lambda p: load_bon(p, "judge_bon_csv"))
+    raw = _csv_or_empty(inputs, "judges", lambda p: read_csv(p, "judge_bon_csv"))
     if judges is None or raw is None:
         return _empty_bon(), None, []
     name = params.get(policy_key)
@@ -300,7 +301,7 @@ def fig4_hard_soft_processbench(*, inputs, outputs, params, wildcards, threads) 
 def fig5_mc_threshold(*, inputs, outputs, params, wildcards, threads) -> None:
     """Figure 5 (MC hard-label threshold sweep; params.threshold_sweep, else a trainsets.csv input)."""
     bon, pb = _bon(inputs, params), _pb(inputs)
-    sweep = params.get("threshold_sweep") or _csv_or_empty(inputs, "trainsets", pd.read_csv)
+    sweep = params.get("threshold_sweep") or _csv_or_empty(inputs, "trainsets", lambda p: read_csv(p, "trainsets_csv"))
     _emit_figure("fig5", build_fig5(bon, pb, sweep, load_published(), params), plot_fig5, outputs, params, inputs)
 
 
