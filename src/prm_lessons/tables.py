@@ -195,7 +195,8 @@ def check_csv(df: pd.DataFrame, kind: str, where: str = "") -> pd.DataFrame:
             what = "is outside [-1, 1]: the column is a fraction, not percent"
         if what:
             i = bad.to_numpy().nonzero()[0][0]
-            raise TableError(f"{where}: column '{col}' row {i + 1}: {raw.iloc[i]!r} {what} (a '{kind}' table)")
+            value = raw.iloc[i].item() if hasattr(raw.iloc[i], "item") else raw.iloc[i]  # 50.0, not np.float64(50.0)
+            raise TableError(f"{where}: column '{col}' row {i + 1}: {value!r} {what} (a '{kind}' table)")
     return df
 
 
