@@ -15,7 +15,7 @@ SWEEP = [(0.0, "mc_hard"), (0.5, "mc_hard_t1of2")]
 
 
 def bon_frame(prms=PRMS, benches=("arith", "chain_sum"), n=4, seed=0) -> pd.DataFrame:
-    """results/tables/bon.csv: prm, benchmark, metric, N, accuracy, ci_low, ci_high (fractions)."""
+    """results/tables/bon.csv: prm, benchmark, metric, n, accuracy, ci_low, ci_high (fractions)."""
     rng = np.random.default_rng(seed)
     rows = []
     for p in prms:
@@ -24,9 +24,9 @@ def bon_frame(prms=PRMS, benches=("arith", "chain_sum"), n=4, seed=0) -> pd.Data
             for b in benches:
                 a = float(rng.uniform(0.1, 0.6))
                 accs.append(a)
-                rows.append(dict(prm=p, benchmark=b, metric=m, N=n, accuracy=a, ci_low=a - 0.05, ci_high=a + 0.05))
+                rows.append(dict(prm=p, benchmark=b, metric=m, n=n, accuracy=a, ci_low=a - 0.05, ci_high=a + 0.05))
             a = float(np.mean(accs))
-            rows.append(dict(prm=p, benchmark="average", metric=m, N=n, accuracy=a, ci_low=a - 0.03, ci_high=a + 0.03))
+            rows.append(dict(prm=p, benchmark="average", metric=m, n=n, accuracy=a, ci_low=a - 0.03, ci_high=a + 0.03))
     return pd.DataFrame(rows)
 
 
@@ -66,7 +66,7 @@ def write_upstream(root: str | Path, prms=PRMS, benches=("arith", "chain_sum"), 
     root = Path(root)
     (root / "results/tables").mkdir(parents=True, exist_ok=True)
     bon_frame(prms, benches, n, seed).to_csv(root / "results/tables/bon.csv", index=False)
-    pd.DataFrame([dict(run="x", benchmark=b, n_problems=n_problems, N=n, **{"pass": 50.0, "maj": 30.0, "mean_acc": 20.0})
+    pd.DataFrame([dict(run="x", benchmark=b, n_problems=n_problems, n=n, **{"pass": 0.5, "maj": 0.3, "mean_acc": 0.2})
                   for b in list(benches) + ["average"]]).to_csv(root / "results/tables/bon_baselines.csv", index=False)
     processbench_frame(prms, subsets, seed).to_csv(root / "results/tables/processbench.csv", index=False)
     cases = cases_frame(subsets, seed=seed)
@@ -129,7 +129,8 @@ def policy_bon_frame(prms=("human", "mc_hard", "mc_soft"), benches=("arith", "ch
         for p in prms:
             for m in ("pass", "maj", "prm_product", "prm_min", "prm_last"):
                 for b in (*benches, "average"):
-                    rows.append(dict(policy=policy, prm=p, benchmark=b, metric=m, N=n, accuracy=acc,
+                    rows.append(dict(policy=policy, prm=p, benchmark=b, metric=m, n=n, accuracy=acc,
                                      ci_low=acc - 0.05, ci_high=acc + 0.05, run="x"))
     df = pd.DataFrame(rows)
-    return df if policy_column else df.drop(columns="policy")
+    # a table without a policy column (written before bon.policies) holds the primary policy's rows only
+    return df if policy_column else df[df["policy"] == cells[0][0]].drop(columns="policy")

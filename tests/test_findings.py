@@ -37,11 +37,11 @@ def bon_frame(acc: dict, maj=0.30, paired: dict | None = None, n=8) -> pd.DataFr
     for prm, a in acc.items():
         for bench in ("arith", "average"):
             for metric, v in (("pass", 0.6), ("maj", maj), ("prm_product", a), ("prm_min", a - 0.01)):
-                rows.append(dict(prm=prm, benchmark=bench, metric=metric, N=n, accuracy=v, ci_low=v - 0.05,
+                rows.append(dict(prm=prm, benchmark=bench, metric=metric, n=n, accuracy=v, ci_low=v - 0.05,
                                  ci_high=v + 0.05, run=RUN))
         if paired and prm in paired:
             d, lo, hi = paired[prm]
-            rows.append(dict(prm=prm, benchmark="average", metric="prm_product-maj", N=n, accuracy=d, ci_low=lo,
+            rows.append(dict(prm=prm, benchmark="average", metric="prm_product-maj", n=n, accuracy=d, ci_low=lo,
                              ci_high=hi, run=RUN))
     return pd.DataFrame(rows)
 

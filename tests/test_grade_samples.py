@@ -9,6 +9,13 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
+
+class _Wildcards(SimpleNamespace):
+    """Snakemake's Wildcards as input functions use them: attributes and items()."""
+
+    def items(self):
+        return vars(self).items()
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -68,7 +75,7 @@ def test_sampling_and_scoring_jobs_neither_run_grading_code_nor_read_the_graded_
         rules = {r.name: r for r in wf.rules}
         prm, bench = next(iter(g["PRM_SPECS"])), g["BON_BENCHMARKS"][0]
         judge, mode = g["JUDGE_RUNS"][0] if g["JUDGE_RUNS"] else ("none", "pointwise")
-        wc = SimpleNamespace(policy_dir="", prm=prm, dataset=bench, shard="0", nshards="1", judge=judge, mode=mode,
+        wc = _Wildcards(policy_dir="", prm=prm, dataset=bench, shard="0", nshards="1", judge=judge, mode=mode,
                              source=f"responses/{bench}")
         seen = set()
         for name in UNGRADED_RULES:

@@ -438,7 +438,7 @@ def test_bon_baselines_rule_uses_the_configured_maj_grouping(monkeypatch, tmp_pa
                          params={"evaluations": evaluations, "maj_grouping": grouping, "run_label": "t"},
                          wildcards={}, threads=1)
         got[grouping] = pd.read_csv(out).set_index("benchmark").loc["arith", "maj"]
-    assert got == {"exact": 0.0, "normalized": 100.0}
+    assert got == {"exact": 0.0, "normalized": 1.0}  # fractions, as every stage table
     text = (ROOT / "workflow/rules/sampling.smk").read_text()
     block = text[text.index("rule bon_baselines:"):]
     assert 'maj_grouping=config.get("bon", {}).get("maj_grouping"' in block[:block.index("script:")]

@@ -253,7 +253,7 @@ def test_long_tables():
     rows = _rows("a", "p1", ["1", "2"], [False, True], [[0.2], [0.8]])
     m = m_bon.bon_metrics(pd.DataFrame(rows), ["product"], bootstrap=10)
     long = pd.DataFrame(m_bon.bon_long_rows(m, "x"))
-    assert list(long.columns) == ["prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high"]
+    assert list(long.columns) == ["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high"]
     assert set(long["benchmark"]) == {"a", "average"}
     pm = m_processbench.processbench_metrics(_cases(), {i: -1 for i in _cases()["id"]}, bootstrap=10)
     pl = pd.DataFrame(m_processbench.processbench_long_rows(pm, "x"))

@@ -142,6 +142,6 @@ def test_findings_read_the_main_tables_policy_and_n():
 
     bon = policy_bon_frame()
     rows = rules_paper._main_rows(bon, {"policy": "smollm2", "n": 4})
-    assert set(rows["policy"]) == {"smollm2"} and set(rows["N"]) == {4} and (rows["accuracy"] == 0.2).all()
+    assert set(rows["policy"]) == {"smollm2"} and set(rows["n"]) == {4} and (rows["accuracy"] == 0.2).all()
     old = policy_bon_frame(policy_column=False)  # before bon.policies: one policy's rows
-    assert len(rules_paper._main_rows(old, {"policy": "smollm2", "n": 2})) == len(old[old["N"] == 2])
+    assert len(rules_paper._main_rows(old, {"policy": "smollm2", "n": 2})) == len(old[old["n"] == 2])

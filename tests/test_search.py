@@ -170,7 +170,7 @@ def test_search_metrics_rows_and_paired_difference():
     assert table["greedy_x"].eq(1.0).all()
     out = pd.DataFrame(search.search_metrics(table, ["x"], n=4, candidates=8, bootstrap=200))
     g = out[(out["prm"] == "x") & (out["metric"] == "greedy")]
-    assert (g["accuracy"] == 1.0).all() and (g["N"] == 8).all()
+    assert (g["accuracy"] == 1.0).all() and (g["n"] == 8).all()
     for b in ("a", "b", "average"):
         maj = out[(out["metric"] == "maj") & (out["benchmark"] == b)]["accuracy"].iloc[0]
         d = out[(out["metric"] == "greedy-maj") & (out["benchmark"] == b)].iloc[0]

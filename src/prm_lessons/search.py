@@ -272,9 +272,9 @@ def problem_table(searches: dict[str, pd.DataFrame], samples: pd.DataFrame, n: i
 
 def search_metrics(table: pd.DataFrame, prms: list[str], n: int, candidates: int, bootstrap: int = 1000,
                    seed: int = 0, confidence: float = 0.95) -> list[dict]:
-    """Long rows of results/tables/search.csv (as bon.csv): prm, benchmark, metric, N, accuracy, ci_low,
+    """Long rows of results/tables/search.csv (as bon.csv): prm, benchmark, metric, n, accuracy, ci_low,
     ci_high, n_problems; fractions. Baselines (metric pass1 / pass / maj / orm) under prm "_policy";
-    greedy search under its PRM (metric greedy, N = candidates); the paired difference greedy − maj@N
+    greedy search under its PRM (metric greedy, n = candidates); the paired difference greedy − maj@N
     (metric greedy-maj) resamples the same problems for both. Intervals: percentile bootstrap over the
     problems of each benchmark; the average row resamples every benchmark and averages, replicate by
     replicate (as metrics.bon_metrics)."""
@@ -294,7 +294,7 @@ def search_metrics(table: pd.DataFrame, prms: list[str], n: int, candidates: int
             prm, metric, nn = col[len("greedy_"):], "greedy", candidates
         else:
             prm, metric, nn = "_policy", col, n  # pass1: estimated from the same N samples
-        rows.append({"prm": prm, "benchmark": bench, "metric": metric, "N": nn, "accuracy": float(val),
+        rows.append({"prm": prm, "benchmark": bench, "metric": metric, "n": nn, "accuracy": float(val),
                      "ci_low": float(lo), "ci_high": float(hi), "n_problems": int(n_problems)})
         if bench != "average":
             means[col].append(float(val))

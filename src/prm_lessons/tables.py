@@ -7,10 +7,15 @@ content checksum; pyarrow verifies them on read) and records its kind and row co
 metadata. A truncated file (no footer), a flipped byte in a data page, a row count or a kind that differs
 from what was recorded: read_table raises CorruptTableError naming the file and what is wrong. The rule
 adapter (workflow/scripts/run.py) then moves the corrupt input aside, so the next run regenerates it with
-its producer rule instead of feeding it to consumers."""
+its producer rule instead of feeding it to consumers.
+
+The CSV stage tables (results/tables/{bon,judge_bon,search,bon_baselines,processbench,trainsets}.csv) go
+through write_csv / read_csv: the same column and key checks plus dtypes (CSV_DTYPES; fractions, never
+percent), an atomic write, and a sidecar <table>.csv.integrity.json with the kind, row count and SHA-256."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -38,6 +43,16 @@ SCHEMAS: dict[str, list[str]] = {
     "pb_scores": ["id", "subset", "step_scores"],
     "bon_judge": ["dataset", "problem_id", "sample_idxs", "selected_idx", "n_unparsable", "tokens_generated"],
     "critic": ["id", "subset", "label", "prediction", "status", "verdicts"],
+    # CSV stage tables (results/tables/<stem>.csv, written and read by write_csv / read_csv): the columns
+    # a consumer needs; CSV_DTYPES lists every column they may hold, FRACTIONS those in fractions
+    "bon_csv": ["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high"],
+    "judge_bon_csv": ["prm", "judge", "mode", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high",
+                      "n_problems"],
+    "search_csv": ["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "n_problems"],
+    "bon_baselines_csv": ["benchmark", "n_problems", "n", "pass", "maj", "mean_acc"],
+    "processbench_csv": ["prm", "subset", "n", "error_acc", "correct_acc", "f1"],
+    "trainsets_csv": ["variant", "source", "label_type", "n_instances", "n_steps", "positive_rate",
+                      "retained_fraction"],
 }
 # kind -> columns that identify a row (must be unique)
 KEYS: dict[str, list[str]] = {
@@ -52,7 +67,40 @@ KEYS: dict[str, list[str]] = {
     "pb_scores": ["id"],
     "bon_judge": ["problem_id"],
     "critic": ["id"],
+    # `policy` is optional in these (a table without it holds one policy's rows) and a key where present
+    "bon_csv": ["policy", "prm", "benchmark", "metric", "n"],
+    "judge_bon_csv": ["policy", "prm", "benchmark", "metric", "n"],
+    "search_csv": ["prm", "benchmark", "metric", "n"],
+    "bon_baselines_csv": ["policy", "benchmark", "n"],
+    "processbench_csv": ["prm", "subset"],
+    "trainsets_csv": ["variant"],
 }
+# CSV kind -> {column: "str" | "int" | "float" | "fraction"} for every column the table may hold: "int"
+# and "float" must parse as numbers (empty = missing), "int" be whole, "fraction" lie in [-1, 1]
+# (accuracies, rates and their intervals in [0, 1]; paired differences in [-1, 1]). A fraction column is
+# never percent: percent exists only where numbers are rendered (artifacts/cells, the report, LaTeX).
+# `n` is the Best-of-N N in the Best-of-N tables, the number of cases in processbench_csv.
+CSV_DTYPES: dict[str, dict[str, str]] = {
+    "bon_csv": {"policy": "str", "prm": "str", "benchmark": "str", "metric": "str", "n": "int",
+                "accuracy": "fraction", "ci_low": "fraction", "ci_high": "fraction", "run": "str"},
+    "judge_bon_csv": {"policy": "str", "prm": "str", "judge": "str", "mode": "str", "model": "str",
+                      "benchmark": "str", "metric": "str", "n": "int", "accuracy": "fraction",
+                      "ci_low": "fraction", "ci_high": "fraction", "n_problems": "int", "n_unparsable": "int",
+                      "run": "str"},
+    "search_csv": {"run": "str", "prm": "str", "benchmark": "str", "metric": "str", "n": "int",
+                   "accuracy": "fraction", "ci_low": "fraction", "ci_high": "fraction", "n_problems": "int"},
+    "bon_baselines_csv": {"policy": "str", "run": "str", "benchmark": "str", "n_problems": "int", "n": "int",
+                          "pass": "fraction", "maj": "fraction", "mean_acc": "fraction"},
+    "processbench_csv": {"prm": "str", "subset": "str", "n": "int", "error_acc": "fraction",
+                         "correct_acc": "fraction", "f1": "fraction", "f1_ci_low": "fraction",
+                         "f1_ci_high": "fraction", "n_unparsed": "int", "threshold": "str",
+                         "delta_f1_structure": "fraction", "delta_ci_low": "fraction",
+                         "delta_ci_high": "fraction", "setting": "str", "run": "str"},
+    "trainsets_csv": {"variant": "str", "source": "str", "label_type": "str", "threshold": "float",
+                      "n_instances": "int", "paper_n_instances": "int", "n_steps": "int",
+                      "positive_rate": "fraction", "retained_fraction": "fraction", "run": "str"},
+}
+FRACTIONS: dict[str, list[str]] = {k: [c for c, t in d.items() if t == "fraction"] for k, d in CSV_DTYPES.items()}
 
 
 META_KEY = b"prm_lessons"  # the producer's metadata (JSON), table_meta
@@ -78,9 +126,11 @@ def check_table(df: pd.DataFrame, kind: str, where: str = "") -> pd.DataFrame:
     missing = [c for c in SCHEMAS[kind] if c not in df.columns]
     if missing:
         raise TableError(f"{where or kind}: missing column(s) {missing} for a '{kind}' table")
-    dup = df.duplicated(KEYS[kind], keep=False)
+    # a CSV table's optional key column (policy) counts where present
+    keys = [k for k in KEYS[kind] if k in df.columns] if kind in CSV_DTYPES else KEYS[kind]
+    dup = df.duplicated(keys, keep=False)
     if dup.any():
-        first = df.loc[dup, KEYS[kind]].iloc[0].to_dict()
+        first = df.loc[dup, keys].iloc[0].to_dict()
         raise TableError(f"{where or kind}: duplicate row id {first} in a '{kind}' table")
     return df
 
@@ -123,6 +173,84 @@ def read_table(path: str | Path, kind: str | None, columns: list[str] | None = N
         if df[col].dtype == object and any(isinstance(v, np.ndarray) for v in df[col].head(20)):
             df[col] = df[col].map(lambda v: v.tolist() if isinstance(v, np.ndarray) else v)
     return df if kind is None else check_table(df, kind, str(path))
+
+
+CSV_SIDECAR = ".integrity.json"  # <table>.csv.integrity.json: {"kind", "rows", "sha256"} of the CSV's bytes
+
+
+def check_csv(df: pd.DataFrame, kind: str, where: str = "") -> pd.DataFrame:
+    """check_table (required columns, unique keys) and CSV_DTYPES: a number column that holds text, an
+    "int" column that holds 2.5, a fraction column that holds 45.0 (percent) raise TableError naming the
+    file, the column, the row and the value."""
+    if kind not in CSV_DTYPES:
+        raise TableError(f"'{kind}' is no CSV table kind (one of {sorted(CSV_DTYPES)})")
+    check_table(df, kind, where)
+    where = where or kind
+    for col, typ in CSV_DTYPES[kind].items():
+        if col not in df.columns or typ == "str":
+            continue
+        raw = df[col]
+        num = pd.to_numeric(raw, errors="coerce")
+        bad = num.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
+        what = None
+        if bad.any():
+            what = "is not a number"
+        elif typ == "int" and (bad := num.notna() & (num != num.round())).any():
+            what = "is not a whole number"
+        elif typ == "fraction" and (bad := num.abs() > 1 + 1e-9).any():
+            what = "is outside [-1, 1]: the column is a fraction, not percent"
+        if what:
+            i = bad.to_numpy().nonzero()[0][0]
+            value = raw.iloc[i].item() if hasattr(raw.iloc[i], "item") else raw.iloc[i]  # 50.0, not np.float64(50.0)
+            raise TableError(f"{where}: column '{col}' row {i + 1}: {value!r} {what} (a '{kind}' table)")
+    return df
+
+
+def write_csv(df: pd.DataFrame, path: str | Path, kind: str) -> None:
+    """A CSV stage table (kind in CSV_DTYPES): checked (check_csv), written atomically (tmp file + rename),
+    with a sidecar <path>.integrity.json recording its kind, row count and SHA-256 (CSV has no footer or
+    checksum of its own; a sidecar keeps the file plain CSV for every other reader)."""
+    check_csv(df, kind, str(path))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    df.to_csv(tmp, index=False)
+    digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+    side = path.with_name(path.name + CSV_SIDECAR)
+    side_tmp = side.with_name(side.name + ".tmp")
+    side_tmp.write_text(json.dumps({"kind": kind, "rows": len(df), "sha256": digest}) + "\n")
+    os.replace(tmp, path)
+    os.replace(side_tmp, side)
+
+
+def read_csv(path: str | Path, kind: str) -> pd.DataFrame:
+    """A CSV stage table written by write_csv, checked as written (check_csv). With its sidecar, the bytes
+    must hash to the recorded SHA-256 and hold the recorded kind and row count (else CorruptTableError
+    naming the file); a table without one (written by hand) gets the column checks only."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such table")
+    side = path.with_name(path.name + CSV_SIDECAR)
+    recorded = {}
+    if side.exists():
+        try:
+            recorded = json.loads(side.read_text())
+        except ValueError:
+            raise CorruptTableError(path, f"{side.name} is not JSON") from None
+        if recorded.get("sha256") not in (None, hashlib.sha256(path.read_bytes()).hexdigest()):
+            raise CorruptTableError(path, f"its bytes differ from those written (SHA-256 in {side.name})")
+        if recorded.get("kind") not in (None, kind):
+            raise TableError(f"{path}: a '{recorded['kind']}' table where a '{kind}' table is expected")
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if recorded:  # written by write_csv, so damaged since
+            raise CorruptTableError(path, what) from None
+        raise TableError(f"{path}: not a readable CSV table ({what})") from None
+    if "rows" in recorded and recorded["rows"] != len(df):
+        raise CorruptTableError(path, f"{len(df)} rows, {recorded['rows']} written")
+    return check_csv(df, kind, str(path))
 
 
 def quarantine(path: str | Path, inputs: list[str]) -> str:

@@ -4,11 +4,10 @@
 # plots / render); one module per artifact, prm_lessons.artifacts.defs.<stem>, holding its input groups,
 # params, cells builder, plot or notes, and the rule function `run`. Names, paths, each rule's inputs and
 # params: prm_lessons.artifacts.registry (read from those modules); outputs in docs/architecture.md.
-from prm_lessons.artifacts.registry import (
-    ARTIFACTS,
+# ARTIFACTS and artifact_paths come from common.smk (paper.smk reads them too).
+from prm_lessons.artifacts.registry import (  # noqa: E402
     ARTIFACT_INPUTS,
     ARTIFACT_PARAMS,
-    artifact_paths,  # noqa: E402
     export_provenance_env,
     report_entry,
 )
@@ -18,12 +17,7 @@ from prm_lessons.artifacts.registry import (
 # every figure.
 export_provenance_env(config, workflow.configfiles)
 
-# analysis.* with the defaults resolved (n = bon.n, the policies, Table 10's N and benchmarks): plan.py
-ANALYSIS = plan.analysis_settings(config)
-# artifacts whose data this config cannot have (no second policy, no larger N, no Chinese benchmarks) →
-# why: no rule is generated for them; paper/report.md and main.pdf print the reason in their place
-ANALYSIS_SKIPPED = plan.analysis_skipped(config)
-ANALYSIS_ARTIFACTS = [a for a in ARTIFACTS if a not in ANALYSIS_SKIPPED]
+# ANALYSIS, ANALYSIS_SKIPPED, ANALYSIS_ARTIFACTS, ARTIFACTS, artifact_paths: common.smk (paper.smk reads them)
 ANALYSIS_PRMS = list(PRM_SPECS)  # every scored PRM (trained variants + released models), evaluation.smk
 FLAW_DATASETS = ANALYSIS["policy_flaw_datasets"] or list(config.get("problems") or {})
 FIG8_BENCHMARKS = ANALYSIS["benchmarks"] or BON_BENCHMARKS

@@ -7,6 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # works from a checkout without install
 from prm_lessons import codedeps, plan  # noqa: E402
 from prm_lessons.config import validate_config, model_entry, hub_models_dir, model_path  # noqa: E402
+from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths  # noqa: E402
 
 config = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 
@@ -44,6 +45,15 @@ CRITIC_NAMES = [f"critic-{j}" for j in CRITICS]
 SHARED_FEATURES = plan.shared_features(config)
 PB_DEV = plan.processbench_dev(config)  # a ProcessBench dev split exists (results/processbench/dev.parquet)
 PB_BASELINES = [f"baseline_{k}" for k in plan.PROCESSBENCH_BASELINES]
+SCORING_CFG = {k: config["prms"][k] for k in ("batch_tokens", "batch_size")}  # scoring jobs and the search's
+SEARCH_PRMS = plan.search_prms(config, PRM_SPECS)  # the PRMs guiding greedy search (search.smk; Table 8's input)
+# the paper's artifacts (analysis.smk makes them, paper.smk assembles them): analysis.* with the defaults
+# resolved (n = bon.n, the policies, Table 10's N and benchmarks); the artifacts whose data this config
+# cannot have (no second policy, no larger N, no Chinese benchmarks) → why: no rule is generated for them,
+# paper/report.md and main.pdf print the reason in their place
+ANALYSIS = plan.analysis_settings(config)
+ANALYSIS_SKIPPED = plan.analysis_skipped(config)
+ANALYSIS_ARTIFACTS = [a for a in ARTIFACTS if a not in ANALYSIS_SKIPPED]
 
 
 # Names from the config are identifiers (the schema's $defs/name, checked before the DAG): a wildcard

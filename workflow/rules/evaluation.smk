@@ -4,7 +4,6 @@
 # ("Evaluation outputs").
 import re
 
-SCORING_CFG = {k: config["prms"][k] for k in ("batch_tokens", "batch_size")}
 # prms.shards > 1: each scoring job scores one problem shard of every table it writes (a killed job loses
 # one shard), and a local merge per PRM joins the shards (plan.score_outputs); 1: one job, the tables
 # themselves. Head-only PRMs on shared features are split too: each shard job applies the head to the

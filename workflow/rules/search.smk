@@ -5,7 +5,6 @@
 # search.shards > 1: one job per (PRM, problem shard) searches that shard of every benchmark (a killed
 # job loses one shard), and a local merge per PRM writes what the one job would (plan.search_outputs).
 SEARCH = config["search"]
-SEARCH_PRMS = plan.search_prms(config, PRM_SPECS)
 SEARCH_POLICY = plan.search_policy(config)
 SEARCH_BENCHMARKS = plan.search_benchmarks(config)
 SEARCH_REUSE = plan.search_reuses_samples(config)

@@ -27,7 +27,7 @@ import pandas as pd
 
 from prm_lessons.artifacts.published import EXTRA_FIELDS, lookup, paper_column, paper_key, published_long
 from prm_lessons.artifacts.registry import provenance
-from prm_lessons.tables import write_json
+from prm_lessons.tables import FRACTIONS, read_csv, write_json
 
 log = logging.getLogger(__name__)
 
@@ -41,29 +41,29 @@ AGG_METRICS = ("product", "min", "last", "mean")
 # Reading the workflow's result tables
 # ------------------------------------------------------------------------------------------------
 
-def load_bon(path: str | Path) -> pd.DataFrame:
-    """results/tables/bon.csv (prm, benchmark, metric, N, accuracy, ci_low, ci_high; fractions) →
-    prm, benchmark, metric, n, accuracy, ci_low, ci_high in percent. `metric` is pass, maj, orm or
-    prm_<aggregation>; an `aggregation` column or a bare aggregation name is accepted too."""
-    df = pd.read_csv(path)
-    if "metric" not in df.columns and "aggregation" in df.columns:
-        df = df.rename(columns={"aggregation": "metric"})
-    if "N" in df.columns and "n" not in df.columns:
-        df = df.rename(columns={"N": "n"})
-    need = [c for c in ("prm", "benchmark", "metric", "accuracy") if c not in df.columns]
-    if need:
-        raise ValueError(f"{path}: Best-of-N table lacks column(s) {need}")
-    for c in ("n", "ci_low", "ci_high"):
-        if c not in df.columns:
-            df[c] = np.nan
-    df["metric"] = df["metric"].astype(str).map(lambda m: f"prm_{m}" if m in AGG_METRICS else m)
-    for c in ("accuracy", "ci_low", "ci_high"):
-        df[c] = 100 * pd.to_numeric(df[c], errors="coerce")
-    df["prm"] = df["prm"].astype(str)
-    df["benchmark"] = df["benchmark"].astype(str)
+BON_FRAME = ["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "policy"]
+
+
+def to_percent(df: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The fraction columns of a `kind` stage table (tables.FRACTIONS) × 100: the one place where a stage
+    table's numbers become the percent the artifacts render."""
+    df = df.copy()
+    for c in FRACTIONS[kind]:
+        if c in df.columns:
+            df[c] = 100 * pd.to_numeric(df[c], errors="coerce")
+    return df
+
+
+def load_bon(path: str | Path, kind: str = "bon_csv") -> pd.DataFrame:
+    """results/tables/bon.csv (or search.csv, kind search_csv; judge_bon.csv, kind judge_bon_csv), read
+    and checked by tables.read_csv → BON_FRAME with accuracy and intervals in percent. `metric` is pass,
+    maj, orm, prm_<aggregation>, or a paired difference "<metric>-maj"."""
+    df = to_percent(read_csv(path, kind), kind)
+    for c in ("prm", "benchmark", "metric"):
+        df[c] = df[c].astype(str)
     # `policy`: the Best-of-N policy setting of the row (bon.policies); a table without it holds one policy's
     df["policy"] = df["policy"].astype(object).where(df["policy"].notna(), None) if "policy" in df.columns else None
-    return df[["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "policy"]]
+    return df[BON_FRAME]
 
 
 def select_rows(bon: pd.DataFrame, policy: str | None, n=None, primary: bool = True) -> pd.DataFrame:
@@ -81,14 +81,8 @@ def select_rows(bon: pd.DataFrame, policy: str | None, n=None, primary: bool = T
 
 
 def load_processbench_table(path: str | Path) -> pd.DataFrame:
-    """results/tables/processbench.csv (prm, subset, n, error_acc, correct_acc, f1; fractions) → percent."""
-    df = pd.read_csv(path)
-    need = [c for c in ("prm", "subset", "error_acc", "correct_acc", "f1") if c not in df.columns]
-    if need:
-        raise ValueError(f"{path}: ProcessBench table lacks column(s) {need}")
-    for c in ("error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high"):
-        if c in df.columns:
-            df[c] = 100 * pd.to_numeric(df[c], errors="coerce")
+    """results/tables/processbench.csv (tables kind processbench_csv; fractions) → percent."""
+    df = to_percent(read_csv(path, "processbench_csv"), "processbench_csv")
     df["prm"] = df["prm"].astype(str)
     df["subset"] = df["subset"].astype(str)
     return df
@@ -284,17 +278,18 @@ def baseline_selections(bon: pd.DataFrame) -> list[dict]:
 
 
 def baselines_as_bon(path: str | Path) -> pd.DataFrame:
-    """results/tables/bon_baselines.csv (benchmark, N, pass, maj in percent) → bon rows (prm '_baselines')
-    for a run without any scored PRM."""
-    df = pd.read_csv(path)
+    """results/tables/bon_baselines.csv (tables kind bon_baselines_csv: benchmark, n, pass, maj in
+    fractions) → BON_FRAME rows (prm '_baselines') for a run without any scored PRM; percent at 0.1 point,
+    the precision these reference rows have always been shown at."""
+    df = to_percent(read_csv(path, "bon_baselines_csv"), "bon_baselines_csv")
+    df[["pass", "maj"]] = df[["pass", "maj"]].round(1)
     rows = []
     for _, r in df.iterrows():
         for metric in ("pass", "maj"):
-            if metric in df.columns:
-                rows.append({"prm": "_baselines", "benchmark": str(r["benchmark"]), "metric": metric,
-                             "n": r.get("N", np.nan), "accuracy": float(r[metric]), "ci_low": np.nan,
-                             "ci_high": np.nan, "policy": r["policy"] if pd.notna(r.get("policy")) else None})
-    return pd.DataFrame(rows, columns=["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "policy"])
+            rows.append({"prm": "_baselines", "benchmark": str(r["benchmark"]), "metric": metric,
+                         "n": r["n"], "accuracy": float(r[metric]), "ci_low": np.nan,
+                         "ci_high": np.nan, "policy": r["policy"] if pd.notna(r.get("policy")) else None})
+    return pd.DataFrame(rows, columns=BON_FRAME)
 
 
 # ------------------------------------------------------------------------------------------------

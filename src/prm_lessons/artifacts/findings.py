@@ -297,12 +297,12 @@ def _structure(avg: pd.DataFrame, fmt: _Fmt) -> str:
 def _bon_average(bon: pd.DataFrame, aggregation: str) -> dict | None:
     """The Best-of-N 'average' rows at the largest N: {metric, N, acc: {prm: Est}, maj, pass, paired}."""
     b = bon[bon["benchmark"].astype(str) == "average"].copy()
-    for c in ("N", "accuracy", "ci_low", "ci_high"):
+    for c in ("n", "accuracy", "ci_low", "ci_high"):
         b[c] = pd.to_numeric(b[c], errors="coerce")
     if b.empty:
         return None
-    if b["N"].notna().any():
-        b = b[b["N"] == b["N"].max()]
+    if b["n"].notna().any():
+        b = b[b["n"] == b["n"].max()]
     metrics = [m for m in dict.fromkeys(b["metric"].astype(str)) if not m.endswith("-maj")]
     pref = f"prm_{aggregation}"
     col = pref if pref in metrics else next((m for m in sorted(metrics) if m.startswith("prm_")), None)
@@ -322,7 +322,7 @@ def _bon_average(bon: pd.DataFrame, aggregation: str) -> dict | None:
     paired = est(f"{col}-maj")
     for prm, e in est("orm-maj").items():
         paired.setdefault(prm, e)
-    n_val = b["N"].max()
+    n_val = b["n"].max()
     return {"metric": col, "N": int(n_val) if _finite(n_val) else "N", "acc": acc, "maj": est("maj"),
             "pass": est("pass"), "paired": paired}
 
@@ -443,7 +443,7 @@ def findings_markdown(processbench: pd.DataFrame | None, bon: pd.DataFrame | Non
             fmt_pb = _Fmt(_scale(avg["f1"]))
 
     bon_avg = fmt_bon = None
-    if not _has(bon, ("prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high")):
+    if not _has(bon, ("prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high")):
         bon_note = "Best-of-N: no table in this run (results/tables/bon.csv absent or without its columns)."
     else:
         bon_avg = _guard(lambda: _bon_average(bon, aggregation), "Best-of-N")

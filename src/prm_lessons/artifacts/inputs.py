@@ -9,7 +9,7 @@ from typing import Callable, Mapping
 
 import pandas as pd
 
-from prm_lessons.artifacts.cells import baselines_as_bon, load_bon, load_processbench_table, select_rows
+from prm_lessons.artifacts.cells import BON_FRAME, baselines_as_bon, load_bon, load_processbench_table, select_rows
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ def bon_input(inputs) -> pd.DataFrame | None:
 
 
 def empty_bon() -> pd.DataFrame:
-    return pd.DataFrame(columns=["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "policy"])
+    return pd.DataFrame(columns=BON_FRAME)
 
 
 def empty_pb() -> pd.DataFrame:

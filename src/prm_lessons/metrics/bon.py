@@ -44,7 +44,7 @@ def baselines(samples: pd.DataFrame, n: int | None = None, grouping: str = "norm
                             "n": len(g), "mean_acc": float(g["correct"].mean())})
     pp = pd.DataFrame(per_problem, columns=["pass", "maj", "n", "mean_acc"])
     empty = len(pp) == 0
-    return {"n_problems": len(pp), "N": 0 if empty else int(pp["n"].max()),
+    return {"n_problems": len(pp), "n": 0 if empty else int(pp["n"].max()),
             **{k: float("nan") if empty else float(pp[k].mean()) for k in ("pass", "maj", "mean_acc")}}
 
 
@@ -266,7 +266,7 @@ def bon_metrics(df: pd.DataFrame, aggregations: Sequence[str] = ("product", "min
 
 
 def bon_long_rows(metrics: dict, prm: str) -> list[dict]:
-    """Rows of results/tables/bon.csv: prm, benchmark, metric, N, accuracy, ci_low, ci_high
+    """Rows of results/tables/bon.csv: prm, benchmark, metric, n (the N), accuracy, ci_low, ci_high
     (benchmark 'average' = unweighted mean over benchmarks). The paired differences against maj@N
     (metrics["vs_maj"]) follow as rows whose metric is "<col>-maj" (e.g. "prm_product-maj"):
     accuracy = the difference, ci_low / ci_high = its paired bootstrap interval."""
@@ -278,7 +278,7 @@ def bon_long_rows(metrics: dict, prm: str) -> list[dict]:
                 continue
             lo, hi = entry.get("ci", {}).get(key, [float("nan"), float("nan")])
             n_val = entry.get("n", metrics.get("settings", {}).get("n"))
-            rows.append({"prm": prm, "benchmark": bench, "metric": key, "N": n_val, "accuracy": val,
+            rows.append({"prm": prm, "benchmark": bench, "metric": key, "n": n_val, "accuracy": val,
                          "ci_low": lo, "ci_high": hi})
     vs = metrics.get("vs_maj") or {}
     paired = list((vs.get("benchmarks") or {}).items()) + ([("average", vs["average"])] if "average" in vs else [])
@@ -287,6 +287,6 @@ def bon_long_rows(metrics: dict, prm: str) -> list[dict]:
         n_val = entry.get("n", metrics.get("settings", {}).get("n"))
         for col, d in cols.items():
             lo, hi = (d.get("ci") or [float("nan"), float("nan")])
-            rows.append({"prm": prm, "benchmark": bench, "metric": f"{col}-maj", "N": n_val,
+            rows.append({"prm": prm, "benchmark": bench, "metric": f"{col}-maj", "n": n_val,
                          "accuracy": d["diff"], "ci_low": lo, "ci_high": hi})
     return rows

@@ -23,13 +23,13 @@ from ..metrics import model_free as metrics_model_free
 from ..metrics import processbench as metrics_processbench
 from ..metrics import rows as metrics_rows
 from ..shards import in_shard, merge_problem_shards
-from ..tables import SCHEMAS, join_scores, read_table, table_meta, write_json, write_table
+from ..tables import SCHEMAS, join_scores, read_table, table_meta, write_csv, write_json, write_table
 
 log = logging.getLogger(__name__)
 
-# columns of the long tables results/tables/{bon,processbench}.csv
+# columns of the long tables results/tables/{bon,processbench}.csv (tables.CSV_DTYPES: fractions)
 TABLE_COLUMNS = {
-    "bon": ["policy", "prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high"],
+    "bon": ["policy", "prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high"],
     "processbench": list(metrics_processbench.PROCESSBENCH_LONG_COLUMNS),
 }
 
@@ -474,8 +474,7 @@ def _long_table(inputs, outputs, params, kind: str, rows_fn) -> None:
         rows += rows_fn(m, m.get("prm") or Path(path).stem)
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS[kind])
     df["run"] = params.get("run_label", "")  # what produced the numbers (as the sampling tables)
-    Path(outputs["table"]).parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(outputs["table"], index=False)
+    write_csv(df, outputs["table"], f"{kind}_csv")
 
 
 def bon_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:

@@ -24,7 +24,7 @@ from ..labels.math_shepherd import convert_math_shepherd, iter_rows, malformed_l
 from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
 from ..labels.trainsets import CSV_COLUMNS, build_variant, paper_n_instances
 from ..shards import shard_by_problem
-from ..tables import iter_records, merge_shards, read_table, table_meta, write_table
+from ..tables import iter_records, merge_shards, read_table, table_meta, write_csv, write_table
 
 
 def mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
@@ -246,6 +246,5 @@ def trainsets_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dic
             df[c] = None
     df = df[CSV_COLUMNS]
     df["run"] = params.get("run_label", "")  # provenance: which configuration made these numbers
-    Path(outputs["csv"]).parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(outputs["csv"], index=False)
+    write_csv(df, outputs["csv"], "trainsets_csv")
     print(df.to_string(index=False), flush=True)

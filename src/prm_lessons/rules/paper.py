@@ -12,16 +12,20 @@ from prm_lessons.artifacts.findings import findings_markdown
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.registry import ARTIFACTS
 from prm_lessons.artifacts.render import latexmk_pdf, report_markdown, run_info_tex
+from prm_lessons.tables import CorruptTableError, read_csv
 
 log = logging.getLogger(__name__)
 
 
-def _read_csv(path) -> pd.DataFrame | None:
-    """A result table, or None (with a logged note) when it is not an input, absent or unreadable."""
+def _read_csv(path, kind: str) -> pd.DataFrame | None:
+    """A result table (tables.read_csv, `kind`), or None (with a logged note) when it is not an input,
+    absent or fails its checks; a corrupt one raises (the rule adapter moves it aside)."""
     if not path or not Path(path).exists():
         return None
     try:
-        return pd.read_csv(path)
+        return read_csv(path, kind)
+    except CorruptTableError:
+        raise
     except (OSError, ValueError) as e:  # pandas' EmptyDataError / ParserError are ValueErrors
         log.warning("findings: cannot read %s (%s); its sentences are left out", path, e)
         return None
@@ -34,8 +38,8 @@ def _main_rows(bon: pd.DataFrame | None, params) -> pd.DataFrame | None:
         return None
     if params.get("policy") and "policy" in bon.columns and bon["policy"].notna().any():
         bon = bon[bon["policy"].astype(str) == str(params["policy"])]
-    if params.get("n") is not None and "N" in bon.columns:
-        bon = bon[pd.to_numeric(bon["N"], errors="coerce") == float(params["n"])]
+    if params.get("n") is not None and "n" in bon.columns:
+        bon = bon[pd.to_numeric(bon["n"], errors="coerce") == float(params["n"])]
     return bon
 
 
@@ -56,9 +60,9 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
         if csv and Path(csv).exists():
             cells_of[aid] = load_cells(csv)
     skipped = dict(params.get("skipped") or {})
-    findings = findings_markdown(_read_csv(inputs.get("processbench_table")),
-                                 _main_rows(_read_csv(inputs.get("bon_table")), params),
-                                 _read_csv(inputs.get("trainsets_table")),
+    findings = findings_markdown(_read_csv(inputs.get("processbench_table"), "processbench_csv"),
+                                 _main_rows(_read_csv(inputs.get("bon_table"), "bon_csv"), params),
+                                 _read_csv(inputs.get("trainsets_table"), "trainsets_csv"),
                                  str(run.get("label") or run.get("name") or ""),
                                  aggregation=str(params.get("aggregation") or "product"),
                                  threshold_sweep=params.get("threshold_sweep"))

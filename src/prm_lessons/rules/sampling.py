@@ -3,7 +3,6 @@ baselines."""
 from __future__ import annotations
 
 import logging
-import os
 
 import pandas as pd
 
@@ -12,12 +11,12 @@ from ..answer_key import KEEP_UNITS
 from ..graded import grade_samples as grade_table
 from ..metrics.bon import baselines, first_n_samples
 from ..sampling import sample_problems, shard_rows
-from ..tables import SCHEMAS, merge_shards, read_table, table_meta, write_table
+from ..tables import SCHEMAS, merge_shards, read_table, table_meta, write_csv, write_table
 
 log = logging.getLogger(__name__)
 
 # results/tables/bon_baselines.csv
-BASELINE_COLUMNS = ["policy", "run", "benchmark", "n_problems", "N", "pass", "maj", "mean_acc"]
+BASELINE_COLUMNS = ["policy", "run", "benchmark", "n_problems", "n", "pass", "maj", "mean_acc"]
 
 
 def sample(*, inputs, outputs, params, wildcards, threads) -> None:
@@ -88,14 +87,11 @@ def bon_baselines(*, inputs, outputs, params, wildcards, threads) -> None:
                                    keep_units=bench in KEEP_UNITS)})
     table = pd.DataFrame(rows)
     out = []
-    for (policy, n), g in table.groupby(["policy", "N"], sort=False):
-        avg = {"policy": policy, "benchmark": "average", "n_problems": int(g["n_problems"].sum()), "N": int(n),
+    for (policy, n), g in table.groupby(["policy", "n"], sort=False):
+        avg = {"policy": policy, "benchmark": "average", "n_problems": int(g["n_problems"].sum()), "n": int(n),
                **{col: float(g[col].mean()) for col in ("pass", "maj", "mean_acc")}}
         out += [g, pd.DataFrame([avg])]
     table = pd.concat(out, ignore_index=True)
     table.insert(1, "run", params.get("run_label", ""))
-    for col in ("pass", "maj", "mean_acc"):
-        table[col] = (100 * table[col]).round(1)
-    os.makedirs(os.path.dirname(outputs["table"]), exist_ok=True)
-    table[BASELINE_COLUMNS].to_csv(outputs["table"], index=False)
+    write_csv(table[BASELINE_COLUMNS], outputs["table"], "bon_baselines_csv")  # fractions, as bon.csv
     log.info("\n%s", table.to_string(index=False))

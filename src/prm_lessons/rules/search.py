@@ -7,7 +7,6 @@ inside the functions that load models.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -17,11 +16,11 @@ from ..graded import grade_samples
 from ..metrics.select import aggregate
 from ..sampling import sample_problems
 from ..shards import in_shard
-from ..tables import read_table, table_meta, write_table
+from ..tables import read_table, table_meta, write_csv, write_table
 
 log = logging.getLogger(__name__)
 
-TABLE_COLUMNS = ["prm", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high", "n_problems"]
+TABLE_COLUMNS = ["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "n_problems"]
 
 
 def _limited(problems: pd.DataFrame, limit) -> pd.DataFrame:
@@ -192,8 +191,7 @@ def search_table(*, inputs, outputs, params, wildcards, threads) -> None:
                                  float(boot.get("confidence", 0.95)))
     out = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     out.insert(0, "run", params.get("run_label", ""))
-    os.makedirs(os.path.dirname(outputs["table"]) or ".", exist_ok=True)
-    out.to_csv(outputs["table"], index=False)
+    write_csv(out, outputs["table"], "search_csv")
     for prm, df in searches.items():
         log.info("%s: statuses %s", prm, df["status"].value_counts().to_dict())
     log.info("\n%s", out.to_string(index=False))

@@ -18,13 +18,13 @@ from .. import as_paths, verifiers
 from ..generation import load_engine
 from ..metrics import bon as metrics_bon
 from ..shards import merge_problem_shards
-from ..tables import read_table, table_meta, write_json, write_table
+from ..tables import read_table, table_meta, write_csv, write_json, write_table
 
 log = logging.getLogger(__name__)
 
 # results/tables/judge_bon.csv: the columns of bon.csv, the judge's name, mode and model, and per benchmark
 # the problems judged and the judgements whose verdict could not be read (resolved by the documented rules)
-TABLE_COLUMNS = ["policy", "prm", "judge", "mode", "model", "benchmark", "metric", "N", "accuracy", "ci_low", "ci_high",
+TABLE_COLUMNS = ["policy", "prm", "judge", "mode", "model", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high",
                  "n_problems", "n_unparsable", "run"]
 
 
@@ -149,5 +149,4 @@ def bon_judge_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dic
                          "n_unparsable": n_unparsable})
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     df["run"] = params.get("run_label", "")
-    Path(outputs["table"]).parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(outputs["table"], index=False)
+    write_csv(df, outputs["table"], "judge_bon_csv")

@@ -19,6 +19,7 @@ from prm_lessons.artifacts.plots import (
     run_and_paper,
 )
 from prm_lessons.artifacts.published import load_published, published_long
+from prm_lessons.tables import read_csv
 
 ID = "fig5"
 KIND = "figure"
@@ -93,5 +94,5 @@ def plot_fig5(cells: pd.DataFrame, pub: Mapping, params: Mapping):
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
     """Figure 5 (MC hard-label threshold sweep; params.threshold_sweep, else a trainsets.csv input)."""
     bon, pb = read_bon(inputs, params), read_pb(inputs)
-    sweep = params.get("threshold_sweep") or csv_or_empty(inputs, "trainsets", pd.read_csv)
+    sweep = params.get("threshold_sweep") or csv_or_empty(inputs, "trainsets", lambda p: read_csv(p, "trainsets_csv"))
     emit_figure("fig5", build_fig5(bon, pb, sweep, load_published(), params), plot_fig5, outputs, params, inputs)

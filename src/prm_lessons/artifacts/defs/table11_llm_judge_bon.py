@@ -15,6 +15,7 @@ from prm_lessons.artifacts.cells import (
 from prm_lessons.artifacts.inputs import csv_or_empty, empty_bon, read_bon
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.render import emit_table
+from prm_lessons.tables import read_csv
 
 ID = "table11"
 KIND = "table"
@@ -62,8 +63,8 @@ def _judge_rows(inputs, params, policy_key: str) -> tuple[pd.DataFrame, pd.DataF
     """results/tables/judge_bon.csv restricted to the table's policy: (rows as load_bon reads them, the raw
     rows for judge_table_notes, notes). A table without a `policy` column holds the primary policy's judges
     only, so the second policy's table gets no judge rows and a note saying why."""
-    judges = csv_or_empty(inputs, "judges", load_bon)
-    raw = csv_or_empty(inputs, "judges", pd.read_csv)
+    judges = csv_or_empty(inputs, "judges", lambda p: load_bon(p, "judge_bon_csv"))
+    raw = csv_or_empty(inputs, "judges", lambda p: read_csv(p, "judge_bon_csv"))
     if judges is None or raw is None:
         return empty_bon(), None, []
     name = params.get(policy_key)

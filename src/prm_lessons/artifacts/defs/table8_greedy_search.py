@@ -40,6 +40,6 @@ def build_table8(search, pub, params):
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
     """Table 8 (PRM-guided greedy search beside the same policy's baselines) from results/tables/search.csv."""
-    search = csv_or_empty(inputs, "search", load_bon)
+    search = csv_or_empty(inputs, "search", lambda p: load_bon(p, "search_csv"))
     emit_table("table8", build_table8(search if search is not None else empty_bon(), load_published(), params),
                 outputs, params, inputs)
