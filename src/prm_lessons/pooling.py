@@ -28,8 +28,7 @@ import logging
 import time
 from pathlib import Path
 
-from .generation import vllm_cpu_setup
-from .hardware import require_gpu_vllm
+from .hardware import require_gpu_vllm, vllm_cpu_setup
 
 log = logging.getLogger(__name__)
 
