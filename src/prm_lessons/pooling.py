@@ -129,7 +129,7 @@ class PoolingModel:
 
 
 def score_encoded(adapter, encs, stats) -> list[list[float]]:
-    """`scoring.score_encoded` for an adapter whose model is a PoolingModel: every input in one
+    """`scoring.batch.score_encoded` for an adapter whose model is a PoolingModel: every input in one
     `LLM.encode` call (vLLM batches and schedules them), read by the adapter's own readout."""
     t0 = time.perf_counter()
     values = adapter.model.values(encs)
