@@ -248,6 +248,7 @@ def test_one_concept_one_rerun_unit():
     ("plan.py", set()),
     ("artifacts/plots.py", FIGURE_RULES),  # a plotting edit redraws figures, rebuilds no table
     ("training.py", {"train_prm"}),  # the trainer: scoring and features use prm.py, not training.py
+    ("search_scorers.py", {"search_greedy"}),  # a KV-cache scorer edit reruns the search only
     # search_greedy scores candidates with the whole PRM (scoring imports prm)
     ("prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy"}),
     ("tables.py", None),  # every job's I/O: its importers (computed), every GPU rule among them
