@@ -191,7 +191,8 @@ for jid in job_ids:
     assert states[jid][0] == "COMPLETED", f"job {jid}: {states[jid]}"
     assert states[jid][1] == host, f"job {jid} ran on {states[jid][1]}, not {host}"
 
-from prm_lessons.scoring import load_adapter, score_responses
+from prm_lessons.scoring.batch import score_responses
+from prm_lessons.scoring.load import load_adapter
 
 seen = {}
 for variant in ("ci_hard", "ci_soft"):

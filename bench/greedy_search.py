@@ -2,10 +2,10 @@
 in one run, on the same problems and seeds.
 
   naive:       one engine call per problem and depth; every candidate scored by re-running the PRM over
-               prompt + whole prefix + candidate (scoring.FullRescoringScorer)
+               prompt + whole prefix + candidate (search_scorers.FullRescoringScorer)
   incremental: one engine call per depth for all problems (vLLM prefix caching shares the prompts); the
                PRM runs the prompt once per problem and then only each candidate's tokens on the prefix's
-               KV cache (scoring.IncrementalScorer); the kept candidate is never run again
+               KV cache (search_scorers.IncrementalScorer); the kept candidate is never run again
 
 Policy: the embedded SmolLM2-135M (resources/models/smollm2, built by `make run`). PRM: a trained PRM
 from results/prms/<name> if present (head-only on the SmolLM2 base), else the base with a fresh 2-class
@@ -33,14 +33,15 @@ sys.path.insert(0, str(ROOT / "src"))
 def load_prm_adapter(prm_name: str):
     import torch
 
-    from prm_lessons import scoring
     from prm_lessons.prm import load_prm
+    from prm_lessons.scoring.adapters import StepHeadAdapter, TrainedAdapter
+    from prm_lessons.scoring.heads import build_head_model
     from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat
 
     path = ROOT / "results" / "prms" / prm_name
     if (path / "prm.json").exists():
         model, tok, fmt = load_prm(path, device="cpu", dtype=torch.float32)
-        return scoring.TrainedAdapter(model, tok, getattr(model, "max_length", None), step_format=fmt), str(path)
+        return TrainedAdapter(model, tok, getattr(model, "max_length", None), step_format=fmt), str(path)
     from transformers import AutoModel, AutoTokenizer
 
     base_dir = ROOT / "resources" / "models" / "smollm2"
@@ -49,9 +50,9 @@ def load_prm_adapter(prm_name: str):
     tok.add_special_tokens({"additional_special_tokens": ["<extra_0>"]})
     base.resize_token_embeddings(len(tok), mean_resizing=False)
     torch.manual_seed(0)
-    model = scoring.build_head_model(base, "qwen_prm").eval()
+    model = build_head_model(base, "qwen_prm").eval()
     fmt = StepFormat("<extra_0>", COT_SYSTEM_PROMPT, True)
-    return scoring.StepHeadAdapter(model, tok, step_format=fmt), f"{base_dir} + fresh head"
+    return StepHeadAdapter(model, tok, step_format=fmt), f"{base_dir} + fresh head"
 
 
 def problems(n: int):
@@ -93,9 +94,9 @@ def main() -> int:
     import pandas as pd
     import torch
 
-    from prm_lessons import scoring
     from prm_lessons.generation import load_engine
     from prm_lessons.search import SearchSettings, grade_records
+    from prm_lessons.search_scorers import FullRescoringScorer, IncrementalScorer
 
     torch.set_num_threads(args.threads)
     adapter, prm_source = load_prm_adapter(args.prm)
@@ -109,11 +110,11 @@ def main() -> int:
     print(f"policy: SmolLM2-135M (vLLM {engine.backend}, batch_invariant={args.batch_invariant}); PRM: {prm_source}; "
           f"{len(probs)} problems from {prob_source}; K={args.candidates}, max_steps={args.max_steps}, "
           f"max_step_tokens={args.max_step_tokens}", flush=True)
-    run(engine, scoring.IncrementalScorer(adapter), probs.head(1), settings, False)  # warm-up (kernels, caches)
+    run(engine, IncrementalScorer(adapter), probs.head(1), settings, False)  # warm-up (kernels, caches)
 
-    naive_scorer = scoring.FullRescoringScorer(adapter, batch_size=16)
+    naive_scorer = FullRescoringScorer(adapter, batch_size=16)
     naive, t_naive, c_naive, g_naive = run(engine, naive_scorer, probs, settings, one_at_a_time=True)
-    inc_scorer = scoring.IncrementalScorer(adapter, batch_size=64)
+    inc_scorer = IncrementalScorer(adapter, batch_size=64)
     inc, t_inc, c_inc, g_inc = run(engine, inc_scorer, probs, settings, one_at_a_time=False)
 
     grading = {"timeout_s": 5.0, "workers": 1}

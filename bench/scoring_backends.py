@@ -68,7 +68,8 @@ def main() -> int:
 
     import torch
 
-    from prm_lessons import scoring
+    from prm_lessons.scoring.batch import ScoreStats, score_responses
+    from prm_lessons.scoring.load import load_adapter
 
     torch.set_num_threads(args.threads)
     src = SHARED / "data" / "processbench" / f"{args.subset}.json"
@@ -83,15 +84,15 @@ def main() -> int:
         rows, adapters = {}, {}
         for backend in ("transformers", "vllm"):  # both loaded first, then timed in alternating rounds
             t0 = time.perf_counter()
-            adapters[backend] = scoring.load_adapter({**spec, "backend": backend})
+            adapters[backend] = load_adapter({**spec, "backend": backend})
             rows[backend] = {"load": time.perf_counter() - t0, "walls": []}
-            scoring.score_responses(adapters[backend], qs[:2], steps[:2])  # warm-up (first-call kernels)
+            score_responses(adapters[backend], qs[:2], steps[:2])  # warm-up (first-call kernels)
         # alternating rounds, the fastest of each kept: other load on a shared machine only slows a round down
         for _ in range(args.rounds):
             for backend, adapter in adapters.items():
-                stats = scoring.ScoreStats()
+                stats = ScoreStats()
                 t0 = time.perf_counter()
-                scores = scoring.score_responses(adapter, qs, steps, args.batch_tokens, args.batch_size, stats)
+                scores = score_responses(adapter, qs, steps, args.batch_tokens, args.batch_size, stats)
                 rows[backend]["walls"].append(time.perf_counter() - t0)
                 rows[backend].update(scores=scores, tokens=stats.tokens)
         for r in rows.values():

@@ -22,7 +22,8 @@ def build(model_dir: Path):
     import torch
     from transformers import AutoModel, AutoTokenizer, LlamaConfig
 
-    from prm_lessons import scoring
+    from prm_lessons.scoring.adapters import StepHeadAdapter
+    from prm_lessons.scoring.heads import build_head_model
     from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat
 
     if (model_dir / "config.json").exists():
@@ -43,9 +44,9 @@ def build(model_dir: Path):
         tok.add_special_tokens({"additional_special_tokens": ["<extra_0>"]})
         base.resize_token_embeddings(len(tok), mean_resizing=False)
     torch.manual_seed(0)
-    model = scoring.build_head_model(base, "qwen_prm").eval()
+    model = build_head_model(base, "qwen_prm").eval()
     fmt = StepFormat("<extra_0>", COT_SYSTEM_PROMPT, tok.chat_template is not None)
-    return scoring.StepHeadAdapter(model, tok, step_format=fmt), source
+    return StepHeadAdapter(model, tok, step_format=fmt), source
 
 
 def main() -> int:
@@ -59,7 +60,7 @@ def main() -> int:
 
     import torch
 
-    from prm_lessons import scoring
+    from prm_lessons.scoring.batch import score_naive_per_prefix, score_responses
 
     torch.set_num_threads(args.threads)
     adapter, source = build(ROOT / "resources" / "models" / "smollm2")
@@ -70,12 +71,12 @@ def main() -> int:
         qs.append(f"What is {a} + {b} + {i}?")
         steps.append([f"Step {k + 1}: we add {a} and {b + k} to get {a + b + k}, then carry on with the sum."
                       for k in range(args.steps)])
-    scoring.score_responses(adapter, qs[:2], steps[:2])  # warm-up
+    score_responses(adapter, qs[:2], steps[:2])  # warm-up
     t0 = time.perf_counter()
-    one = scoring.score_responses(adapter, qs, steps, batch_size=args.batch_size)
+    one = score_responses(adapter, qs, steps, batch_size=args.batch_size)
     t_one = time.perf_counter() - t0
     t0 = time.perf_counter()
-    naive = [scoring.score_naive_per_prefix(adapter, q, s) for q, s in zip(qs, steps)]
+    naive = [score_naive_per_prefix(adapter, q, s) for q, s in zip(qs, steps)]
     t_naive = time.perf_counter() - t0
     diff = max(abs(x - y) for a, b in zip(one, naive) for x, y in zip(a, b))
     r1, r2 = args.responses / t_one, args.responses / t_naive

@@ -139,18 +139,16 @@ def test_gpus_are_counted_through_nvml_without_cuinit(monkeypatch):
 
 
 def test_vllm_cpu_decision_without_cuinit(monkeypatch):
-    """generation._vllm_on_cpu (vllm_cpu_setup, before every LLM(...) of generation and pooling)."""
-    from prm_lessons import generation
-
+    """hardware.vllm_on_cpu (vllm_cpu_setup, before every LLM(...) of generation and pooling)."""
     _cuda_torch_without_cuinit(monkeypatch, nvml_devices=8)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.setattr(hardware, "vllm_build", lambda: "gpu")
-    assert generation._vllm_on_cpu() is False
+    assert hardware.vllm_on_cpu() is False
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert generation._vllm_on_cpu() is True
+    assert hardware.vllm_on_cpu() is True
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.setattr(hardware, "vllm_build", lambda: "cpu")
-    assert generation._vllm_on_cpu() is True
+    assert hardware.vllm_on_cpu() is True
 
 
 @pytest.fixture

@@ -16,10 +16,14 @@ transformers = pytest.importorskip("transformers")
 
 from _prm_tiny import signal_rows, tiny_base, write_trainset  # noqa: E402
 from conftest import SHARED, on_ci, shared_data_dir  # noqa: E402
-from prm_lessons import pooling, scoring  # noqa: E402
+from prm_lessons import pooling  # noqa: E402
 from prm_lessons import prm as P  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
 from prm_lessons.config import ConfigError, validate_config  # noqa: E402
+from prm_lessons.scoring.adapters import StepHeadAdapter
+from prm_lessons.scoring.batch import ScoreStats, score_prefixes, score_responses
+from prm_lessons.scoring.heads import load_head_model
+from prm_lessons.scoring.load import load_adapter
 
 FAST = {"epochs": 1, "max_steps": 2, "batch_size": 4, "learning_rate": 1e-3, "save_steps": 0, "max_length": 256,
         "logging_steps": 1, "mode": "full"}
@@ -98,15 +102,15 @@ def test_full_qwen2_prm_is_saved_in_the_released_layout(tmp_path, trainset):
     assert tok.convert_tokens_to_ids("<extra_0>") == meta["step_token_id"]
 
     cases = [(r["question"], r["steps"]) for r in signal_rows(5, seed=3)]
-    mine = scoring.load_adapter({"adapter": "trained", "path": str(out), "params": {}})
+    mine = load_adapter({"adapter": "trained", "path": str(out), "params": {}})
     model, _, fmt = P.load_prm(out, dtype=torch.float32)
     # the project's loader reads the trained weights (not a fresh init) from the released names
     assert torch.equal(model.backbone.norm.weight, saved["model.norm.weight"].float())
     assert torch.equal(model.head.net[2].weight, saved["score.2.weight"].float())
-    released = scoring.StepHeadAdapter(scoring.load_head_model(str(out), "qwen_prm", "float32").eval(), tok,
-                                       step_format=fmt)
-    a = scoring.score_responses(mine, *zip(*cases))
-    b = scoring.score_responses(released, *zip(*cases))
+    released = StepHeadAdapter(load_head_model(str(out), "qwen_prm", "float32").eval(), tok,
+                               step_format=fmt)
+    a = score_responses(mine, *zip(*cases))
+    b = score_responses(released, *zip(*cases))
     _close(a, b, 1e-5)
 
 
@@ -184,11 +188,11 @@ def _both(path: Path, kind: str, cases, max_length: int = 4096, **spec_extra):
     spec = {"adapter": kind, "path": str(path), "dtype": "float32", "max_length": max_length, "params": {},
             **spec_extra}
     qs, ss = [q for q, _ in cases], [s for _, s in cases]
-    hf = scoring.score_responses(scoring.load_adapter(spec), qs, ss)
-    adapter = scoring.load_adapter({**spec, "backend": "vllm"})
+    hf = score_responses(load_adapter(spec), qs, ss)
+    adapter = load_adapter({**spec, "backend": "vllm"})
     assert isinstance(adapter.model, pooling.PoolingModel)
-    stats = scoring.ScoreStats()
-    vl = scoring.score_responses(adapter, qs, ss, stats=stats)
+    stats = ScoreStats()
+    vl = score_responses(adapter, qs, ss, stats=stats)
     assert stats.responses == len(cases) and stats.tokens > 0
     del adapter
     return hf, vl
@@ -240,8 +244,8 @@ def test_vllm_orm_and_trained_prm_equal_transformers(tmp_path, trainset):
     orm = _qwen2_prm(tmp_path / "orm", "qwen_orm", hidden=64, layers=2, heads=2, kv=1, inter=128)
     spec = {"adapter": "qwen_orm", "path": str(orm), "dtype": "float32", "max_length": 4096, "params": {}}
     qs, ss = [q for q, _ in cases], [s for _, s in cases]
-    hf = scoring.score_prefixes(scoring.load_adapter(spec), qs, ss)
-    vl = scoring.score_prefixes(scoring.load_adapter({**spec, "backend": "vllm"}), qs, ss)
+    hf = score_prefixes(load_adapter(spec), qs, ss)
+    vl = score_prefixes(load_adapter({**spec, "backend": "vllm"}), qs, ss)
     _close(hf, vl)
     assert [len(x) for x in vl] == [len(s) for s in ss]  # one score per prefix
 

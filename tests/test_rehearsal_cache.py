@@ -181,7 +181,7 @@ def test_standins_load_with_transformers_and_real_tokenizers(built):
 
 
 def test_the_project_loader_reads_the_qwen_prm_head(built):
-    from prm_lessons.scoring import load_head_model
+    from prm_lessons.scoring.heads import load_head_model
 
     _, report = built
     m = load_head_model(report["prm"]["snapshot"], "qwen_prm", dtype="float32")

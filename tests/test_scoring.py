@@ -14,7 +14,20 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from conftest import scoring_tokenizer  # noqa: E402
-from prm_lessons import plan, scoring  # noqa: E402
+from prm_lessons import plan  # noqa: E402
+from prm_lessons.scoring.adapters import (
+    EurusAdapter,
+    MathShepherdAdapter,
+    QwenORMAdapter,
+    RLHFlowAdapter,
+    SkyworkAdapter,
+    StepHeadAdapter,
+    TrainedAdapter,
+)
+from prm_lessons.scoring.batch import ScoreStats, score_encoded, score_naive_per_prefix, score_prefixes, score_responses
+from prm_lessons.scoring.encode import truncate
+from prm_lessons.scoring.heads import build_head_model, load_head_model
+from prm_lessons.scoring.load import load_adapter
 from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat, build_prm_input  # noqa: E402
 
 QUESTION = "Janet has 16 eggs. She eats 3. How many are left?"
@@ -42,7 +55,7 @@ def _causal(cls_cfg, tok, seed=0):
 def _head(kind, tok, seed=0):
     torch.manual_seed(seed)
     base = transformers.Qwen2Model(_cfg(transformers.Qwen2Config, tok))
-    m = scoring.build_head_model(base, kind).eval()
+    m = build_head_model(base, kind).eval()
     with torch.no_grad():  # a random head with visible spread
         for p in m.parameters():
             if p.dim() == 2 and p.shape[0] <= 2:
@@ -54,14 +67,14 @@ def _adapters(tok):
     fmt = StepFormat("<extra_0>", COT_SYSTEM_PROMPT, True)
     ref = _causal(transformers.Qwen2Config, tok, seed=1)
     return {
-        "qwen_prm": scoring.StepHeadAdapter(_head("qwen_prm", tok), tok, step_format=fmt),
-        "trained": scoring.TrainedAdapter(_head("qwen_prm", tok, 3), tok,
-                                          step_format=StepFormat("<extra_0>", None, False)),
-        "math_shepherd": scoring.MathShepherdAdapter(_causal(transformers.MistralConfig, tok), tok),
-        "rlhflow": scoring.RLHFlowAdapter(_causal(transformers.LlamaConfig, tok), tok),
-        "skywork": scoring.SkyworkAdapter(_head("skywork", tok), tok),
-        "eurus": scoring.EurusAdapter(_causal(transformers.Qwen2Config, tok, seed=2), tok, ref_model=ref,
-                                      beta=0.05, sigmoid=False),
+        "qwen_prm": StepHeadAdapter(_head("qwen_prm", tok), tok, step_format=fmt),
+        "trained": TrainedAdapter(_head("qwen_prm", tok, 3), tok,
+                                  step_format=StepFormat("<extra_0>", None, False)),
+        "math_shepherd": MathShepherdAdapter(_causal(transformers.MistralConfig, tok), tok),
+        "rlhflow": RLHFlowAdapter(_causal(transformers.LlamaConfig, tok), tok),
+        "skywork": SkyworkAdapter(_head("skywork", tok), tok),
+        "eurus": EurusAdapter(_causal(transformers.Qwen2Config, tok, seed=2), tok, ref_model=ref,
+                              beta=0.05, sigmoid=False),
     }
 
 
@@ -75,8 +88,8 @@ def adapters(tok):
 @pytest.mark.parametrize("kind", ["qwen_prm", "trained", "math_shepherd", "rlhflow", "skywork"])
 def test_one_pass_equals_per_prefix(adapters, kind):
     a = adapters[kind]
-    one = scoring.score_responses(a, [QUESTION], [STEPS])[0]
-    naive = scoring.score_naive_per_prefix(a, QUESTION, STEPS)
+    one = score_responses(a, [QUESTION], [STEPS])[0]
+    naive = score_naive_per_prefix(a, QUESTION, STEPS)
     assert len(one) == len(STEPS)
     assert one == pytest.approx(naive, abs=1e-5)
     assert all(0.0 <= s <= 1.0 for s in one)
@@ -87,12 +100,12 @@ def test_one_pass_equals_per_prefix(adapters, kind):
 def test_batching_and_padding_do_not_change_scores(adapters, kind):
     a = adapters[kind]
     qs, ss = [QUESTION, "What is 2 + 3?", QUESTION], [STEPS, STEPS_B, STEPS[:2]]
-    together = scoring.score_responses(a, qs, ss, batch_tokens=10_000, batch_size=8)
-    alone = [scoring.score_responses(a, [q], [s])[0] for q, s in zip(qs, ss)]
+    together = score_responses(a, qs, ss, batch_tokens=10_000, batch_size=8)
+    alone = [score_responses(a, [q], [s])[0] for q, s in zip(qs, ss)]
     for x, y in zip(together, alone):
         assert x == pytest.approx(y, abs=1e-5)
-    stats = scoring.ScoreStats()
-    scoring.score_responses(a, qs, ss, batch_tokens=10_000, batch_size=8, stats=stats)
+    stats = ScoreStats()
+    score_responses(a, qs, ss, batch_tokens=10_000, batch_size=8, stats=stats)
     assert stats.forward_passes == 1 and stats.responses == 3
 
 
@@ -100,8 +113,8 @@ def test_length_sorted_batches_respect_token_budget(adapters):
     a = adapters["qwen_prm"]
     encs = [a.encode(QUESTION, STEPS), a.encode("What is 2 + 3?", STEPS_B), a.encode(QUESTION, STEPS[:1])]
     longest = max(len(e.input_ids) for e in encs)
-    stats = scoring.ScoreStats()
-    scoring.score_encoded(a, encs, batch_tokens=longest, batch_size=8, stats=stats)
+    stats = ScoreStats()
+    score_encoded(a, encs, batch_tokens=longest, batch_size=8, stats=stats)
     assert stats.forward_passes == 3  # budget fits one padded row per batch
 
 
@@ -116,7 +129,7 @@ def test_qwen_prm_matches_model_card_format(tok, adapters):
     with torch.no_grad():
         logits = a.model(input_ids=ids)
     card = torch.softmax(logits, -1)[0, ids[0] == tok.convert_tokens_to_ids("<extra_0>"), 1].tolist()
-    assert scoring.score_responses(a, [QUESTION], [STEPS])[0] == pytest.approx(card, abs=1e-5)
+    assert score_responses(a, [QUESTION], [STEPS])[0] == pytest.approx(card, abs=1e-5)
 
 
 def test_math_shepherd_matches_model_card(tok, adapters):
@@ -127,7 +140,7 @@ def test_math_shepherd_matches_model_card(tok, adapters):
     with torch.no_grad():
         logits = a.model(ids).logits[:, :, [good, bad]]
     card = logits.softmax(-1)[:, :, 0][ids == tok.convert_tokens_to_ids("ки")].tolist()
-    assert scoring.score_responses(a, [QUESTION], [STEPS])[0] == pytest.approx(card, abs=1e-5)
+    assert score_responses(a, [QUESTION], [STEPS])[0] == pytest.approx(card, abs=1e-5)
 
 
 def test_rlhflow_reads_before_each_assistant_plus(tok, adapters):
@@ -151,13 +164,13 @@ def test_skywork_format(tok, adapters):
 def test_eurus_zero_reward_against_itself_and_step_mode(tok):
     torch.manual_seed(0)
     m = _causal(transformers.Qwen2Config, tok, seed=5)
-    same = scoring.EurusAdapter(m, tok, ref_model=m, beta=0.001, sigmoid=True)
-    assert scoring.score_responses(same, [QUESTION], [STEPS])[0] == pytest.approx([0.5] * 4, abs=1e-7)
+    same = EurusAdapter(m, tok, ref_model=m, beta=0.001, sigmoid=True)
+    assert score_responses(same, [QUESTION], [STEPS])[0] == pytest.approx([0.5] * 4, abs=1e-7)
     ref = _causal(transformers.Qwen2Config, tok, seed=6)
-    cum = scoring.EurusAdapter(m, tok, ref_model=ref, beta=0.1, sigmoid=False)
-    step = scoring.EurusAdapter(m, tok, ref_model=ref, beta=0.1, sigmoid=False, reward="step")
-    c = scoring.score_responses(cum, [QUESTION], [STEPS])[0]
-    s = scoring.score_responses(step, [QUESTION], [STEPS])[0]
+    cum = EurusAdapter(m, tok, ref_model=ref, beta=0.1, sigmoid=False)
+    step = EurusAdapter(m, tok, ref_model=ref, beta=0.1, sigmoid=False, reward="step")
+    c = score_responses(cum, [QUESTION], [STEPS])[0]
+    s = score_responses(step, [QUESTION], [STEPS])[0]
     assert [sum(s[:k + 1]) for k in range(4)] == pytest.approx(c, abs=1e-5)
     # cumulative reward = β Σ (log π − log π_ref) over ALL response tokens up to the step end
     enc = cum.encode(QUESTION, STEPS)
@@ -169,35 +182,35 @@ def test_eurus_zero_reward_against_itself_and_step_mode(tok):
     s0 = enc.extra["response_start"]
     assert c[-1] == pytest.approx(float(r[s0 - 1:enc.positions[-1]].sum()), abs=1e-5)
     with pytest.raises(ValueError, match="reference model"):
-        scoring.EurusAdapter(m, tok)
+        EurusAdapter(m, tok)
 
 
 def test_orm_one_score_per_response_and_per_prefix(tok):
-    orm = scoring.QwenORMAdapter(_head("qwen_orm", tok), tok)
-    out = scoring.score_responses(orm, [QUESTION, "What is 2 + 3?"], [STEPS, STEPS_B])
+    orm = QwenORMAdapter(_head("qwen_orm", tok), tok)
+    out = score_responses(orm, [QUESTION, "What is 2 + 3?"], [STEPS, STEPS_B])
     assert [len(o) for o in out] == [1, 1]
-    pref = scoring.score_prefixes(orm, [QUESTION], [STEPS])[0]
+    pref = score_prefixes(orm, [QUESTION], [STEPS])[0]
     assert len(pref) == len(STEPS)
-    each = [scoring.score_responses(orm, [QUESTION], [STEPS[:k + 1]])[0][0] for k in range(len(STEPS))]
+    each = [score_responses(orm, [QUESTION], [STEPS[:k + 1]])[0][0] for k in range(len(STEPS))]
     assert pref == pytest.approx(each, abs=1e-5)
     assert pref[-1] == pytest.approx(out[0][0], abs=1e-5)
 
 
 def test_truncation_keeps_whole_leading_steps(tok, adapters):
     a = adapters["qwen_prm"]
-    full = scoring.score_responses(a, [QUESTION], [STEPS])[0]
+    full = score_responses(a, [QUESTION], [STEPS])[0]
     enc_full = a.encode(QUESTION, STEPS)
-    short = scoring.StepHeadAdapter(a.model, tok, max_length=enc_full.positions[1] + 2, step_format=a.fmt)
-    part = scoring.score_responses(short, [QUESTION], [STEPS])[0]
+    short = StepHeadAdapter(a.model, tok, max_length=enc_full.positions[1] + 2, step_format=a.fmt)
+    part = score_responses(short, [QUESTION], [STEPS])[0]
     assert len(part) == 2 and part == pytest.approx(full[:2], abs=1e-5)
     ms = adapters["math_shepherd"]
     enc = ms.encode(QUESTION, STEPS)
-    cut = scoring._truncate(enc, enc.positions[2])
+    cut = truncate(enc, enc.positions[2])
     assert cut.n_kept == 2 and cut.n_steps == 4 and len(cut.input_ids) == enc.positions[1] + 1
 
 
 def test_empty_response_gets_no_scores(adapters):
-    assert scoring.score_responses(adapters["qwen_prm"], [QUESTION, QUESTION], [[], STEPS_B])[0] == []
+    assert score_responses(adapters["qwen_prm"], [QUESTION, QUESTION], [[], STEPS_B])[0] == []
 
 
 def test_head_checkpoint_roundtrip_without_remote_code(tok, tmp_path):
@@ -210,17 +223,17 @@ def test_head_checkpoint_roundtrip_without_remote_code(tok, tmp_path):
     m.model.config.save_pretrained(tmp_path)
     state = {k: v.contiguous() for k, v in m.state_dict().items()}
     save_file(state, str(tmp_path / "model.safetensors"))
-    loaded = scoring.load_head_model(str(tmp_path), "qwen_prm", "float32", trust_remote_code=False).eval()
+    loaded = load_head_model(str(tmp_path), "qwen_prm", "float32", trust_remote_code=False).eval()
     ids = torch.tensor([tok(QUESTION, add_special_tokens=False)["input_ids"]])
     with torch.no_grad():
         assert torch.allclose(loaded(ids), m(ids), atol=1e-5)
     with pytest.raises(ValueError, match="v_head"):
-        scoring.load_head_model(str(tmp_path), "skywork", "float32")
+        load_head_model(str(tmp_path), "skywork", "float32")
 
 
 def test_unknown_adapter_is_an_error():
     with pytest.raises(ValueError, match="unknown scoring adapter 'nope'"):
-        scoring.load_adapter({"adapter": "nope", "path": "x"})
+        load_adapter({"adapter": "nope", "path": "x"})
 
 
 def test_resolve_prm_specs_from_config():

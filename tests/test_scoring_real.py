@@ -12,8 +12,11 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from conftest import shared_data_dir  # noqa: E402
-from prm_lessons import scoring  # noqa: E402
 from prm_lessons.rehearsal import tokenizers as T  # noqa: E402
+from prm_lessons.scoring.adapters import EurusAdapter, MathShepherdAdapter, RLHFlowAdapter, StepHeadAdapter  # noqa: E402
+from prm_lessons.scoring.batch import score_responses  # noqa: E402
+from prm_lessons.scoring.heads import build_head_model, resolve_dir  # noqa: E402
+from prm_lessons.scoring.load import load_adapter  # noqa: E402
 
 QUESTION = "Janet has 16 eggs. She eats 3. How many are left?"
 STEPS = ["She starts with 16 eggs.", "She eats 3, so $16 - 3 = 13$.", "The answer is $\\boxed{13}$."]
@@ -42,7 +45,7 @@ def _tiny(cfg_cls, tok, seed=0, **kw):
 def test_rlhflow_label_tokens_are_bare_plus_minus(toks):
     """RLHFlow's code reads encode('+')[-1], encode('-')[-1] = 10, 12 (Llama 3), not " -" = 482."""
     t = toks["llama3"]
-    a = scoring.RLHFlowAdapter(_tiny(transformers.LlamaConfig, t), t)
+    a = RLHFlowAdapter(_tiny(transformers.LlamaConfig, t), t)
     assert a.label_token_ids == (10, 12)
     assert a.token_info()["label_tokens"] == ["+", "-"]
     enc = a.encode(QUESTION, STEPS)
@@ -53,7 +56,7 @@ def test_rlhflow_label_tokens_are_bare_plus_minus(toks):
 
 def test_math_shepherd_tokens_and_positions_as_the_card(toks, pb_cases):
     t = toks["mistral_v1"]
-    a = scoring.MathShepherdAdapter(_tiny(transformers.MistralConfig, t), t)
+    a = MathShepherdAdapter(_tiny(transformers.MistralConfig, t), t)
     assert a.label_token_ids == (648, 387) and a.step_tag_id == 12902
     for q, steps in pb_cases:  # the card reads where input_ids == step_tag_id: the same positions
         enc = a.encode(q, steps)
@@ -63,10 +66,10 @@ def test_math_shepherd_tokens_and_positions_as_the_card(toks, pb_cases):
 
 def test_qwen_prm_step_tag_is_151651(toks, pb_cases):
     t = toks["qwen2_prm"]
-    model = scoring.build_head_model(transformers.Qwen2Model(transformers.Qwen2Config(
+    model = build_head_model(transformers.Qwen2Model(transformers.Qwen2Config(
         vocab_size=len(t), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
         num_key_value_heads=1)), "qwen_prm").eval()
-    a = scoring.StepHeadAdapter(model, t)
+    a = StepHeadAdapter(model, t)
     assert a.step_tag_id == 151651 and a.token_info()["step_tag"] == "<extra_0>"
     for q, steps in pb_cases[:5]:
         enc = a.encode(q, steps)
@@ -103,14 +106,14 @@ def _card_eurus(tok, model, ref, question, steps, coef=0.001):
 def test_eurus_reads_as_the_card(toks, pb_cases):
     t = toks["qwen2"]
     m, ref = _tiny(transformers.Qwen2Config, t, 1), _tiny(transformers.Qwen2Config, t, 2)
-    a = scoring.EurusAdapter(m, t, ref_model=ref)  # defaults: beta 0.001, cumulative, no sigmoid (the card)
+    a = EurusAdapter(m, t, ref_model=ref)  # defaults: beta 0.001, cumulative, no sigmoid (the card)
     assert a.sigmoid is False and a.beta == 0.001
     for q, steps in [(QUESTION, STEPS)] + pb_cases[:4]:
         card, last = _card_eurus(t, m, ref, q, steps)
         enc = a.encode(q, steps)
         assert enc.extra["response_start"] == last[0]
         assert enc.positions == [i + 1 for i in last[1:]]  # the last token the card's sum reaches
-        ours = scoring.score_responses(a, [q], [steps])[0]
+        ours = score_responses(a, [q], [steps])[0]
         assert ours == pytest.approx(card, abs=1e-6)
     # raw β log-ratios: around 0, not σ(·) ≈ 0.5, so a product is no longer ≈ 0.5^n
     n = len(ours)
@@ -152,9 +155,9 @@ def test_skywork_bin_checkpoint_loads_and_scores(toks, tmp_path, shards):
     _save_bin(state, tmp_path, shards)
     T.save_tokenizer("qwen2", tmp_path)
     assert not list(tmp_path.glob("*.safetensors"))
-    a = scoring.load_adapter({"adapter": "skywork", "path": str(tmp_path), "dtype": "float32"})
+    a = load_adapter({"adapter": "skywork", "path": str(tmp_path), "dtype": "float32"})
     assert a.token_info()["step_tag_id"] == t.encode("\n")[-1]
-    got = scoring.score_responses(a, [QUESTION], [STEPS])[0]
+    got = score_responses(a, [QUESTION], [STEPS])[0]
     enc = a.encode(QUESTION, STEPS)
     with torch.no_grad():  # reference: the same weights, outside the loader
         h = lm.model(input_ids=torch.tensor([enc.input_ids])).last_hidden_state
@@ -169,13 +172,13 @@ def test_math_shepherd_bin_only_repo_loads_with_sentencepiece_tokenizer(toks, tm
     lm.config.save_pretrained(tmp_path)
     _save_bin({k: v.clone() for k, v in lm.state_dict().items()}, tmp_path, shards=2)
     T.save_tokenizer("mistral_v1", tmp_path)
-    a = scoring.load_adapter({"adapter": "math_shepherd", "path": str(tmp_path), "dtype": "float32"})
+    a = load_adapter({"adapter": "math_shepherd", "path": str(tmp_path), "dtype": "float32"})
     assert a.label_token_ids == (648, 387) and a.step_tag_id == 12902
     text = QUESTION + " " + "\n".join(f"Step {i + 1}: {s} ки" for i, s in enumerate(STEPS))
     ids = torch.tensor([t.encode(text)])
     with torch.no_grad():
         card = lm(ids).logits[:, :, [648, 387]].softmax(-1)[:, :, 0][ids == 12902].tolist()
-    assert scoring.score_responses(a, [QUESTION], [STEPS])[0] == pytest.approx(card, abs=1e-5)
+    assert score_responses(a, [QUESTION], [STEPS])[0] == pytest.approx(card, abs=1e-5)
 
 
 def test_resolve_dir_picks_weight_format_and_remote_code(monkeypatch):
@@ -190,8 +193,8 @@ def test_resolve_dir_picks_weight_format_and_remote_code(monkeypatch):
     monkeypatch.setattr(hub, "repo_files", lambda repo, rev, cache_dir=None: trees[repo])
     monkeypatch.setattr(huggingface_hub, "snapshot_download",
                         lambda repo, revision=None, allow_patterns=None, **kw: asked.setdefault(repo, allow_patterns) and "/x")
-    scoring._resolve_dir("bin/only")
-    scoring._resolve_dir("has/safetensors", trust_remote_code=True)
+    resolve_dir("bin/only")
+    resolve_dir("has/safetensors", trust_remote_code=True)
     assert "pytorch_model.bin" in asked["bin/only"] and "training_args.bin" not in asked["bin/only"]
     assert not any(f.endswith(".py") for f in asked["bin/only"])
     assert "model.safetensors" in asked["has/safetensors"] and "pytorch_model.bin" not in asked["has/safetensors"]

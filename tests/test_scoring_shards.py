@@ -47,7 +47,7 @@ class FakeAdapter:
 
 def _fake_scores(adapter, questions, steps_list, cfg, prefixes=False):
     """Deterministic scores from the text alone, one per step (an outcome RM: one per prefix)."""
-    from prm_lessons.scoring import ScoreStats
+    from prm_lessons.scoring.batch import ScoreStats
 
     scores = [[(hash((q, s)) % 1000) / 1000 for s in steps] for q, steps in zip(questions, steps_list)]
     return scores, ScoreStats(responses=len(scores))
@@ -56,10 +56,9 @@ def _fake_scores(adapter, questions, steps_list, cfg, prefixes=False):
 @pytest.fixture
 def fake_scoring(monkeypatch):
     pytest.importorskip("torch")
-    from prm_lessons import scoring
 
     monkeypatch.setattr(evaluation, "_score_frame", _fake_scores)
-    monkeypatch.setattr(scoring, "load_adapter", lambda spec, backend=None: FakeAdapter(spec["adapter"] == "qwen_orm"))
+    monkeypatch.setattr("prm_lessons.scoring.load.load_adapter", lambda spec, backend=None: FakeAdapter(spec["adapter"] == "qwen_orm"))
 
 
 # ------------------------------------------------------------------------------------------- the split

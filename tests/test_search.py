@@ -1,5 +1,5 @@
 """PRM-guided greedy search (prm_lessons.search) with a scripted engine and PRM, and the incremental
-candidate scorer (prm_lessons.scoring) against full re-scoring on tiny real models."""
+candidate scorer (prm_lessons.search_scorers) against full re-scoring on tiny real models."""
 from __future__ import annotations
 
 import hashlib
@@ -189,7 +189,9 @@ def _tiny_adapters():
     import transformers
 
     from conftest import tiny_tokenizer
-    from prm_lessons import prm, scoring
+    from prm_lessons import prm
+    from prm_lessons.scoring.adapters import SkyworkAdapter, StepHeadAdapter, TrainedAdapter
+    from prm_lessons.scoring.heads import build_head_model
     from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat
 
     tok = tiny_tokenizer(True)
@@ -198,30 +200,30 @@ def _tiny_adapters():
                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
                pad_token_id=tok.pad_token_id)
     trained = prm.ProcessRewardModel(transformers.LlamaModel(transformers.LlamaConfig(**cfg)), prm.StepHead(32)).eval()
-    released = scoring.build_head_model(transformers.Qwen2Model(transformers.Qwen2Config(**cfg)), "qwen_prm").eval()
+    released = build_head_model(transformers.Qwen2Model(transformers.Qwen2Config(**cfg)), "qwen_prm").eval()
     with torch.no_grad():  # heads with visible spread
         for m in (trained.head, released.score):
             for p in m.parameters():
                 if p.dim() == 2 and p.shape[0] <= 2:
                     p.mul_(20 if m is trained.head else 3)
-    skywork = scoring.build_head_model(transformers.Qwen2Model(transformers.Qwen2Config(**cfg)), "skywork").eval()
+    skywork = build_head_model(transformers.Qwen2Model(transformers.Qwen2Config(**cfg)), "skywork").eval()
     with torch.no_grad():
         skywork.v_head.summary.weight.mul_(3)
     fmt = StepFormat("<extra_0>", COT_SYSTEM_PROMPT, True)
-    return tok, {"trained": scoring.TrainedAdapter(trained, tok, step_format=fmt),
-                 "qwen_prm": scoring.StepHeadAdapter(released, tok, step_format=fmt),
-                 "skywork": scoring.SkyworkAdapter(skywork, tok)}
+    return tok, {"trained": TrainedAdapter(trained, tok, step_format=fmt),
+                 "qwen_prm": StepHeadAdapter(released, tok, step_format=fmt),
+                 "skywork": SkyworkAdapter(skywork, tok)}
 
 
 @pytest.mark.parametrize("kind", ["trained", "qwen_prm", "skywork"])
 def test_incremental_scores_equal_full_rescoring(kind):
-    from prm_lessons import scoring
+    from prm_lessons.search_scorers import FullRescoringScorer, IncrementalScorer, candidate_scorer
 
     tok, adapters = _tiny_adapters()
     ad = adapters[kind]
-    full = scoring.FullRescoringScorer(ad)
-    inc = scoring.candidate_scorer(ad, "auto")
-    assert isinstance(inc, scoring.IncrementalScorer)
+    full = FullRescoringScorer(ad)
+    inc = candidate_scorer(ad, "auto")
+    assert isinstance(inc, IncrementalScorer)
     q1, q2 = "What is 2 + 3?", "Add 7 and 8, then subtract 4."
     rounds = [
         [("a", q1, [], ["We add 2 and 3.", "2 + 3 = 5", "The answer is 6, this step is wrong."]),
@@ -244,24 +246,25 @@ def test_incremental_scores_equal_full_rescoring(kind):
 
 
 def test_incremental_respects_max_length_and_falls_back_where_unsupported():
-    from prm_lessons import scoring
+    from prm_lessons.scoring.heads import RemoteOutputs
+    from prm_lessons.search_scorers import FullRescoringScorer, IncrementalScorer, candidate_scorer
 
     tok, adapters = _tiny_adapters()
     ad = adapters["trained"]
     reqs = [("a", "What is 2 + 3?", ["2 + 3 = 5"], ["short", "a much longer candidate step " * 3])]
     ad.max_length = len(ad.encode(reqs[0][1], ["2 + 3 = 5", "short"]).input_ids)
-    want = scoring.FullRescoringScorer(ad).score(reqs)
-    got = scoring.IncrementalScorer(ad).score(reqs)
+    want = FullRescoringScorer(ad).score(reqs)
+    got = IncrementalScorer(ad).score(reqs)
     assert math.isnan(want[0][1]) and math.isnan(got[0][1])
     assert got[0][0] == pytest.approx(want[0][0], abs=1e-4)
 
     class Remote:  # Hub code (trust_remote_code): no known cache support
         kind = "remote"
 
-    ad.model = scoring._RemoteOutputs(Remote())
-    assert isinstance(scoring.candidate_scorer(ad, "auto"), scoring.FullRescoringScorer)
+    ad.model = RemoteOutputs(Remote())
+    assert isinstance(candidate_scorer(ad, "auto"), FullRescoringScorer)
     with pytest.raises(ValueError):
-        scoring.IncrementalScorer(ad)
+        IncrementalScorer(ad)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -321,11 +324,11 @@ class _StatsScorer(FakeScorer):
 @pytest.fixture
 def fake_search(monkeypatch):
     pytest.importorskip("torch")
-    from prm_lessons import generation, scoring
+    from prm_lessons import generation
 
     monkeypatch.setattr(generation, "load_engine", lambda model_dir, entry: StepEngine(p_end=0.25))
-    monkeypatch.setattr(scoring, "load_adapter", lambda spec, backend=None: object())
-    monkeypatch.setattr(scoring, "candidate_scorer", lambda *a, **k: _StatsScorer())
+    monkeypatch.setattr("prm_lessons.scoring.load.load_adapter", lambda spec, backend=None: object())
+    monkeypatch.setattr("prm_lessons.search_scorers.candidate_scorer", lambda *a, **k: _StatsScorer())
 
 
 SEARCH_CFG = {"candidates": 3, "temperature": 1.0, "top_p": 1.0, "max_step_tokens": 8, "max_steps": 5,

@@ -226,12 +226,29 @@ def _importers(module: str) -> set[str]:
             and src in codedeps.rule_code_inputs(PKG, f)}
 
 
+
+def test_one_concept_one_rerun_unit():
+    """The closures of the rules (embedded config, codedeps) hold only what their jobs run: the search's
+    candidate scorers are in the search's alone (a KV-cache scorer edit reruns the search only), no job that
+    scores with a PRM or trains one holds the text generation (vLLM's CPU set-up is hardware's), and
+    the rehearsal's head weights need no adapter."""
+    rules = {r.name: f for r in load_rules() if (f := dict(r.params.items()).get("func"))}
+    closure = {name: codedeps.rule_modules(PKG, f) for name, f in rules.items()}
+    assert {r for r, mods in closure.items() if "prm_lessons.search_scorers" in mods} == {"search_greedy"}
+    scorers = {r for r, mods in closure.items() if "prm_lessons.scoring.load" in mods}
+    assert {"score_samples", "score_processbench", "search_greedy"} <= scorers, sorted(scorers)
+    no_generation = (scorers - {"search_greedy"}) | {"train_prm", "step_features"}
+    assert not {r for r in no_generation if "prm_lessons.generation" in closure[r]}
+    heads_only = codedeps.module_closure(PKG, {"prm_lessons.rehearsal.hub_cache"})
+    assert "prm_lessons.scoring.heads" in heads_only and "prm_lessons.scoring.adapters" not in heads_only
+
 @pytest.mark.slow
 @pytest.mark.parametrize("module, expected", [
     ("config.py", set()),  # DAG time only: validation edits rerun nothing
     ("plan.py", set()),
     ("artifacts/plots.py", FIGURE_RULES),  # a plotting edit redraws figures, rebuilds no table
     ("training.py", {"train_prm"}),  # the trainer: scoring and features use prm.py, not training.py
+    ("search_scorers.py", {"search_greedy"}),  # a KV-cache scorer edit reruns the search only
     # search_greedy scores candidates with the whole PRM (scoring imports prm)
     ("prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy"}),
     ("tables.py", None),  # every job's I/O: its importers (computed), every GPU rule among them

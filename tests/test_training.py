@@ -155,6 +155,77 @@ def test_bad_rows_name_the_instance(labels, label_type, match, base_plain):
         T.prepare_instances(rows, tok, P.step_format(T.settings_from({})), None, label_type)
 
 
+# -- the parts of train_prm, each on its own ----------------------------------------------------------
+
+def test_base_dtype_per_mode():
+    s = T.settings_from
+    assert T.base_dtype(s({"mode": "full"}), True, True) == torch.float32
+    assert T.base_dtype(s({"mode": "lora"}), True, True) == torch.bfloat16
+    assert T.base_dtype(s({"mode": "lora"}), False, True) == torch.float32
+    assert T.base_dtype(s({"mode": "lora"}), True, False) == torch.float32
+    head = s({"mode": "head", "precision": "bf16"})
+    assert T.base_dtype(head, False, False) == P.head_base_dtype(head)
+
+
+def test_resume_checkpoint_rank_zero_prepares_the_others_only_read(tmp_path):
+    import contextlib
+
+    ck = tmp_path / "ck"
+    (ck / "checkpoint-3").mkdir(parents=True)
+    (ck / "checkpoint-3" / "trainer_state.json").write_text("{}")
+    (ck / "checkpoint-5").mkdir()  # cut off mid-save: no trainer_state.json
+    (ck / T.FINGERPRINT_FILE).write_text(json.dumps({"fingerprint": "fp"}))
+
+    class OtherRank:  # the rank-1 view of TrainingArguments: waits for rank 0, then reads
+        process_index = 1
+
+        @contextlib.contextmanager
+        def main_process_first(self, local=True, desc=""):
+            yield
+
+    assert T.resume_checkpoint(OtherRank(), ck, "fp").endswith("checkpoint-3")
+    assert (ck / "checkpoint-5").exists()  # a reader changes nothing
+    args = T.training_arguments(T.settings_from(FAST), ck, on_gpu=False)
+    assert args.process_index == 0
+    assert T.resume_checkpoint(args, ck, "fp").endswith("checkpoint-3")
+    assert not (ck / "checkpoint-5").exists()  # rank 0 removes the incomplete one
+    assert T.resume_checkpoint(args, ck, "other settings") is None and not list(ck.glob("checkpoint-*"))
+    assert T.resume_checkpoint(OtherRank(), ck, "fp") is None  # the directory now belongs to the new run
+
+
+@pytest.fixture(scope="module")
+def base_and_tokenizer(base_plain):
+    backbone, tok = P.load_base(str(base_plain), torch.float32)
+    P.ensure_step_token(tok, backbone, "<extra_0>")
+    return backbone, tok
+
+
+def test_training_instances_and_none_left(trainset, base_and_tokenizer):
+    _, tok = base_and_tokenizer
+    fmt = P.step_format(T.settings_from({}))
+    instances, stats = T.training_instances(str(trainset), tok, fmt, T.settings_from(FAST), "hard")
+    assert len(instances) == stats["instances_used"] == 24 and all(it["input_ids"] for it in instances)
+    with pytest.raises(T.TrainingError, match=f"{trainset.name}: no trainable instance"):
+        T.training_instances(str(trainset), tok, fmt, T.settings_from({**FAST, "max_length": 5}), "hard")
+
+
+def test_build_trainee_head_mode_runs_the_frozen_base_once_and_other_modes_train_it(trainset, base_and_tokenizer):
+    backbone, tok = base_and_tokenizer
+    fmt = P.step_format(T.settings_from({}))
+    settings = T.settings_from({**FAST, "mode": "head"})
+    instances, _ = T.training_instances(str(trainset), tok, fmt, settings, "hard")
+    head = T.build_trainee(backbone, tok, instances, settings, "hard", on_gpu=False)
+    assert isinstance(head.model, P.HeadOnlyModel) and head.model.head is head.head and head.head.standardize
+    assert not any(p.requires_grad for p in backbone.parameters())  # frozen
+    assert len(head.dataset) == len(instances) and all("step_features" in d for d in head.dataset)
+    assert head.feature_tokens == sum(len(it["input_ids"]) for it in instances) and head.feature_seconds > 0
+    for p in backbone.parameters():  # the module-scoped base, as load_base gave it
+        p.requires_grad_(True)
+    full = T.build_trainee(backbone, tok, instances, T.settings_from({**FAST, "mode": "full"}), "hard", on_gpu=False)
+    assert isinstance(full.model, P.ProcessRewardModel) and full.dataset is instances
+    assert full.model.head is full.head and not full.head.standardize and full.feature_tokens == 0
+
+
 def test_bad_settings_name_the_key():
     with pytest.raises(T.TrainingError, match="training.mode"):
         T.settings_from({"mode": "qlora"})

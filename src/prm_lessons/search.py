@@ -16,7 +16,7 @@ or a limit is hit. Every problem ends with a status:
 Efficiency: at each depth the candidates of ALL unfinished problems go to the engine as ONE
 `engine.generate` call (prompt = chat-rendered question + the kept steps, n = K, seed
 `derive_seed(seed, problem_id, depth)`; vLLM's prefix caching shares the prompt), and ONE scorer call
-scores every candidate (`scoring.candidate_scorer`: incremental on a KV-cached prefix where the PRM
+scores every candidate (`search_scorers.candidate_scorer`: incremental on a KV-cached prefix where the PRM
 allows it). The kept path follows the step-format contract: its steps are the kept candidates
 (stripped, as `steps.split_steps` makes them), the response is their `join_steps`, and
 `split_steps(response) == steps`.

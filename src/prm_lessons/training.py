@@ -40,6 +40,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -391,6 +392,120 @@ def trainable_model(backbone, head: StepHead, settings: dict, label_type: str) -
     return ProcessRewardModel(backbone, head, label_type, settings["soft_loss"])
 
 
+def base_dtype(settings: dict, on_gpu: bool, bf16: bool) -> torch.dtype:
+    """The dtype the base is loaded in: head mode's frozen base as `prm.head_base_dtype`; LoRA's base in
+    bf16 on a GPU run in bf16; else fp32."""
+    if settings["mode"] == "head":
+        return head_base_dtype(settings)
+    return torch.bfloat16 if (settings["mode"] == "lora" and on_gpu and bf16) else torch.float32
+
+
+def resume_checkpoint(args, ckpt: Path, fingerprint: str) -> str | None:
+    """The checkpoint this run resumes from (None: from the start). Only rank 0 checks and clears the
+    checkpoint dir; the others wait for it, then only read (no concurrent rmtree on a shared filesystem)
+    and find the same last checkpoint."""
+    with args.main_process_first(local=False, desc="checkpoint directory"):
+        if args.process_index == 0:
+            return prepare_checkpoint_dir(ckpt, fingerprint)
+        return find_checkpoint(ckpt, fingerprint)
+
+
+def training_instances(trainset: str, tokenizer, fmt: StepFormat, settings: dict, label_type: str):
+    """(instances, data stats) of a trainset table; TrainingError when no instance is left to train on."""
+    df = _read_trainset(trainset)
+    instances, data_stats = prepare_instances(df.to_dict("records"), tokenizer, fmt, settings["max_length"], label_type)
+    if not instances:
+        raise TrainingError(f"{trainset}: no trainable instance ({data_stats['instances']} rows, "
+                            f"{data_stats['instances_skipped']} without any step within max_length)")
+    log.info("trainset %s: %s", trainset, data_stats)
+    return instances, data_stats
+
+
+@dataclass
+class Trainee:
+    """What the Trainer trains: the model, its dataset, the step head, and (head mode) the cost of the
+    frozen base's one pass over the instances."""
+    model: nn.Module
+    dataset: list[dict]
+    head: StepHead
+    feature_tokens: int = 0
+    feature_seconds: float = 0.0
+
+
+def build_trainee(backbone, tokenizer, instances: list[dict], settings: dict, label_type: str,
+                  on_gpu: bool) -> Trainee:
+    """Head mode: the frozen base's step features computed once and the head alone trained on them (a fixed
+    standardisation of the features in front of the paper's head); lora / full: base + head on the
+    instances (trainable_model)."""
+    mode = settings["mode"]
+    head = StepHead(int(backbone.config.hidden_size),
+                    standardize=mode == "head" and bool(settings["standardize_features"]))
+    if mode != "head":
+        return Trainee(trainable_model(backbone, head, settings, label_type), instances, head)
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if on_gpu else torch.device("cpu")
+    for p in backbone.parameters():
+        p.requires_grad_(False)
+    tf = time.time()
+    backbone.to(device)
+    dataset = step_features(backbone, instances, pad_id(tokenizer), int(settings["batch_size"]), device)
+    feature_seconds = time.time() - tf
+    backbone.to("cpu")
+    if head.standardize:
+        head.fit_standardization(torch.cat([d["step_features"] for d in dataset]))
+    return Trainee(HeadOnlyModel(head, label_type, settings["soft_loss"]), dataset, head,
+                   sum(len(it["input_ids"]) for it in instances), feature_seconds)
+
+
+def run_trainer(trainee: Trainee, args, tokenizer, resume: str | None, ckpt: Path, callbacks: list | None = None):
+    """(trainer, train result, seconds) of the Trainer run, resumed from `resume` when given. A run stopped
+    before its last step (the JIT checkpoint callback, on SIGTERM) raises TrainingInterrupted."""
+    trainer = _trainer_class()(model=trainee.model, args=args, train_dataset=trainee.dataset,
+                               data_collator=StepCollator(pad_id(tokenizer)),
+                               callbacks=[_log_last_step_callback(), *(callbacks or [])])
+    if resume:
+        log.info("resuming from %s", resume)
+    tt = time.time()
+    result = trainer.train(resume_from_checkpoint=resume)
+    seconds = time.time() - tt
+    if trainer.state.global_step < trainer.state.max_steps:
+        raise TrainingInterrupted(f"training stopped at step {trainer.state.global_step} of "
+                                  f"{trainer.state.max_steps} (SIGTERM); checkpoint in {ckpt}, a rerun resumes")
+    return trainer, result, seconds
+
+
+def gather_trained(trainer, args) -> tuple[int, dict | None]:
+    """Collectives, on every rank: (train tokens of all processes, the weights; under ZeRO-3 gathered from
+    all ranks: the full dict on rank 0, None elsewhere)."""
+    tokens = trainer.accelerator.reduce(torch.tensor(trainer.train_tokens, device=args.device), reduction="sum")
+    return int(tokens.item()), trainer.accelerator.get_state_dict(trainer.model_wrapped)
+
+
+def save_trained(out: Path, full_sd: dict | None, trainer, backbone, tokenizer, fmt: StepFormat, settings: dict,
+                 meta: dict, dtype: torch.dtype) -> str:
+    """Rank 0: the PRM directory from the gathered weights (`prm.save_prm`); returns its layout."""
+    if full_sd is None:  # pragma: no cover - accelerate/DeepSpeed contract
+        raise RuntimeError("rank 0 got no gathered state dict to save")
+    head_sd = {k[len("head."):]: v.detach().to("cpu", torch.float32, copy=True).contiguous()
+               for k, v in full_sd.items() if k.startswith("head.")}  # copies: as prm._save_released
+    backbone_sd = {k[len("backbone."):]: v for k, v in full_sd.items() if k.startswith("backbone.")}
+    state_dict = None
+    if settings["mode"] == "head":
+        save_backbone = backbone
+    elif settings["mode"] == "lora":
+        # merged into a fresh copy of the base: under ZeRO-3 the trained model's own parameters are shards
+        save_backbone = _merged_lora_backbone(backbone_sd, meta["base"], dtype, fmt.step_token, settings["lora"])
+    else:
+        save_backbone = trainer.accelerator.unwrap_model(trainer.model).backbone
+        state_dict = backbone_sd
+    # a fully fine-tuned Qwen2 PRM is saved as Qwen2.5-Math-PRM is published (vLLM serves it); others keep
+    # the project layout (prm.py docstring)
+    released = settings["mode"] == "full" and released_layout_possible(save_backbone, head_sd)
+    layout = "released" if released else "project"
+    save_prm(out, save_backbone, tokenizer, head_sd, fmt, meta, state_dict=state_dict,
+             dtype=torch.float32 if settings["precision"] == "fp32" else torch.bfloat16, layout=layout)
+    return layout
+
+
 def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_type: str = "hard",
               checkpoint_dir: str | None = None, threads: int | None = None, callbacks: list | None = None) -> dict:
     """Train one PRM on a trainset table; write the model directory + train_metrics.json; return the metrics.
@@ -408,77 +523,23 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ckpt = Path(checkpoint_dir) if checkpoint_dir else out.parent / f".{out.name}.checkpoints"
-    mode = settings["mode"]
-    fmt = step_format(settings)
-    bf16 = use_bf16(settings)
-    on_gpu = torch.cuda.is_available()
+    mode, fmt, bf16, on_gpu = settings["mode"], step_format(settings), use_bf16(settings), torch.cuda.is_available()
     set_seed(int(settings["seed"]))
     args = training_arguments(settings, ckpt, on_gpu, bf16)
+    resume = resume_checkpoint(args, ckpt, _fingerprint(settings, label_type, base_dir, trainset))
 
-    # only rank 0 checks/clears the checkpoint dir; the others wait for it, then only read (no concurrent
-    # rmtree on a shared filesystem) and find the same last checkpoint
-    fp = _fingerprint(settings, label_type, base_dir, trainset)
-    with args.main_process_first(local=False, desc="checkpoint directory"):
-        resume = prepare_checkpoint_dir(ckpt, fp) if args.process_index == 0 else find_checkpoint(ckpt, fp)
-
-    dtype = head_base_dtype(settings) if mode == "head" else (
-        torch.bfloat16 if (mode == "lora" and on_gpu and bf16) else torch.float32)
+    dtype = base_dtype(settings, on_gpu, bf16)
     backbone, tokenizer = load_base(base_dir, dtype)
     added = ensure_step_token(tokenizer, backbone, fmt.step_token)
-    hidden = int(backbone.config.hidden_size)
-    fingerprint = None
-    if mode == "head":
-        fingerprint = base_fingerprint(backbone, tokenizer, fmt.step_token)
-
-    df = _read_trainset(trainset)
-    instances, data_stats = prepare_instances(df.to_dict("records"), tokenizer, fmt, settings["max_length"], label_type)
-    if not instances:
-        raise TrainingError(f"{trainset}: no trainable instance ({data_stats['instances']} rows, "
-                            f"{data_stats['instances_skipped']} without any step within max_length)")
-    log.info("trainset %s: %s", trainset, data_stats)
-
+    fingerprint = base_fingerprint(backbone, tokenizer, fmt.step_token) if mode == "head" else None
+    instances, data_stats = training_instances(trainset, tokenizer, fmt, settings, label_type)
     set_seed(int(settings["seed"]))
-    # head mode: a fixed standardisation of the frozen base's features in front of the paper's head
-    head = StepHead(hidden, standardize=mode == "head" and bool(settings["standardize_features"]))
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if on_gpu else torch.device("cpu")
-    feature_seconds = 0.0
-    if mode == "head":
-        for p in backbone.parameters():
-            p.requires_grad_(False)
-        tf = time.time()
-        backbone.to(device)
-        dataset = step_features(backbone, instances, pad_id(tokenizer), int(settings["batch_size"]), device)
-        feature_seconds = time.time() - tf
-        backbone.to("cpu")
-        if head.standardize:
-            head.fit_standardization(torch.cat([d["step_features"] for d in dataset]))
-        model: nn.Module = HeadOnlyModel(head, label_type, settings["soft_loss"])
-        feature_tokens = sum(len(it["input_ids"]) for it in instances)
-    else:
-        model = trainable_model(backbone, head, settings, label_type)
-        dataset = instances
-        feature_tokens = 0
-
-    trainer = _trainer_class()(model=model, args=args, train_dataset=dataset,
-                               data_collator=StepCollator(pad_id(tokenizer)),
-                               callbacks=[_log_last_step_callback(), *(callbacks or [])])
-    if resume:
-        log.info("resuming from %s", resume)
-    tt = time.time()
-    result = trainer.train(resume_from_checkpoint=resume)
-    train_seconds = time.time() - tt
-    if trainer.state.global_step < trainer.state.max_steps:  # the JIT checkpoint callback stopped it
-        raise TrainingInterrupted(f"training stopped at step {trainer.state.global_step} of "
-                                  f"{trainer.state.max_steps} (SIGTERM); checkpoint in {ckpt}, a rerun resumes")
-    # collectives, on every rank: tokens of all processes; the weights (under ZeRO-3 gathered from all
-    # ranks: the full dict on rank 0, None elsewhere)
-    train_tokens = int(trainer.accelerator.reduce(torch.tensor(trainer.train_tokens, device=args.device),
-                                                  reduction="sum").item())
-    full_sd = trainer.accelerator.get_state_dict(trainer.model_wrapped)
+    trainee = build_trainee(backbone, tokenizer, instances, settings, label_type, on_gpu)
+    trainer, result, train_seconds = run_trainer(trainee, args, tokenizer, resume, ckpt, callbacks)
+    train_tokens, full_sd = gather_trained(trainer, args)
     rank0 = trainer.is_world_process_zero()
 
     history = [(h["step"], float(h["loss"])) for h in trainer.state.log_history if "loss" in h]
-    fit = step_fit(head, dataset) if mode == "head" else {}
     metrics = {
         "mode": mode, "label_type": label_type, "soft_loss": settings["soft_loss"] if label_type == "soft" else None,
         "base": str(base_dir), "trainset": str(trainset), "step_token": fmt.step_token, "step_token_added": added,
@@ -490,42 +551,22 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         "saved_by_rank": int(args.process_index) if rank0 else None,
         # non-padding tokens of the instances in all optimizer steps of all processes (x epochs); in head
         # mode each instance went through the frozen base once (feature_tokens, feature_seconds)
-        "train_tokens": train_tokens, "feature_tokens": int(feature_tokens),
-        "train_seconds": train_seconds, "feature_seconds": feature_seconds,
+        "train_tokens": train_tokens, "feature_tokens": int(trainee.feature_tokens),
+        "train_seconds": train_seconds, "feature_seconds": trainee.feature_seconds,
         # head mode: accuracy of the trained head on its own training steps beside the majority-class
         # rate (a head that learnt nothing sits at the majority rate)
-        "train_fit": fit,
+        "train_fit": step_fit(trainee.head, trainee.dataset) if mode == "head" else {},
         "data": data_stats, "precision": "bf16" if bf16 else ("bf16-frozen-base" if dtype == torch.bfloat16 else "fp32"),
         "hardware": hardware(), "settings": settings,
     }
     if not rank0:
         return metrics
-    if full_sd is None:  # pragma: no cover - accelerate/DeepSpeed contract
-        raise RuntimeError("rank 0 got no gathered state dict to save")
-    head_sd = {k[len("head."):]: v.detach().to("cpu", torch.float32, copy=True).contiguous()
-               for k, v in full_sd.items() if k.startswith("head.")}  # copies: as prm._save_released
-    backbone_sd = {k[len("backbone."):]: v for k, v in full_sd.items() if k.startswith("backbone.")}
-    state_dict = None
-    if mode == "head":
-        save_backbone = backbone
-    elif mode == "lora":
-        # merged into a fresh copy of the base: under ZeRO-3 the trained model's own parameters are shards
-        save_backbone = _merged_lora_backbone(backbone_sd, base_dir, dtype, fmt.step_token, settings["lora"])
-    else:
-        save_backbone = trainer.accelerator.unwrap_model(trainer.model).backbone
-        state_dict = backbone_sd
     meta = {"max_length": settings["max_length"], "label_type": label_type, "soft_loss": settings["soft_loss"],
             "mode": mode, "base": str(base_dir), "base_fingerprint": fingerprint}
-    # a fully fine-tuned Qwen2 PRM is saved as Qwen2.5-Math-PRM is published (vLLM serves it); others keep
-    # the project layout (prm.py docstring)
-    layout = "released" if mode == "full" and released_layout_possible(save_backbone, head_sd) else "project"
-    save_prm(out, save_backbone, tokenizer, head_sd, fmt, meta, state_dict=state_dict,
-             dtype=torch.float32 if settings["precision"] == "fp32" else torch.bfloat16, layout=layout)
-    metrics["layout"] = layout
-    wall = time.time() - t0
-    metrics["wall_seconds"] = wall
-    busy = train_seconds + feature_seconds
-    metrics["tokens_per_second"] = metrics["train_tokens"] / busy if busy > 0 else None
+    metrics["layout"] = save_trained(out, full_sd, trainer, backbone, tokenizer, fmt, settings, meta, dtype)
+    metrics["wall_seconds"] = time.time() - t0
+    busy = train_seconds + trainee.feature_seconds
+    metrics["tokens_per_second"] = train_tokens / busy if busy > 0 else None
     (out / METRICS_FILE).write_text(json.dumps(metrics, indent=2, default=str))
     if not settings["keep_checkpoints"]:
         shutil.rmtree(ckpt, ignore_errors=True)

@@ -38,7 +38,7 @@ from safetensors.torch import save_file
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, GenerationConfig
 
 from ..data.sources import git_blob_sha1
-from ..scoring import HEAD_PREFIX, make_head
+from ..scoring.heads import HEAD_PREFIX, make_head
 from ..steps import split_steps
 from .tokenizers import save_tokenizer
 

@@ -66,7 +66,7 @@ def step_features(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
 
 
 def _score_frame(adapter, questions, steps_list, cfg, prefixes=False):
-    from ..scoring import ScoreStats, score_prefixes, score_responses  # lazy: torch (module docstring)
+    from ..scoring.batch import ScoreStats, score_prefixes, score_responses  # lazy: torch (module docstring)
 
     stats = ScoreStats()
     fn = score_prefixes if prefixes else score_responses
@@ -81,7 +81,7 @@ def _from_features(features_input, spec, row_ids):
     """Head-only trained PRMs: scores from the frozen base's stored step features (rule step_features)
     plus this PRM's head; None when the rule gave no features input (any other PRM)."""
     from .. import features  # lazy: torch (module docstring)
-    from ..scoring import ScoreStats  # lazy: torch (module docstring)
+    from ..scoring.batch import ScoreStats  # lazy: torch (module docstring)
 
     paths = as_paths(features_input)
     if not paths:
@@ -119,7 +119,8 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
     is an empty table. With the `shard`/`nshards` wildcards (prms.shards > 1) it scores the responses of
     that problem shard of every set only (prm_lessons.shards.in_shard; rule merge_sample_scores joins them)."""
     from .. import features  # lazy: torch (module docstring)
-    from ..scoring import ScoreStats, load_adapter  # lazy: torch (module docstring)
+    from ..scoring.batch import ScoreStats  # lazy: torch (module docstring)
+    from ..scoring.load import load_adapter  # lazy: torch (module docstring)
 
     spec, cfg = params["spec"], params.get("scoring", {})
     samples = {Path(p).stem: p for p in as_paths(inputs["responses"])}
@@ -163,7 +164,8 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
 def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `score_processbench`: results/processbench/cases.parquet → results/scores/{prm}/processbench.parquet
     (pb_scores). Outcome RMs score every prefix as its own response."""
-    from ..scoring import ScoreStats, load_adapter  # lazy: torch (module docstring)
+    from ..scoring.batch import ScoreStats  # lazy: torch (module docstring)
+    from ..scoring.load import load_adapter  # lazy: torch (module docstring)
 
     spec, cfg = params["spec"], params.get("scoring", {})
     shard = _shard(wildcards)

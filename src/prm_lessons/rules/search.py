@@ -1,8 +1,8 @@
 """Rule glue of workflow/rules/search.smk: PRM-guided greedy search per PRM, the same policy's baseline
 samples and ORM scores (when the Best-of-N ones cannot be reused), and results/tables/search.csv.
 
-search_table runs in the analysis environment (no torch): the torch modules (scoring) are imported
-inside the functions that load models.
+search_table runs in the analysis environment (no torch): the torch modules (scoring, search_scorers) are
+imported inside the functions that load models.
 """
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def search_greedy(*, inputs, outputs, params, wildcards, threads) -> None:
 
     import torch  # lazy: torch (module docstring)
 
-    from ..scoring import candidate_scorer, load_adapter  # lazy: torch (module docstring)
+    from ..scoring.load import load_adapter  # lazy: torch (module docstring)
+    from ..search_scorers import candidate_scorer  # lazy: torch (module docstring)
 
     if threads:
         torch.set_num_threads(max(1, int(threads)))
@@ -132,7 +133,8 @@ def search_samples(*, inputs, outputs, params, wildcards, threads) -> None:
 def search_orm_scores(*, inputs, outputs, params, wildcards, threads) -> None:
     """Rule `search_orm_scores`: the search policy's samples → results/search/scores/{orm}/{benchmark}.parquet
     (step_scores: an outcome RM's one score per response), every benchmark in one job."""
-    from ..scoring import ScoreStats, load_adapter, score_responses  # lazy: torch (module docstring)
+    from ..scoring.batch import ScoreStats, score_responses  # lazy: torch (module docstring)
+    from ..scoring.load import load_adapter  # lazy: torch (module docstring)
 
     adapter = load_adapter(params["spec"])
     cfg = params.get("scoring") or {}
