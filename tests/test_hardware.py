@@ -184,3 +184,15 @@ def test_run_py_reimported_by_a_spawned_worker_does_nothing(monkeypatch):
     ns = runpy.run_path(str(ROOT / "workflow/scripts/run.py"), run_name="__mp_main__")
     assert ns["snakemake"] is None and callable(ns["main"])
     assert dict(os.environ) == env and sys.stdout is out and sys.stderr is err
+
+
+@pytest.mark.parametrize("process", [False, True])
+def test_cpu_engine_process_starts_vllm_as_a_gpu_job_does(monkeypatch, process):
+    """models.<m>.cpu_engine_process: on the CPU build, the engine core is a spawned process (the GPU
+    jobs' start, which the rehearsal runs for one model); otherwise it stays in this process."""
+    for var in (hardware.MP_METHOD_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_CPU_OMP_THREADS_BIND"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(hardware, "vllm_build", lambda: "cpu")
+    assert hardware.vllm_cpu_setup({"tensor_parallel_size": 1, "cpu_engine_process": process}) is True
+    assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == ("1" if process else "0")
+    assert os.environ.get(hardware.MP_METHOD_ENV) == ("spawn" if process else None)

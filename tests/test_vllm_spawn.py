@@ -46,6 +46,7 @@ JOB = textwrap.dedent("""
 
 
 @pytest.mark.slow
+@pytest.mark.rehearsal_dup  # the rehearsal samples with the 72B stand-in this way (models.*.cpu_engine_process)
 def test_vllm_engine_core_spawns_and_scores(tmp_path):
     try:
         import vllm  # noqa: F401  # lazy: probing the import is the point

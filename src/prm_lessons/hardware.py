@@ -126,7 +126,11 @@ def vllm_cpu_setup(entry: dict) -> bool:
             cpus = cpus[:max(1, int(os.environ.get("OMP_NUM_THREADS", len(cpus))))]
             os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus))
             os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
-        if entry.get("tensor_parallel_size", 1) == 1:
+        if entry.get("cpu_engine_process"):
+            # the GPU jobs' path (gpu_job_env): engine core in a spawned process, run.py re-imported
+            os.environ.setdefault(MP_METHOD_ENV, "spawn")
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+        elif entry.get("tensor_parallel_size", 1) == 1:
             # engine core and worker in this process: spawning both (each re-importing torch and vLLM)
             # took ~38 s of start-up per job here vs ~16 s in-process, at the same tokens/s
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
