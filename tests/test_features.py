@@ -14,6 +14,7 @@ pytest.importorskip("transformers")
 from _prm_tiny import score_steps, signal_rows, tiny_base, write_trainset  # noqa: E402
 from prm_lessons import features as F  # noqa: E402
 from prm_lessons import prm as P  # noqa: E402
+from prm_lessons import train_settings  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
 from prm_lessons.rules import evaluation as E  # noqa: E402
 
@@ -38,8 +39,8 @@ def setup(tmp_path_factory):
 def _features(d, base, name="f.safetensors", max_length=256, batch_size=1, settings=SETTINGS):
     out = d / name
     E.step_features(inputs={"texts": str(d / "samples.parquet")}, outputs={"features": str(out)},
-                    params={"base_dir": str(base), "training": T.settings_from(settings), "max_length": max_length,
-                            "batch_size": batch_size}, wildcards={}, threads=1)
+                    params={"base_dir": str(base), "training": train_settings.settings_from(settings),
+                            "max_length": max_length, "batch_size": batch_size}, wildcards={}, threads=1)
     return out
 
 
@@ -74,9 +75,9 @@ def test_batched_features_agree_and_truncation_gives_nan(setup):
 
 def test_added_step_token_embedding_is_deterministic(setup):
     d, base, _ = setup
-    a = P.frozen_base(str(base), T.settings_from(SETTINGS))
+    a = P.frozen_base(str(base), train_settings.settings_from(SETTINGS))
     torch.manual_seed(123)  # a different RNG state must not change the base
-    b = P.frozen_base(str(base), T.settings_from(SETTINGS))
+    b = P.frozen_base(str(base), train_settings.settings_from(SETTINGS))
     assert a[3] == b[3]
     emb = a[0].get_input_embeddings().weight
     sid = a[1].convert_tokens_to_ids("<extra_0>")

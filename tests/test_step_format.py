@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 from _prm_tiny import signal_rows  # noqa: E402
 from conftest import tiny_tokenizer  # noqa: E402
 from prm_lessons import prm as P  # noqa: E402
-from prm_lessons import training as T  # noqa: E402
+from prm_lessons import train_data  # noqa: E402
 from prm_lessons.steps import StepFormat, build_prm_input  # noqa: E402
 
 QWEN_FMT = StepFormat("<extra_0>", "Please reason step by step, and put your final answer within \\boxed{}.", True)
@@ -78,7 +78,7 @@ def test_step_text_containing_the_step_token_is_text(tok):
 
 def test_labels_align_with_step_positions(tok):
     rows = signal_rows(6, seed=4)
-    inst, stats = T.prepare_instances(rows, tok, QWEN_FMT, None, "hard")
+    inst, stats = train_data.prepare_instances(rows, tok, QWEN_FMT, None, "hard")
     assert stats["steps_dropped"] == 0 and stats["instances_used"] == 6
     for row, it in zip(rows, inst):
         enc = build_prm_input(tok, row["question"], row["steps"], QWEN_FMT, None)
@@ -109,10 +109,10 @@ def test_training_counts_every_dropped_labelled_step(tok):
     rows = [{"instance_id": "a", "question": QUESTION, "steps": STEPS, "labels": [1.0, 1.0, 0.0, 0.0]},
             {"instance_id": "b", "question": QUESTION, "steps": STEPS[:1], "labels": [1.0]}]
     full = build_prm_input(tok, QUESTION, STEPS, QWEN_FMT, None)
-    inst, stats = T.prepare_instances(rows, tok, QWEN_FMT, full.step_positions[1] + 1, "hard")
+    inst, stats = train_data.prepare_instances(rows, tok, QWEN_FMT, full.step_positions[1] + 1, "hard")
     assert stats["steps_dropped"] == 2 and stats["instances_truncated"] == 1
     assert inst[0]["step_targets"] == [1.0, 1.0]  # labels of the kept steps, in order
-    inst, stats = T.prepare_instances(rows, tok, QWEN_FMT, full.step_positions[0], "hard")
+    inst, stats = train_data.prepare_instances(rows, tok, QWEN_FMT, full.step_positions[0], "hard")
     assert stats["instances_skipped"] == 2 and stats["steps_dropped"] == 5 and inst == []
 
 

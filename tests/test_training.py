@@ -14,6 +14,7 @@ pytest.importorskip("transformers")
 
 from _prm_tiny import score_steps, signal_rows, tiny_base, write_trainset  # noqa: E402
 from prm_lessons import prm as P  # noqa: E402
+from prm_lessons import train_checkpoints, train_data, train_launch, train_settings, train_setup  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
 from prm_lessons.rules import training as rules_training  # noqa: E402
 from prm_lessons.steps import build_prm_input  # noqa: E402
@@ -151,14 +152,14 @@ def test_bad_rows_name_the_instance(labels, label_type, match, base_plain):
         steps, labels = ["a", "b"], [1.0, 0.0, 1.0]
     rows = [{"instance_id": "ok-1", "question": "q", "steps": ["a"], "labels": [1.0]},
             {"instance_id": "bad-7", "question": "q", "steps": steps, "labels": labels}]
-    with pytest.raises(T.TrainingError, match=f"bad-7.*{match}"):
-        T.prepare_instances(rows, tok, P.step_format(T.settings_from({})), None, label_type)
+    with pytest.raises(train_settings.TrainingError, match=f"bad-7.*{match}"):
+        train_data.prepare_instances(rows, tok, P.step_format(train_settings.settings_from({})), None, label_type)
 
 
 # -- the parts of train_prm, each on its own ----------------------------------------------------------
 
 def test_base_dtype_per_mode():
-    s = T.settings_from
+    s = train_settings.settings_from
     assert T.base_dtype(s({"mode": "full"}), True, True) == torch.float32
     assert T.base_dtype(s({"mode": "lora"}), True, True) == torch.bfloat16
     assert T.base_dtype(s({"mode": "lora"}), False, True) == torch.float32
@@ -174,7 +175,7 @@ def test_resume_checkpoint_rank_zero_prepares_the_others_only_read(tmp_path):
     (ck / "checkpoint-3").mkdir(parents=True)
     (ck / "checkpoint-3" / "trainer_state.json").write_text("{}")
     (ck / "checkpoint-5").mkdir()  # cut off mid-save: no trainer_state.json
-    (ck / T.FINGERPRINT_FILE).write_text(json.dumps({"fingerprint": "fp"}))
+    (ck / train_checkpoints.FINGERPRINT_FILE).write_text(json.dumps({"fingerprint": "fp"}))
 
     class OtherRank:  # the rank-1 view of TrainingArguments: waits for rank 0, then reads
         process_index = 1
@@ -183,14 +184,15 @@ def test_resume_checkpoint_rank_zero_prepares_the_others_only_read(tmp_path):
         def main_process_first(self, local=True, desc=""):
             yield
 
-    assert T.resume_checkpoint(OtherRank(), ck, "fp").endswith("checkpoint-3")
+    assert train_checkpoints.resume_checkpoint(OtherRank(), ck, "fp").endswith("checkpoint-3")
     assert (ck / "checkpoint-5").exists()  # a reader changes nothing
-    args = T.training_arguments(T.settings_from(FAST), ck, on_gpu=False)
+    args = train_setup.training_arguments(train_settings.settings_from(FAST), ck, on_gpu=False)
     assert args.process_index == 0
-    assert T.resume_checkpoint(args, ck, "fp").endswith("checkpoint-3")
+    assert train_checkpoints.resume_checkpoint(args, ck, "fp").endswith("checkpoint-3")
     assert not (ck / "checkpoint-5").exists()  # rank 0 removes the incomplete one
-    assert T.resume_checkpoint(args, ck, "other settings") is None and not list(ck.glob("checkpoint-*"))
-    assert T.resume_checkpoint(OtherRank(), ck, "fp") is None  # the directory now belongs to the new run
+    assert train_checkpoints.resume_checkpoint(args, ck, "other settings") is None and not list(ck.glob("checkpoint-*"))
+    # the directory now belongs to the new run
+    assert train_checkpoints.resume_checkpoint(OtherRank(), ck, "fp") is None
 
 
 @pytest.fixture(scope="module")
@@ -202,18 +204,20 @@ def base_and_tokenizer(base_plain):
 
 def test_training_instances_and_none_left(trainset, base_and_tokenizer):
     _, tok = base_and_tokenizer
-    fmt = P.step_format(T.settings_from({}))
-    instances, stats = T.training_instances(str(trainset), tok, fmt, T.settings_from(FAST), "hard")
+    fmt = P.step_format(train_settings.settings_from({}))
+    instances, stats = train_data.training_instances(str(trainset), tok, fmt, train_settings.settings_from(FAST),
+                                                     "hard")
     assert len(instances) == stats["instances_used"] == 24 and all(it["input_ids"] for it in instances)
-    with pytest.raises(T.TrainingError, match=f"{trainset.name}: no trainable instance"):
-        T.training_instances(str(trainset), tok, fmt, T.settings_from({**FAST, "max_length": 5}), "hard")
+    with pytest.raises(train_settings.TrainingError, match=f"{trainset.name}: no trainable instance"):
+        train_data.training_instances(str(trainset), tok, fmt, train_settings.settings_from({**FAST, "max_length": 5}),
+                                      "hard")
 
 
 def test_build_trainee_head_mode_runs_the_frozen_base_once_and_other_modes_train_it(trainset, base_and_tokenizer):
     backbone, tok = base_and_tokenizer
-    fmt = P.step_format(T.settings_from({}))
-    settings = T.settings_from({**FAST, "mode": "head"})
-    instances, _ = T.training_instances(str(trainset), tok, fmt, settings, "hard")
+    fmt = P.step_format(train_settings.settings_from({}))
+    settings = train_settings.settings_from({**FAST, "mode": "head"})
+    instances, _ = train_data.training_instances(str(trainset), tok, fmt, settings, "hard")
     head = T.build_trainee(backbone, tok, instances, settings, "hard", on_gpu=False)
     assert isinstance(head.model, P.HeadOnlyModel) and head.model.head is head.head and head.head.standardize
     assert not any(p.requires_grad for p in backbone.parameters())  # frozen
@@ -221,16 +225,17 @@ def test_build_trainee_head_mode_runs_the_frozen_base_once_and_other_modes_train
     assert head.feature_tokens == sum(len(it["input_ids"]) for it in instances) and head.feature_seconds > 0
     for p in backbone.parameters():  # the module-scoped base, as load_base gave it
         p.requires_grad_(True)
-    full = T.build_trainee(backbone, tok, instances, T.settings_from({**FAST, "mode": "full"}), "hard", on_gpu=False)
+    full = T.build_trainee(backbone, tok, instances, train_settings.settings_from({**FAST, "mode": "full"}), "hard",
+                           on_gpu=False)
     assert isinstance(full.model, P.ProcessRewardModel) and full.dataset is instances
     assert full.model.head is full.head and not full.head.standardize and full.feature_tokens == 0
 
 
 def test_bad_settings_name_the_key():
-    with pytest.raises(T.TrainingError, match="training.mode"):
-        T.settings_from({"mode": "qlora"})
-    with pytest.raises(T.TrainingError, match="training.soft_loss"):
-        T.settings_from({"soft_loss": "hinge"})
+    with pytest.raises(train_settings.TrainingError, match="training.mode"):
+        train_settings.settings_from({"mode": "qlora"})
+    with pytest.raises(train_settings.TrainingError, match="training.soft_loss"):
+        train_settings.settings_from({"soft_loss": "hinge"})
 
 
 def test_truncation_is_reported_not_silent(tmp_path, base_plain, trainset):
@@ -241,7 +246,7 @@ def test_truncation_is_reported_not_silent(tmp_path, base_plain, trainset):
     assert d["steps_used"] + d["steps_dropped"] == d["steps"]
     saved = json.loads((tmp_path / "prm" / T.METRICS_FILE).read_text())
     assert saved["data"]["steps_dropped"] == d["steps_dropped"]
-    with pytest.raises(T.TrainingError, match="no trainable instance"):
+    with pytest.raises(train_settings.TrainingError, match="no trainable instance"):
         T.train_prm(str(trainset), str(base_plain), str(tmp_path / "prm2"),
                      {**FAST, "mode": "head", "max_length": 5}, "hard")
 
@@ -313,11 +318,11 @@ def test_rule_function_writes_declared_outputs(tmp_path, base_plain, trainset):
 
 
 def test_multi_gpu_launch_command():
-    cmd = T.distributed_command("/x/spec.json", 4, 23456)
+    cmd = train_launch.distributed_command("/x/spec.json", 4, 23456)
     assert cmd[1:3] == ["-m", "torch.distributed.run"]
     assert cmd[cmd.index("--nproc_per_node") + 1] == "4" and cmd[cmd.index("--nnodes") + 1] == "1"
     assert cmd[cmd.index("--master_port") + 1] == "23456"
-    assert cmd[-4:] == ["-m", "prm_lessons.training", "--spec", "/x/spec.json"]
+    assert cmd[-4:] == ["-m", "prm_lessons.train_launch", "--spec", "/x/spec.json"]
 
 
 def test_free_port_is_free_and_per_job(monkeypatch):
@@ -331,17 +336,17 @@ def test_free_port_is_free_and_per_job(monkeypatch):
             held.bind(("", derived))
         except OSError:  # pragma: no cover - someone else holds it: then it must not be returned either
             pass
-        port = T.free_port()
+        port = train_launch.free_port()
         assert port != derived  # taken: another one
         with socket.socket() as s:
             s.bind(("", port))  # and that one is free
-    assert T.free_port() == derived  # free again: the job's own port
+    assert train_launch.free_port() == derived  # free again: the job's own port
     monkeypatch.delenv("SLURM_JOB_ID")
-    assert T.free_port() > 0
+    assert train_launch.free_port() > 0
 
 
 def test_launched_processes_import_the_checkout(tmp_path):
-    """The launcher's children run `-m prm_lessons.training` in environments where the package is not
+    """The launcher's children run `-m prm_lessons.train_launch` in environments where the package is not
     installed (conda envs): the launch environment alone must make it importable, from any directory."""
     import subprocess
     import sys
@@ -350,7 +355,7 @@ def test_launched_processes_import_the_checkout(tmp_path):
     probe = [sys.executable, "-S", "-c", "import prm_lessons, sys; print(prm_lessons.__file__)"]  # -S: no site, no .pth
     without = subprocess.run(probe, cwd=tmp_path, env=clean, capture_output=True, text=True)
     assert without.returncode != 0  # the control: this environment lacks the package
-    env = T.launcher_env(cpu=True, base=clean)
+    env = train_launch.launcher_env(cpu=True, base=clean)
     ok = subprocess.run(probe, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert Path(ok.stdout.strip()).resolve() == Path(T.__file__).resolve().parent / "__init__.py"
@@ -367,9 +372,9 @@ def test_run_training_launches_with_the_package_env(tmp_path, monkeypatch, base_
         out.mkdir(parents=True, exist_ok=True)
         (out / T.METRICS_FILE).write_text(json.dumps({"world_size": 2}))
 
-    monkeypatch.setattr(T, "run_launcher", fake_launcher)
-    m = T.run_training(str(trainset), str(base_plain), str(tmp_path / "prm"), {**FAST, "processes": 2}, "hard",
-                       checkpoint_dir=str(tmp_path / "ck"), threads=2)
+    monkeypatch.setattr(train_launch, "run_launcher", fake_launcher)
+    m = train_launch.run_training(str(trainset), str(base_plain), str(tmp_path / "prm"), {**FAST, "processes": 2},
+                                  "hard", checkpoint_dir=str(tmp_path / "ck"), threads=2)
     assert m == {"world_size": 2}
     assert seen["cmd"][seen["cmd"].index("--nproc_per_node") + 1] == "2"
     src = str(Path(T.__file__).resolve().parents[1])
@@ -382,8 +387,8 @@ def test_gpus_asked_and_none_found_stops(tmp_path, base_plain, trainset):
 
     asked = torch.cuda.device_count() + 2
     with pytest.raises(GPUNotFoundError, match=rf"train_prm.*{asked} GPU"):
-        T.run_training(str(trainset), str(base_plain), str(tmp_path / "prm"), {**FAST, "gpus": asked}, "hard",
-                       checkpoint_dir=str(tmp_path / "ck"))
+        train_launch.run_training(str(trainset), str(base_plain), str(tmp_path / "prm"), {**FAST, "gpus": asked},
+                                  "hard", checkpoint_dir=str(tmp_path / "ck"))
     assert not (tmp_path / "prm").exists()
 
 
@@ -426,25 +431,27 @@ def test_save_steps_fraction_of_the_run(tmp_path, base_plain, trainset):
                 {**FAST, "mode": "head", "epochs": 2, "save_steps": 0.25, "save_total_limit": 10,
                  "keep_checkpoints": True}, "hard", checkpoint_dir=str(ckpt))
     assert sorted(p.name for p in ckpt.glob("checkpoint-*")) == [f"checkpoint-{i}" for i in (12, 3, 6, 9)]
-    with pytest.raises(T.TrainingError, match="save_steps"):
-        T.settings_from({"save_steps": 1.5})
+    with pytest.raises(train_settings.TrainingError, match="save_steps"):
+        train_settings.settings_from({"save_steps": 1.5})
 
 
 def test_incomplete_checkpoint_is_never_resumed(tmp_path):
     """A save cut off by SIGKILL (after SLURM's KillWait) leaves a checkpoint without trainer_state.json or
     with the JIT sentinel: resume from the last complete one, and only rank 0 changes the directory."""
     ck = tmp_path / "ck"
-    for name, files in {"checkpoint-4": ["trainer_state.json"], "checkpoint-6": ["trainer_state.json", T.JIT_SENTINEL],
+    for name, files in {"checkpoint-4": ["trainer_state.json"],
+                        "checkpoint-6": ["trainer_state.json", train_checkpoints.JIT_SENTINEL],
                         "checkpoint-8": ["model.safetensors"]}.items():
         (ck / name).mkdir(parents=True)
         for f in files:
             (ck / name / f).write_text("{}")
-    (ck / T.FINGERPRINT_FILE).write_text(json.dumps({"fingerprint": "fp"}))
-    assert T.find_checkpoint(ck, "fp").endswith("checkpoint-4")
-    assert T.find_checkpoint(ck, "other") is None and (ck / "checkpoint-8").exists()  # readers change nothing
-    assert T.prepare_checkpoint_dir(ck, "fp").endswith("checkpoint-4")
+    (ck / train_checkpoints.FINGERPRINT_FILE).write_text(json.dumps({"fingerprint": "fp"}))
+    assert train_checkpoints.find_checkpoint(ck, "fp").endswith("checkpoint-4")
+    # readers change nothing
+    assert train_checkpoints.find_checkpoint(ck, "other") is None and (ck / "checkpoint-8").exists()
+    assert train_checkpoints.prepare_checkpoint_dir(ck, "fp").endswith("checkpoint-4")
     assert sorted(p.name for p in ck.glob("checkpoint-*")) == ["checkpoint-4"]
-    assert T.prepare_checkpoint_dir(ck, "other") is None and not list(ck.glob("checkpoint-*"))
+    assert train_checkpoints.prepare_checkpoint_dir(ck, "other") is None and not list(ck.glob("checkpoint-*"))
 
 
 _KILLED_CHILD = """
@@ -500,7 +507,7 @@ def test_defaults_are_what_validation_fills_in():
     from prm_lessons.config import validate_config
 
     raw = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
-    assert T.settings_from({}) == validate_config({**raw, "training": {}})["training"]
+    assert train_settings.settings_from({}) == validate_config({**raw, "training": {}})["training"]
 
 
 def test_deepspeed_zero3_config_is_valid_json():

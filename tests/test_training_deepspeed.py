@@ -18,6 +18,7 @@ pytest.importorskip("transformers")
 from _prm_tiny import score_steps, signal_rows, tiny_base, write_trainset  # noqa: E402
 from conftest import on_ci  # noqa: E402
 from prm_lessons import prm as P  # noqa: E402
+from prm_lessons import train_launch, train_settings, train_setup  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +55,7 @@ def base_qwen(tmp_path_factory):
 def paper_settings(**over) -> dict:
     """config/paper.yaml's training block (full fine-tuning, ZeRO-3, gradient checkpointing)."""
     block = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())["training"]
-    return T.settings_from({**block, "deepspeed": str(ZERO3), **over})
+    return train_settings.settings_from({**block, "deepspeed": str(ZERO3), **over})
 
 
 def autos(node, path=""):
@@ -73,7 +74,7 @@ def test_zero3_autos_are_filled_from_the_model_the_trainer_gets(tmp_path, base_q
     model = T.trainable_model(backbone, P.StepHead(int(backbone.config.hidden_size)), settings, "hard")
     # the GPU job's TrainingArguments (bf16 off: this CPU has none); built after the model here, so that
     # transformers' zero.Init (which needs a process group) stays out of a CPU unit test
-    args = T.training_arguments(settings, tmp_path / "ck", on_gpu=True, bf16=False)
+    args = train_setup.training_arguments(settings, tmp_path / "ck", on_gpu=True, bf16=False)
     assert Path(args.deepspeed) == ZERO3
     ds = args.hf_deepspeed_config
     assert ds.is_zero3() and autos(ds.config["zero_optimization"])  # the repo's file leaves them to the model
@@ -102,14 +103,14 @@ def test_the_wrapper_exposes_the_base_config_and_trainer_keeps_it_a_plain_module
     the Trainer still saves it as a state dict, not through save_pretrained (it is no PreTrainedModel)."""
     from transformers import PreTrainedModel
 
-    settings = T.settings_from({"mode": "full", "gradient_checkpointing": False})
+    settings = train_settings.settings_from({"mode": "full", "gradient_checkpointing": False})
     backbone, tokenizer = P.load_base(str(base_qwen), torch.float32)
     model = T.trainable_model(backbone, P.StepHead(HIDDEN), settings, "hard")
     assert model.config is backbone.config and model.config.hidden_size == HIDDEN
     assert not isinstance(model, PreTrainedModel)
     assert "config" not in dict(model.named_modules()) and "config" not in model.state_dict()
-    args = T.training_arguments(settings, tmp_path / "ck", on_gpu=False)
-    trainer = T._trainer_class()(model=model, args=args, train_dataset=[], data_collator=P.StepCollator(0))
+    args = train_setup.training_arguments(settings, tmp_path / "ck", on_gpu=False)
+    trainer = train_setup.trainer_class()(model=model, args=args, train_dataset=[], data_collator=P.StepCollator(0))
     assert backbone.config.use_cache is False  # the Trainer's own setting, on the base
     trainer.save_model(str(tmp_path / "saved"))
     assert (tmp_path / "saved" / "model.safetensors").exists()
@@ -117,10 +118,10 @@ def test_the_wrapper_exposes_the_base_config_and_trainer_keeps_it_a_plain_module
 
 
 def test_head_mode_with_deepspeed_names_the_key():
-    settings = T.settings_from({"mode": "head", "deepspeed": str(ZERO3)})
-    assert T.deepspeed_config(settings, on_gpu=False) is None
-    with pytest.raises(T.TrainingError, match="training.deepspeed"):
-        T.deepspeed_config(settings, on_gpu=True)
+    settings = train_settings.settings_from({"mode": "head", "deepspeed": str(ZERO3)})
+    assert train_setup.deepspeed_config(settings, on_gpu=False) is None
+    with pytest.raises(train_settings.TrainingError, match="training.deepspeed"):
+        train_setup.deepspeed_config(settings, on_gpu=True)
 
 
 def test_make_setup_installs_the_gpu_stacks_deepspeed():
@@ -149,8 +150,8 @@ def test_zero3_on_cpu_trains_saves_the_released_layout_and_scores(tmp_path, base
                 "batch_size": 2, "learning_rate": 1e-3, "max_length": 256, "save_steps": 1, "logging_steps": 1,
                 "gradient_checkpointing": True, "gpus": 0, "processes": 2,
                 "precision": "fp32"}  # saved in fp32: the gathered tensors are written as they are (no cast)
-    m = T.run_training(str(trainset), str(base_qwen), str(out), settings, "hard",
-                       checkpoint_dir=str(tmp_path / "ck"), threads=2)
+    m = train_launch.run_training(str(trainset), str(base_qwen), str(out), settings, "hard",
+                                  checkpoint_dir=str(tmp_path / "ck"), threads=2)
     assert m["deepspeed"] == str(ZERO3)  # the Trainer ran the DeepSpeed engine
     assert m["world_size"] == 2 and m["saved_by_rank"] == 0 and m["global_steps"] == 2
     assert m["layout"] == "released" and all(math.isfinite(x) for x in m["loss_history"])
@@ -167,7 +168,7 @@ def test_zero3_on_cpu_trains_saves_the_released_layout_and_scores(tmp_path, base
 
 def test_deepspeed_on_cpu_outside_torchrun_names_the_key(tmp_path, monkeypatch):
     monkeypatch.delenv("LOCAL_RANK", raising=False)
-    settings = T.settings_from({"mode": "full", "deepspeed": str(ZERO3), "deepspeed_on_cpu": True})
-    with pytest.raises(T.TrainingError, match="training.deepspeed_on_cpu"):
-        T.training_arguments(settings, tmp_path / "ck", on_gpu=False)
-    assert T.deepspeed_config({**settings, "deepspeed_on_cpu": False}, on_gpu=False) is None  # the default
+    settings = train_settings.settings_from({"mode": "full", "deepspeed": str(ZERO3), "deepspeed_on_cpu": True})
+    with pytest.raises(train_settings.TrainingError, match="training.deepspeed_on_cpu"):
+        train_setup.training_arguments(settings, tmp_path / "ck", on_gpu=False)
+    assert train_setup.deepspeed_config({**settings, "deepspeed_on_cpu": False}, on_gpu=False) is None  # the default

@@ -12,6 +12,7 @@ pytest.importorskip("transformers")
 
 from _prm_tiny import score_steps, signal_rows, tiny_base, write_trainset  # noqa: E402
 from prm_lessons import prm as P  # noqa: E402
+from prm_lessons import train_launch  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
 
 
@@ -23,8 +24,8 @@ def test_full_fine_tune_in_two_cpu_processes(tmp_path):
     out = tmp_path / "prm"
     settings = {"mode": "full", "max_steps": 3, "batch_size": 2, "learning_rate": 1e-3, "max_length": 256,
                 "save_steps": 2, "gpus": 0, "processes": 2}
-    m = T.run_training(str(trainset), str(base), str(out), settings, "hard",
-                       checkpoint_dir=str(tmp_path / "ck"), threads=2)
+    m = train_launch.run_training(str(trainset), str(base), str(out), settings, "hard",
+                                  checkpoint_dir=str(tmp_path / "ck"), threads=2)
     saved = json.loads((out / T.METRICS_FILE).read_text())
     assert m == saved
     assert saved["world_size"] == 2 and saved["saved_by_rank"] == 0 and saved["global_steps"] == 3

@@ -14,7 +14,7 @@ import yaml
 
 from conftest import ROOT
 from prm_lessons import plan
-from prm_lessons.training import SHUTDOWN_TIMEOUT_S, distributed_command, run_launcher
+from prm_lessons.train_launch import SHUTDOWN_TIMEOUT_S, distributed_command, run_launcher
 
 
 def test_torchrun_waits_longer_than_the_paper_jobs_grace():

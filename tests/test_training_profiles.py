@@ -141,7 +141,7 @@ def test_paper_training_sbatch_has_one_node_and_the_jit_grace():
     longest iteration + checkpoint save time"), within the first attempt's runtime."""
     import shlex
 
-    from prm_lessons import plan, training
+    from prm_lessons import plan, train_settings
     from prm_lessons.config import load_config
 
     argv = shlex.split(train_sbatch(["config/paper.yaml"]))
@@ -154,8 +154,8 @@ def test_paper_training_sbatch_has_one_node_and_the_jit_grace():
     assert plan.checkpoint_gb(train) > 100  # a 7.6B base: weights + fp32 master + Adam states, ~122 GB
     assert save_s + plan.JIT_KILL_WAIT_S < grace <= 60 * int(argv[argv.index("-t") + 1]) // 2
     # the grace is for transformers' JIT checkpoint, which the training code switches on from these keys
-    s = training.settings_from(train)
-    assert s["jit_checkpoint"] and training.save_steps(s)
+    s = train_settings.settings_from(train)
+    assert s["jit_checkpoint"] and train_settings.save_steps(s)
 
 
 @pytest.mark.parametrize("configfiles", [[], ["config/paper.yaml", "config/rehearsal.yaml"]])

@@ -310,7 +310,7 @@ def base_fingerprint(backbone, tokenizer, step_token: str) -> str:
 
 def frozen_base(base_dir: str, settings: dict):
     """The frozen base of head-mode training: (backbone in eval mode, tokenizer with the step token,
-    StepFormat, fingerprint). `settings`: resolved training settings (`training.settings_from`)."""
+    StepFormat, fingerprint). `settings`: resolved training settings (`train_settings.settings_from`)."""
     backbone, tokenizer = load_base(base_dir, head_base_dtype(settings))
     ensure_step_token(tokenizer, backbone, settings["step_token"])
     for p in backbone.parameters():

@@ -4,15 +4,15 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .. import training
+from .. import train_launch, training
 
 
 def train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `train_prm`: results/trainsets/{variant}.parquet -> results/prms/{variant}/."""
     out_dir = outputs["model"]
-    metrics = training.run_training(inputs["trainset"], params["base_dir"], out_dir, params["training"],
-                                    label_type=params.get("label_type") or "hard",
-                                    checkpoint_dir=params.get("checkpoint_dir"), threads=threads)
+    metrics = train_launch.run_training(inputs["trainset"], params["base_dir"], out_dir, params["training"],
+                                        label_type=params.get("label_type") or "hard",
+                                        checkpoint_dir=params.get("checkpoint_dir"), threads=threads)
     if Path(out_dir, training.METRICS_FILE) != Path(outputs["metrics"]):  # pragma: no cover - layout guard
         shutil.copy(Path(out_dir, training.METRICS_FILE), outputs["metrics"])
     hist = metrics["loss_history"]
