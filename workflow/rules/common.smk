@@ -123,7 +123,7 @@ def policy_responses(policy):
 
 
 def judged_samples(wc, table="samples"):
-    """The samples an LLM-judge rule (verifiers.smk) of one policy reads: the judged benchmarks it samples;
+    """The samples the LLM-judge jobs (verifiers.smk) of one policy read, i.e. the judged benchmarks it samples;
     table="responses": the ungraded ones (the judge jobs, so a grading fix judges nothing again)."""
     own = policy_benchmarks(wc)
     return [
