@@ -1,0 +1,143 @@
+"""Config → DAG: every name and path the workflow derives from the (validated) config, in one place.
+
+Runs only while Snakemake builds the DAG (workflow/rules/common.smk computes the shared names from it
+once; the stage files read only those), so editing it reruns no job: jobs get config values through
+their params. Every `results/...` path outside the .smk files is written here. One module per stage
+(lower stages first: base, models, policies, sampling, processbench, trainsets, training, evaluation,
+critics, search, judges, shards, analysis; a module imports only from those before it); this package
+re-exports every public name, which no job's code can see (plan is never in a job's closure).
+"""
+from __future__ import annotations
+
+from .analysis import analysis_settings, analysis_skipped
+from .base import wildcard_alternatives
+from .critics import (
+    CRITIC_SETTINGS,
+    OFFICIAL_CRITIC_TEMPLATE,
+    critic_generation_sources,
+    critic_minutes,
+    critic_setting,
+    critic_shards,
+    critic_specs,
+    critic_template_input,
+)
+from .evaluation import (
+    features_input,
+    prm_gpus,
+    resolve_prm_specs,
+    score_log,
+    score_outputs,
+    score_shard_paths,
+    score_shards,
+    scoring_gpus,
+    scoring_runtime,
+    shared_features,
+    spec_inputs,
+    trained_variants,
+)
+from .judges import (
+    BON_JUDGE_MODES,
+    BON_JUDGE_SETTING_KEYS,
+    bon_judge_benchmarks,
+    bon_judge_minutes,
+    bon_judge_model,
+    bon_judge_names,
+    bon_judge_policies,
+    bon_judge_runs,
+    bon_judge_settings,
+    bon_judge_shards,
+    bon_judge_template,
+)
+from .models import engine_threads, gpus, mem_mb_for, model_input, runtime
+from .policies import (
+    POLICY_SAMPLING_KEYS,
+    bon_evaluations,
+    bon_n,
+    bon_ns,
+    bon_policies,
+    judge_sample_cap,
+    policy_dir,
+    policy_dir_regex,
+    policy_of_dir,
+    policy_path,
+    primary_policy,
+    sample_n,
+)
+from .processbench import PROCESSBENCH_BASELINES, PROCESSBENCH_DEV, processbench_dev
+from .sampling import (
+    dataset_problems,
+    dataset_spec,
+    fewshot_inputs,
+    fewshot_spec,
+    local_source_inputs,
+    pinned_file_spec,
+    sample_shard_count,
+    sample_shards,
+    samples_per_problem,
+    sized_shard_count,
+)
+from .search import (
+    SEARCH_FLOOR,
+    SEARCH_MINUTES,
+    SEARCH_MULTI_GPU,
+    search_benchmarks,
+    search_gpus,
+    search_log,
+    search_minutes,
+    search_n,
+    search_orm_path,
+    search_outputs,
+    search_policy,
+    search_policy_entry,
+    search_prms,
+    search_reuses_samples,
+    search_samples_path,
+    search_shard_paths,
+    search_shards,
+)
+from .shards import shard_files, shard_log, shard_minutes, shard_outputs
+from .training import (
+    CHECKPOINT_BYTES_PER_PARAM,
+    JIT_KILL_WAIT_S,
+    STEP_TFLOPS_PER_GPU,
+    TRAINING_RESOURCE_KEYS,
+    checkpoint_gb,
+    jit_grace_seconds,
+    training_params,
+    training_settings,
+    training_slurm_extra,
+)
+from .trainsets import (
+    TRAINSET_SOURCES,
+    eval_set_paths,
+    label_needs,
+    label_shard_paths,
+    role_model,
+    threshold_sweep_variants,
+    trainset_inputs,
+    uses,
+    variant_datasets,
+    variants,
+)
+
+__all__ = [
+    "wildcard_alternatives", "model_input", "gpus", "mem_mb_for", "runtime", "engine_threads", "bon_n",
+    "POLICY_SAMPLING_KEYS", "bon_policies", "primary_policy", "policy_dir", "policy_of_dir", "policy_dir_regex",
+    "bon_ns", "sample_n", "judge_sample_cap", "bon_evaluations", "policy_path", "dataset_spec", "local_source_inputs",
+    "fewshot_inputs", "fewshot_spec", "pinned_file_spec", "samples_per_problem", "dataset_problems",
+    "sized_shard_count", "sample_shard_count", "sample_shards", "PROCESSBENCH_DEV", "PROCESSBENCH_BASELINES",
+    "processbench_dev", "TRAINSET_SOURCES", "variants", "threshold_sweep_variants", "label_needs", "uses",
+    "variant_datasets", "role_model", "label_shard_paths", "eval_set_paths", "trainset_inputs",
+    "TRAINING_RESOURCE_KEYS", "training_settings", "training_params", "CHECKPOINT_BYTES_PER_PARAM",
+    "STEP_TFLOPS_PER_GPU", "JIT_KILL_WAIT_S", "checkpoint_gb", "jit_grace_seconds", "training_slurm_extra",
+    "trained_variants", "resolve_prm_specs", "spec_inputs", "shared_features", "features_input", "scoring_gpus",
+    "prm_gpus", "score_shards", "score_outputs", "score_log", "score_shard_paths", "scoring_runtime",
+    "CRITIC_SETTINGS", "OFFICIAL_CRITIC_TEMPLATE", "critic_specs", "critic_generation_sources", "critic_shards",
+    "critic_minutes", "critic_template_input", "critic_setting", "search_prms", "search_policy",
+    "search_policy_entry", "search_benchmarks", "search_n", "search_reuses_samples", "search_samples_path",
+    "search_orm_path", "search_shards", "search_outputs", "search_log", "search_shard_paths", "SEARCH_MINUTES",
+    "SEARCH_MULTI_GPU", "SEARCH_FLOOR", "search_minutes", "search_gpus", "BON_JUDGE_MODES", "BON_JUDGE_SETTING_KEYS",
+    "bon_judge_benchmarks", "bon_judge_policies", "bon_judge_model", "bon_judge_settings", "bon_judge_template",
+    "bon_judge_names", "bon_judge_runs", "bon_judge_shards", "bon_judge_minutes", "shard_outputs", "shard_files",
+    "shard_log", "shard_minutes", "analysis_settings", "analysis_skipped",
+]

@@ -1,0 +1,72 @@
+"""Plan stage: training (settings, params, the JIT checkpoint's SIGTERM grace)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+# training keys that change no result: kept out of params so editing them does not retrain every PRM
+TRAINING_RESOURCE_KEYS = ("mem_mb", "runtime", "threads", "keep_checkpoints", "gpus_scoring", "base_params_b",
+                          "checkpoint_write_gbps")
+
+
+def training_settings(config: dict, basedir: str | Path) -> dict:
+    """The `training` section, with a DeepSpeed config path not found in the working directory read
+    from the workflow (config/deepspeed/...)."""
+    train = dict(config["training"])
+    if train.get("deepspeed") and not Path(train["deepspeed"]).exists():
+        train["deepspeed"] = str(Path(basedir) / train["deepspeed"])
+    return train
+
+
+def training_params(train: dict) -> dict:
+    """The training settings a PRM depends on (rule params): resources and bookkeeping left out."""
+    return {k: v for k, v in train.items() if k not in TRAINING_RESOURCE_KEYS}
+
+
+# Bytes per base parameter in one checkpoint of a full fine-tune under ZeRO-3: the 16-bit weights rank 0
+# gathers for the model file (2) and the partitions the ranks write (bf16 weights 2, fp32 master 4, Adam's
+# two moments 4 + 4). A 7.6B base: ~122 GB.
+CHECKPOINT_BYTES_PER_PARAM = 16
+# ASSUMED training throughput per GPU for the longest optimizer step (bf16; ~10% of an H100's dense peak,
+# low on purpose: too long a grace costs a few minutes at the time limit, too short loses the checkpoint)
+STEP_TFLOPS_PER_GPU = 100
+# transformers' CheckpointManager waits this long after SIGTERM before it asks for the checkpoint
+JIT_KILL_WAIT_S = 3
+
+
+def checkpoint_gb(train: dict) -> float:
+    """GB of one training checkpoint (full fine-tuning, ZeRO-3 states) of a `base_params_b` base."""
+    return float(train["base_params_b"]) * CHECKPOINT_BYTES_PER_PARAM
+
+
+def jit_grace_seconds(train: dict) -> int:
+    """Seconds the JIT checkpoint needs between SIGTERM and the kill. transformers (enable_jit_checkpoint):
+    "grace period >= longest iteration time + checkpoint save time". The longest optimizer step is every
+    sequence at max_length (forward + backward, + the recomputed forward with gradient checkpointing) at
+    STEP_TFLOPS_PER_GPU; the save is checkpoint_gb at `checkpoint_write_gbps`. × 1.5, in 30 s steps."""
+    params = float(train["base_params_b"]) * 1e9
+    n_gpus = max(1, int(train["gpus"]))
+    tokens = int(train["batch_size"]) * int(train["gradient_accumulation_steps"]) * n_gpus * int(train["max_length"])
+    flops = (8 if train["gradient_checkpointing"] else 6) * params * tokens
+    step = flops / (n_gpus * STEP_TFLOPS_PER_GPU * 1e12)
+    save = checkpoint_gb(train) / float(train["checkpoint_write_gbps"])
+    return int(math.ceil((JIT_KILL_WAIT_S + step + save) * 1.5 / 30) * 30)
+
+
+def training_slurm_extra(config: dict) -> str:
+    """sbatch options of a training job: `--signal=TERM@<grace>`, so SLURM sends SIGTERM that long before
+    the time limit and transformers' JIT checkpoint (training.jit_checkpoint) is written before the kill;
+    the retry (more time) resumes from it. Only for GPU training with checkpoints: the CPU default and the
+    rehearsal get none."""
+    train = config["training"]
+    if not (int(train["gpus"]) > 0 and train["jit_checkpoint"] and float(train["save_steps"]) > 0):
+        return ""
+    if train.get("base_params_b") is None:
+        raise ValueError("training.base_params_b: set the base model's parameters (billions) to size the "
+                         "SIGTERM grace of GPU training's JIT checkpoint (or set training.jit_checkpoint: false)")
+    grace = jit_grace_seconds(train)
+    limit = 60 * min(int(train["runtime"]), int(config["cluster"]["max_runtime"]))
+    if 2 * grace > limit:
+        raise ValueError(f"training.runtime: {limit // 60} min leaves no room for the JIT checkpoint's "
+                         f"{grace} s grace (training.base_params_b, training.checkpoint_write_gbps)")
+    return f"--signal=TERM@{grace}"

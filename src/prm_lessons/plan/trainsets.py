@@ -1,0 +1,131 @@
+"""Plan stage: labels and training sets (variants, what MC must decide, label shards, trainset inputs)."""
+from __future__ import annotations
+
+from ..config import sweep_variant_name
+from ..labels.mc import as_fraction
+from .processbench import PROCESSBENCH_DEV, processbench_dev
+from .sampling import sized_shard_count
+
+TRAINSET_SOURCES = ("mc", "judge", "human", "consensus", "math_shepherd")
+
+
+def _norm_spec(spec: dict) -> dict:
+    src = spec["source"]
+    lt = spec.get("label_type", "hard") if src in ("mc", "consensus") else "hard"
+    thr = float(spec.get("threshold", 0.0)) if (src == "mc" and lt == "hard") else None
+    return {"source": src, "label_type": lt, "threshold": thr,
+            "datasets": list(spec["datasets"]) if spec.get("datasets") else None}
+
+
+def variants(config: dict) -> dict[str, dict]:
+    """All training-set variants, declared and sweep, name → normalised spec (source, label_type,
+    threshold, datasets). The MC threshold sweep adds `mc_hard_t{p}of{q}` unless a declared variant
+    has the same definition, so no PRM is trained twice."""
+    tcfg = config.get("trainsets", {}) or {}
+    out: dict[str, dict] = {}
+    for name, spec in (tcfg.get("variants") or {}).items():
+        if spec.get("enabled") is False:  # switched off (overlays merge key by key and cannot delete one)
+            continue
+        s = _norm_spec(spec)
+        if s["source"] not in TRAINSET_SOURCES:
+            raise ValueError(f"config error at `trainsets.variants.{name}.source`: must be one of {TRAINSET_SOURCES}")
+        if s["source"] == "consensus":
+            s["threshold"] = float((config.get("consensus") or {}).get("threshold", 0.0)) if s["label_type"] == "hard" else None
+        out[name] = s
+    for t in tcfg.get("mc_threshold_sweep") or []:
+        spec = {"source": "mc", "label_type": "hard", "threshold": float(as_fraction(t)), "datasets": None}
+        if any(v == spec for v in out.values()):
+            continue
+        out[sweep_variant_name(t)] = spec
+    return out
+
+
+def threshold_sweep_variants(config: dict) -> list[tuple[float, str]]:
+    """(threshold, variant name) for the MC threshold sweep, in threshold order (Figure 5)."""
+    vs = variants(config)
+    out = []
+    for t in sorted({float(as_fraction(x)) for x in (config.get("trainsets", {}) or {}).get("mc_threshold_sweep") or []}):
+        spec = {"source": "mc", "label_type": "hard", "threshold": t, "datasets": None}
+        out.append((t, next(n for n, v in vs.items() if v == spec)))
+    return out
+
+
+def label_needs(config: dict) -> dict:
+    """What MC must decide for the configured variants: {'thresholds': [...], 'soft': bool}
+    (the MC rule stops each step's completions once these are decided)."""
+    ts: set[float] = set()
+    soft = False
+    cons_t = float((config.get("consensus") or {}).get("threshold", 0.0))
+    for v in variants(config).values():
+        if v["source"] == "mc":
+            if v["label_type"] == "soft":
+                soft = True
+            else:
+                ts.add(float(as_fraction(v["threshold"])))
+        elif v["source"] == "consensus":
+            ts.add(cons_t)
+            soft = soft or v["label_type"] == "soft"
+    if soft and (config.get("mc") or {}).get("protocol", "early") != "binary":
+        # soft labels roll out all K completions of every step up to the first zero step, which decides
+        # every threshold: the thresholds change no rollout, so they stay out of the MC rule's params
+        # (adding a sweep point relabels nothing)
+        return {"thresholds": [0.0], "soft": True}
+    return {"thresholds": sorted(ts) or [0.0], "soft": soft}
+
+
+def uses(config: dict, source: str) -> bool:
+    """Whether any variant needs a label source (mc / judge / human / consensus)."""
+    srcs = {v["source"] for v in variants(config).values()}
+    if source in ("mc", "judge"):
+        return source in srcs or "consensus" in srcs
+    return source in srcs
+
+
+def variant_datasets(config: dict, name: str) -> list[str]:
+    spec = variants(config)[name]
+    names = spec["datasets"] or list((config.get("problems") or {}).keys())
+    unknown = [d for d in names if d not in (config.get("problems") or {})]
+    if unknown:
+        raise ValueError(f"config error at `trainsets.variants.{name}.datasets`: unknown problem set(s) {unknown}")
+    return names
+
+
+def role_model(config: dict, role: str) -> str:
+    """Model name for a role; the completer and the judge default to the policy."""
+    roles = config["roles"]
+    return roles.get(role) or roles["policy"]
+
+
+def label_shard_paths(config: dict, kind: str, dataset: str) -> list[str]:
+    """Shard tables of `kind` (mc / judge) for one problem set of the primary policy's samples, as many as
+    sized_shard_count gives (<kind>.shards, fewer for a small set with <kind>.problems_per_shard)."""
+    n = sized_shard_count(config, kind, dataset)
+    return [f"results/labels/{kind}/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
+
+
+def eval_set_paths(config: dict) -> list[str]:
+    """Every evaluation problem set (benchmarks + ProcessBench cases and its dev split), for
+    decontaminating human labels."""
+    paths = [f"results/problems/{b}.parquet" for b in config.get("benchmarks") or {}]
+    if config.get("processbench"):
+        paths.append("results/processbench/cases.parquet")
+    if processbench_dev(config):
+        paths.append(PROCESSBENCH_DEV)
+    return paths
+
+
+def trainset_inputs(config: dict, variant: str) -> dict:
+    """Named inputs of one variant's trainset rule."""
+    spec = variants(config)[variant]
+    src = spec["source"]
+    if src in ("human", "math_shepherd"):  # labelled once for every variant: rules human_labels, math_shepherd_labels
+        return {src: f"results/labels/{src}.parquet"}
+    ds = variant_datasets(config, variant)
+    inputs = {"samples": [f"results/samples/{d}.parquet" for d in ds]}
+    if src in ("mc", "consensus"):
+        inputs["mc"] = [f"results/labels/mc/{d}.parquet" for d in ds]
+    if src == "judge":
+        inputs["judge"] = [f"results/labels/judge/{d}.parquet" for d in ds]
+    if src == "consensus":
+        inputs["consensus"] = [f"results/labels/consensus/{d}.parquet" for d in ds]
+    return inputs
