@@ -243,3 +243,12 @@ def test_a_stale_score_table_is_an_error_naming_a_response():
     extra = pd.concat([scores, scores.iloc[:1].assign(problem_id="arith-00009")], ignore_index=True)
     with pytest.raises(TableError, match=r"score row \('arith-00009', 0\) is no response"):
         join_scores(samples, extra)
+
+
+def test_problems_tables_need_only_the_gold_helpers_of_grading():
+    """Rule `problems` (upstream of every sampling job) reads golds with grading.golds only: a fix to the
+    harness's prediction extraction (grading.extract) or to math-verify grading (grading.pool) reruns no
+    problems table, so no sampling or scoring job either."""
+    closure = codedeps.rule_code_inputs(ROOT / "src/prm_lessons", "data:problems")
+    grading = sorted(p for p in closure if "prm_lessons/grading/" in p)
+    assert [p.rsplit("/", 1)[-1] for p in grading] == ["__init__.py", "golds.py"], grading

@@ -16,7 +16,7 @@ import re
 from fractions import Fraction
 from typing import Sequence
 
-from .grading.extract import last_boxed_content
+from .grading.golds import last_boxed_content
 
 # --------------------------------------------------------------------------------------------------
 # numbers and arithmetic expressions

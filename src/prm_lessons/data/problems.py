@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..corruption import arithmetic_gold_steps
 from ..errors import InputError, json_type
-from ..grading.extract import gold_answer_text, last_boxed_content
+from ..grading.golds import gold_answer_text, last_boxed_content
 from ..tables import read_records
 from .sources import downloaded_path, verify_checksums
 

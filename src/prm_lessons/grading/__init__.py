@@ -2,6 +2,9 @@
 
 One concept per module, so that a job's code closure holds only what it runs (prm_lessons.codedeps):
 
+* :mod:`.golds`: the last ``\\boxed{…}`` of a text and a gold answer as one string, which loading the
+  problems needs too (so an extraction or grading fix reruns grading and metrics, never the problems
+  tables, sampling or scoring).
 * :mod:`.extract`: :func:`~.extract.extract_answer` follows the harness's ``parser.extract_answer``:
   Minerva's "final answer is $…$. I hope", else the content of the last ``\\boxed{…}`` (nested braces
   matched; ``\\boxed 5``; ``\\fbox``), else the text after "the answer is" / "final answer is", else after

@@ -21,7 +21,8 @@ from multiprocessing.connection import wait
 from typing import Iterable, Sequence
 
 from .. import checkout_env
-from .extract import choice_gold, extract_final, gold_answer_text, is_choice_letter, multi_choice_gold, strip_answer
+from .extract import choice_gold, extract_final, is_choice_letter, multi_choice_gold, strip_answer
+from .golds import gold_answer_text
 
 log = logging.getLogger(__name__)
 

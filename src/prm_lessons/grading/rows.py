@@ -8,7 +8,7 @@ import numbers
 from typing import Sequence
 
 from ..errors import InputError, is_bool, json_type
-from .extract import gold_answer_text
+from .golds import gold_answer_text
 from .pool import check_timeout, grade_many, summarize
 
 # --------------------------------------------------------------------------------------------------
