@@ -4,13 +4,13 @@ Runs only while Snakemake builds the DAG (workflow/rules/common.smk computes the
 once; the stage files read only those), so editing it reruns no job: jobs get config values through
 their params. Every `results/...` path outside the .smk files is written here. One module per stage
 (lower stages first: base, models, policies, sampling, processbench, trainsets, training, evaluation,
-critics, search, judges, shards, analysis; a module imports only from those before it); this package
+critics, search, judges, analysis; a module imports only from those before it); this package
 re-exports every public name, which no job's code can see (plan is never in a job's closure).
 """
 from __future__ import annotations
 
 from .analysis import analysis_settings, analysis_skipped
-from .base import wildcard_alternatives
+from .base import shard_files, shard_log, shard_minutes, shard_outputs, wildcard_alternatives
 from .critics import (
     CRITIC_SETTINGS,
     OFFICIAL_CRITIC_TEMPLATE,
@@ -95,7 +95,6 @@ from .search import (
     search_shard_paths,
     search_shards,
 )
-from .shards import shard_files, shard_log, shard_minutes, shard_outputs
 from .training import (
     CHECKPOINT_BYTES_PER_PARAM,
     JIT_KILL_WAIT_S,

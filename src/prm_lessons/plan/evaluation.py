@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..config import model_entry, model_path
+from .base import shard_files, shard_log, shard_minutes, shard_outputs
 from .models import gpus, model_input, runtime
 from .trainsets import variants
 
@@ -102,13 +103,12 @@ def score_outputs(config: dict, tables: list[str]) -> list[str]:
     """A scoring job's outputs for tables given as `results/...` paths without `.parquet` (wildcards kept):
     the tables themselves when unsharded, else each table's `/shard{shard}of{nshards}.parquet` (joined by
     rules merge_sample_scores / merge_processbench_scores)."""
-    suffix = "" if score_shards(config) == 1 else "/shard{shard}of{nshards}"
-    return [f"{t}{suffix}.parquet" for t in tables]
+    return shard_outputs(tables, score_shards(config))
 
 
 def score_log(config: dict, rule: str, name: str) -> str:
     """The log of a scoring job (`name`: its wildcards, e.g. '{policy_dir}{prm}'), per shard when sharded."""
-    return f"logs/{rule}/{name}" + ("" if score_shards(config) == 1 else "/shard{shard}of{nshards}") + ".log"
+    return shard_log(rule, name, score_shards(config))
 
 
 def score_shard_paths(config: dict, tables: list[str], wildcards: dict | None = None) -> list[str]:
@@ -119,7 +119,7 @@ def score_shard_paths(config: dict, tables: list[str], wildcards: dict | None = 
     else:
         n = score_shards(config, wildcards["prm"])
         tables = [t.format(**wildcards) for t in tables]
-    return [f"{t}/shard{i}of{n}.parquet" for t in tables for i in range(n)]
+    return shard_files(tables, n)
 
 
 def scoring_runtime(config: dict, minutes: int, n_gpus: int, attempt: int, multi_gpu: int = 1,
@@ -128,4 +128,4 @@ def scoring_runtime(config: dict, minutes: int, n_gpus: int, attempt: int, multi
     several GPUs), split over the PRM's shards (prms.shards; at least 60: loading a 72B model takes minutes), × the attempt, so a job killed
     at its limit is resubmitted with more time (retries), within cluster.max_runtime."""
     whole = int(minutes) * (int(multi_gpu) if n_gpus > 1 else 1)
-    return runtime(config, max(60, -(-whole // score_shards(config, prm))), attempt)
+    return runtime(config, max(60, shard_minutes(whole, score_shards(config, prm))), attempt)

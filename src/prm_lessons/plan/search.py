@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..config import model_entry
+from .base import shard_files, shard_log, shard_minutes, shard_outputs
 from .evaluation import prm_gpus
 from .models import gpus
 from .policies import bon_n
@@ -68,18 +69,16 @@ def search_shards(config: dict) -> int:
 def search_outputs(config: dict, benchmarks: list[str]) -> list[str]:
     """search_greedy's outputs (wildcard {prm}): results/search/{prm}/{benchmark}.parquet unsharded, else each
     benchmark's `/shard{shard}of{nshards}.parquet` (joined by rule merge_search)."""
-    suffix = "" if search_shards(config) == 1 else "/shard{shard}of{nshards}"
-    return [f"results/search/{{prm}}/{b}{suffix}.parquet" for b in benchmarks]
+    return shard_outputs([f"results/search/{{prm}}/{b}" for b in benchmarks], search_shards(config))
 
 
 def search_log(config: dict) -> str:
-    return "logs/search_greedy/{prm}" + ("" if search_shards(config) == 1 else "/shard{shard}of{nshards}") + ".log"
+    return shard_log("search_greedy", "{prm}", search_shards(config))
 
 
 def search_shard_paths(config: dict, benchmarks: list[str]) -> list[str]:
     """Every shard file of one PRM's searches (wildcard {prm}), rule merge_search's inputs."""
-    n = search_shards(config)
-    return [f"results/search/{{prm}}/{b}/shard{i}of{n}.parquet" for b in benchmarks for i in range(n)]
+    return shard_files([f"results/search/{{prm}}/{b}" for b in benchmarks], search_shards(config))
 
 
 # a search job's work, all searched benchmarks, attempt 1: a PRM on one GPU, × 3 for one spread over
@@ -92,7 +91,7 @@ def search_minutes(config: dict, specs: dict, prm: str) -> int:
     PRM's work split over search.shards, at least SEARCH_FLOOR (each job loads the policy and the PRM:
     a 72B one takes minutes from a shared file system)."""
     whole = SEARCH_MINUTES * (SEARCH_MULTI_GPU if search_gpus(config, specs, prm) > 1 else 1)
-    return max(SEARCH_FLOOR, -(-whole // search_shards(config)))
+    return max(SEARCH_FLOOR, shard_minutes(whole, search_shards(config), SEARCH_FLOOR))
 
 
 def search_gpus(config: dict, specs: dict, prm: str) -> int:
