@@ -339,13 +339,13 @@ def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", p
 
 # ------------------------------------------------------------------------------------------------
 
-def _guarded(fn: Callable[[], Verdict], lesson: str) -> Verdict:
+def _guarded(fn: Callable[[], Verdict], lesson: str, paper: str) -> Verdict:
     """A lesson whose row cannot be computed becomes a row saying so, never a failed report."""
     try:
         return fn()
     except Exception as e:  # noqa: BLE001 - the report must build whatever the tables hold
         log.warning("verdicts: lesson %r failed: %r", lesson, e)
-        return Verdict(lesson, "", "—", ABSENT, f"could not be computed from this run's tables "
+        return Verdict(lesson, paper, "—", ABSENT, f"could not be computed from this run's tables "
                        f"({type(e).__name__}: {e})")
 
 
@@ -357,15 +357,15 @@ def verdict_rows(*, processbench: pd.DataFrame | None = None, bon: pd.DataFrame 
     main policy's rows at the main N); `fig6`, `fig8`: those artifacts' cells; `judge_critics`: the
     ProcessBench critic rows of the model that labels (`critic-<name>`)."""
     calls = [
-        (L1, lambda: lesson1_label_sources(processbench)),
-        (L2, lambda: lesson2_consensus(processbench, trainsets)),
-        (L3A, lambda: lesson3_hard_soft(processbench)),
-        (L3B, lambda: lesson3_threshold(processbench, trainsets, threshold_sweep)),
-        (L4, lambda: lesson4_flawed_process(fig6, processbench, judge_critics)),
-        (L5, lambda: lesson5_min_at_last(fig8)),
-        (L6, lambda: lesson6_bon_vs_maj(bon, aggregation)),
+        (L1, L1_PAPER, lambda: lesson1_label_sources(processbench)),
+        (L2, L2_PAPER, lambda: lesson2_consensus(processbench, trainsets)),
+        (L3A, L3A_PAPER, lambda: lesson3_hard_soft(processbench)),
+        (L3B, L3B_PAPER, lambda: lesson3_threshold(processbench, trainsets, threshold_sweep)),
+        (L4, L4_PAPER, lambda: lesson4_flawed_process(fig6, processbench, judge_critics)),
+        (L5, L5_PAPER, lambda: lesson5_min_at_last(fig8)),
+        (L6, L6_PAPER, lambda: lesson6_bon_vs_maj(bon, aggregation)),
     ]
-    return [_guarded(fn, lesson) for lesson, fn in calls]
+    return [_guarded(fn, lesson, paper) for lesson, paper, fn in calls]
 
 
 def _cell(text: str) -> str:
