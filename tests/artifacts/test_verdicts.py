@@ -126,6 +126,9 @@ def test_lesson4_trusts_the_judge_only_if_it_beats_the_structure_baseline():
     row = V.lesson4_flawed_process(fig6(5, 20), bad, ["critic-j"])
     assert row.verdict == V.UNDECIDABLE and "does not beat" in row.reason and row.decide
     assert V.lesson4_flawed_process(fig6(5, 20), good, []).verdict == V.UNDECIDABLE   # instrument unchecked
+    both = pd.concat([bad, good.assign(prm="critic-k")])   # the first critic in config order counts, not the best
+    assert V.lesson4_flawed_process(fig6(5, 20), both, ["critic-j", "critic-k"]).verdict == V.UNDECIDABLE
+    assert V.lesson4_flawed_process(fig6(5, 20), both, ["critic-k", "critic-j"]).verdict == V.REPRODUCED
     row = V.lesson4_flawed_process(fig6(0, 20), good, ["critic-j"])
     assert row.verdict == V.UNDECIDABLE and "contains 0" in row.reason
     assert V.lesson4_flawed_process(None).verdict == V.ABSENT

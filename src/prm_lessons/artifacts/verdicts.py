@@ -237,8 +237,8 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
                            judge_critics: Sequence[str] = ()) -> Verdict:
     """The judge-measured flaw rate among the policy's correct answers (Figure 6 cells, key `policy`),
     pooled over datasets. It decides only if the instrument is shown to work: the labelling judge, scored
-    as a ProcessBench critic (`judge_critics`: its critic rows), must beat the structure-only baseline
-    (paired interval above 0). The claim is that the rate is above 0, so it is never "contradicted"."""
+    as a ProcessBench critic (`judge_critics`: its critic rows in config order; the first one present
+    counts), must beat the structure-only baseline (paired interval above 0). The claim is that the rate is above 0, so it is never "contradicted"."""
     if not _has(fig6, ("key", "n", "value")):
         return _absent(L4, L4_PAPER, "no Figure 6 cells (results/tables/fig6_flawed_process.csv)", L4_DECIDE)
     pol = fig6[fig6["key"].astype(str) == "policy"]
@@ -251,13 +251,14 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
     measured = f"flawed per the LLM judge: {k} of {m} correct-answer responses, {fmt.est(est)} %"
     avg, fpb = _pb(processbench)
     deltas = [(c, _delta(avg, c)) for c in judge_critics] if avg is not None else []
-    deltas = [(c, d) for c, d in deltas if d is not None]
+    # the first critic of the judge's model in config order (fixed in advance, not the best-scoring one)
+    deltas = [(c, d) for c, d in deltas if d is not None][:1]
     if deltas:
         measured += "; the judge as critic minus structure-only: " + ", ".join(f"`{c}` {fpb.diff(d)}" for c, d in deltas)
     if not deltas:
         return Verdict(L4, L4_PAPER, measured, UNDECIDABLE, "the judge's error finding is not measured (no critic row "
                        "of the labelling judge with a paired difference to the structure-only baseline)", L4_DECIDE)
-    if not any(d.has_ci and d.lo > 0 for _, d in deltas):
+    if not all(d.has_ci and d.lo > 0 for _, d in deltas):
         return Verdict(L4, L4_PAPER, measured, UNDECIDABLE, "the judge that measured the rate does not beat the "
                        "structure-only baseline at finding errors, so its verdicts do not measure flaws", L4_DECIDE)
     verdict, reason = interval_verdict(est, 0.0, "0")
