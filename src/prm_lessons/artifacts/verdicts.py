@@ -21,7 +21,6 @@ Pure: frames in, rows / Markdown out (rule glue: prm_lessons.rules.paper.paper_r
 from __future__ import annotations
 
 import logging
-import math
 from typing import Callable, NamedTuple, Sequence
 
 import pandas as pd
@@ -392,13 +391,3 @@ def verdicts_markdown(rows: Sequence[Verdict]) -> str:
     counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
     md += ["", "Tally: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".", ""]
     return "\n".join(md)
-
-
-def _nan_to_none(x):
-    return None if isinstance(x, float) and math.isnan(x) else x
-
-
-def verdict_frame(rows: Sequence[Verdict]) -> pd.DataFrame:
-    """The rows as a frame (for tests and a CSV beside the report, should one be wanted)."""
-    return pd.DataFrame([{k: _nan_to_none(v) for k, v in r._asdict().items()} for r in rows],
-                        columns=list(Verdict._fields))
