@@ -330,7 +330,8 @@ def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", p
     measured = f"`{prm}` {col}@{n_val} {fmt.est(acc)}" + (f", maj@{n_val} {fmt.est(maj)}" if maj is not None else "")
     if paired is None:  # the two unpaired intervals then (conservative: they share the problems)
         verdict, reason = separated_verdict(acc, maj, prm, f"maj@{n_val}")
-        reason = f"no paired difference to maj@{n_val} (metric `{col}-maj`); " + (reason or "unpaired intervals")
+        reason = (f"no paired difference to maj@{n_val} (metric `{col}-maj`): "
+                  + (reason if verdict == UNDECIDABLE else "decided by the two unpaired intervals"))
         return Verdict(L6, L6_PAPER, measured, verdict, reason, L6_DECIDE if verdict == UNDECIDABLE else "")
     measured += f"; paired difference {fmt.diff(paired)} points"
     verdict, reason = interval_verdict(paired, 0.0, "0")
