@@ -270,9 +270,11 @@ def test_report_md_opens_with_the_findings(tmp_path):
                              outputs=out, params={"run": {"name": "t", "label": RUN}, "aggregation": "product"},
                              wildcards={}, threads=1)
     lines = (tmp_path / "paper/report.md").read_text().splitlines()
-    assert lines[0].startswith("# Reproduction report:") and lines[1] == "" and lines[2] == HEADING
+    # the lesson-by-lesson verdicts open it (artifacts.verdicts), the findings follow
+    from prm_lessons.artifacts.verdicts import HEADING as VERDICTS
+    assert lines[0].startswith("# Reproduction report:") and lines[1] == "" and lines[2] == VERDICTS
     md = "\n".join(lines)
-    assert md.index(HEADING) < md.index("**What produced these numbers:**") < md.index("## Table")
+    assert md.index(VERDICTS) < md.index(HEADING) < md.index("**What produced these numbers:**") < md.index("## Table")
     assert "Beat it: `mc_hard` +10.0 [+5.0, +15.0]" in md and "beats maj@8" in md and "`mc_hard`: 1,200 instances" in md
     assert "another run" not in md
 

@@ -168,6 +168,19 @@ def min_tie(step_scores) -> bool:
     return bool(not np.isnan(s).any() and s[-1] == s[:-1].min())
 
 
+def min_at_last_chance(step_scores) -> float | None:
+    """The chance that `min_at_last` holds if the response's own step scores were placed in random order:
+    1/L for an L-step response whose minimum is held by one step, 0 when several steps share the minimum
+    (min_at_last is strict, so a tied minimum can never count as "at the last step"), 1 for one step;
+    None where min_at_last is None. Without ties this is the uniform 1/L."""
+    if step_scores is None or len(step_scores) == 0:
+        return None
+    s = np.asarray(step_scores, dtype=float)
+    if np.isnan(s).any():
+        return None
+    return float((s == s.min()).sum() == 1) / len(s)
+
+
 def first_n(scores: pd.DataFrame, n: int | None = None) -> pd.DataFrame:
     """The first n responses (by sample_idx) of every problem: Best-of-n's candidates."""
     need = [c for c in ("problem_id", "sample_idx", "step_scores") if c not in scores.columns]
@@ -227,6 +240,49 @@ def min_at_last_shares(scores: Mapping[tuple[str, str], pd.DataFrame], aggregati
                        "n_scored": m, "n_min_at_last": k,
                        "share": 100 * k / m if m else float("nan"), "ci_low": lo, "ci_high": hi})
     return pd.concat([out, pd.DataFrame(pooled, columns=FIG8_COLUMNS)], ignore_index=True)
+
+
+# Figure 8 per response length: one-step responses are "min at last" by definition and two-step ones by
+# chance half the time, so the headline is responses of >= 3 steps, the shorter ones reported apart.
+FIG8_LENGTHS = ("1", "2", "3", "4", "5+", "3+")
+FIG8_LENGTH_COLUMNS = ["prm", "population", "length", "n_scored", "n_min_at_last", "share", "ci_low", "ci_high",
+                       "chance", "n_min_tied"]
+
+
+def _length_bucket(n_steps: int) -> list[str]:
+    """The FIG8_LENGTHS buckets a response of `n_steps` steps belongs to (one exact, and "3+" from 3 on)."""
+    exact = str(n_steps) if n_steps <= 4 else "5+"
+    return [exact, "3+"] if n_steps >= 3 else [exact]
+
+
+def min_at_last_by_length(scores: Mapping[tuple[str, str], pd.DataFrame], aggregation: str = "product",
+                          n: int | None = None) -> pd.DataFrame:
+    """Figure 8 per response length, pooled over benchmarks: per (PRM, population, length bucket) the
+    observed share (%) of responses whose minimum step score is on the final step (min_at_last, Wilson
+    interval), and the share expected by chance (%): the mean of min_at_last_chance over the bucket's
+    responses (1/L per L-step response without ties; a tied minimum counts 0 on both sides). Buckets:
+    FIG8_LENGTHS ("3+" is the headline; "1" is 100 % by definition)."""
+    pooled: dict[tuple[str, str], list] = {}
+    for (prm, _bench), df in scores.items():
+        cand = first_n(df, n)
+        for pop, frame in (("all", cand), ("selected", selected_responses(cand, aggregation))):
+            pooled.setdefault((prm, pop), []).extend(frame["step_scores"].tolist())
+    rows = []
+    for (prm, pop), step_scores in pooled.items():
+        by: dict[str, list] = {b: [] for b in FIG8_LENGTHS}
+        for s in step_scores:
+            if min_at_last(s) is not None:
+                for b in _length_bucket(len(s)):
+                    by[b].append(s)
+        for b in FIG8_LENGTHS:
+            ss = by[b]
+            k = int(sum(min_at_last(s) for s in ss))
+            lo, hi = wilson_interval(k, len(ss))
+            chance = 100 * float(np.mean([min_at_last_chance(s) for s in ss])) if ss else float("nan")
+            rows.append({"prm": prm, "population": pop, "length": b, "n_scored": len(ss), "n_min_at_last": k,
+                         "share": 100 * k / len(ss) if ss else float("nan"), "ci_low": lo, "ci_high": hi,
+                         "chance": chance, "n_min_tied": sum(min_tie(s) for s in ss)})
+    return pd.DataFrame(rows, columns=FIG8_LENGTH_COLUMNS)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -36,6 +36,11 @@ rule paper_report:
         policy=ANALYSIS["policy"],
         n=ANALYSIS["n"],
         skipped=ANALYSIS_SKIPPED,
+        # the verdict table's lesson 4 trusts the judge's flaw rate only if the labelling judge, as a
+        # ProcessBench critic, beats the structure-only baseline
+        judge_critics=[
+            f"critic-{c}" for c, spec in CRITIC_SPECS.items() if spec.get("model") == config["roles"]["judge"]
+        ],
     script:
         RUN
 

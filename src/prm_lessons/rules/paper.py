@@ -12,6 +12,7 @@ from prm_lessons.artifacts.findings import findings_markdown
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.registry import ARTIFACTS
 from prm_lessons.artifacts.render import latexmk_pdf, report_markdown, run_info_tex
+from prm_lessons.artifacts.verdicts import verdict_rows, verdicts_markdown
 from prm_lessons.tables import CorruptTableError, read_csv
 
 log = logging.getLogger(__name__)
@@ -44,13 +45,15 @@ def _main_rows(bon: pd.DataFrame | None, params) -> pd.DataFrame | None:
 
 
 def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
-    """paper/report.md (opening with what this run found, then every table in Markdown beside the paper's
+    """paper/report.md (opening with the lesson-by-lesson verdicts (artifacts.verdicts) and what this run
+    found, then every table in Markdown beside the paper's
     numbers, every figure linked) and paper/tables/run_info.tex (run label and config hash for main.tex).
     Inputs `<id>_csv`: each artifact's cells; one that does not exist is left out of the report.
     `processbench_table`, `bon_table`, `trainsets_table` (results/tables/*.csv, each optional): the
     findings; params `aggregation`, `threshold_sweep` (optional) as the analysis rules get them, `policy` and
     `n` (the main tables' policy and N: the findings read those rows), `skipped` (artifact id → why this
-    config does not produce it: printed in its place in the report and, via run_info.tex, in main.pdf)."""
+    config does not produce it: printed in its place in the report and, via run_info.tex, in main.pdf),
+    `judge_critics` (the ProcessBench critic rows of the labelling judge's model: lesson 4's instrument check)."""
     run = params.get("run", {})
     report = Path(outputs["report"])
     report.parent.mkdir(parents=True, exist_ok=True)
@@ -60,13 +63,19 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
         if csv and Path(csv).exists():
             cells_of[aid] = load_cells(csv)
     skipped = dict(params.get("skipped") or {})
-    findings = findings_markdown(_read_csv(inputs.get("processbench_table"), "processbench_csv"),
-                                 _main_rows(_read_csv(inputs.get("bon_table"), "bon_csv"), params),
-                                 _read_csv(inputs.get("trainsets_table"), "trainsets_csv"),
-                                 str(run.get("label") or run.get("name") or ""),
-                                 aggregation=str(params.get("aggregation") or "product"),
-                                 threshold_sweep=params.get("threshold_sweep"))
-    report.write_text(report_markdown(load_published(), run, cells_of, report.parent, findings, skipped))
+    processbench = _read_csv(inputs.get("processbench_table"), "processbench_csv")
+    bon = _main_rows(_read_csv(inputs.get("bon_table"), "bon_csv"), params)
+    trainsets = _read_csv(inputs.get("trainsets_table"), "trainsets_csv")
+    aggregation = str(params.get("aggregation") or "product")
+    verdicts = verdicts_markdown(verdict_rows(
+        processbench=processbench, bon=bon, trainsets=trainsets, fig6=cells_of.get("fig6"),
+        fig8=cells_of.get("fig8"), aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"),
+        judge_critics=params.get("judge_critics") or ()))
+    findings = findings_markdown(processbench, bon, trainsets, str(run.get("label") or run.get("name") or ""),
+                                 aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"))
+    # the lesson-by-lesson verdicts open the report, the findings' detail follows
+    report.write_text(report_markdown(load_published(), run, cells_of, report.parent, verdicts + "\n" + findings,
+                                      skipped))
     info = Path(outputs["run_info"])
     info.parent.mkdir(parents=True, exist_ok=True)
     info.write_text(run_info_tex(run, skipped))

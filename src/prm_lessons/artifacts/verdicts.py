@@ -1,0 +1,394 @@
+"""The table that opens paper/report.md: the paper's lessons one by one, what the paper found, what this
+run measured (numbers with intervals), and a verdict: reproduced / contradicted / undecidable here (with
+the reason and the smallest setting that would decide it) / not measured in this run (with the reason).
+
+Rules, whichever way the results fall:
+- A verdict comes from an interval, never from a point estimate: an interval that excludes the null (0,
+  the other arm, the chance rate) decides; one that contains it gives "undecidable here: interval
+  contains …". Two PRMs' own (unpaired) 95 % intervals decide only when they do not overlap.
+- Every comparison is fixed here in advance (which PRMs, which ends of the threshold sweep, which PRM
+  for Figure 8): nothing is chosen by looking at the evaluation results.
+- Absent inputs give a "not measured in this run" row naming what is missing; nothing raises.
+
+One function per lesson, each taking the frames it needs (None when absent). A new measurement (a label
+audit, a process checker's flaw rate, a same-pool label comparison) plugs in as a keyword of its lesson's
+function and is passed by `verdict_rows`. Numbering: the lessons as reviewed for issue 27
+(../shared/research/reviews-2026-11b/science.md), which follow the paper's §3.1.2, §3.1.3, §3.1.4, §3.2
+and §4 (Table 6).
+
+Pure: frames in, rows / Markdown out (rule glue: prm_lessons.rules.paper.paper_report).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, NamedTuple, Sequence
+
+import pandas as pd
+
+from prm_lessons.analysis import wilson_interval
+from prm_lessons.artifacts.findings import (
+    STRUCTURE,
+    Est,
+    _bon_average,
+    _delta,
+    _f1,
+    _finite,
+    _Fmt,
+    _frac,
+    _has,
+    _pb_average,
+    _scale,
+    _sweep_points,
+)
+
+log = logging.getLogger(__name__)
+
+HEADING = "## The paper's lessons: verdicts of this run"
+REPRODUCED, CONTRADICTED, UNDECIDABLE, ABSENT = ("reproduced", "contradicted", "undecidable here",
+                                                 "not measured in this run")
+VERDICTS = (REPRODUCED, CONTRADICTED, UNDECIDABLE, ABSENT)
+# Fixed in advance (never chosen from the results): the PRMs each lesson compares.
+MC, JUDGE, HUMAN = "mc_hard", "judge", "human"
+CONSENSUS_HARD, CONSENSUS_SOFT = "consensus_hard", "consensus_soft"
+RECIPE = CONSENSUS_HARD          # the paper's final recipe: consensus-filtered hard labels (§4.1)
+MIN_AT_LAST_PRM = MC             # Figure 8: the paper ties the shift to outcome to MC (outcome-derived) labels
+FIG8_HEADLINE = "3+ steps"       # artifacts/defs/fig8_min_at_last_step.LENGTH_COLUMNS["3+"]
+
+
+class Verdict(NamedTuple):
+    """One row of the table. `reason`: why undecidable / not measured; `decide`: the smallest setting
+    that would decide it (undecidable rows)."""
+    lesson: str
+    paper: str
+    measured: str
+    verdict: str
+    reason: str = ""
+    decide: str = ""
+
+
+def interval_verdict(est: Est | None, null: float, null_name: str, above_reproduces: bool = True
+                     ) -> tuple[str, str]:
+    """(verdict, reason) from an interval against a null value: above it → reproduced (or contradicted
+    when `above_reproduces` is False), below it → the other, containing it → undecidable."""
+    if est is None or not est.has_ci:
+        return UNDECIDABLE, "no interval (a point estimate decides nothing)"
+    if est.lo > null:
+        return (REPRODUCED if above_reproduces else CONTRADICTED), ""
+    if est.hi < null:
+        return (CONTRADICTED if above_reproduces else REPRODUCED), ""
+    return UNDECIDABLE, f"interval contains {null_name}"
+
+
+def separated_verdict(higher: Est | None, lower: Est | None, hi_name: str, lo_name: str) -> tuple[str, str]:
+    """(verdict, reason) for the paper's claim `hi_name` > `lo_name` from the two unpaired intervals:
+    reproduced when `higher`'s lies above `lower`'s, contradicted when below, undecidable when they overlap."""
+    if higher is None or lower is None or not (higher.has_ci and lower.has_ci):
+        return UNDECIDABLE, "no interval (a point estimate decides nothing)"
+    if higher.lo > lower.hi:
+        return REPRODUCED, ""
+    if higher.hi < lower.lo:
+        return CONTRADICTED, ""
+    return UNDECIDABLE, f"the intervals of {hi_name} and {lo_name} overlap (their difference's interval contains 0)"
+
+
+def _absent(lesson: str, paper: str, why: str, decide: str = "") -> Verdict:
+    return Verdict(lesson, paper, "—", ABSENT, why, decide)
+
+
+def _pb(processbench: pd.DataFrame | None) -> tuple[pd.DataFrame | None, _Fmt | None]:
+    if not _has(processbench, ("prm", "subset", "f1")):
+        return None, None
+    avg = _pb_average(processbench)
+    return (None, None) if avg.empty else (avg, _Fmt(_scale(avg["f1"])))
+
+
+def _structure_note(avg: pd.DataFrame, fmt: _Fmt, prms: Sequence[str]) -> str:
+    """How each PRM stands against the structure-only baseline (context for a verdict, not a verdict)."""
+    bits = []
+    for p in prms:
+        d = _delta(avg, p)
+        if d is not None and p != STRUCTURE:
+            bits.append(f"`{p}` {fmt.diff(d)}")
+    return ("; minus structure-only baseline, points: " + ", ".join(bits)) if bits else ""
+
+
+# ------------------------------------------------------------------------------------------------
+# The lessons
+# ------------------------------------------------------------------------------------------------
+
+L1 = "1. MC-estimated labels train worse PRMs than LLM-as-a-judge and human labels (§3.1.2)"
+L1_PAPER = ("ProcessBench avg F1 (Table 4): MC 40.1, judge 46.5, human (PRM800K) 56.5; Best-of-8 about equal "
+            "(Table 3: 65.9 / 65.3 / 64.9)")
+L1_DECIDE = ("MC, judge and exact labels on the same responses at the same size (the same-pool comparison), "
+             "with a judge that beats the structure-only baseline (at 135M only a reference-guided one might; "
+             "else a ≥1.5B judge on a GPU)")
+
+
+def lesson1_label_sources(processbench: pd.DataFrame | None) -> Verdict:
+    """MC vs judge PRMs on ProcessBench (both label the same policy responses, the paper's design);
+    `human` is shown as context only: it trains on another pool (constructed instances), so it is no
+    label-source comparison."""
+    avg, fmt = _pb(processbench)
+    if avg is None:
+        return _absent(L1, L1_PAPER, "no ProcessBench table (results/tables/processbench.csv)", L1_DECIDE)
+    mc, judge = _f1(avg, MC), _f1(avg, JUDGE)
+    if mc is None or judge is None:
+        return _absent(L1, L1_PAPER, f"no ProcessBench row for `{MC}` and `{JUDGE}` (both are needed)", L1_DECIDE)
+    measured = f"ProcessBench avg F1: MC `{MC}` {fmt.est(mc)}, judge `{JUDGE}` {fmt.est(judge)}"
+    human = _f1(avg, HUMAN)
+    if human is not None:
+        measured += (f"; human stand-in `{HUMAN}` {fmt.est(human)} (another pool, not compared)")
+    measured += _structure_note(avg, fmt, [MC, JUDGE])
+    verdict, reason = separated_verdict(judge, mc, "judge", "MC")
+    return Verdict(L1, L1_PAPER, measured, verdict, reason, L1_DECIDE if verdict == UNDECIDABLE else "")
+
+
+L2 = "2. Consensus filtering (MC and judge agree) trains a better PRM with less data (§3.1.3)"
+L2_PAPER = ("Fig 2: consensus 46.3 F1 with 350k of 860k (≈40 % kept) vs MC 40.1; Fig 4 (hard labels): 66.5 "
+            "after filtering (1.5M of 3M) vs 40.2 before")
+L2_DECIDE = ("a judge that beats the structure-only baseline (else the filter keeps the cases both call "
+             "correct), and enough kept instances to train on (hundreds, not a few)")
+
+
+def lesson2_consensus(processbench: pd.DataFrame | None, trainsets: pd.DataFrame | None = None) -> Verdict:
+    """consensus_hard vs mc_hard on ProcessBench (the filter's input is the MC set); the training-set
+    sizes from trainsets.csv as context."""
+    avg, fmt = _pb(processbench)
+    if avg is None:
+        return _absent(L2, L2_PAPER, "no ProcessBench table (results/tables/processbench.csv)", L2_DECIDE)
+    cons, mc = _f1(avg, CONSENSUS_HARD), _f1(avg, MC)
+    if cons is None or mc is None:
+        return _absent(L2, L2_PAPER, f"no ProcessBench row for `{CONSENSUS_HARD}` and `{MC}` (both are needed)",
+                       L2_DECIDE)
+    measured = f"ProcessBench avg F1: consensus `{CONSENSUS_HARD}` {fmt.est(cons)}, MC `{MC}` {fmt.est(mc)}"
+    if _has(trainsets, ("variant", "n_instances")):
+        sizes = {str(v): n for v, n in zip(trainsets["variant"], trainsets["n_instances"]) if _finite(n)}
+        if CONSENSUS_HARD in sizes and MC in sizes:
+            measured += f"; trained on {int(sizes[CONSENSUS_HARD])} vs {int(sizes[MC])} instances"
+    measured += _structure_note(avg, fmt, [CONSENSUS_HARD, MC])
+    verdict, reason = separated_verdict(cons, mc, "consensus", "MC")
+    return Verdict(L2, L2_PAPER, measured, verdict, reason, L2_DECIDE if verdict == UNDECIDABLE else "")
+
+
+L3A = "3a. Hard labels beat soft labels once the data is filtered (§3.1.4)"
+L3A_PAPER = "Fig 4: after consensus filtering hard 66.5 vs soft 49.3 F1 (before: 40.2 both)"
+L3A_DECIDE = "hard and soft PRMs trained on the same filtered set large enough to separate (hundreds of instances)"
+
+
+def lesson3_hard_soft(processbench: pd.DataFrame | None) -> Verdict:
+    """consensus_hard vs consensus_soft on ProcessBench (the paper's deciding comparison is after filtering)."""
+    avg, fmt = _pb(processbench)
+    if avg is None:
+        return _absent(L3A, L3A_PAPER, "no ProcessBench table (results/tables/processbench.csv)", L3A_DECIDE)
+    hard, soft = _f1(avg, CONSENSUS_HARD), _f1(avg, CONSENSUS_SOFT)
+    if hard is None or soft is None:
+        return _absent(L3A, L3A_PAPER, f"no ProcessBench row for `{CONSENSUS_HARD}` and `{CONSENSUS_SOFT}`",
+                       L3A_DECIDE)
+    measured = (f"ProcessBench avg F1: hard `{CONSENSUS_HARD}` {fmt.est(hard)}, soft `{CONSENSUS_SOFT}` "
+                f"{fmt.est(soft)}")
+    verdict, reason = separated_verdict(hard, soft, "hard", "soft")
+    return Verdict(L3A, L3A_PAPER, measured, verdict, reason, L3A_DECIDE if verdict == UNDECIDABLE else "")
+
+
+L3B = "3b. Raising the MC threshold lowers PRM quality; t = 0 is best (§3.1.4)"
+L3B_PAPER = "Fig 5: ProcessBench F1 40.2 at t = 0 falling to 29.5 at t = 7/8"
+L3B_DECIDE = ("the sweep's label accuracy against exact truth (label audit), or its PRMs trained on hundreds of "
+              "instances each")
+
+
+def lesson3_threshold(processbench: pd.DataFrame | None, trainsets: pd.DataFrame | None = None,
+                      threshold_sweep: Sequence | None = None) -> Verdict:
+    """The sweep's two ends, fixed in advance: t = 0 (`mc_hard`) vs the largest threshold trained."""
+    avg, fmt = _pb(processbench)
+    if avg is None:
+        return _absent(L3B, L3B_PAPER, "no ProcessBench table (results/tables/processbench.csv)", L3B_DECIDE)
+    pts = [(t, n, _f1(avg, n)) for t, n in _sweep_points(avg, trainsets, threshold_sweep)]
+    pts = [(t, n, e) for t, n, e in pts if e is not None]
+    if len(pts) < 2 or pts[0][0] != 0:
+        return _absent(L3B, L3B_PAPER, "fewer than two MC thresholds (t = 0 and a larger one) have a ProcessBench "
+                       "row (config labels.mc threshold sweep)", L3B_DECIDE)
+    (t0, _, e0), (tk, _, ek) = pts[0], pts[-1]
+    measured = "ProcessBench avg F1: " + "; ".join(f"t = {_frac(t)} `{n}` {fmt.est(e)}" for t, n, e in pts)
+    verdict, reason = separated_verdict(e0, ek, f"t = {_frac(t0)}", f"t = {_frac(tk)}")
+    return Verdict(L3B, L3B_PAPER, measured, verdict, reason, L3B_DECIDE if verdict == UNDECIDABLE else "")
+
+
+L4 = "4. Policies write correct answers over flawed processes, which Best-of-N rewards (§3.2, Fig 6)"
+L4_PAPER = ("Fig 6 (human annotation of the policy's correct-answer responses): 5.1 % GSM8K, 11.9 % MATH, "
+            "27.4 % OlympiadBench, 43.4 % Omni-MATH flawed")
+L4_DECIDE = ("an exact process checker on the policy's samples (every `expression = number` verified), or a "
+             "judge that beats the structure-only baseline, on multi-step Best-of-N problems")
+
+
+def _pooled_rate(rows: pd.DataFrame) -> tuple[Est, int, int] | None:
+    """Pooled share (%) with its Wilson interval from per-dataset cells (value in %, n judged)."""
+    n = pd.to_numeric(rows["n"], errors="coerce")
+    v = pd.to_numeric(rows["value"], errors="coerce")
+    ok = n.notna() & v.notna() & (n > 0)
+    if not ok.any():
+        return None
+    k, m = int(round(float((v[ok] * n[ok] / 100).sum()))), int(n[ok].sum())
+    lo, hi = wilson_interval(k, m)
+    return Est(100 * k / m, lo, hi), k, m
+
+
+def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame | None = None,
+                           judge_critics: Sequence[str] = ()) -> Verdict:
+    """The judge-measured flaw rate among the policy's correct answers (Figure 6 cells, key `policy`),
+    pooled over datasets. It decides only if the instrument is shown to work: the labelling judge, scored
+    as a ProcessBench critic (`judge_critics`: its critic rows in config order; the first one present
+    counts), must beat the structure-only baseline (paired interval above 0). The claim is that the rate is above 0, so it is never "contradicted"."""
+    if not _has(fig6, ("key", "n", "value")):
+        return _absent(L4, L4_PAPER, "no Figure 6 cells (results/tables/fig6_flawed_process.csv)", L4_DECIDE)
+    pol = fig6[fig6["key"].astype(str) == "policy"]
+    pooled = _pooled_rate(pol) if len(pol) else None
+    if pooled is None:
+        return _absent(L4, L4_PAPER, "no judged correct-answer policy responses (Figure 6 has no `policy` cells)",
+                       L4_DECIDE)
+    est, k, m = pooled
+    fmt = _Fmt(1.0)
+    measured = f"flawed per the LLM judge: {k} of {m} correct-answer responses, {fmt.est(est)} %"
+    avg, fpb = _pb(processbench)
+    deltas = [(c, _delta(avg, c)) for c in judge_critics] if avg is not None else []
+    # the first critic of the judge's model in config order (fixed in advance, not the best-scoring one)
+    deltas = [(c, d) for c, d in deltas if d is not None][:1]
+    if deltas:
+        measured += "; the judge as critic minus structure-only: " + ", ".join(f"`{c}` {fpb.diff(d)}" for c, d in deltas)
+    if not deltas:
+        return Verdict(L4, L4_PAPER, measured, UNDECIDABLE, "the judge's error finding is not measured (no critic row "
+                       "of the labelling judge with a paired difference to the structure-only baseline)", L4_DECIDE)
+    if not all(d.has_ci and d.lo > 0 for _, d in deltas):
+        return Verdict(L4, L4_PAPER, measured, UNDECIDABLE, "the judge that measured the rate does not beat the "
+                       "structure-only baseline at finding errors, so its verdicts do not measure flaws", L4_DECIDE)
+    verdict, reason = interval_verdict(est, 0.0, "0")
+    return Verdict(L4, L4_PAPER, measured, verdict, reason, L4_DECIDE if verdict == UNDECIDABLE else "")
+
+
+L5 = "5. PRMs' minimum step score sits on the final step: Best-of-N drifts to outcome scoring (§3.2, Fig 8)"
+L5_PAPER = ("Fig 8: share of all Best-of-8 responses with the minimum at the final step 9–27 % for most PRMs, "
+            "42–55 % for Skywork-7B, Math-Shepherd-PRM-7B and Eurus (length mix not published)")
+L5_DECIDE = ("Best-of-N problems whose responses have ≥ 3 steps, in the hundreds (e.g. 2–4 terms with `*`), "
+             "so the observed share can be told from its chance rate")
+
+
+def _fig8_cell(fig8: pd.DataFrame, prm: str, column: str, stage: str) -> pd.Series | None:
+    r = fig8[(fig8["row"].astype(str) == prm) & (fig8["column"].astype(str) == column)
+             & (fig8["stage"].astype(str) == stage)]
+    return None if r.empty else r.iloc[0]
+
+
+def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM) -> Verdict:
+    """`prm`'s share of responses of 3+ steps (all Best-of-N responses, the paper's population) whose
+    minimum step score is on the final step, against the chance rate of the same responses (Figure 8
+    cells): above chance → reproduced, below → contradicted. One- and two-step responses are reported
+    apart (100 % by definition; about 50 % by chance)."""
+    if not _has(fig8, ("row", "column", "stage", "n", "value", "ci_low", "ci_high")):
+        return _absent(L5, L5_PAPER, "no Figure 8 cells per response length (results/tables/fig8_min_at_last_step.csv)",
+                       L5_DECIDE)
+    obs = _fig8_cell(fig8, prm, FIG8_HEADLINE, "all responses: observed")
+    chance = _fig8_cell(fig8, prm, FIG8_HEADLINE, "all responses: chance")
+    short = []
+    for col, what in (("1 step", "by definition"), ("2 steps", "chance")):
+        o, c = _fig8_cell(fig8, prm, col, "all responses: observed"), _fig8_cell(fig8, prm, col, "all responses: chance")
+        if o is not None and c is not None:
+            short.append(f"{col}: {float(o['value']):.1f} % ({what} {float(c['value']):.1f} %, n = {int(o['n'])})")
+    if obs is None or chance is None or not _finite(obs["n"]) or int(obs["n"]) == 0:
+        measured = f"`{prm}`: no response of 3+ steps" + ("; " + "; ".join(short) if short else "")
+        if _fig8_cell(fig8, prm, "all", "all responses") is None and not short:
+            return _absent(L5, L5_PAPER, f"no Figure 8 cells for `{prm}`", L5_DECIDE)
+        return Verdict(L5, L5_PAPER, measured, UNDECIDABLE, "no Best-of-N response has 3 or more steps: a "
+                       "one-step response is 'min at last' by definition, a two-step one by chance half the time",
+                       L5_DECIDE)
+    est = Est(float(obs["value"]), float(obs["ci_low"]), float(obs["ci_high"]))
+    ch = float(chance["value"])
+    measured = (f"`{prm}`, 3+ steps: {_Fmt(1.0).est(est)} % of {int(obs['n'])} responses vs chance {ch:.1f} %"
+                + ("; " + "; ".join(short) if short else ""))
+    verdict, reason = interval_verdict(est, ch, f"the chance rate {ch:.1f} %")
+    return Verdict(L5, L5_PAPER, measured, verdict, reason, L5_DECIDE if verdict == UNDECIDABLE else "")
+
+
+L6 = "6. A PRM trained with the paper's recipe beats majority voting in Best-of-N (§4, Table 6)"
+L6_PAPER = "Table 6: Qwen2.5-Math-PRM-7B 67.6 vs maj@8 66.2 (+1.4); most public PRMs at or below maj@8"
+L6_DECIDE = ("the recipe's PRM (consensus-filtered hard labels) trained in distribution for the Best-of-N "
+             "policy, on enough problems that the paired interval is narrower than the paper's +1.4 points")
+
+
+def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", prm: str = RECIPE) -> Verdict:
+    """`prm` (the paper's recipe) minus maj@N in Best-of-N, its paired interval (bon.csv `<metric>-maj`,
+    the average row at the largest N)."""
+    if not _has(bon, ("prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high")):
+        return _absent(L6, L6_PAPER, "no Best-of-N table (results/tables/bon.csv)", L6_DECIDE)
+    ba = _bon_average(bon, aggregation)
+    if ba is None:
+        return _absent(L6, L6_PAPER, "the Best-of-N table has no `average` rows with a prm_* score", L6_DECIDE)
+    fmt = _Fmt(_scale(pd.to_numeric(bon.loc[~bon["metric"].astype(str).str.endswith("-maj"), "accuracy"],
+                                    errors="coerce")))
+    acc, paired, maj = ba["acc"].get(prm), ba["paired"].get(prm), ba["maj"].get(prm)
+    if acc is None:
+        return _absent(L6, L6_PAPER, f"no Best-of-N row for the recipe's PRM `{prm}`", L6_DECIDE)
+    n_val, col = ba["N"], ba["metric"]
+    measured = f"`{prm}` {col}@{n_val} {fmt.est(acc)}" + (f", maj@{n_val} {fmt.est(maj)}" if maj is not None else "")
+    if paired is None:  # the two unpaired intervals then (conservative: they share the problems)
+        verdict, reason = separated_verdict(acc, maj, prm, f"maj@{n_val}")
+        reason = (f"no paired difference to maj@{n_val} (metric `{col}-maj`): "
+                  + (reason if verdict == UNDECIDABLE else "decided by the two unpaired intervals"))
+        return Verdict(L6, L6_PAPER, measured, verdict, reason, L6_DECIDE if verdict == UNDECIDABLE else "")
+    measured += f"; paired difference {fmt.diff(paired)} points"
+    verdict, reason = interval_verdict(paired, 0.0, "0")
+    return Verdict(L6, L6_PAPER, measured, verdict, reason, L6_DECIDE if verdict == UNDECIDABLE else "")
+
+
+# ------------------------------------------------------------------------------------------------
+
+def _guarded(fn: Callable[[], Verdict], lesson: str, paper: str) -> Verdict:
+    """A lesson whose row cannot be computed becomes a row saying so, never a failed report."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - the report must build whatever the tables hold
+        log.warning("verdicts: lesson %r failed: %r", lesson, e)
+        return Verdict(lesson, paper, "—", ABSENT, f"could not be computed from this run's tables "
+                       f"({type(e).__name__}: {e})")
+
+
+def verdict_rows(*, processbench: pd.DataFrame | None = None, bon: pd.DataFrame | None = None,
+                 trainsets: pd.DataFrame | None = None, fig6: pd.DataFrame | None = None,
+                 fig8: pd.DataFrame | None = None, aggregation: str = "product",
+                 threshold_sweep: Sequence | None = None, judge_critics: Sequence[str] = ()) -> list[Verdict]:
+    """Every lesson's row, in order. `processbench`, `bon`, `trainsets`: results/tables/*.csv (bon: the
+    main policy's rows at the main N); `fig6`, `fig8`: those artifacts' cells; `judge_critics`: the
+    ProcessBench critic rows of the model that labels (`critic-<name>`)."""
+    calls = [
+        (L1, L1_PAPER, lambda: lesson1_label_sources(processbench)),
+        (L2, L2_PAPER, lambda: lesson2_consensus(processbench, trainsets)),
+        (L3A, L3A_PAPER, lambda: lesson3_hard_soft(processbench)),
+        (L3B, L3B_PAPER, lambda: lesson3_threshold(processbench, trainsets, threshold_sweep)),
+        (L4, L4_PAPER, lambda: lesson4_flawed_process(fig6, processbench, judge_critics)),
+        (L5, L5_PAPER, lambda: lesson5_min_at_last(fig8)),
+        (L6, L6_PAPER, lambda: lesson6_bon_vs_maj(bon, aggregation)),
+    ]
+    return [_guarded(fn, lesson, paper) for lesson, paper, fn in calls]
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ") or " "
+
+
+def verdicts_markdown(rows: Sequence[Verdict]) -> str:
+    """The section that opens paper/report.md: a short rule, then the table."""
+    md = [HEADING, "",
+          "Each verdict comes from a 95 % interval, never from a point estimate: an interval that excludes the "
+          "null (0, the other arm, the chance rate) decides; one that contains it leaves the lesson "
+          "undecidable here, with what would decide it. Every comparison is fixed in advance "
+          "(`prm_lessons.artifacts.verdicts`), none chosen from the evaluation results. Percent, "
+          "differences in points, [interval].", "",
+          "| Lesson | The paper found | This run measured | Verdict | Why undecidable or not measured; what would decide it |",
+          "|---|---|---|---|---|"]
+    for r in rows:
+        why = r.reason
+        if r.decide and r.verdict in (UNDECIDABLE, ABSENT):
+            why = (why + ". " if why else "") + "Would decide it: " + r.decide
+        verdict = f"**{r.verdict}**" if r.verdict in (REPRODUCED, CONTRADICTED) else r.verdict
+        md.append("| " + " | ".join(_cell(x) for x in (r.lesson, r.paper, r.measured, verdict, why)) + " |")
+    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
+    md += ["", "Tally: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".", ""]
+    return "\n".join(md)
