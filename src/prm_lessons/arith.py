@@ -121,20 +121,26 @@ def lhs_expression(text: str) -> str | None:
     return None
 
 
-def equations(step: str, fraction_rhs: bool = False) -> list[dict]:
+def equations(step: str, strict: bool = False) -> list[dict]:
     """Every equation ``<arithmetic> = <number>`` a step writes, true or false, in text order.
 
     Each: ``lhs`` (the expression as parsed), ``value`` (its exact value), ``rhs_span`` (the written
     number's span), ``rhs_value``, ``eq_pos`` (the '=') and ``holds`` (the value equals the right side;
-    a decimal right side at its written precision: ``2 / 3 = 0.67`` holds). ``fraction_rhs``: a right side
-    ``a/b`` is read as the fraction (``1/2 + 1/4 = 3/4``); off for the error injection, whose number
-    rewriting works token by token.
+    a decimal right side at its written precision: ``2 / 3 = 0.67`` holds). ``strict``: the process
+    checker's reading: a right side ``a/b`` is the fraction (``1/2 + 1/4 = 3/4``), and a left side starts
+    after the previous equation's right side when a word follows it (``3 - 9 = -6 and -6 * -2 = 12``: two
+    equations, not ``-6 - 6 * -2``; a chain ``2 + 3 = 5 + 4 = 9`` still reads ``5 + 4``). Off for the
+    error injection, whose number rewriting must find the equations it always found.
     """
     found = []
     prev_end = 0
     for m in _EQ_RE.finditer(step):
         # the left side starts after the previous '=' or sentence delimiter
         segment = step[prev_end:m.start()]
+        if strict and found and found[-1]["rhs_span"][0] >= prev_end:
+            after = re.match(r"\s*[A-Za-z]+\b", step[found[-1]["rhs_span"][1]:m.start()])
+            if after:
+                segment = step[found[-1]["rhs_span"][1] + after.end():m.start()]
         cut = max(segment.rfind(c) for c in (":", ";", ",", "\n", ". ", "?"))
         if cut >= 0:
             segment = segment[cut + 1:]
@@ -146,7 +152,7 @@ def equations(step: str, fraction_rhs: bool = False) -> list[dict]:
         if lhs is None:
             continue
         span, rhs_text = rhs.span(), rhs.group(0)
-        frac = _FRACTION_TAIL_RE.match(step, rhs.end()) if fraction_rhs and not rhs.group(3) else None
+        frac = _FRACTION_TAIL_RE.match(step, rhs.end()) if strict and not rhs.group(3) else None
         if frac is not None:
             span, rhs_text = (rhs.start(), frac.end()), f"{rhs_text}/{frac.group(1)}"
         try:

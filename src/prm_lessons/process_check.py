@@ -69,7 +69,7 @@ def _boxed_value(step: str) -> tuple[Fraction | None, int]:
 def check_step(step: str, carried: Fraction | None = None) -> StepCheck:
     """Verdict on one step. ``carried``: the last value computed by earlier steps (for a boxed answer)."""
     text = str(step)
-    eqs = equations(text, fraction_rhs=True)
+    eqs = equations(text, strict=True)
     boxed, box_pos = _boxed_value(text)
     wrong = [f"{e['lhs']} = {text[e['rhs_span'][0]:e['rhs_span'][1]]}" for e in eqs if not e["holds"]]
     before_box = [e for e in eqs if box_pos < 0 or e["eq_pos"] < box_pos]
