@@ -124,16 +124,26 @@ def test_bon_aggregation_is_chosen_and_falls_back():
 
 
 def test_label_sources_name_the_best_and_say_whether_intervals_separate():
-    f1 = {"mc_hard": 0.40, "judge": 0.42, "human": 0.60, "consensus_hard": 0.58}
+    f1 = {"mc_hard": 0.40, "judge": 0.42, "human": 0.90, "consensus_hard": 0.58, "checker": 0.60}
     line = bullet(findings_markdown(pb_frame(f1), None, None, RUN), "Label sources")
     for n, f in f1.items():
         assert f"`{n}`: {f * 100:.1f} [{(f - 0.04) * 100:.1f}, {(f + 0.04) * 100:.1f}]" in line
-    assert "Highest: by construction, the PRM800K stand-in `human`" in line
+    # only same-pool sources are ranked: human labels (another pool) are a "more data" row apart
+    assert "Highest: exact, arithmetic checker `checker`" in line
     assert "lies above that of `mc_hard` and `judge`" in line
     assert "overlaps that of `consensus_hard`, so this run does not separate them" in line
+    ranked, apart = line.split("Apart, as a")
+    assert "`human`" not in ranked and "human labels, another pool `human`: 90.0" in apart
     # another order, another best: nothing about the outcome is fixed
-    line = bullet(findings_markdown(pb_frame({**f1, "mc_hard": 0.9}), None, None, RUN), "Label sources")
-    assert "Highest: MC, hard `mc_hard`" in line and "lies above that of `judge`, `human` and `consensus_hard`" in line
+    line = bullet(findings_markdown(pb_frame({**f1, "mc_hard": 0.95}), None, None, RUN), "Label sources")
+    assert "Highest: MC, hard `mc_hard`" in line
+    assert "lies above that of `judge`, `consensus_hard` and `checker`" in line
+
+
+def test_label_sources_without_the_checker_say_nothing_of_it():
+    line = bullet(findings_markdown(pb_frame({"mc_hard": 0.4, "judge": 0.5, "consensus_hard": 0.45}), None, None, RUN),
+                  "Label sources")
+    assert "checker" not in line and "Apart" not in line
 
 
 def test_hard_vs_soft_on_processbench_and_bon():

@@ -2,7 +2,7 @@
 
 1. Unreliable policy (Figure 6): among responses whose final answer is correct, the share whose process
    is flawed — judged by the configured LLM judge on the workflow's own policy samples
-   (`first_error != -1`), beside ProcessBench's own annotation of its cases
+   (`first_error != -1`) and, where the data is arithmetic, by the process checker (prm_lessons.process_check), beside ProcessBench's own annotation of its cases
    (`final_answer_correct & label != -1` among `final_answer_correct`).
 2. PRM tolerance (Table 5, Figure 7): a PRM's accuracy on the ProcessBench cases whose final answer is
    correct but a step is wrong (prediction == label); Figure 7 sets it against Best-of-N accuracy.
@@ -44,8 +44,9 @@ def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
 # 1. Unreliable policy: correct answer, flawed process
 # ------------------------------------------------------------------------------------------------
 
-def policy_flaw_rate(samples: pd.DataFrame, judge: pd.DataFrame, dataset: str) -> dict:
-    """Flawed-process share among correct-answer responses of one dataset, by the judge's verdicts.
+def policy_flaw_rate(samples: pd.DataFrame, judge: pd.DataFrame, dataset: str, source: str = "policy_judge") -> dict:
+    """Flawed-process share among correct-answer responses of one dataset, by the judge's verdicts (or
+    any table of first errors: source "policy_checker" for the arithmetic process checker's).
 
     Responses the judge could not parse (`parsed` false or `first_error` null) are excluded and
     counted (`n_unparsed`); correct responses without any judge row are counted as `n_unjudged`."""
@@ -63,7 +64,7 @@ def policy_flaw_rate(samples: pd.DataFrame, judge: pd.DataFrame, dataset: str) -
     n_judged = int(ok.sum())
     flawed = int((merged.loc[ok, "first_error"].astype(int) != -1).sum())
     lo, hi = wilson_interval(flawed, n_judged)
-    return {"dataset": dataset, "source": "policy_judge", "n_responses": int(len(samples)),
+    return {"dataset": dataset, "source": source, "n_responses": int(len(samples)),
             "n_correct": int(len(correct)), "n_judged": n_judged,
             "n_unparsed": int((~unjudged & ~ok).sum()), "n_unjudged": int(unjudged.sum()),
             "n_flawed": flawed, "rate": 100 * flawed / n_judged if n_judged else float("nan"),
@@ -89,9 +90,14 @@ def processbench_flaw_rates(cases: pd.DataFrame) -> pd.DataFrame:
 
 
 def flaw_rates(samples: Mapping[str, pd.DataFrame], judges: Mapping[str, pd.DataFrame],
-               cases: pd.DataFrame | None) -> pd.DataFrame:
-    """Figure 6 data: the judge-based rate per policy dataset + ProcessBench's rate per subset."""
+               cases: pd.DataFrame | None, checkers: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Figure 6 data: the judge-based rate per policy dataset, the arithmetic process checker's on the
+    same responses (exact where it sees the error; `checkers`: its tables, rule process_check_labels) +
+    ProcessBench's rate per subset."""
     rows = []
+    for ds, chk in (checkers or {}).items():
+        if ds in samples:
+            rows.append(policy_flaw_rate(samples[ds], chk, ds, source="policy_checker"))
     for ds, s in samples.items():
         if ds not in judges:
             log.warning("flawed-process rate: no judge labels for dataset '%s'; skipped", ds)

@@ -10,86 +10,28 @@ an arithmetic expression (one checkable equation per step), which is what the in
 from __future__ import annotations
 
 import ast
-import operator
 import random
 import re
 from fractions import Fraction
 from typing import Sequence
 
+from .arith import BINOPS, NUM_RE, equations, eval_arith, eval_node, fmt_number, literal_value, parse_arith, to_fraction
 from .grading.golds import last_boxed_content
 
 # --------------------------------------------------------------------------------------------------
 # numbers and arithmetic expressions
 # --------------------------------------------------------------------------------------------------
 
-def _fmt(value: Fraction | int | float) -> str:
-    """Render a number the way a solution would write it: integers plainly, else ≤4 decimals."""
-    frac = Fraction(value).limit_denominator(10**9) if isinstance(value, float) else Fraction(value)
-    if frac.denominator == 1:
-        return str(frac.numerator)
-    text = f"{float(frac):.4f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
-
-
-def _to_fraction(text: str) -> Fraction:
-    return Fraction(text.replace(",", ""))
-
-
-_BINOPS = {ast.Add: ("+", operator.add, 1), ast.Sub: ("-", operator.sub, 1),
-           ast.Mult: ("*", operator.mul, 2), ast.Div: ("/", operator.truediv, 2)}
-
-
-def _literal_value(node: ast.AST) -> Fraction | None:
-    """Value of a number literal, incl. unary minus/plus on a literal; None for anything else."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, Fraction)) \
-            and not isinstance(node.value, bool):
-        return Fraction(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = _literal_value(node.operand)
-        if inner is not None:
-            return -inner if isinstance(node.op, ast.USub) else inner
-    return None
-
-
-def _eval_node(node: ast.AST) -> Fraction:
-    """Exact evaluation of + - * / over numbers (no names, calls or powers). Raises ValueError."""
-    lit = _literal_value(node)
-    if lit is not None:
-        return lit
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        val = _eval_node(node.operand)
-        return -val if isinstance(node.op, ast.USub) else val
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        left, right = _eval_node(node.left), _eval_node(node.right)
-        if isinstance(node.op, ast.Div) and right == 0:
-            raise ValueError("division by zero")
-        return _BINOPS[type(node.op)][1](left, right)
-    raise ValueError(f"not an arithmetic expression: {ast.dump(node)[:80]}")
-
-
-def _parse_arith(text: str) -> ast.AST:
-    text = text.replace("×", "*").replace("÷", "/").replace("−", "-")
-    try:
-        return ast.parse(text.strip(), mode="eval").body
-    except SyntaxError as exc:
-        raise ValueError(f"cannot parse arithmetic expression {text!r}") from exc
-
-
-def eval_arith(text: str) -> Fraction:
-    """Exact value of an arithmetic expression such as ``-( 32 / 8 ) - 15`` (``×``/``÷`` accepted)."""
-    return _eval_node(_parse_arith(text))
-
-
 def _render(node: ast.AST, parent_prec: int = 0, right_side: bool = False) -> str:
-    lit = _literal_value(node)
+    lit = literal_value(node)
     if lit is not None:
-        return _fmt(lit)
+        return fmt_number(lit)
     if isinstance(node, ast.UnaryOp):
         inner = _render(node.operand, 3)
         sign = "-" if isinstance(node.op, ast.USub) else "+"
         return f"{sign}({inner})" if not inner.startswith("(") else f"{sign}{inner}"
     if isinstance(node, ast.BinOp):
-        sym, _, prec = _BINOPS[type(node.op)]
+        sym, _, prec = BINOPS[type(node.op)]
         text = f"{_render(node.left, prec)} {sym} {_render(node.right, prec, right_side=True)}"
         needs = prec < parent_prec or (right_side and prec <= parent_prec)
         return f"({text})" if needs else text
@@ -98,7 +40,7 @@ def _render(node: ast.AST, parent_prec: int = 0, right_side: bool = False) -> st
 
 def _next_ready(node: ast.AST) -> ast.BinOp | None:
     """The next operation in evaluation order (left to right, innermost first) whose operands are numbers."""
-    if _literal_value(node) is not None:
+    if literal_value(node) is not None:
         return None
     if isinstance(node, ast.UnaryOp):
         return _next_ready(node.operand)
@@ -129,29 +71,29 @@ def arithmetic_gold_steps(expression: str, answer: str | None = None) -> list[st
     checkable equation, which is what :func:`corrupt_solution` needs. Raises ValueError when the
     expression's value differs from ``answer``.
     """
-    tree = _parse_arith(expression)
-    value = _eval_node(tree)
+    tree = parse_arith(expression)
+    value = eval_node(tree)
     if answer is not None:
         try:
-            gold = _to_fraction(str(answer).strip())
+            gold = to_fraction(str(answer).strip())
         except (ValueError, ZeroDivisionError):
             raise ValueError(f"answer {answer!r} is not a number (expression {expression!r})") from None
         if gold != value:
-            raise ValueError(f"expression {expression!r} evaluates to {_fmt(value)}, not the answer {answer!r}")
+            raise ValueError(f"expression {expression!r} evaluates to {fmt_number(value)}, not the answer {answer!r}")
     steps: list[str] = []
-    while _literal_value(tree) is None:
+    while literal_value(tree) is None:
         node = _next_ready(tree)
         lhs = _render(node)
-        val = _eval_node(node)
+        val = eval_node(node)
         tree = _Replace(node, val).visit(tree)
-        done = _literal_value(tree) is not None
+        done = literal_value(tree) is not None
         lead = "First," if not steps else ("Finally," if done else "Next,")
         if done and not steps:
             lead = "Compute:"
         shown = _render(tree)
-        rest = "" if shown == _fmt(val) else f", so the expression becomes {shown}"
-        steps.append(f"{lead} {lhs} = {_fmt(val)}{rest}.")
-    final = answer if answer is not None else _fmt(value)
+        rest = "" if shown == fmt_number(val) else f", so the expression becomes {shown}"
+        steps.append(f"{lead} {lhs} = {fmt_number(val)}{rest}.")
+    final = answer if answer is not None else fmt_number(value)
     steps.append(f"Therefore, the final answer is $\\boxed{{{str(final).strip()}}}$.")
     return steps
 
@@ -159,13 +101,6 @@ def arithmetic_gold_steps(expression: str, answer: str | None = None) -> list[st
 # --------------------------------------------------------------------------------------------------
 # error injection
 # --------------------------------------------------------------------------------------------------
-
-# A number token: optional attached minus sign (not a binary minus: that has a space or follows an
-# operand), thousands separators allowed. Not part of a word or of a longer number.
-_NUM_RE = re.compile(r"(?<![\w.)\]}])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d)")
-_EQ_RE = re.compile(r"=")
-_LHS_TOKEN_RE = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?|[-+*/×÷()]|\s+|[xX](?=\s)|\S")
-
 
 class CorruptionError(ValueError):
     """The solution has no step where an error can be injected as asked."""
@@ -184,70 +119,9 @@ def _rng_random(rng) -> random.Random:
     raise TypeError(f"rng must be random.Random, a numpy Generator or an int seed, not {type(rng).__name__}")
 
 
-def _lhs_expression(text: str) -> str | None:
-    """The longest arithmetic suffix of ``text`` (text before an '='), with unit words and currency dropped.
-
-    "James has covered 475 + 70 " → "475 + 70"; "85 x 30" → "85 * 30"; "12 ÷ 2" → "12 / 2".
-    Returns None unless the suffix holds at least one binary operation.
-    """
-    # multiplication written as x between numbers; currency signs and thousands separators go
-    text = re.sub(r"(?<=\d)\s*[x×]\s*(?=[$€£\d])", " * ", text)
-    text = re.sub(r"[$€£]", "", text).replace("÷", "/").replace("−", "-").replace("\\cdot", "*").replace("\\times", "*")
-    # keep the trailing run of number/operator/paren/space/unit-word characters
-    tail = re.search(r"[\d\s+\-*/().,a-zA-Z%]*$", text)
-    if not tail:
-        return None
-    run = tail.group(0)
-    # a unit word between numbers ("118 pieces + 972 pieces") is dropped; letters glued to a number
-    # ("3x", "2a") mean algebra: keep only what follows the last glued word
-    glued = [m for m in re.finditer(r"(?<=\d)[a-zA-Z]+", run)]
-    if glued:
-        run = run[glued[-1].end():]
-    run = re.sub(r"[a-zA-Z%]+", " ", run).replace(",", "")
-    run = run.rstrip(" .")
-    tokens = [t for t in re.findall(r"\d+(?:\.\d+)?|[-+*/()]", run)]
-    # longest suffix of the token list that parses and contains a binary operator
-    for start in range(len(tokens)):
-        cand = " ".join(tokens[start:])
-        try:
-            node = _parse_arith(cand)
-            _eval_node(node)
-        except (ValueError, ZeroDivisionError):
-            continue
-        if any(isinstance(n, ast.BinOp) for n in ast.walk(node)):
-            return cand
-        return None
-    return None
-
-
 def _checkable_equations(step: str) -> list[dict]:
     """Equations ``<arithmetic> = <number>`` in a step whose left side evaluates to the right side."""
-    found = []
-    prev_end = 0
-    for m in _EQ_RE.finditer(step):
-        # the left side starts after the previous '=' or sentence delimiter
-        seg_start = prev_end
-        segment = step[seg_start:m.start()]
-        cut = max(segment.rfind(c) for c in (":", ";", ",", "\n", ". ", "?"))
-        if cut >= 0:
-            segment = segment[cut + 1:]
-        prev_end = m.end()
-        rhs = _NUM_RE.search(step, m.end())
-        if rhs is None or step[m.end():rhs.start()].strip() not in ("", "$", "€", "£", "\\$"):
-            continue
-        lhs = _lhs_expression(segment)
-        if lhs is None:
-            continue
-        try:
-            value = eval_arith(lhs)
-            rhs_val = _to_fraction(rhs.group(0))
-        except (ValueError, ZeroDivisionError):
-            continue
-        decimals = len(rhs.group(3) or ".")-1
-        if value == rhs_val or (decimals and round(float(value), decimals) == float(rhs_val)):
-            found.append({"lhs": lhs, "value": value, "rhs_span": rhs.span(), "rhs_value": rhs_val,
-                          "eq_pos": m.start()})
-    return found
+    return [e for e in equations(step) if e["holds"]]
 
 
 def _wrong_values(value: Fraction, rnd: random.Random) -> list[Fraction]:
@@ -279,12 +153,12 @@ def _map_lhs(lhs: str, mapping: dict[Fraction, Fraction]) -> Fraction:
 
     class _Map(ast.NodeTransformer):
         def visit(self, node):  # noqa: D401 - ast API
-            val = _literal_value(node)
+            val = literal_value(node)
             if val is not None:
                 return ast.Constant(mapping.get(val, val))
             return super().visit(node)
 
-    return _eval_node(_Map().visit(_parse_arith(lhs)))
+    return eval_node(_Map().visit(parse_arith(lhs)))
 
 
 def _substitute(step: str, mapping: dict[Fraction, Fraction]) -> tuple[str, dict]:
@@ -297,10 +171,10 @@ def _substitute(step: str, mapping: dict[Fraction, Fraction]) -> tuple[str, dict
     mapping = dict(mapping)
     eqs = {e["rhs_span"][0]: e for e in _checkable_equations(step)}
     out, pos = [], 0
-    for m in _NUM_RE.finditer(step):
+    for m in NUM_RE.finditer(step):
         out.append(step[pos:m.start()])
         pos = m.end()
-        val = _to_fraction(m.group(0))
+        val = to_fraction(m.group(0))
         eq = eqs.get(m.start())
         if eq is not None:
             try:
@@ -309,9 +183,9 @@ def _substitute(step: str, mapping: dict[Fraction, Fraction]) -> tuple[str, dict
                 new_val = eq["value"]
             if new_val != eq["value"]:
                 mapping.update(_pair(eq["rhs_value"], new_val))
-            out.append(_fmt(new_val) if new_val != eq["value"] else m.group(0))
+            out.append(fmt_number(new_val) if new_val != eq["value"] else m.group(0))
             continue
-        out.append(_fmt(mapping[val]) if val in mapping else m.group(0))
+        out.append(fmt_number(mapping[val]) if val in mapping else m.group(0))
     out.append(step[pos:])
     return "".join(out), mapping
 
@@ -373,7 +247,7 @@ def corrupt_solution(gold_steps: Sequence[str], answer: str, rng, keep_final_ans
                 if head is None:
                     continue
                 head = head + step[eq["eq_pos"]:a]
-            new_step = head + _fmt(wrong)
+            new_step = head + fmt_number(wrong)
             mapping = _pair(eq["value"], wrong)
             if keep_final_answer:
                 new_steps = steps[:idx] + [new_step + step[b:]] + steps[idx + 1:]
@@ -409,21 +283,21 @@ def _corrupt_final_answer(steps: list[str], position: int, answer: str, rnd: ran
     if shown is None:
         raise CorruptionError(f"step {position} holds neither a checkable equation nor a \\boxed{{}} answer")
     try:
-        value = _to_fraction(shown.strip())
+        value = to_fraction(shown.strip())
     except (ValueError, ZeroDivisionError):
         raise CorruptionError(f"the answer {shown!r} of step {position} is not a number") from None
-    wrong = next((w for w in _wrong_values(value, rnd) if not _same_number(_fmt(w), answer)), None)
+    wrong = next((w for w in _wrong_values(value, rnd) if not _same_number(fmt_number(w), answer)), None)
     if wrong is None:  # pragma: no cover - _wrong_values always offers several
         raise CorruptionError("no wrong value for the final answer")
     step = steps[position]
     start = step.rfind("\\boxed{") + len("\\boxed{")
-    new_step = step[:start] + step[start:].replace(shown, _fmt(wrong), 1)
+    new_step = step[:start] + step[start:].replace(shown, fmt_number(wrong), 1)
     return steps[:position] + [new_step], position
 
 
 def _same_number(a: str, b: str) -> bool:
     try:
-        return _to_fraction(a) == _to_fraction(b)
+        return to_fraction(a) == to_fraction(b)
     except (ValueError, ZeroDivisionError):
         return a.strip() == b.strip()
 
@@ -444,16 +318,16 @@ _SWAP = {"+": "-", "-": "+", "*": "/", "/": "*"}
 
 def _operation_swap(lhs: str, rnd: random.Random) -> tuple[str, Fraction] | None:
     """Apply the wrong operation: the single binary operator of ``lhs`` swapped (+↔-, *↔/)."""
-    node = _parse_arith(lhs)
-    if not isinstance(node, ast.BinOp) or _literal_value(node.left) is None or _literal_value(node.right) is None:
+    node = parse_arith(lhs)
+    if not isinstance(node, ast.BinOp) or literal_value(node.left) is None or literal_value(node.right) is None:
         return None
-    sym = _BINOPS[type(node.op)][0]
+    sym = BINOPS[type(node.op)][0]
     new = f"{_render(node.left, 2)} {_SWAP[sym]} {_render(node.right, 2, True)}"
     try:
         val = eval_arith(new)
     except (ValueError, ZeroDivisionError):
         return None
-    if val == _eval_node(node) or val.denominator not in (1, 2, 4, 5, 10):
+    if val == eval_node(node) or val.denominator not in (1, 2, 4, 5, 10):
         return None
     return new, val
 

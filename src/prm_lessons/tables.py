@@ -9,9 +9,9 @@ from what was recorded: read_table raises CorruptTableError naming the file and 
 adapter (workflow/scripts/run.py) then moves the corrupt input aside, so the next run regenerates it with
 its producer rule instead of feeding it to consumers.
 
-The CSV stage tables (results/tables/{bon,judge_bon,search,bon_baselines,processbench,trainsets}.csv) go
-through write_csv / read_csv: the same column and key checks plus dtypes (CSV_DTYPES; fractions, never
-percent), an atomic write, and a sidecar <table>.csv.integrity.json with the kind, row count and SHA-256."""
+The CSV stage tables (results/tables/{bon,judge_bon,search,bon_baselines,processbench,trainsets,
+process_check,process_check_bon}.csv) go through write_csv / read_csv: the same column and key checks plus
+dtypes (CSV_DTYPES; fractions, never percent), an atomic write, and a sidecar <table>.csv.integrity.json with the kind, row count and SHA-256."""
 from __future__ import annotations
 
 import gzip
@@ -43,6 +43,8 @@ SCHEMAS: dict[str, list[str]] = {
     "pb_scores": ["id", "subset", "step_scores"],
     "bon_judge": ["dataset", "problem_id", "sample_idxs", "selected_idx", "n_unparsable", "tokens_generated"],
     "critic": ["id", "subset", "label", "prediction", "status", "verdicts"],
+    # the arithmetic process checker's verdicts on a policy's samples (rule process_check_labels)
+    "checker": ["problem_id", "sample_idx", "n_steps", "step_verdicts", "first_error", "n_checkable"],
     # CSV stage tables (results/tables/<stem>.csv, written and read by write_csv / read_csv): the columns
     # a consumer needs; CSV_DTYPES lists every column they may hold, FRACTIONS those in fractions
     "bon_csv": ["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high"],
@@ -53,6 +55,8 @@ SCHEMAS: dict[str, list[str]] = {
     "processbench_csv": ["prm", "subset", "n", "error_acc", "correct_acc", "f1"],
     "trainsets_csv": ["variant", "source", "label_type", "n_instances", "n_steps", "positive_rate",
                       "retained_fraction"],
+    "process_check_csv": ["subset", "kind", "metric", "k", "n", "rate", "ci_low", "ci_high"],
+    "process_check_bon_csv": ["benchmark", "metric", "n", "count", "total", "value", "ci_low", "ci_high"],
 }
 # kind -> columns that identify a row (must be unique)
 KEYS: dict[str, list[str]] = {
@@ -67,6 +71,7 @@ KEYS: dict[str, list[str]] = {
     "pb_scores": ["id"],
     "bon_judge": ["problem_id"],
     "critic": ["id"],
+    "checker": ["problem_id", "sample_idx"],
     # `policy` is optional in these (a table without it holds one policy's rows) and a key where present
     "bon_csv": ["policy", "prm", "benchmark", "metric", "n"],
     "judge_bon_csv": ["policy", "prm", "benchmark", "metric", "n"],
@@ -74,6 +79,8 @@ KEYS: dict[str, list[str]] = {
     "bon_baselines_csv": ["policy", "benchmark", "n"],
     "processbench_csv": ["prm", "subset"],
     "trainsets_csv": ["variant"],
+    "process_check_csv": ["subset", "kind", "metric"],
+    "process_check_bon_csv": ["benchmark", "metric"],
 }
 # CSV kind -> {column: "str" | "int" | "float" | "fraction"} for every column the table may hold: "int"
 # and "float" must parse as numbers (empty = missing), "int" be whole, "fraction" lie in [-1, 1]
@@ -99,6 +106,12 @@ CSV_DTYPES: dict[str, dict[str, str]] = {
     "trainsets_csv": {"variant": "str", "source": "str", "label_type": "str", "threshold": "float",
                       "n_instances": "int", "paper_n_instances": "int", "n_steps": "int",
                       "positive_rate": "fraction", "retained_fraction": "fraction", "run": "str"},
+    # k of n (rate = k / n): the checker's validation on the constructed ProcessBench set
+    "process_check_csv": {"subset": "str", "kind": "str", "metric": "str", "k": "int", "n": "int",
+                          "rate": "fraction", "ci_low": "fraction", "ci_high": "fraction", "run": "str"},
+    # n = the Best-of-N N; count of total (value = count / total)
+    "process_check_bon_csv": {"benchmark": "str", "metric": "str", "n": "int", "count": "int", "total": "int",
+                              "value": "fraction", "ci_low": "fraction", "ci_high": "fraction", "run": "str"},
 }
 FRACTIONS: dict[str, list[str]] = {k: [c for c, t in d.items() if t == "fraction"] for k, d in CSV_DTYPES.items()}
 

@@ -37,6 +37,8 @@ ARTIFACT_INPUT_GROUPS = {
     "flaws": {
         **{f"samples__{d}": f"results/samples/{d}.parquet" for d in FLAW_DATASETS},
         **{f"judge__{d}": f"results/labels/judge/{d}.parquet" for d in FLAW_DATASETS},
+        # the arithmetic process checker's verdicts on the same responses (process_check.smk)
+        **({f"checker__{d}": f"results/labels/checker/{d}.parquet" for d in FLAW_DATASETS} if PROCESS_CHECK else {}),
         **({"cases": "results/processbench/cases.parquet"} if config.get("processbench") else {}),
     },
     "table5": {"table5": artifact_paths("table5")["csv"]},

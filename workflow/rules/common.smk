@@ -164,3 +164,7 @@ def scoring_gpus(prm):
 
 def prm_model_input(prm):
     return plan.spec_inputs(config, PRM_SPECS[prm])
+
+
+# the arithmetic process checker (process_check.smk; its labels also feed the `checker` training sets)
+PROCESS_CHECK = plan.process_check_enabled(config)

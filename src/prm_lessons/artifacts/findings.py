@@ -27,9 +27,15 @@ HEADING = "## What this run found"
 BASELINES = {"baseline_always_correct": "always “no error”", "baseline_first_step": "always “error at step 1”",
              "baseline_structure": "structure only (subset and number of steps)"}
 STRUCTURE = "baseline_structure"
-# The paper's label-source comparison (Table 3/4): the declared variants of both configs.
-LABEL_SOURCES = [("mc_hard", "MC, hard"), ("judge", "LLM-as-a-judge"),
-                 ("human", "by construction, the PRM800K stand-in"), ("consensus_hard", "consensus, hard")]
+# The paper's label-source comparison (Table 3/4), only between variants labelling the SAME pool (the
+# policy's sampled responses to the training problems): the label source is then the one difference.
+# `checker` (exact arithmetic labels) exists only where process_check.enabled; no note where it is absent.
+LABEL_SOURCES = [("mc_hard", "MC, hard"), ("judge", "LLM-as-a-judge"), ("consensus_hard", "consensus, hard"),
+                 ("checker", "exact, arithmetic checker")]
+OPTIONAL_SOURCES = {"checker"}
+# human labels come from another pool (PRM800K, or instances by construction): another size and another
+# distribution, so they are a "more data" row apart, never ranked against the same-pool sources
+OTHER_POOL = ("human", "human labels, another pool")
 HARD_SOFT = [("MC", "mc_hard", "mc_soft"), ("consensus", "consensus_hard", "consensus_soft")]
 _SWEEP_NAME = re.compile(r"^mc_hard_t(\d+)(?:of(\d+))?$")
 _DELTA = ("delta_f1_structure", "delta_ci_low", "delta_ci_high")
@@ -150,18 +156,29 @@ def _is_model(name: str) -> bool:
 # The bullets
 # ------------------------------------------------------------------------------------------------
 
+def _other_pool(avg: pd.DataFrame, fmt: _Fmt) -> str:
+    n, lab = OTHER_POOL
+    e = _f1(avg, n)
+    if e is None:
+        return ""
+    return (f" Apart, as a \"more data\" row and not a label-source comparison (another pool: another size and "
+            f"distribution of instances): {lab} `{n}`: {fmt.est(e)}.")
+
+
 def _label_sources(avg: pd.DataFrame, fmt: _Fmt) -> str:
-    head = "**Label sources** (ProcessBench average F1, % [interval]): "
+    head = ("**Label sources on one pool** (the same sampled responses, labelled each way; ProcessBench "
+            "average F1, % [interval]): ")
     have = [(n, lab, _f1(avg, n)) for n, lab in LABEL_SOURCES]
     present = [(n, lab, e) for n, lab, e in have if e is not None]
-    missing = [n for n, _, e in have if e is None]
+    missing = [n for n, _, e in have if e is None and n not in OPTIONAL_SOURCES]
+    apart = _other_pool(avg, fmt)
     if not present:
-        return head + f"none of {_names([n for n, _ in LABEL_SOURCES])} is in this run's table."
+        return head + f"none of {_names([n for n, _ in LABEL_SOURCES])} is in this run's table." + apart
     text = head + "; ".join(f"{lab} `{n}`: {fmt.est(e)}" for n, lab, e in present) + "."
     if missing:
         text += f" Not in this run: {_names(missing)}."
     if len(present) < 2:
-        return text
+        return text + apart
     best_n, best_lab, best = max(present, key=lambda x: x[2].value)
     others = [(n, e) for n, _, e in present if n != best_n]
     text += f" Highest: {best_lab} `{best_n}`"
@@ -175,7 +192,7 @@ def _label_sources(avg: pd.DataFrame, fmt: _Fmt) -> str:
         parts.append(f"it overlaps that of {_names(overlap)}, so this run does not separate them")
     if untested:
         parts.append(f"no interval to compare with {_names(untested)}")
-    return text + ("; " + "; ".join(parts) if parts else "") + "."
+    return text + ("; " + "; ".join(parts) if parts else "") + "." + apart
 
 
 def _compare(fmt: _Fmt, a_name: str, a: Est, b_name: str, b: Est) -> str:

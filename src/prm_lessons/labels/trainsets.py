@@ -7,6 +7,9 @@ A variant names a label source and type:
 * ``human``     — PRM800K or labels by construction (results/labels/human.parquet);
 * ``math_shepherd`` — Math-Shepherd's released labels (results/labels/math_shepherd.parquet,
   `labels.math_shepherd`);
+* ``checker`` — the arithmetic process checker's exact step labels (prm_lessons.process_check) on the
+  same sampled responses MC and the judge label: truncated after the first wrong step; a wrong final
+  answer with no step flagged gives no instance (:func:`checker_labels`);
 * ``consensus`` — MC responses whose first error (hard, ``consensus.threshold``) matches the judge's;
   hard labels at that threshold or soft MC values.
 
@@ -18,7 +21,7 @@ trained twice.
 
 ``results/tables/trainsets.csv``: variant, source, label_type, threshold, n_instances, n_steps,
 positive_rate (share of positive steps; for soft labels the mean label), retained_fraction
-(n_instances / candidate responses: all sampled responses for mc/judge/consensus; instances before
+(n_instances / candidate responses: all sampled responses for mc/judge/consensus/checker; instances before
 decontamination for human and math_shepherd), paper_n_instances (the paper's size of that data source,
 `PAPER_N_INSTANCES`; empty for the paper's own 860k sets, which this run samples at its own scale); a
 last column ``run`` holds the run label (provenance).
@@ -81,6 +84,31 @@ def judge_labels(judge: pd.DataFrame, samples: pd.DataFrame) -> dict:
     return out
 
 
+def checker_labels(checks: pd.DataFrame, samples: pd.DataFrame) -> tuple[dict, dict]:
+    """Training labels from the checker: (problem_id, sample_idx) → hard labels truncated after the first
+    wrong step, all ones when no step is wrong and the final answer is graded correct. A wrong final answer
+    with no step flagged gets no labels (the error is where the checker cannot see; counted, not guessed),
+    nor does a response without steps. Returns (labels, counts)."""
+    correct = {(p, int(i)): bool(c) for p, i, c in zip(samples["problem_id"], samples["sample_idx"],
+                                                       samples["correct"].fillna(False))}
+    out, counts = {}, {"labelled": 0, "unlocated_wrong_answer": 0, "no_steps": 0, "ungraded": 0}
+    for r in checks.itertuples():
+        key = (r.problem_id, int(r.sample_idx))
+        if key not in correct:
+            counts["ungraded"] += 1
+            continue
+        fe = int(r.first_error)
+        if int(r.n_steps) == 0:
+            counts["no_steps"] += 1
+            continue
+        if fe == -1 and not correct[key]:
+            counts["unlocated_wrong_answer"] += 1
+            continue
+        out[key] = labels_from_first_error(fe, int(r.n_steps))
+        counts["labelled"] += 1
+    return out, counts
+
+
 def paper_n_instances(source: str, human_source: str | None = None) -> int | None:
     """The paper's instance count for a variant's data: Math-Shepherd's, PRM800K's for human labels from
     PRM800K (labels by construction have none)."""
@@ -100,7 +128,8 @@ def stats(df: pd.DataFrame, name: str, spec: dict, n_candidates: int, paper_n: i
 
 def build_variant(name: str, spec: dict, *, samples: list[pd.DataFrame] = (), mc: list[pd.DataFrame] = (),
                   judge: list[pd.DataFrame] = (), consensus: list[pd.DataFrame] = (), human: pd.DataFrame | None = None,
-                  math_shepherd: pd.DataFrame | None = None, k: int | None = None,
+                  math_shepherd: pd.DataFrame | None = None, checker: list[pd.DataFrame] = (),
+                  k: int | None = None,
                   n_human_candidates: int | None = None,
                   paper_n_instances: int | None = None) -> tuple[pd.DataFrame, dict]:
     """The training set of one variant (trainset table + extras) and its stats row. human / math_shepherd:
@@ -121,6 +150,8 @@ def build_variant(name: str, spec: dict, *, samples: list[pd.DataFrame] = (), mc
         labels = mc_labels(pd.concat(list(mc), ignore_index=True), k, lt, spec["threshold"])
     elif src == "judge":
         labels = judge_labels(pd.concat(list(judge), ignore_index=True), sm)
+    elif src == "checker":
+        labels, _ = checker_labels(pd.concat(list(checker), ignore_index=True), sm)
     elif src == "consensus":
         cons = pd.concat(list(consensus), ignore_index=True)
         keep = {(p, int(s)) for p, s, a in zip(cons["problem_id"], cons["sample_idx"], cons["agree"]) if a}
@@ -135,4 +166,4 @@ def build_variant(name: str, spec: dict, *, samples: list[pd.DataFrame] = (), mc
     return df, stats(df, name, spec, len(sm), paper_n_instances)
 
 
-__all__ = ["build_variant", "mc_labels", "judge_labels"]
+__all__ = ["build_variant", "checker_labels", "mc_labels", "judge_labels"]

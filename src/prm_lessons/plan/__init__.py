@@ -111,6 +111,7 @@ from .trainsets import (
     eval_set_paths,
     label_needs,
     label_shard_paths,
+    process_check_enabled,
     role_model,
     threshold_sweep_variants,
     trainset_inputs,
@@ -120,6 +121,7 @@ from .trainsets import (
 )
 
 __all__ = [
+    "process_check_enabled",
     "wildcard_alternatives", "model_input", "gpus", "mem_mb_for", "runtime", "engine_threads", "bon_n",
     "POLICY_SAMPLING_KEYS", "bon_policies", "primary_policy", "policy_dir", "policy_of_dir", "policy_dir_regex",
     "bon_ns", "sample_n", "judge_sample_cap", "bon_evaluations", "policy_path", "dataset_spec", "local_source_inputs",

@@ -6,7 +6,7 @@ from ..labels.mc import as_fraction
 from .processbench import PROCESSBENCH_DEV, processbench_dev
 from .sampling import sized_shard_count
 
-TRAINSET_SOURCES = ("mc", "judge", "human", "consensus", "math_shepherd")
+TRAINSET_SOURCES = ("mc", "judge", "human", "consensus", "math_shepherd", "checker")
 
 
 def _norm_spec(spec: dict) -> dict:
@@ -29,6 +29,9 @@ def variants(config: dict) -> dict[str, dict]:
         s = _norm_spec(spec)
         if s["source"] not in TRAINSET_SOURCES:
             raise ValueError(f"config error at `trainsets.variants.{name}.source`: must be one of {TRAINSET_SOURCES}")
+        if s["source"] == "checker" and not process_check_enabled(config):
+            raise ValueError(f"config error at `trainsets.variants.{name}.source`: 'checker' labels need "
+                             "`process_check.enabled: true` (the checker reads arithmetic only)")
         if s["source"] == "consensus":
             s["threshold"] = float((config.get("consensus") or {}).get("threshold", 0.0)) if s["label_type"] == "hard" else None
         out[name] = s
@@ -38,6 +41,11 @@ def variants(config: dict) -> dict[str, dict]:
             continue
         out[sweep_variant_name(t)] = spec
     return out
+
+
+def process_check_enabled(config: dict) -> bool:
+    """Whether the arithmetic process checker runs (process_check.enabled; off unless set)."""
+    return bool((config.get("process_check") or {}).get("enabled", False))
 
 
 def threshold_sweep_variants(config: dict) -> list[tuple[float, str]]:
@@ -126,6 +134,8 @@ def trainset_inputs(config: dict, variant: str) -> dict:
         inputs["mc"] = [f"results/labels/mc/{d}.parquet" for d in ds]
     if src == "judge":
         inputs["judge"] = [f"results/labels/judge/{d}.parquet" for d in ds]
+    if src == "checker":  # the same responses MC and the judge label, checked (rule process_check_labels)
+        inputs["checker"] = [f"results/labels/checker/{d}.parquet" for d in ds]
     if src == "consensus":
         inputs["consensus"] = [f"results/labels/consensus/{d}.parquet" for d in ds]
     return inputs

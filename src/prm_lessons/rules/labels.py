@@ -227,7 +227,8 @@ def trainset(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thre
         name, spec, samples=[read_table(p, "samples") for p in as_paths(inputs.get("samples"))],
         mc=[read_table(p, "mc") for p in as_paths(inputs.get("mc"))],
         judge=[read_table(p, "judge") for p in as_paths(inputs.get("judge"))],
-        consensus=[read_table(p, None) for p in as_paths(inputs.get("consensus"))], k=k, n_human_candidates=n_human,
+        consensus=[read_table(p, None) for p in as_paths(inputs.get("consensus"))],
+        checker=[read_table(p, "checker") for p in as_paths(inputs.get("checker"))], k=k, n_human_candidates=n_human,
         paper_n_instances=paper_n_instances(spec["source"], data_source), **made)
     print(f"trainset {name}: {st}", flush=True)
     if st.get("paper_n_instances"):

@@ -39,14 +39,15 @@ def build_fig6(rates: pd.DataFrame, pub, params):
     pub_long = published_long(pub, "fig6")
     rows = []
     for _, r in rates.iterrows():
-        key = "policy" if r["source"] == "policy_judge" else "processbench"
-        row = "policy samples, judge" if key == "policy" else "ProcessBench annotation"
+        key = "processbench" if r["source"] == "processbench_annotation" else "policy"
+        row = {"policy_judge": "policy samples, judge", "policy_checker": "policy samples, arithmetic checker"}.get(
+            r["source"], "ProcessBench annotation")
         pc = paper_column(r["dataset"], params)
         pv, plabel = lookup(pub_long, key, pc)
         rows.append({"row": row, "key": key, "label": plabel, "column": r["dataset"], "paper_column": pc,
                      "n": r["n_judged"], "value": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                     # the paper's policy bars are HUMAN annotations; an LLM judge's verdicts are another
-                     # measurement (shown beside them, never differenced). ProcessBench's share is counted
+                     # the paper's policy bars are HUMAN annotations; an LLM judge's verdicts (or the
+                     # checker's, which sees only arithmetic) are another measurement (shown beside them, never differenced). ProcessBench's share is counted
                      # from its data the same way on both sides.
                      "published": pv, "comparable": key == "processbench"})
     return finish_cells(rows, params)
@@ -82,15 +83,16 @@ def plot_fig6(cells: pd.DataFrame, pub: Mapping, params: Mapping):
 
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Figure 6: judge-based flawed-process rate on the policy's correct answers, and ProcessBench's
-    annotated rate per subset."""
+    """Figure 6: judge-based (and, process_check.enabled, checker-based) flawed-process rate on the
+    policy's correct answers, and ProcessBench's annotated rate per subset."""
     # the paper's Figure 6 judged N (8) responses per query: a benchmark sampled at a larger N for another
     # table (Table 10's 64) counts only its first N, as rule judge labels only those (plan.judge_sample_cap)
     cap = params.get("n")
     samples = {d: (df[df["sample_idx"] < int(cap)] if cap and "sample_idx" in df.columns else df)
                for d, df in ((d, read_table(p, None)) for d, p in analysis.named_inputs(inputs, "samples").items())}
     judges = {d: read_table(p, None) for d, p in analysis.named_inputs(inputs, "judge").items()}
+    checkers = {d: read_table(p, "checker") for d, p in analysis.named_inputs(inputs, "checker").items()}
     cases = read_table(inputs["cases"], None) if inputs.get("cases") and Path(inputs["cases"]).exists() else None
-    rates = analysis.flaw_rates(samples, judges, cases)
+    rates = analysis.flaw_rates(samples, judges, cases, checkers)
     emit_figure("fig6", build_fig6(rates, load_published(), params) if len(rates) else finish_cells([], params),
                  plot_fig6, outputs, params, inputs)

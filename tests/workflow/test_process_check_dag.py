@@ -1,0 +1,26 @@
+"""The process checker's rules in the embedded DAG (process_check.enabled) and nowhere in the paper's."""
+from __future__ import annotations
+
+
+def test_embedded_dag_runs_the_checker_on_the_same_pool(embedded_plan):
+    jobs = {j.rule: [] for j in embedded_plan.jobs}
+    for j in embedded_plan.jobs:
+        jobs[j.rule].append(j)
+    labelled = {j.wildcards.get("dataset") for j in jobs["process_check_labels"]}
+    # the training problems (the pool MC and the judge label) and the Best-of-N benchmarks
+    assert {"train", "train_chain", "arith", "chain_sum"} <= labelled
+    assert jobs["process_check_validation"][0].input[-1] == "results/processbench/cases.parquet"
+    assert "results/tables/process_check_bon.csv" in jobs["process_check_bon"][0].output
+    checker_set = [j for j in jobs["trainset"] if j.wildcards.get("variant") == "checker"]
+    assert checker_set and {"results/labels/checker/train.parquet", "results/samples/train.parquet"} <= set(
+        checker_set[0].input)
+    fig6 = jobs["fig6_flawed_process"][0]
+    assert "results/labels/checker/train.parquet" in fig6.input
+    # no model: no job of the checker reads a model directory
+    assert not [j for r in ("process_check_labels", "process_check_validation", "process_check_bon")
+                for j in jobs[r] if any("models" in p or "hub" in p for p in j.input)]
+
+
+def test_paper_dag_has_no_checker(paper_plan):
+    assert not [j for j in paper_plan.jobs if j.rule.startswith("process_check")
+                or "results/labels/checker" in " ".join(j.input)]

@@ -1,0 +1,64 @@
+# The arithmetic process checker (no model, seconds each): exact step verdicts on the primary policy's
+# samples, validated on the constructed ProcessBench cases (exact truth), and Best-of-N with it (pass@N
+# ceiling, checker-selected). Only where the data is arithmetic: process_check.enabled.
+# Rule functions: prm_lessons.rules.process_check; logic: prm_lessons.process_check, prm_lessons.metrics.checker.
+
+
+if PROCESS_CHECK:
+
+    rule process_check_labels:
+        input:
+            code("process_check:process_check_labels"),
+            samples="results/samples/{dataset}.parquet",
+        output:
+            table="results/labels/checker/{dataset}.parquet",
+        log:
+            "logs/labels/checker/{dataset}.log",
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="process_check:process_check_labels",
+        script:
+            RUN
+
+    rule process_check_validation:
+        input:
+            code("process_check:process_check_validation"),
+            cases="results/processbench/cases.parquet",
+        output:
+            csv="results/tables/process_check.csv",
+        log:
+            "logs/process_check/validation.log",
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="process_check:process_check_validation",
+            run_label=config["run"]["label"],
+        script:
+            RUN
+
+    rule process_check_bon:
+        input:
+            code("process_check:process_check_bon"),
+            samples=[f"results/samples/{b}.parquet" for b in BON_BENCHMARKS],
+            checks=[f"results/labels/checker/{b}.parquet" for b in BON_BENCHMARKS],
+        output:
+            csv="results/tables/process_check_bon.csv",
+        log:
+            "logs/process_check/bon.log",
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="process_check:process_check_bon",
+            benchmarks=BON_BENCHMARKS,
+            n=config["bon"]["n"],
+            run_label=config["run"]["label"],
+        script:
+            RUN
+
+    TARGETS.extend(["results/tables/process_check_bon.csv"])
+    if (config.get("processbench") or {}).get("source") == "constructed":
+        TARGETS.append("results/tables/process_check.csv")
