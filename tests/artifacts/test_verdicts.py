@@ -207,3 +207,26 @@ def test_report_opens_with_the_verdict_table(tmp_path, monkeypatch):
     assert table and "| **reproduced** |" in table[0]      # judge's interval lies above MC's
     assert [ln for ln in body if ln.startswith("| 6. ")][0].count("undecidable here") == 1
     assert text.index(V.HEADING) < text.index("## What this run found")
+
+
+def _fig6_rows(judge_kn, checker_kn):
+    rows = []
+    for label, (k, n) in (("policy samples, judge", judge_kn), ("policy samples, arithmetic checker", checker_kn)):
+        rows.append(dict(row=label, key="policy", column="train", n=n, value=100 * k / n))
+    return pd.DataFrame(rows)
+
+
+def test_lesson4_checker_and_judge_are_not_pooled_and_the_checker_decides():
+    # judge says 19 of 20 flawed, checker 0 of 40: pooled they would read ~32 %; apart, the checker decides
+    row = V.lesson4_flawed_process(_fig6_rows((19, 20), (0, 40)))
+    assert "0 of 40" in row.measured and "19 of 20" in row.measured
+    assert row.verdict == V.UNDECIDABLE and "contains 0" in row.reason
+    assert V.lesson4_flawed_process(_fig6_rows((0, 20), (10, 40))).verdict == V.REPRODUCED
+
+
+def test_lesson1_exact_labels_on_the_same_pool_decide_over_the_judge():
+    base = {"mc_hard": (0.3, 0.25, 0.35), "judge": (0.3, 0.25, 0.35)}
+    assert V.lesson1_label_sources(pb({**base, "checker": (0.6, 0.55, 0.65)})).verdict == V.REPRODUCED
+    assert V.lesson1_label_sources(pb({**base, "checker": (0.1, 0.05, 0.15)})).verdict == V.CONTRADICTED
+    row = V.lesson1_label_sources(pb({"mc_hard": (0.3, 0.25, 0.35), "checker": (0.32, 0.27, 0.37)}))
+    assert row.verdict == V.UNDECIDABLE and "exact" in row.measured

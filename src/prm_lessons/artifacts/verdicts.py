@@ -26,6 +26,7 @@ from typing import Callable, NamedTuple, Sequence
 import pandas as pd
 
 from prm_lessons.analysis import wilson_interval
+from prm_lessons.artifacts.defs.fig6_flawed_process import ROW_CHECKER
 from prm_lessons.artifacts.findings import (
     STRUCTURE,
     Est,
@@ -48,7 +49,7 @@ REPRODUCED, CONTRADICTED, UNDECIDABLE, ABSENT = ("reproduced", "contradicted", "
                                                  "not measured in this run")
 VERDICTS = (REPRODUCED, CONTRADICTED, UNDECIDABLE, ABSENT)
 # Fixed in advance (never chosen from the results): the PRMs each lesson compares.
-MC, JUDGE, HUMAN = "mc_hard", "judge", "human"
+MC, JUDGE, HUMAN, CHECKER = "mc_hard", "judge", "human", "checker"
 CONSENSUS_HARD, CONSENSUS_SOFT = "consensus_hard", "consensus_soft"
 RECIPE = CONSENSUS_HARD          # the paper's final recipe: consensus-filtered hard labels (§4.1)
 MIN_AT_LAST_PRM = MC             # Figure 8: the paper ties the shift to outcome to MC (outcome-derived) labels
@@ -125,21 +126,32 @@ L1_DECIDE = ("MC, judge and exact labels on the same responses at the same size 
 
 
 def lesson1_label_sources(processbench: pd.DataFrame | None) -> Verdict:
-    """MC vs judge PRMs on ProcessBench (both label the same policy responses, the paper's design);
-    `human` is shown as context only: it trains on another pool (constructed instances), so it is no
+    """MC vs exact and judge labels on ProcessBench, all labelling the same policy responses (the paper's
+    design). The exact labels of the arithmetic process checker (`checker`, the same pool) stand in for
+    human annotation and decide when present (checker above MC); without them judge vs MC decides.
+    `human` (by construction) is shown as context only: it trains on another pool, so it is no
     label-source comparison."""
     avg, fmt = _pb(processbench)
     if avg is None:
         return _absent(L1, L1_PAPER, "no ProcessBench table (results/tables/processbench.csv)", L1_DECIDE)
-    mc, judge = _f1(avg, MC), _f1(avg, JUDGE)
-    if mc is None or judge is None:
-        return _absent(L1, L1_PAPER, f"no ProcessBench row for `{MC}` and `{JUDGE}` (both are needed)", L1_DECIDE)
-    measured = f"ProcessBench avg F1: MC `{MC}` {fmt.est(mc)}, judge `{JUDGE}` {fmt.est(judge)}"
+    mc, judge, exact = _f1(avg, MC), _f1(avg, JUDGE), _f1(avg, CHECKER)
+    if mc is None or (judge is None and exact is None):
+        return _absent(L1, L1_PAPER, f"no ProcessBench row for `{MC}` and `{JUDGE}` or `{CHECKER}` (MC and one "
+                       "other are needed)", L1_DECIDE)
+    parts = [f"MC `{MC}` {fmt.est(mc)}"]
+    if judge is not None:
+        parts.append(f"judge `{JUDGE}` {fmt.est(judge)}")
+    if exact is not None:
+        parts.append(f"exact (checker) `{CHECKER}` {fmt.est(exact)}")
+    measured = "ProcessBench avg F1, same responses: " + ", ".join(parts)
     human = _f1(avg, HUMAN)
     if human is not None:
         measured += (f"; human stand-in `{HUMAN}` {fmt.est(human)} (another pool, not compared)")
-    measured += _structure_note(avg, fmt, [MC, JUDGE])
-    verdict, reason = separated_verdict(judge, mc, "judge", "MC")
+    measured += _structure_note(avg, fmt, [MC] + ([CHECKER] if exact is not None else [JUDGE]))
+    if exact is not None:
+        verdict, reason = separated_verdict(exact, mc, "exact labels", "MC")
+    else:
+        verdict, reason = separated_verdict(judge, mc, "judge", "MC")
     return Verdict(L1, L1_PAPER, measured, verdict, reason, L1_DECIDE if verdict == UNDECIDABLE else "")
 
 
@@ -234,20 +246,41 @@ def _pooled_rate(rows: pd.DataFrame) -> tuple[Est, int, int] | None:
 
 def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame | None = None,
                            judge_critics: Sequence[str] = ()) -> Verdict:
-    """The judge-measured flaw rate among the policy's correct answers (Figure 6 cells, key `policy`),
-    pooled over datasets. It decides only if the instrument is shown to work: the labelling judge, scored
-    as a ProcessBench critic (`judge_critics`: its critic rows in config order; the first one present
-    counts), must beat the structure-only baseline (paired interval above 0). The claim is that the rate is above 0, so it is never "contradicted"."""
+    """The flaw rate among the policy's correct answers (Figure 6 cells, key `policy`), pooled over
+    datasets, per instrument. The arithmetic process checker (row ROW_CHECKER) decides when present: it
+    verifies every `expression = number` and raised no false alarm on the constructed gold solutions
+    (process_check.csv), so its rate is a lower bound on the flaw rate and can only reproduce the claim or
+    leave it undecided. Without it, the judge's rate decides only if the instrument is shown to work: the
+    labelling judge, scored as a ProcessBench critic (`judge_critics`: its critic rows in config order; the
+    first one present counts), must beat the structure-only baseline (paired interval above 0). The claim
+    is that the rate is above 0, so it is never "contradicted"."""
     if not _has(fig6, ("key", "n", "value")):
         return _absent(L4, L4_PAPER, "no Figure 6 cells (results/tables/fig6_flawed_process.csv)", L4_DECIDE)
     pol = fig6[fig6["key"].astype(str) == "policy"]
-    pooled = _pooled_rate(pol) if len(pol) else None
-    if pooled is None:
+    rows = pol["row"].astype(str) if "row" in pol else pd.Series("", index=pol.index)
+    checker = _pooled_rate(pol[rows == ROW_CHECKER]) if (rows == ROW_CHECKER).any() else None
+    judged = pol[rows != ROW_CHECKER]
+    pooled = _pooled_rate(judged) if len(judged) else None
+    if pooled is None and checker is None:
         return _absent(L4, L4_PAPER, "no judged correct-answer policy responses (Figure 6 has no `policy` cells)",
                        L4_DECIDE)
-    est, k, m = pooled
     fmt = _Fmt(1.0)
-    measured = f"flawed per the LLM judge: {k} of {m} correct-answer responses, {fmt.est(est)} %"
+    parts = []
+    if checker is not None:
+        est_c, kc, mc = checker
+        parts.append(f"flawed per the arithmetic checker: {kc} of {mc} correct-answer responses, {fmt.est(est_c)} %")
+    if pooled is not None:
+        est, k, m = pooled
+        parts.append(f"per the LLM judge: {k} of {m}, {fmt.est(est)} %")
+    measured = "; ".join(parts)
+    if checker is not None:
+        verdict, reason = interval_verdict(checker[0], 0.0, "0")
+        if verdict == CONTRADICTED:  # unreachable for a rate ≥ 0; kept explicit: a lower bound never contradicts
+            verdict, reason = UNDECIDABLE, "the checker's rate is a lower bound"
+        if verdict == UNDECIDABLE:
+            reason = (f"the checker's interval contains 0 ({mc} correct-answer responses; it sees arithmetic "
+                      "errors only)")
+        return Verdict(L4, L4_PAPER, measured, verdict, reason, L4_DECIDE if verdict == UNDECIDABLE else "")
     avg, fpb = _pb(processbench)
     deltas = [(c, _delta(avg, c)) for c in judge_critics] if avg is not None else []
     # the first critic of the judge's model in config order (fixed in advance, not the best-scoring one)

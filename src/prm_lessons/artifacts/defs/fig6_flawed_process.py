@@ -32,6 +32,8 @@ SECTION = "Best-of-N bias"
 INPUTS = ("flaws",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
 PARAMS = ("n", "paper_columns", "figure")
+# row labels of the policy cells: one per instrument (the verdict table reads them apart)
+ROW_JUDGE, ROW_CHECKER = "policy samples, judge", "policy samples, arithmetic checker"
 
 
 def build_fig6(rates: pd.DataFrame, pub, params):
@@ -40,7 +42,7 @@ def build_fig6(rates: pd.DataFrame, pub, params):
     rows = []
     for _, r in rates.iterrows():
         key = "processbench" if r["source"] == "processbench_annotation" else "policy"
-        row = {"policy_judge": "policy samples, judge", "policy_checker": "policy samples, arithmetic checker"}.get(
+        row = {"policy_judge": ROW_JUDGE, "policy_checker": ROW_CHECKER}.get(
             r["source"], "ProcessBench annotation")
         pc = paper_column(r["dataset"], params)
         pv, plabel = lookup(pub_long, key, pc)
