@@ -49,10 +49,10 @@ class Est(NamedTuple):
 
     @property
     def has_ci(self) -> bool:
-        return _finite(self.lo) and _finite(self.hi)
+        return finite(self.lo) and finite(self.hi)
 
 
-def _finite(x) -> bool:
+def finite(x) -> bool:
     try:
         return x is not None and math.isfinite(float(x))
     except (TypeError, ValueError):
@@ -60,30 +60,30 @@ def _finite(x) -> bool:
 
 
 def _num(x) -> float:
-    return float(x) if _finite(x) else math.nan
+    return float(x) if finite(x) else math.nan
 
 
-def _scale(values: Iterable) -> float:
+def scale_of(values: Iterable) -> float:
     """100 when the table holds fractions (the documented unit), 1 when it already holds percents."""
-    vals = [abs(float(v)) for v in values if _finite(v)]
+    vals = [abs(float(v)) for v in values if finite(v)]
     return 1.0 if vals and max(vals) > 1.0 + 1e-9 else 100.0
 
 
-class _Fmt:
+class Fmt:
     """Formatting in percent (points for differences), one decimal, the table's numbers rescaled only."""
 
     def __init__(self, scale: float):
         self.scale = scale
 
     def pt(self, v) -> str:
-        return f"{float(v) * self.scale:.1f}" if _finite(v) else "n/a"
+        return f"{float(v) * self.scale:.1f}" if finite(v) else "n/a"
 
     def est(self, e: Est) -> str:
         ci = f" [{self.pt(e.lo)}, {self.pt(e.hi)}]" if e.has_ci else " (no interval)"
         return self.pt(e.value) + ci
 
     def diff(self, e: Est) -> str:
-        s = lambda v: f"{float(v) * self.scale:+.1f}" if _finite(v) else "n/a"  # noqa: E731
+        s = lambda v: f"{float(v) * self.scale:+.1f}" if finite(v) else "n/a"  # noqa: E731
         ci = f" [{s(e.lo)}, {s(e.hi)}]" if e.has_ci else " (no interval)"
         return s(e.value) + ci
 
@@ -112,7 +112,7 @@ def _names(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _frac(t: float) -> str:
+def frac_text(t: float) -> str:
     f = Fraction(t).limit_denominator(64)
     return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
@@ -121,11 +121,11 @@ def _frac(t: float) -> str:
 # Reading the long tables (missing columns → None, never an exception)
 # ------------------------------------------------------------------------------------------------
 
-def _has(df: pd.DataFrame | None, cols: Iterable[str]) -> bool:
+def has_columns(df: pd.DataFrame | None, cols: Iterable[str]) -> bool:
     return df is not None and isinstance(df, pd.DataFrame) and all(c in df.columns for c in cols)
 
 
-def _pb_average(pb: pd.DataFrame) -> pd.DataFrame:
+def pb_average(pb: pd.DataFrame) -> pd.DataFrame:
     """processbench.csv's subset 'average' rows, one per PRM, numeric columns coerced."""
     avg = pb[pb["subset"].astype(str) == "average"].drop_duplicates("prm", keep="last").copy()
     for c in ("f1", "f1_ci_low", "f1_ci_high", *_DELTA):
@@ -134,15 +134,15 @@ def _pb_average(pb: pd.DataFrame) -> pd.DataFrame:
     return avg.set_index(avg["prm"].astype(str))
 
 
-def _f1(avg: pd.DataFrame, prm: str) -> Est | None:
-    if prm not in avg.index or not _finite(avg.at[prm, "f1"]):
+def f1_est(avg: pd.DataFrame, prm: str) -> Est | None:
+    if prm not in avg.index or not finite(avg.at[prm, "f1"]):
         return None
     r = avg.loc[prm]
     return Est(float(r["f1"]), _num(r.get("f1_ci_low")), _num(r.get("f1_ci_high")))
 
 
-def _delta(avg: pd.DataFrame, prm: str) -> Est | None:
-    if not all(c in avg.columns for c in _DELTA) or prm not in avg.index or not _finite(avg.at[prm, _DELTA[0]]):
+def delta_est(avg: pd.DataFrame, prm: str) -> Est | None:
+    if not all(c in avg.columns for c in _DELTA) or prm not in avg.index or not finite(avg.at[prm, _DELTA[0]]):
         return None
     r = avg.loc[prm]
     return Est(float(r[_DELTA[0]]), _num(r[_DELTA[1]]), _num(r[_DELTA[2]]))
@@ -156,19 +156,19 @@ def _is_model(name: str) -> bool:
 # The bullets
 # ------------------------------------------------------------------------------------------------
 
-def _other_pool(avg: pd.DataFrame, fmt: _Fmt) -> str:
+def _other_pool(avg: pd.DataFrame, fmt: Fmt) -> str:
     n, lab = OTHER_POOL
-    e = _f1(avg, n)
+    e = f1_est(avg, n)
     if e is None:
         return ""
     return (f" Apart, as a \"more data\" row and not a label-source comparison (another pool: another size and "
             f"distribution of instances): {lab} `{n}`: {fmt.est(e)}.")
 
 
-def _label_sources(avg: pd.DataFrame, fmt: _Fmt) -> str:
+def _label_sources(avg: pd.DataFrame, fmt: Fmt) -> str:
     head = ("**Label sources on one pool** (the same sampled responses, labelled each way; ProcessBench "
             "average F1, % [interval]): ")
-    have = [(n, lab, _f1(avg, n)) for n, lab in LABEL_SOURCES]
+    have = [(n, lab, f1_est(avg, n)) for n, lab in LABEL_SOURCES]
     present = [(n, lab, e) for n, lab, e in have if e is not None]
     missing = [n for n, _, e in have if e is None and n not in OPTIONAL_SOURCES]
     apart = _other_pool(avg, fmt)
@@ -195,7 +195,7 @@ def _label_sources(avg: pd.DataFrame, fmt: _Fmt) -> str:
     return text + ("; " + "; ".join(parts) if parts else "") + "." + apart
 
 
-def _compare(fmt: _Fmt, a_name: str, a: Est, b_name: str, b: Est) -> str:
+def _compare(fmt: Fmt, a_name: str, a: Est, b_name: str, b: Est) -> str:
     sep = _separated(a, b)
     if sep is None:
         tail = "no intervals, not tested"
@@ -207,12 +207,12 @@ def _compare(fmt: _Fmt, a_name: str, a: Est, b_name: str, b: Est) -> str:
     return f"{a_name} {fmt.est(a)} vs {b_name} {fmt.est(b)} ({tail})"
 
 
-def _hard_soft(avg: pd.DataFrame | None, fmt_pb: _Fmt | None, bon_avg: dict | None, fmt_bon: _Fmt | None) -> str | None:
+def _hard_soft(avg: pd.DataFrame | None, fmt_pb: Fmt | None, bon_avg: dict | None, fmt_bon: Fmt | None) -> str | None:
     parts = []
     for label, hard, soft in HARD_SOFT:
         bits = []
         if avg is not None:
-            h, s = _f1(avg, hard), _f1(avg, soft)
+            h, s = f1_est(avg, hard), f1_est(avg, soft)
             if h is not None and s is not None:
                 bits.append("ProcessBench F1 " + _compare(fmt_pb, "hard", h, "soft", s))
         if bon_avg is not None:
@@ -227,15 +227,15 @@ def _hard_soft(avg: pd.DataFrame | None, fmt_pb: _Fmt | None, bon_avg: dict | No
     return "**Hard vs soft labels:** " + ". ".join(parts) + "."
 
 
-def _sweep_points(avg: pd.DataFrame, trainsets: pd.DataFrame | None,
+def sweep_points(avg: pd.DataFrame, trainsets: pd.DataFrame | None,
                   threshold_sweep: Sequence | None) -> list[tuple[float, str]]:
     pairs: list[tuple[float, str]] = []
     if threshold_sweep:
         pairs = [(float(t), str(n)) for t, n in threshold_sweep]
-    elif _has(trainsets, ("variant", "source", "label_type", "threshold")):
+    elif has_columns(trainsets, ("variant", "source", "label_type", "threshold")):
         t = trainsets[(trainsets["source"].astype(str) == "mc") & (trainsets["label_type"].astype(str) == "hard")]
         pairs = [(float(x), str(v)) for v, x in zip(t["variant"], pd.to_numeric(t["threshold"], errors="coerce"))
-                 if _finite(x)]
+                 if finite(x)]
     if not pairs:  # names: `mc_hard` is threshold 0, `mc_hard_t{p}of{q}` is p/q (prm_lessons.plan)
         for n in avg.index:
             m = _SWEEP_NAME.match(n)
@@ -251,14 +251,14 @@ def _sweep_points(avg: pd.DataFrame, trainsets: pd.DataFrame | None,
     return out
 
 
-def _sweep(avg: pd.DataFrame, fmt: _Fmt, trainsets, threshold_sweep) -> str | None:
-    pts = [(t, n, _f1(avg, n)) for t, n in _sweep_points(avg, trainsets, threshold_sweep)]
+def _sweep(avg: pd.DataFrame, fmt: Fmt, trainsets, threshold_sweep) -> str | None:
+    pts = [(t, n, f1_est(avg, n)) for t, n in sweep_points(avg, trainsets, threshold_sweep)]
     pts = [(t, n, e) for t, n, e in pts if e is not None]
     if len(pts) < 2:
         return None
     text = ("**MC hard-label threshold** (a step is positive when more than this share of its completions "
             "reach the answer; ProcessBench average F1): "
-            + "; ".join(f"{_frac(t)} `{n}`: {fmt.est(e)}" for t, n, e in pts) + ".")
+            + "; ".join(f"{frac_text(t)} `{n}`: {fmt.est(e)}" for t, n, e in pts) + ".")
     hi = max(pts, key=lambda x: x[2].value)
     lo = min(pts, key=lambda x: x[2].value)
     if hi[2].value == lo[2].value:
@@ -266,15 +266,15 @@ def _sweep(avg: pd.DataFrame, fmt: _Fmt, trainsets, threshold_sweep) -> str | No
     sep = _separated(hi[2], lo[2])
     tail = {True: "their intervals do not overlap", False: "their intervals overlap, so the threshold's effect "
             "is not separated from noise here", None: "no intervals to compare"}[sep]
-    return text + f" Highest at {_frac(hi[0])}, lowest at {_frac(lo[0])}; {tail}."
+    return text + f" Highest at {frac_text(hi[0])}, lowest at {frac_text(lo[0])}; {tail}."
 
 
-def _structure(avg: pd.DataFrame, fmt: _Fmt) -> str:
-    base = [(n, lab, _f1(avg, n)) for n, lab in BASELINES.items()]
+def _structure(avg: pd.DataFrame, fmt: Fmt) -> str:
+    base = [(n, lab, f1_est(avg, n)) for n, lab in BASELINES.items()]
     base_txt = "; ".join(f"{lab} `{n}`: {fmt.est(e)}" for n, lab, e in base if e is not None)
     head = "**Against model-free baselines** (ProcessBench average F1"
     text = head + (f": {base_txt}" if base_txt else ": no baseline rows in this run") + ")."
-    if _f1(avg, STRUCTURE) is None:
+    if f1_est(avg, STRUCTURE) is None:
         return text + " No structure-only baseline in this run, so no PRM is compared with it."
     models = [n for n in avg.index if _is_model(n)]
     if not models:
@@ -286,7 +286,7 @@ def _structure(avg: pd.DataFrame, fmt: _Fmt) -> str:
     groups: dict[str | None, list[tuple[str, Est]]] = {"beats": [], "indistinguishable": [], "below": [], None: []}
     no_delta = []
     for n in models:
-        d = _delta(avg, n)
+        d = delta_est(avg, n)
         if d is None:
             no_delta.append(n)
         else:
@@ -311,7 +311,7 @@ def _structure(avg: pd.DataFrame, fmt: _Fmt) -> str:
     return text
 
 
-def _bon_average(bon: pd.DataFrame, aggregation: str) -> dict | None:
+def bon_average(bon: pd.DataFrame, aggregation: str) -> dict | None:
     """The Best-of-N 'average' rows at the largest N: {metric, N, acc: {prm: Est}, maj, pass, paired}."""
     b = bon[bon["benchmark"].astype(str) == "average"].copy()
     for c in ("n", "accuracy", "ci_low", "ci_high"):
@@ -329,7 +329,7 @@ def _bon_average(bon: pd.DataFrame, aggregation: str) -> dict | None:
     def est(metric):
         out = {}
         for r in b[b["metric"].astype(str) == metric].itertuples():
-            if _finite(r.accuracy):
+            if finite(r.accuracy):
                 out[str(r.prm)] = Est(float(r.accuracy), _num(r.ci_low), _num(r.ci_high))
         return out
 
@@ -340,11 +340,11 @@ def _bon_average(bon: pd.DataFrame, aggregation: str) -> dict | None:
     for prm, e in est("orm-maj").items():
         paired.setdefault(prm, e)
     n_val = b["n"].max()
-    return {"metric": col, "N": int(n_val) if _finite(n_val) else "N", "acc": acc, "maj": est("maj"),
+    return {"metric": col, "N": int(n_val) if finite(n_val) else "N", "acc": acc, "maj": est("maj"),
             "pass": est("pass"), "paired": paired}
 
 
-def _bon(ba: dict, fmt: _Fmt) -> str:
+def _bon(ba: dict, fmt: Fmt) -> str:
     col, n_val, acc, paired = ba["metric"], ba["N"], ba["acc"], ba["paired"]
     head = f"**Best-of-N** (average over benchmarks, N={n_val}, response score {col}): "
     if not acc:
@@ -386,21 +386,21 @@ def _bon(ba: dict, fmt: _Fmt) -> str:
 
 
 def _int(x) -> str:
-    return f"{int(round(float(x))):,}" if _finite(x) else "n/a"
+    return f"{int(round(float(x))):,}" if finite(x) else "n/a"
 
 
 def _trainsets(ts: pd.DataFrame) -> str | None:
-    if not _has(ts, ("variant", "n_instances")) or ts.empty:
+    if not has_columns(ts, ("variant", "n_instances")) or ts.empty:
         return None
     items = []
     for _, r in ts.iterrows():
         bits = [f"{_int(r.get('n_instances'))} instances"]
-        if _finite(r.get("n_steps")):
+        if finite(r.get("n_steps")):
             bits.append(f"{_int(r['n_steps'])} steps")
-        if _finite(r.get("positive_rate")):
+        if finite(r.get("positive_rate")):
             word = "mean step label" if str(r.get("label_type")) == "soft" else "positive steps"
             bits.append(f"{float(r['positive_rate']) * 100:.1f}% {word}")
-        if _finite(r.get("retained_fraction")) and float(r["retained_fraction"]) < 1:
+        if finite(r.get("retained_fraction")) and float(r["retained_fraction"]) < 1:
             bits.append(f"{float(r['retained_fraction']) * 100:.1f}% of candidates kept")
         items.append(f"`{r['variant']}`: " + ", ".join(bits))
     return "**Training sets:** " + "; ".join(items) + "."
@@ -419,7 +419,7 @@ def _stale_note(frames: dict[str, pd.DataFrame | None], run_label: str) -> str |
     """Tables whose `run` column names another run than this report's."""
     other = []
     for name, df in frames.items():
-        if _has(df, ("run",)) and run_label:
+        if has_columns(df, ("run",)) and run_label:
             runs = {str(x) for x in df["run"].dropna().unique()}
             if runs and runs != {run_label}:
                 other.append(f"`{name}` ({', '.join(sorted(runs))})")
@@ -448,22 +448,22 @@ def findings_markdown(processbench: pd.DataFrame | None, bon: pd.DataFrame | Non
     bullets: list[str | None] = []
 
     avg = fmt_pb = None
-    if not _has(processbench, ("prm", "subset", "f1")):
+    if not has_columns(processbench, ("prm", "subset", "f1")):
         bullets.append("ProcessBench: no table in this run (results/tables/processbench.csv absent or without "
                        "`prm`, `subset`, `f1`), so label sources, threshold and baselines are not summarised.")
     else:
-        avg = _pb_average(processbench)
+        avg = pb_average(processbench)
         if avg.empty:
             bullets.append("ProcessBench: the table has no `average` rows.")
             avg = None
         else:
-            fmt_pb = _Fmt(_scale(avg["f1"]))
+            fmt_pb = Fmt(scale_of(avg["f1"]))
 
     bon_avg = fmt_bon = None
-    if not _has(bon, ("prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high")):
+    if not has_columns(bon, ("prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high")):
         bon_note = "Best-of-N: no table in this run (results/tables/bon.csv absent or without its columns)."
     else:
-        bon_avg = _guard(lambda: _bon_average(bon, aggregation), "Best-of-N")
+        bon_avg = _guard(lambda: bon_average(bon, aggregation), "Best-of-N")
         if isinstance(bon_avg, str):  # the guard's note
             bon_note, bon_avg = bon_avg, None
         elif bon_avg is None:
@@ -471,7 +471,7 @@ def findings_markdown(processbench: pd.DataFrame | None, bon: pd.DataFrame | Non
         else:
             bon_note = None
             b = bon[~bon["metric"].astype(str).str.endswith("-maj")]
-            fmt_bon = _Fmt(_scale(pd.to_numeric(b["accuracy"], errors="coerce")))
+            fmt_bon = Fmt(scale_of(pd.to_numeric(b["accuracy"], errors="coerce")))
 
     if avg is not None:
         bullets.append(_guard(lambda: _label_sources(avg, fmt_pb), "Label sources"))

@@ -30,16 +30,16 @@ from prm_lessons.artifacts.defs.fig6_flawed_process import ROW_CHECKER
 from prm_lessons.artifacts.findings import (
     STRUCTURE,
     Est,
-    _bon_average,
-    _delta,
-    _f1,
-    _finite,
-    _Fmt,
-    _frac,
-    _has,
-    _pb_average,
-    _scale,
-    _sweep_points,
+    Fmt,
+    bon_average,
+    delta_est,
+    f1_est,
+    finite,
+    frac_text,
+    has_columns,
+    pb_average,
+    scale_of,
+    sweep_points,
 )
 
 log = logging.getLogger(__name__)
@@ -96,18 +96,18 @@ def _absent(lesson: str, paper: str, why: str, decide: str = "") -> Verdict:
     return Verdict(lesson, paper, "—", ABSENT, why, decide)
 
 
-def _pb(processbench: pd.DataFrame | None) -> tuple[pd.DataFrame | None, _Fmt | None]:
-    if not _has(processbench, ("prm", "subset", "f1")):
+def _pb(processbench: pd.DataFrame | None) -> tuple[pd.DataFrame | None, Fmt | None]:
+    if not has_columns(processbench, ("prm", "subset", "f1")):
         return None, None
-    avg = _pb_average(processbench)
-    return (None, None) if avg.empty else (avg, _Fmt(_scale(avg["f1"])))
+    avg = pb_average(processbench)
+    return (None, None) if avg.empty else (avg, Fmt(scale_of(avg["f1"])))
 
 
-def _structure_note(avg: pd.DataFrame, fmt: _Fmt, prms: Sequence[str]) -> str:
+def _structure_note(avg: pd.DataFrame, fmt: Fmt, prms: Sequence[str]) -> str:
     """How each PRM stands against the structure-only baseline (context for a verdict, not a verdict)."""
     bits = []
     for p in prms:
-        d = _delta(avg, p)
+        d = delta_est(avg, p)
         if d is not None and p != STRUCTURE:
             bits.append(f"`{p}` {fmt.diff(d)}")
     return ("; minus structure-only baseline, points: " + ", ".join(bits)) if bits else ""
@@ -134,7 +134,7 @@ def lesson1_label_sources(processbench: pd.DataFrame | None) -> Verdict:
     avg, fmt = _pb(processbench)
     if avg is None:
         return _absent(L1, L1_PAPER, "no ProcessBench table (results/tables/processbench.csv)", L1_DECIDE)
-    mc, judge, exact = _f1(avg, MC), _f1(avg, JUDGE), _f1(avg, CHECKER)
+    mc, judge, exact = f1_est(avg, MC), f1_est(avg, JUDGE), f1_est(avg, CHECKER)
     if mc is None or (judge is None and exact is None):
         return _absent(L1, L1_PAPER, f"no ProcessBench row for `{MC}` and `{JUDGE}` or `{CHECKER}` (MC and one "
                        "other are needed)", L1_DECIDE)
@@ -144,7 +144,7 @@ def lesson1_label_sources(processbench: pd.DataFrame | None) -> Verdict:
     if exact is not None:
         parts.append(f"exact (checker) `{CHECKER}` {fmt.est(exact)}")
     measured = "ProcessBench avg F1, same responses: " + ", ".join(parts)
-    human = _f1(avg, HUMAN)
+    human = f1_est(avg, HUMAN)
     if human is not None:
         measured += (f"; human stand-in `{HUMAN}` {fmt.est(human)} (another pool, not compared)")
     measured += _structure_note(avg, fmt, [MC] + ([CHECKER] if exact is not None else [JUDGE]))
@@ -168,13 +168,13 @@ def lesson2_consensus(processbench: pd.DataFrame | None, trainsets: pd.DataFrame
     avg, fmt = _pb(processbench)
     if avg is None:
         return _absent(L2, L2_PAPER, "no ProcessBench table (results/tables/processbench.csv)", L2_DECIDE)
-    cons, mc = _f1(avg, CONSENSUS_HARD), _f1(avg, MC)
+    cons, mc = f1_est(avg, CONSENSUS_HARD), f1_est(avg, MC)
     if cons is None or mc is None:
         return _absent(L2, L2_PAPER, f"no ProcessBench row for `{CONSENSUS_HARD}` and `{MC}` (both are needed)",
                        L2_DECIDE)
     measured = f"ProcessBench avg F1: consensus `{CONSENSUS_HARD}` {fmt.est(cons)}, MC `{MC}` {fmt.est(mc)}"
-    if _has(trainsets, ("variant", "n_instances")):
-        sizes = {str(v): n for v, n in zip(trainsets["variant"], trainsets["n_instances"]) if _finite(n)}
+    if has_columns(trainsets, ("variant", "n_instances")):
+        sizes = {str(v): n for v, n in zip(trainsets["variant"], trainsets["n_instances"]) if finite(n)}
         if CONSENSUS_HARD in sizes and MC in sizes:
             measured += f"; trained on {int(sizes[CONSENSUS_HARD])} vs {int(sizes[MC])} instances"
     measured += _structure_note(avg, fmt, [CONSENSUS_HARD, MC])
@@ -192,7 +192,7 @@ def lesson3_hard_soft(processbench: pd.DataFrame | None) -> Verdict:
     avg, fmt = _pb(processbench)
     if avg is None:
         return _absent(L3A, L3A_PAPER, "no ProcessBench table (results/tables/processbench.csv)", L3A_DECIDE)
-    hard, soft = _f1(avg, CONSENSUS_HARD), _f1(avg, CONSENSUS_SOFT)
+    hard, soft = f1_est(avg, CONSENSUS_HARD), f1_est(avg, CONSENSUS_SOFT)
     if hard is None or soft is None:
         return _absent(L3A, L3A_PAPER, f"no ProcessBench row for `{CONSENSUS_HARD}` and `{CONSENSUS_SOFT}`",
                        L3A_DECIDE)
@@ -214,14 +214,14 @@ def lesson3_threshold(processbench: pd.DataFrame | None, trainsets: pd.DataFrame
     avg, fmt = _pb(processbench)
     if avg is None:
         return _absent(L3B, L3B_PAPER, "no ProcessBench table (results/tables/processbench.csv)", L3B_DECIDE)
-    pts = [(t, n, _f1(avg, n)) for t, n in _sweep_points(avg, trainsets, threshold_sweep)]
+    pts = [(t, n, f1_est(avg, n)) for t, n in sweep_points(avg, trainsets, threshold_sweep)]
     pts = [(t, n, e) for t, n, e in pts if e is not None]
     if len(pts) < 2 or pts[0][0] != 0:
         return _absent(L3B, L3B_PAPER, "fewer than two MC thresholds (t = 0 and a larger one) have a ProcessBench "
                        "row (config labels.mc threshold sweep)", L3B_DECIDE)
     (t0, _, e0), (tk, _, ek) = pts[0], pts[-1]
-    measured = "ProcessBench avg F1: " + "; ".join(f"t = {_frac(t)} `{n}` {fmt.est(e)}" for t, n, e in pts)
-    verdict, reason = separated_verdict(e0, ek, f"t = {_frac(t0)}", f"t = {_frac(tk)}")
+    measured = "ProcessBench avg F1: " + "; ".join(f"t = {frac_text(t)} `{n}` {fmt.est(e)}" for t, n, e in pts)
+    verdict, reason = separated_verdict(e0, ek, f"t = {frac_text(t0)}", f"t = {frac_text(tk)}")
     return Verdict(L3B, L3B_PAPER, measured, verdict, reason, L3B_DECIDE if verdict == UNDECIDABLE else "")
 
 
@@ -254,7 +254,7 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
     labelling judge, scored as a ProcessBench critic (`judge_critics`: its critic rows in config order; the
     first one present counts), must beat the structure-only baseline (paired interval above 0). The claim
     is that the rate is above 0, so it is never "contradicted"."""
-    if not _has(fig6, ("key", "n", "value")):
+    if not has_columns(fig6, ("key", "n", "value")):
         return _absent(L4, L4_PAPER, "no Figure 6 cells (results/tables/fig6_flawed_process.csv)", L4_DECIDE)
     pol = fig6[fig6["key"].astype(str) == "policy"]
     rows = pol["row"].astype(str) if "row" in pol else pd.Series("", index=pol.index)
@@ -264,7 +264,7 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
     if pooled is None and checker is None:
         return _absent(L4, L4_PAPER, "no judged correct-answer policy responses (Figure 6 has no `policy` cells)",
                        L4_DECIDE)
-    fmt = _Fmt(1.0)
+    fmt = Fmt(1.0)
     parts = []
     if checker is not None:
         est_c, kc, mc = checker
@@ -282,7 +282,7 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
                       "errors only)")
         return Verdict(L4, L4_PAPER, measured, verdict, reason, L4_DECIDE if verdict == UNDECIDABLE else "")
     avg, fpb = _pb(processbench)
-    deltas = [(c, _delta(avg, c)) for c in judge_critics] if avg is not None else []
+    deltas = [(c, delta_est(avg, c)) for c in judge_critics] if avg is not None else []
     # the first critic of the judge's model in config order (fixed in advance, not the best-scoring one)
     deltas = [(c, d) for c, d in deltas if d is not None][:1]
     if deltas:
@@ -315,7 +315,7 @@ def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM) -
     minimum step score is on the final step, against the chance rate of the same responses (Figure 8
     cells): above chance → reproduced, below → contradicted. One- and two-step responses are reported
     apart (100 % by definition; about 50 % by chance)."""
-    if not _has(fig8, ("row", "column", "stage", "n", "value", "ci_low", "ci_high")):
+    if not has_columns(fig8, ("row", "column", "stage", "n", "value", "ci_low", "ci_high")):
         return _absent(L5, L5_PAPER, "no Figure 8 cells per response length (results/tables/fig8_min_at_last_step.csv)",
                        L5_DECIDE)
     obs = _fig8_cell(fig8, prm, FIG8_HEADLINE, "all responses: observed")
@@ -325,7 +325,7 @@ def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM) -
         o, c = _fig8_cell(fig8, prm, col, "all responses: observed"), _fig8_cell(fig8, prm, col, "all responses: chance")
         if o is not None and c is not None:
             short.append(f"{col}: {float(o['value']):.1f} % ({what} {float(c['value']):.1f} %, n = {int(o['n'])})")
-    if obs is None or chance is None or not _finite(obs["n"]) or int(obs["n"]) == 0:
+    if obs is None or chance is None or not finite(obs["n"]) or int(obs["n"]) == 0:
         measured = f"`{prm}`: no response of 3+ steps" + ("; " + "; ".join(short) if short else "")
         if _fig8_cell(fig8, prm, "all", "all responses") is None and not short:
             return _absent(L5, L5_PAPER, f"no Figure 8 cells for `{prm}`", L5_DECIDE)
@@ -334,7 +334,7 @@ def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM) -
                        L5_DECIDE)
     est = Est(float(obs["value"]), float(obs["ci_low"]), float(obs["ci_high"]))
     ch = float(chance["value"])
-    measured = (f"`{prm}`, 3+ steps: {_Fmt(1.0).est(est)} % of {int(obs['n'])} responses vs chance {ch:.1f} %"
+    measured = (f"`{prm}`, 3+ steps: {Fmt(1.0).est(est)} % of {int(obs['n'])} responses vs chance {ch:.1f} %"
                 + ("; " + "; ".join(short) if short else ""))
     verdict, reason = interval_verdict(est, ch, f"the chance rate {ch:.1f} %")
     return Verdict(L5, L5_PAPER, measured, verdict, reason, L5_DECIDE if verdict == UNDECIDABLE else "")
@@ -349,12 +349,12 @@ L6_DECIDE = ("the recipe's PRM (consensus-filtered hard labels) trained in distr
 def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", prm: str = RECIPE) -> Verdict:
     """`prm` (the paper's recipe) minus maj@N in Best-of-N, its paired interval (bon.csv `<metric>-maj`,
     the average row at the largest N)."""
-    if not _has(bon, ("prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high")):
+    if not has_columns(bon, ("prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high")):
         return _absent(L6, L6_PAPER, "no Best-of-N table (results/tables/bon.csv)", L6_DECIDE)
-    ba = _bon_average(bon, aggregation)
+    ba = bon_average(bon, aggregation)
     if ba is None:
         return _absent(L6, L6_PAPER, "the Best-of-N table has no `average` rows with a prm_* score", L6_DECIDE)
-    fmt = _Fmt(_scale(pd.to_numeric(bon.loc[~bon["metric"].astype(str).str.endswith("-maj"), "accuracy"],
+    fmt = Fmt(scale_of(pd.to_numeric(bon.loc[~bon["metric"].astype(str).str.endswith("-maj"), "accuracy"],
                                     errors="coerce")))
     acc, paired, maj = ba["acc"].get(prm), ba["paired"].get(prm), ba["maj"].get(prm)
     if acc is None:

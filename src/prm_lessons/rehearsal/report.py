@@ -61,7 +61,7 @@ def rules_from_summary(text: str) -> dict[str, int]:
     return out
 
 
-def _finite(scores) -> bool:
+def finite(scores) -> bool:
     return all(v is not None and math.isfinite(float(v)) for s in scores for v in (list(s) if s is not None else []))
 
 
@@ -78,7 +78,7 @@ def adapter_rows(work: Path, config: dict) -> dict:
             df = pd.read_parquet(path)
             meta = table_meta(path)
             info = meta.get("tokens") or {}
-            row.update({"cases_scored": int(len(df)), "scores_finite": _finite(df["step_scores"]),
+            row.update({"cases_scored": int(len(df)), "scores_finite": finite(df["step_scores"]),
                         "n_scores": int(sum(len(s) for s in df["step_scores"])),
                         "step_tag_id": info.get("step_tag_id"), "label_token_ids": info.get("label_token_ids"),
                         "label_tokens": info.get("label_tokens"), "step_tag": info.get("step_tag")})
@@ -113,7 +113,7 @@ def training_rows(work: Path, config: dict) -> dict:
                "deepspeed": m.get("deepspeed"), "scored": pb.exists()}
         if pb.exists():
 
-            row["scores_finite"] = _finite(pd.read_parquet(pb)["step_scores"])
+            row["scores_finite"] = finite(pd.read_parquet(pb)["step_scores"])
         rows[variant] = row
     return rows
 
