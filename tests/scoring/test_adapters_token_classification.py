@@ -2,13 +2,12 @@
 architectures with the real tokenizers of their families (prm_lessons.rehearsal.tokenizers), saved to a
 directory and scored through the project's loader; the scores are checked against a hand computation with
 transformers on the input TRL's PRMTrainer.tokenize_row builds. Config errors name the key; the PRM enters a
-dry run of the embedded workflow through an overlay alone."""
+dry run of the embedded workflow through an overlay alone (tests/workflow/test_prm_by_config.py)."""
 from __future__ import annotations
 
 import functools
 
 import pytest
-import yaml
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -171,19 +170,3 @@ def test_defaults_fill_the_spec_params(local_prm):
     # the other entries keep params as they were (no token_classification defaults leak into them)
     base = resolve_prm_specs(load_config(ROOT / "config/config.yaml"))
     assert all(resolve_prm_specs(cfg)[n] == s for n, s in base.items())
-
-
-def test_embedded_dry_run_scores_the_declared_prm(tmp_path, local_prm):
-    """One overlay file, no code: the PRM gets its Best-of-N and ProcessBench scoring jobs and its rows in
-    the tables (the analysis jobs read its scores). HF_HUB_OFFLINE (tests/dag.py): no Hub access."""
-    from dag import plan
-
-    overlay = tmp_path / "trl_prm.yaml"
-    overlay.write_text(yaml.safe_dump(_overlay(local_prm, step_separator="\n\n")))
-    p = plan(("config/config.yaml", str(overlay)))
-    scoring = [j for j in p.jobs if j.rule in ("score_samples", "score_processbench")
-               and j.wildcards.get("prm") == "trl_prm"]
-    assert {j.rule for j in scoring} == {"score_samples", "score_processbench"}
-    assert all(str(local_prm) in j.input for j in scoring)
-    tables = [j for j in p.jobs if j.rule.startswith(("table6", "table7", "table13", "fig1"))]
-    assert tables and all(any("/trl_prm/" in i or i.endswith("/trl_prm.json") for i in j.input) for j in tables)
