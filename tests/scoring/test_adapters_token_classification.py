@@ -170,3 +170,17 @@ def test_defaults_fill_the_spec_params(local_prm):
     # the other entries keep params as they were (no token_classification defaults leak into them)
     base = resolve_prm_specs(load_config(ROOT / "config/config.yaml"))
     assert all(resolve_prm_specs(cfg)[n] == s for n, s in base.items())
+
+
+def test_search_rescores_candidates_with_their_prefix(prm_dir):
+    """PRM-guided search (search.prms) takes the PRM too: each candidate's score is its last step's score
+    as a whole response (no incremental KV-cache path for this adapter)."""
+    from prm_lessons.search_scorers import FullRescoringScorer, candidate_scorer
+
+    a = load_adapter({"adapter": "token_classification", "path": str(prm_dir("qwen2")), "dtype": "float32"})
+    scorer = candidate_scorer(a)
+    assert isinstance(scorer, FullRescoringScorer)
+    prefix, cands = STEPS[0][:1], STEPS[0][1:]
+    got = scorer.score([("k", QUESTIONS[0], prefix, cands)])[0]
+    want = [score_responses(a, QUESTIONS[:1], [prefix + [c]])[0][-1] for c in cands]
+    assert got == pytest.approx(want, abs=1e-6)
