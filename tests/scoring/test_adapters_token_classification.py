@@ -75,7 +75,8 @@ def _trl_ids(tok, question: str, steps: list[str], separator: str) -> tuple[list
 
 
 @pytest.mark.parametrize("family", sorted(ARCHS))
-@pytest.mark.parametrize("separator", ["\n", "\n\n"])
+# " <step>\n" is several tokens: the score sits on the last one, where TRL puts the label
+@pytest.mark.parametrize("separator", ["\n", "\n\n", " <step>\n"])
 def test_scores_are_softmax_label_1_at_trl_step_ends(prm_dir, family, separator):
     path = prm_dir(family)
     a = load_adapter({"adapter": "token_classification", "path": str(path), "dtype": "float32",
@@ -91,6 +92,7 @@ def test_scores_are_softmax_label_1_at_trl_step_ends(prm_dir, family, separator)
         assert len(scores) == len(steps)
         assert scores == pytest.approx(probs, abs=1e-5)
     sep_ids = tok.encode(separator, add_special_tokens=False)
+    assert (len(sep_ids) > 1) == (separator == " <step>\n")
     info = a.token_info()
     assert info["separator_ids"] == sep_ids and info["step_tag_id"] == sep_ids[-1]
     assert (info["positive_label"], info["score"]) == (1, "softmax")
