@@ -290,7 +290,7 @@ class TokenClassificationAdapter(Adapter):
     `step_separator` (each piece tokenised alone, no special tokens: not the joined text), the label of
     a step sitting on the LAST token of its separator. Step score there: softmax over the labels at
     index `positive_label`, or sigmoid of that one logit (`score: sigmoid`, e.g. a 1-label head with
-    positive_label 0). Options (`params`): TOKEN_CLASSIFICATION_DEFAULTS. Truncation keeps whole leading
+    positive_label 0). Options (`params`): scoring.options. Truncation keeps whole leading
     steps (as every adapter): exact for causal bodies; a bidirectional encoder sees the cut input."""
 
     kind = "token_classification"
