@@ -6,6 +6,7 @@ at DAG-construction time, not hours later on a GPU node.
 from __future__ import annotations
 
 import copy
+import json
 import math
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
@@ -16,6 +17,7 @@ import yaml
 
 from .embedded_model import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
 from .pooling import ARCHITECTURES as VLLM_ARCHITECTURES  # torch-free at import: cheap at DAG time
+from .scoring.options import check_token_classification_params  # torch-free
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -239,6 +241,7 @@ def _check_cross_references(cfg: dict) -> None:
     _check_shard_prms(cfg)
     _check_analysis(cfg)
     _check_scoring_backends(cfg)
+    _check_token_classification(cfg)
     for key in ("benchmarks",):
         for name in cfg.get("analysis", {}).get(key, []) or []:
             if name not in cfg.get("benchmarks", {}):
@@ -265,6 +268,36 @@ def _check_scoring_backends(cfg: dict) -> None:
         if base and base.get("source") == "embedded":
             raise _err("prms.trained_backend", "the embedded base is a Llama model: its PRMs keep the project "
                                                "layout, which vLLM does not serve; use transformers")
+
+
+def _checkpoint_num_labels(model_dir: str) -> int | None:
+    """Labels of a local checkpoint's head as transformers reads its config.json: id2label, else
+    num_labels, else 2 (PretrainedConfig's default, which transformers 5 does not write); None when there
+    is no transformers config (no model_type) to read."""
+    try:
+        c = json.loads((Path(model_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(c, dict) or "model_type" not in c:
+        return None
+    n = len(c["id2label"]) if isinstance(c.get("id2label"), dict) else c.get("num_labels", 2)
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def _check_token_classification(cfg: dict) -> None:
+    """Adapter token_classification: its params (scoring.options), and for a local model the label index
+    against the checkpoint's labels now rather than in the scoring job (a Hub model: checked when loaded)."""
+    models = cfg.get("models") or {}
+    for name, e in ((cfg.get("prms") or {}).get("models") or {}).items():
+        if e.get("adapter") != "token_classification":
+            continue
+        m = models.get(e["model"]) or {}
+        n = _checkpoint_num_labels(m["id"]) if m.get("source") == "local" else None
+        try:
+            check_token_classification_params(e.get("params") or {}, n)
+        except ValueError as err:
+            key, _, msg = str(err).partition(": ")
+            raise _err(f"prms.models.{name}.{key}", msg + (f" ({m['id']}/config.json)" if n is not None else "")) from None
 
 
 def _check_analysis(cfg: dict) -> None:

@@ -12,6 +12,7 @@ score, and reads the score there. Adapters (the `adapter` key of a `prms.models`
 | `skywork`      | Skywork-o1-Open-PRM-Qwen-2.5-*       | `bos + question + "\\n"`, then each step's ids + the "\\n" token id; sigmoid of the value head at those tokens |
 | `eurus`        | PRIME-RL/EurusPRM-Stage1/2           | chat (user, assistant = steps joined by "\\n\\n"); implicit PRM: β·(log π − log π_ref) per token, cumulated and gathered at the card's `step_last_tokens` (raw values, as the card prints; `sigmoid` optional) or per step |
 | `qwen_orm`     | Qwen2.5-Math-RM-72B (outcome RM)     | chat (system, user, assistant = steps joined by "\\n\\n"); score head at the last token: ONE score per response; on ProcessBench one instance per prefix |
+| `token_classification` | TRL / axolotl PRMs (`AutoModelForTokenClassification`, any architecture) | as TRL's PRMTrainer.tokenize_row: [BOS] + question ids, then each step's ids + the `step_separator` ids (params; "\\n"); softmax over the labels at `positive_label` (1), or sigmoid of that logit, at the separator's last token |
 
 Released checkpoints whose class lives in Hub code (Qwen PRM/ORM, Skywork) are loaded WITHOUT running
 that code unless the model entry sets `trust_remote_code: true`: the transformer body loads through
@@ -34,7 +35,8 @@ this file imports nothing):
   whole leading steps, the model cards' label tokens (no torch);
 - `heads`: the heads built here, their weights read from the checkpoint, `load_head_model`, and the
   loading options (local directory, dtype, GPU placement);
-- `adapters`: `Adapter` and the seven adapters of the table (`ADAPTER_CLASSES`);
+- `adapters`: `Adapter` and the adapters of the table (`ADAPTER_CLASSES`);
+- `options`: adapter options checked while the DAG is built (token_classification's; torch-free);
 - `batch`: `score_encoded` (length-sorted batches, or vLLM), `score_responses`, `score_prefixes`,
   `score_naive_per_prefix`, `ScoreStats`;
 - `load`: `load_adapter` from a resolved spec, on either backend.

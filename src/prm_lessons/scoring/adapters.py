@@ -11,10 +11,11 @@ import torch
 
 from ..steps import COT_SYSTEM_PROMPT, StepFormat, build_prm_input
 from .encode import Encoded, chat_text, encode_marked, math_shepherd_tokens, rlhflow_tokens, truncate
+from .options import check_token_classification_params
 
 log = logging.getLogger(__name__)
 
-ADAPTERS = ("trained", "qwen_prm", "math_shepherd", "rlhflow", "skywork", "eurus", "qwen_orm")
+ADAPTERS = ("trained", "qwen_prm", "math_shepherd", "rlhflow", "skywork", "eurus", "qwen_orm", "token_classification")
 
 
 class Adapter(abc.ABC):
@@ -280,6 +281,60 @@ class EurusAdapter(Adapter):
         return [1 / (1 + math.exp(-v)) for v in vals] if self.sigmoid else vals
 
 
+class TokenClassificationAdapter(Adapter):
+    """TRL / axolotl token-classification PRMs (`AutoModelForTokenClassification`, any architecture
+    transformers has a token-classification class for). The input is built as TRL's PRMTrainer.tokenize_row
+    builds its training rows (huggingface/trl, trl/trainer/prm_trainer.py, now trl/experimental/prm/
+    prm_trainer.py; axolotl's prompt_strategies/stepwise_supervised.py does the same): the tokenizer's BOS
+    id when it has one, the question's ids, then for each step its own ids followed by the ids of
+    `step_separator` (each piece tokenised alone, no special tokens: not the joined text), the label of
+    a step sitting on the LAST token of its separator. Step score there: softmax over the labels at
+    index `positive_label`, or sigmoid of that one logit (`score: sigmoid`, e.g. a 1-label head with
+    positive_label 0). Options (`params`): scoring.options. Truncation keeps whole leading
+    steps (as every adapter): exact for causal bodies; a bidirectional encoder sees the cut input."""
+
+    kind = "token_classification"
+
+    def __init__(self, model, tokenizer, max_length=None, step_separator="\n", positive_label=1, score="softmax",
+                 **params):
+        super().__init__(model, tokenizer, max_length, **params)
+        check_token_classification_params({"step_separator": step_separator, "positive_label": positive_label,
+                                           "score": score}, _num_labels(model))
+        self.step_separator, self.positive_label, self.score = step_separator, int(positive_label), score
+        self.separator_ids = list(tokenizer.encode(step_separator, add_special_tokens=False))
+        if not self.separator_ids:
+            raise ValueError(f"params.step_separator {step_separator!r} encodes to no token with this tokenizer")
+        self.step_tag_id = self.separator_ids[-1]  # the token whose label is the step's
+
+    def encode(self, question, steps):
+        tok = self.tokenizer
+        ids = ([tok.bos_token_id] if tok.bos_token_id is not None else []) + list(
+            tok(question, add_special_tokens=False)["input_ids"])
+        pos = []
+        for s in steps:
+            ids += list(tok(s, add_special_tokens=False)["input_ids"]) + self.separator_ids
+            pos.append(len(ids) - 1)
+        return truncate(Encoded(ids, pos, len(steps)), self.max_length)
+
+    def forward(self, input_ids, attention_mask):
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
+        logits = (out.logits if hasattr(out, "logits") else out[0]).float()
+        if self.score == "sigmoid":
+            return torch.sigmoid(logits[..., self.positive_label])
+        return torch.softmax(logits, dim=-1)[..., self.positive_label]
+
+    def token_info(self):
+        info = super().token_info()
+        info.update(separator_ids=[int(i) for i in self.separator_ids], positive_label=self.positive_label,
+                    score=self.score)
+        return info
+
+
+def _num_labels(model) -> int | None:
+    cfg = getattr(model, "config", None)
+    return getattr(cfg, "num_labels", None) if cfg is not None else None
+
+
 ADAPTER_CLASSES = {"trained": TrainedAdapter, "qwen_prm": StepHeadAdapter, "math_shepherd": MathShepherdAdapter,
                    "rlhflow": RLHFlowAdapter, "skywork": SkyworkAdapter, "eurus": EurusAdapter,
-                   "qwen_orm": QwenORMAdapter}
+                   "qwen_orm": QwenORMAdapter, "token_classification": TokenClassificationAdapter}

@@ -7,7 +7,7 @@ import json
 import logging
 from pathlib import Path
 
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
 from .. import pooling
@@ -72,6 +72,9 @@ def load_adapter(spec: dict, backend: str | None = None) -> Adapter:
     tok = _tokenizer(path, trc)
     if kind in ("qwen_prm", "qwen_orm", "skywork"):
         model = load_head_model(path, kind, dtype, trc)
+    elif kind == "token_classification":  # the class of the checkpoint's config.json, whatever its architecture
+        model = AutoModelForTokenClassification.from_pretrained(
+            resolve_dir(path, trc), dtype=pretrained_dtype(dtype), trust_remote_code=trc, **placement())
     else:
         model = _causal_lm(path, dtype, trc)
     if not on_gpu():
@@ -80,7 +83,10 @@ def load_adapter(spec: dict, backend: str | None = None) -> Adapter:
     if kind == "eurus":
         ref = _causal_lm(spec["ref_path"], spec.get("ref_dtype", dtype), bool(spec.get("ref_trust_remote_code", False)))
         params["ref_model"] = (ref if on_gpu() else ref.to(dev)).eval()
-    adapter = ADAPTER_CLASSES[kind](model, tok, spec.get("max_length"), **params)
+    try:
+        adapter = ADAPTER_CLASSES[kind](model, tok, spec.get("max_length"), **params)
+    except ValueError as e:  # an option that does not fit this checkpoint: say which PRM
+        raise ValueError(f"{path}: adapter {kind}: {e}") from e
     log.info("adapter %s on %s: %s", kind, path, json.dumps(adapter.token_info(), ensure_ascii=False))
     return adapter
 

@@ -1,0 +1,38 @@
+"""A PRM of a format the project has no family for enters the embedded workflow through one overlay file:
+a TRL token-classification PRM (adapter token_classification) in a dry run."""
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from dag import plan
+
+
+def _overlay(model_dir, **params) -> dict:
+    return {"models": {"tc_model": {"source": "local", "id": str(model_dir), "dtype": "float32"}},
+            "prms": {"models": {"trl_prm": {"adapter": "token_classification", "model": "tc_model",
+                                            "label": "TRL-PRM", "params": params}}}}
+
+
+def test_embedded_dry_run_scores_the_declared_prm(tmp_path):
+    """One overlay file, no code: the PRM gets its Best-of-N and ProcessBench scoring jobs and its rows in
+    the tables (the analysis jobs read its scores). HF_HUB_OFFLINE (tests/dag.py): no Hub access."""
+    model = tmp_path / "my-trl-prm"  # a local checkpoint: its config.json is read (labels) while the DAG is built
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "qwen2",
+                                                   "architectures": ["Qwen2ForTokenClassification"]}))
+    overlay = tmp_path / "trl_prm.yaml"
+    overlay.write_text(yaml.safe_dump(_overlay(model, step_separator="\n\n")))
+    p = plan(("config/config.yaml", str(overlay)))
+    scoring = [j for j in p.jobs if j.rule in ("score_samples", "score_processbench")
+               and j.wildcards.get("prm") == "trl_prm"]
+    assert {j.rule for j in scoring} == {"score_samples", "score_processbench"}
+    by_rule = {j.rule: j for j in p.jobs}
+    assert "results/metrics/bon/trl_prm.json" in by_rule["bon_table"].input
+    assert "results/metrics/processbench/trl_prm.json" in by_rule["processbench_table"].input
+    # Tables 6, 13 and Figure 1 read bon.csv, Table 7 and Figure 1 processbench.csv: one row per PRM there
+    reads = {r: set(by_rule[r].input) for r in ("table6_bon_main", "table13_scoring_strategies",
+                                                 "table7_processbench_main", "fig1_overview")}
+    assert "results/tables/bon.csv" in reads["table6_bon_main"] & reads["table13_scoring_strategies"]
+    assert "results/tables/processbench.csv" in reads["table7_processbench_main"] & reads["fig1_overview"]
