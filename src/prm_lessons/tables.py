@@ -51,6 +51,9 @@ SCHEMAS: dict[str, list[str]] = {
     "search_csv": ["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "n_problems"],
     "bon_baselines_csv": ["benchmark", "n_problems", "n", "pass", "maj", "mean_acc"],
     "processbench_csv": ["prm", "subset", "n", "error_acc", "correct_acc", "f1"],
+    # the labelling judge as a ProcessBench critic, per setting (judge.reference off / on)
+    "judge_processbench_csv": ["judge", "subset", "n", "error_acc", "correct_acc", "f1", "delta_f1_structure",
+                               "delta_ci_low", "delta_ci_high"],
     "trainsets_csv": ["variant", "source", "label_type", "n_instances", "n_steps", "positive_rate",
                       "retained_fraction"],
 }
@@ -73,6 +76,7 @@ KEYS: dict[str, list[str]] = {
     "search_csv": ["prm", "benchmark", "metric", "n"],
     "bon_baselines_csv": ["policy", "benchmark", "n"],
     "processbench_csv": ["prm", "subset"],
+    "judge_processbench_csv": ["judge", "subset"],
     "trainsets_csv": ["variant"],
 }
 # CSV kind -> {column: "str" | "int" | "float" | "fraction"} for every column the table may hold: "int"
@@ -96,6 +100,11 @@ CSV_DTYPES: dict[str, dict[str, str]] = {
                          "f1_ci_high": "fraction", "n_unparsed": "int", "threshold": "str",
                          "delta_f1_structure": "fraction", "delta_ci_low": "fraction",
                          "delta_ci_high": "fraction", "setting": "str", "run": "str"},
+    "judge_processbench_csv": {"judge": "str", "reference": "str", "configured": "str", "subset": "str", "n": "int",
+                               "error_acc": "fraction", "correct_acc": "fraction", "f1": "fraction",
+                               "f1_ci_low": "fraction", "f1_ci_high": "fraction", "n_unparsed": "int",
+                               "delta_f1_structure": "fraction", "delta_ci_low": "fraction",
+                               "delta_ci_high": "fraction", "tokens_generated": "int", "setting": "str", "run": "str"},
     "trainsets_csv": {"variant": "str", "source": "str", "label_type": "str", "threshold": "float",
                       "n_instances": "int", "paper_n_instances": "int", "n_steps": "int",
                       "positive_rate": "fraction", "retained_fraction": "fraction", "run": "str"},
