@@ -122,18 +122,18 @@ def lesson2_verdict(table: pd.DataFrame, model: str = "roles.judge") -> dict:
     avg = table[table["subset"].astype(str) == "average"].copy()
     if avg.empty:
         raise ValueError("lesson 2 verdict: the judge ProcessBench table has no 'average' rows")
-    avg["_d"] = pd.to_numeric(avg["delta_f1_structure"], errors="coerce")
-    avg["_lo"] = pd.to_numeric(avg["delta_ci_low"], errors="coerce")
-    avg["_hi"] = pd.to_numeric(avg["delta_ci_high"], errors="coerce")
-    measured = "; ".join(f"{r.judge}: F1 {float(r.f1):.3f}, ΔF1 vs structure {_fmt(r._d)} [{_fmt(r._lo)}, "
-                         f"{_fmt(r._hi)}] (n={int(r.n)})" for r in avg.itertuples())
-    winners = avg[avg["_lo"] > 0]
-    best = avg.loc[avg["_d"].fillna(-np.inf).idxmax(), "judge"] if avg["_d"].notna().any() else None
+    avg["dlt"] = pd.to_numeric(avg["delta_f1_structure"], errors="coerce")
+    avg["dlo"] = pd.to_numeric(avg["delta_ci_low"], errors="coerce")
+    avg["dhi"] = pd.to_numeric(avg["delta_ci_high"], errors="coerce")
+    measured = "; ".join(f"{r.judge}: F1 {float(r.f1):.3f}, ΔF1 vs structure {_fmt(r.dlt)} [{_fmt(r.dlo)}, "
+                         f"{_fmt(r.dhi)}] (n={int(r.n)})" for r in avg.itertuples())
+    winners = avg[avg["dlo"] > 0]
+    best = avg.loc[avg["dlt"].fillna(-np.inf).idxmax(), "judge"] if avg["dlt"].notna().any() else None
     if not winners.empty:
-        w = winners.loc[winners["_d"].idxmax()]
+        w = winners.loc[winners["dlt"].idxmax()]
         text = (f"The labelling judge ({model}, setting '{w['judge']}') beats the structure "
-                f"baseline on the constructed ProcessBench cases (ΔF1 {_fmt(w['_d'])}, interval "
-                f"[{_fmt(w['_lo'])}, {_fmt(w['_hi'])}]): its labels carry information beyond "
+                f"baseline on the constructed ProcessBench cases (ΔF1 {_fmt(w['dlt'])}, interval "
+                f"[{_fmt(w['dlo'])}, {_fmt(w['dhi'])}]): its labels carry information beyond "
                 "structure, so lesson 2 (LLM-as-a-judge labels vs MC labels) is decidable at this size by "
                 "training PRMs on its labels and on MC labels of the same responses.")
         return {"verdict": "decidable", "best": str(w["judge"]), "measured": measured, "text": text}
