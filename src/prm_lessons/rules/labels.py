@@ -198,7 +198,8 @@ def _judge_setting_text(cfg: dict) -> str:
     """What a judge setting ran with, for the table's `setting` column."""
     return (f"style={cfg.get('style')}; reference={'on' if cfg.get('reference') else 'off'}; n={cfg.get('n')}; "
             f"T={cfg.get('temperature')}; max_tokens={cfg.get('max_tokens')}; "
-            f"force_answer={cfg.get('force_answer')}; force_truncated={cfg.get('force_truncated')}; template={cfg.get('template_path') or 'project'}")
+            f"force_answer={cfg.get('force_answer')}; force_truncated={cfg.get('force_truncated')}; "
+            f"template={cfg.get('template_path') or 'project'}")
 
 
 def _merge_label_shards(inputs: dict, outputs: dict, kind: str) -> None:
