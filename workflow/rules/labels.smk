@@ -44,6 +44,8 @@ rule judge:
         responses="results/responses/{dataset}.parquet",
         model=model_input(JUDGE),
         template=[config["judge"]["template_path"]] if config["judge"].get("template_path") else [],
+        # judge.reference: the gold solutions of the responses' problems
+        problems=["results/problems/{dataset}.parquet"] if config["judge"].get("reference") else [],
     output:
         table="results/labels/judge/{dataset}/shard{shard}of{nshards}.parquet",
     log:
@@ -215,3 +217,68 @@ rule trainsets_table:
 if TRAINSET_VARIANTS:
     TARGETS.extend(expand("results/trainsets/{variant}.parquet", variant=list(TRAINSET_VARIANTS)))
     TARGETS.append("results/tables/trainsets.csv")
+
+
+# The labelling judge scored as a ProcessBench critic with its own prompt, reference-free and
+# reference-guided (judge.reference), on a stratified slice of the constructed cases (judge.processbench_cases),
+# beside the structure baseline: whether any judge setting could give labels better than structure
+# (lesson 2, prm_lessons.metrics.judge_processbench). Off without a constructed set.
+JUDGE_PB_CASES = plan.judge_processbench_cases(config)
+
+if JUDGE_PB_CASES:
+
+    rule judge_processbench:
+        input:
+            code("labels:judge_processbench"),
+            cases="results/processbench/cases.parquet",
+            model=model_input(JUDGE),
+            template=([config["judge"]["template_path"]] if config["judge"].get("template_path") else []),
+        output:
+            table="results/labels/judge_processbench/{setting}.parquet",
+        log:
+            "logs/labels/judge_processbench/{setting}.log",
+        wildcard_constraints:
+            setting=plan.wildcard_alternatives(list(plan.JUDGE_PB_SETTINGS)),
+        conda:
+            "../../envs/sampling.yaml"
+        threads: engine_threads(JUDGE)
+        resources:
+            gpu=gpus(JUDGE),
+            nodes=1,
+            mem_mb=gpu_mem_mb(JUDGE),
+            runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
+        params:
+            func="labels:judge_processbench",
+            judge=config["judge"],
+            n_cases=JUDGE_PB_CASES,
+            # the gold solutions of the cases' problems (reference-guided setting)
+            constructed=config["processbench"].get("constructed"),
+            model_entry=model_entry(config, JUDGE),
+            model_dir=model_dir_param(JUDGE),
+        script:
+            RUN
+
+    rule judge_processbench_table:
+        input:
+            code("labels:judge_processbench_table"),
+            cases="results/processbench/cases.parquet",
+            tables=expand("results/labels/judge_processbench/{setting}.parquet", setting=plan.JUDGE_PB_SETTINGS),
+            structure="results/metrics/processbench/baseline_structure_predictions.parquet",
+        output:
+            csv="results/tables/judge_processbench.csv",
+            metrics="results/metrics/judge_processbench.json",
+        log:
+            "logs/labels/judge_processbench_table.log",
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="labels:judge_processbench_table",
+            judge=config["judge"],
+            processbench_eval=config["processbench_eval"],
+            model=JUDGE,
+            run_label=config["run"]["label"],
+        script:
+            RUN
+
+    TARGETS.append("results/tables/judge_processbench.csv")

@@ -14,6 +14,11 @@ The template texts below are written for this project following the structure th
 describe; ``judge.template_path`` loads another text (e.g. the official file) with the same
 placeholders (``{tagged_problem}``/``{problem}`` and ``{tagged_response}``).
 
+Reference-guided judging (``judge.reference``, off by default and in the paper, whose judge is
+reference-free): the problem placeholder also carries a correct reference solution (the problem's gold
+steps, else its gold answer; :func:`reference_text`), marked as a comparison and not the text to check.
+Without a reference the prompt is the reference-free one, byte for byte.
+
 Verdict parsing (:func:`parse_verdict`) never raises: a verdict that cannot be read — no conclusion,
 no box, a box without an integer, an index outside ``[-1, n_steps)`` — is ``None``; the caller
 records it, counts it, and excludes the response from judge-based training sets.
@@ -85,22 +90,44 @@ FORCE = {
 }
 
 
+# the reference block of a reference-guided judge: after the problem, said to be correct and not the text to check
+REFERENCE_NOTE = "A correct solution to the problem, for comparison (it is not the solution to check):"
+
+
 def tag_steps(steps: Sequence[str], start: int) -> str:
     return "\n\n".join(f"<paragraph_{i}>\n{s}\n</paragraph_{i}>" for i, s in enumerate(steps, start=start))
 
 
+def reference_text(gold_steps: Sequence[str] | None, answer) -> str | None:
+    """What a reference-guided judge sees as the correct solution: the gold steps (one paragraph each)
+    and the gold answer where the steps do not box it; the answer alone without gold steps; None
+    when the problem has neither."""
+    steps = [str(s).strip() for s in (gold_steps if gold_steps is not None else []) if str(s).strip()]
+    ans = "" if answer is None else str(answer).strip()
+    text = "\n\n".join(steps)
+    if ans and "\\boxed" not in text:  # no grading import: a grading fix must not rerun the judge
+        text = (text + "\n\n" if text else "") + f"The final answer is {ans}."
+    return text or None
+
+
 def render_judge_prompt(question: str, steps: Sequence[str], style: str = "processbench",
-                        template: str | None = None) -> str:
-    """The judge's user message for (question, steps). `template` overrides the built-in text."""
+                        template: str | None = None, reference: str | None = None) -> str:
+    """The judge's user message for (question, steps). `template` overrides the built-in text.
+    `reference` (reference_text): a correct solution shown after the problem; None = the
+    reference-free prompt, unchanged."""
     if style not in STYLES:
         raise ValueError(f"judge style must be one of {STYLES}, not {style!r}")
     steps = list(steps)
+    tagged = f"<math_problem>\n{question}\n</math_problem>"
+    problem = question
+    if reference is not None:
+        tagged += f"\n\n<reference_solution>\n{REFERENCE_NOTE}\n\n{reference}\n</reference_solution>"
+        problem += f"\n\n[Reference Solution]\n\n{REFERENCE_NOTE}\n\n{reference}"
     if style == "paper":
         tmpl = template or PAPER_TEMPLATE
-        return tmpl.format(tagged_problem=f"<math_problem>\n{question}\n</math_problem>",
-                           problem=question, tagged_response=tag_steps(steps, 1))
+        return tmpl.format(tagged_problem=tagged, problem=problem, tagged_response=tag_steps(steps, 1))
     tmpl = template or PROCESSBENCH_TEMPLATE
-    return tmpl.format(problem=question, tagged_problem=question, tagged_response=tag_steps(steps, 0))
+    return tmpl.format(problem=problem, tagged_problem=problem, tagged_response=tag_steps(steps, 0))
 
 
 _CONCLUSION_RE = re.compile(r"<\s*conclusion\s*>\s*[*_\s]*(correct|incorrect)\b", re.I)
@@ -213,8 +240,10 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
                     style: str = "processbench", n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
                     top_k: int | None = None, max_tokens: int = 1024, seed: int = 0, template: str | None = None,
                     system_prompt: str | None = None, force_answer: bool = True, force_max_tokens: int = 8,
-                    guided: bool = True, force_truncated: bool = False) -> list[dict]:
-    """Judge every (question, steps); one row per item: first_error, verdicts (raw texts), parsed,
+                    guided: bool = True, force_truncated: bool = False,
+                    references: Sequence[str | None] | None = None) -> list[dict]:
+    """Judge every (question, steps); `references`: per item a correct solution for a reference-guided
+    judge (reference_text), None = reference-free. One row per item: first_error, verdicts (raw texts), parsed,
     status, votes (parsed value per sample), n_forced, n_truncated, tokens_generated, cut (per sample:
     cut off at max_tokens), forced_at (per sample: where the forced answer starts in its text, -1 if none).
 
@@ -224,8 +253,11 @@ def judge_responses(engine, questions: Sequence[str], steps_lists: Sequence[Sequ
     steps_lists = [[str(x) for x in s] if s is not None else [] for s in steps_lists]
     todo = [i for i, s in enumerate(steps_lists) if clean_steps(s)]
     reqs = [(i, j) for i in todo for j in range(n)]
-    prompts = {i: render_chat(engine.tokenizer, system_prompt, render_judge_prompt(questions[i], steps_lists[i], style,
-                                                                                   template)) for i in todo}
+    refs = list(references) if references is not None else [None] * len(steps_lists)
+    if len(refs) != len(steps_lists):
+        raise ValueError(f"judge: {len(refs)} references for {len(steps_lists)} responses")
+    prompts = {i: render_chat(engine.tokenizer, system_prompt, render_judge_prompt(
+        questions[i], steps_lists[i], style, template, refs[i])) for i in todo}
     spec = SamplingSpec(n=1, temperature=temperature, top_p=top_p if temperature > 0 else 1.0,
                         top_k=top_k if temperature > 0 else None, max_tokens=max_tokens, seed=None)
     outs = engine.generate_logged([prompts[i] for i, _ in reqs], spec,

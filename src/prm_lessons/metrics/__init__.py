@@ -48,6 +48,8 @@ this file imports nothing):
 - `processbench`: first_error, F1, processbench_metrics, threshold tuning and cross-fitting,
   predictions_from_rows, evaluate_processbench, long rows, paired_f1_difference;
 - `model_free`: the model-free ProcessBench baselines (structure_view … crossfit_structure_predictions);
+- `judge_processbench`: the labelling judge as a ProcessBench critic (case slice, rows beside the structure
+  baseline) and the lesson-2 verdict sentence (lesson2_verdict);
 - `stats`: bootstrap_means and percentile intervals;
 - `rows`: validation of Best-of-N rows and ProcessBench inputs (InputError naming every bad row or id).
 """

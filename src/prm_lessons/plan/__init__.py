@@ -63,7 +63,13 @@ from .policies import (
     primary_policy,
     sample_n,
 )
-from .processbench import PROCESSBENCH_BASELINES, PROCESSBENCH_DEV, processbench_dev
+from .processbench import (
+    JUDGE_PB_SETTINGS,
+    PROCESSBENCH_BASELINES,
+    PROCESSBENCH_DEV,
+    judge_processbench_cases,
+    processbench_dev,
+)
 from .sampling import (
     dataset_problems,
     dataset_spec,
@@ -127,7 +133,8 @@ __all__ = [
     "bon_ns", "sample_n", "judge_sample_cap", "bon_evaluations", "policy_path", "dataset_spec", "local_source_inputs",
     "fewshot_inputs", "fewshot_spec", "pinned_file_spec", "samples_per_problem", "dataset_problems",
     "sized_shard_count", "sample_shard_count", "sample_shards", "PROCESSBENCH_DEV", "PROCESSBENCH_BASELINES",
-    "processbench_dev", "TRAINSET_SOURCES", "variants", "threshold_sweep_variants", "label_needs", "uses",
+    "processbench_dev", "JUDGE_PB_SETTINGS", "judge_processbench_cases", "TRAINSET_SOURCES", "variants",
+    "threshold_sweep_variants", "label_needs", "uses",
     "variant_datasets", "role_model", "label_shard_paths", "eval_set_paths", "trainset_inputs",
     "TRAINING_RESOURCE_KEYS", "training_settings", "training_params", "CHECKPOINT_BYTES_PER_PARAM",
     "STEP_TFLOPS_PER_GPU", "JIT_KILL_WAIT_S", "checkpoint_gb", "jit_grace_seconds", "training_slurm_extra",

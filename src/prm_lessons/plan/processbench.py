@@ -11,3 +11,18 @@ def processbench_dev(config: dict) -> bool:
     without one, tuned choices are cross-fitted over folds of the evaluation cases."""
     pb = config.get("processbench") or {}
     return pb.get("source", "constructed") == "constructed" and bool((pb.get("constructed") or {}).get("dev"))
+
+
+# the labelling judge scored as a ProcessBench critic: the configured prompt without and with the gold
+# solution (prm_lessons.metrics.judge_processbench.SETTINGS)
+JUDGE_PB_SETTINGS = ("judge", "judge_reference")
+
+
+def judge_processbench_cases(config: dict) -> int:
+    """How many constructed ProcessBench cases rule judge_processbench gives each labelling-judge setting
+    (judge.processbench_cases); 0 (no rule) without a constructed set, whose problems hold the gold
+    solutions a reference-guided judge needs."""
+    pb = config.get("processbench") or {}
+    if pb.get("source", "constructed") != "constructed":
+        return 0
+    return int((config.get("judge") or {}).get("processbench_cases") or 0)

@@ -19,12 +19,13 @@ from ..labels.human import (
     eval_questions,
     prm800k_files,
 )
-from ..labels.judge import judge_responses, load_template
+from ..labels.judge import judge_responses, load_template, reference_text
 from ..labels.math_shepherd import convert_math_shepherd, iter_rows, malformed_lines, math_shepherd_file
 from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
 from ..labels.trainsets import CSV_COLUMNS, build_variant, paper_n_instances
+from ..metrics import judge_processbench as judge_pb
 from ..shards import shard_by_problem
-from ..tables import iter_records, merge_shards, read_table, table_meta, write_csv, write_table
+from ..tables import iter_records, merge_shards, read_table, table_meta, write_csv, write_json, write_table
 
 
 def mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
@@ -75,7 +76,13 @@ def judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads
     shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
     part = shard_by_problem(samples, shard, nshards)
     steps = [clean_steps(s) for s in part["steps"]]
-    print(f"judge: {len(part)} responses in shard {shard} of {nshards}; style={cfg['style']}, n={cfg['n']}", flush=True)
+    print(f"judge: {len(part)} responses in shard {shard} of {nshards}; style={cfg['style']}, n={cfg['n']}"
+          + (", reference-guided" if cfg.get("reference") else ""), flush=True)
+    refs = None
+    if cfg.get("reference"):  # the gold solution of each response's problem (judge.reference)
+        golds = read_table(inputs["problems"], "problems")
+        by_id = {str(p): (g, a) for p, g, a in zip(golds["problem_id"], golds["gold_steps"], golds["answer"])}
+        refs = _references(list(part["problem_id"]), [by_id.get(str(p)) for p in part["problem_id"]])
     rows: list[dict] = []
     if any(steps):
         engine = generation.load_engine(params["model_dir"], params["model_entry"])  # via the module: tests swap it
@@ -84,7 +91,7 @@ def judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads
             style=cfg["style"], n=int(cfg["n"]), temperature=float(cfg["temperature"]), top_p=float(cfg["top_p"]),
             max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]), template=load_template(cfg.get("template_path")),
             system_prompt=cfg.get("system_prompt"), force_answer=bool(cfg["force_answer"]),
-            guided=bool(cfg["guided"]), force_truncated=bool(cfg.get("force_truncated", False)))
+            guided=bool(cfg["guided"]), force_truncated=bool(cfg.get("force_truncated", False)), references=refs)
     else:
         rows = [{"first_error": None, "verdicts": [], "parsed": False, "status": "no_steps", "votes": [],
                  "n_forced": 0, "n_truncated": 0, "tokens_generated": 0} for _ in steps]
@@ -103,6 +110,96 @@ def judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads
         print(f"judge: {len(df) - summary['parsed']} responses without a readable verdict are excluded "
               "from judge-based training sets", flush=True)
     write_table(df, outputs["table"], "judge", meta={"judge": cfg, "summary": summary})
+
+
+def _references(ids: list, golds: list) -> list[str]:
+    """reference_text of each item's (gold_steps, answer); an item whose problem is unknown or has neither
+    gold steps nor a gold answer is an error naming it (judge.reference needs a gold solution)."""
+    refs = [None if g is None else reference_text(*g) for g in golds]
+    bad = [str(i) for i, r in zip(ids, refs) if r is None]
+    if bad:
+        raise ValueError(f"judge.reference: no gold solution or answer for {len(bad)} item(s): {', '.join(bad[:10])}"
+                         + (" …" if len(bad) > 10 else ""))
+    return refs
+
+
+def judge_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `judge_processbench`: the labelling judge (the `judge` section, with judge.reference off or on
+    per the `setting` wildcard) on a stratified slice of the constructed ProcessBench cases →
+    results/labels/judge_processbench/{setting}.parquet (a critic table)."""
+    setting = wildcards["setting"]
+    cfg = judge_pb.setting_config(params["judge"], setting)
+    cases = judge_pb.case_slice(read_table(inputs["cases"], "processbench"), int(params["n_cases"]))
+    refs = None
+    if cfg["reference"]:  # the gold solutions of the cases' problems (processbench.constructed.subsets)
+        con = params["constructed"] or {}
+        if not con.get("subsets"):
+            raise ValueError("processbench.constructed.subsets: no subsets defined")
+        golds = pd.concat([load_problems(f"processbench-{sub}", spec) for sub, spec in con["subsets"].items()],
+                          ignore_index=True)
+        refs = _references(list(cases["id"]), judge_pb.case_golds(cases, golds))
+    steps = [[str(x) for x in s] for s in cases["steps"]]
+    print(f"judge_processbench {setting}: {len(cases)} cases (per subset {cases['subset'].value_counts().to_dict()}, "
+          f"{int((cases['label'] != -1).sum())} erroneous); style={cfg['style']}, max_tokens={cfg['max_tokens']}, "
+          f"n={cfg['n']}: at most {len(cases) * int(cfg['n']) * int(cfg['max_tokens'])} generated tokens "
+          "before forced answers", flush=True)
+    engine = generation.load_engine(params["model_dir"], params["model_entry"])  # via the module: tests swap it
+    rows = judge_responses(
+        engine, list(cases["problem"]), steps, list(cases["id"].astype(str)), style=cfg["style"], n=int(cfg["n"]),
+        temperature=float(cfg["temperature"]), top_p=float(cfg["top_p"]), max_tokens=int(cfg["max_tokens"]),
+        seed=int(cfg["seed"]), template=load_template(cfg.get("template_path")),
+        system_prompt=cfg.get("system_prompt"), force_answer=bool(cfg["force_answer"]), guided=bool(cfg["guided"]),
+        force_truncated=bool(cfg.get("force_truncated", False)), references=refs)
+    df = cases[["id", "subset", "label"]].copy()
+    df["prediction"] = pd.array([r["first_error"] for r in rows], dtype="Int64")
+    for c in ("status", "verdicts", "n_forced", "n_truncated", "tokens_generated"):
+        df[c] = [r[c] for r in rows]
+    summary = {"cases": len(df), "parsed": int(df["prediction"].notna().sum()),
+               "status_counts": df["status"].value_counts().to_dict(), "forced": int(df["n_forced"].sum()),
+               "truncated_unparsed": int(df["n_truncated"].sum()),
+               "tokens_generated": int(df["tokens_generated"].sum()),
+               "engine_seconds": round(engine.stats.seconds, 2)}
+    print(f"judge_processbench {setting} summary: {summary}", flush=True)
+    write_table(df, outputs["table"], "critic", meta={"judge": cfg, "setting": setting, "summary": summary})
+
+
+def judge_processbench_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `judge_processbench_table`: every labelling-judge setting's ProcessBench metrics on its case slice
+    and its paired F1 difference to the structure baseline → results/tables/judge_processbench.csv, the
+    metrics and the lesson-2 verdict → results/metrics/judge_processbench.json."""
+    cases = read_table(inputs["cases"], "processbench")
+    structure = pd.read_parquet(inputs["structure"])
+    base = {str(i): (None if pd.isna(p) else int(p)) for i, p in zip(structure["id"], structure["prediction"])}
+    b = params["processbench_eval"]["bootstrap"]
+    configured = judge_pb.configured_setting(params["judge"])
+    rows, metrics = [], {}
+    for path in as_paths(inputs["tables"]):
+        judged = read_table(path, "critic")
+        name = str(table_meta(path).get("setting") or Path(path).stem)
+        ids = set(judged["id"].astype(str))
+        sl = cases[cases["id"].astype(str).isin(ids)].reset_index(drop=True)
+        r, m = judge_pb.setting_rows(sl, judged, base, name, configured=name == configured,
+                                     setting=_judge_setting_text(table_meta(path).get("judge") or {}),
+                                     bootstrap=int(b["samples"]), seed=int(b["seed"]),
+                                     confidence=float(b["confidence"]))
+        rows += r
+        metrics[name] = m
+    df = pd.DataFrame(rows, columns=judge_pb.COLUMNS)
+    df["run"] = params.get("run_label", "")
+    write_csv(df, outputs["csv"], "judge_processbench_csv")
+    verdict = judge_pb.lesson2_verdict(df, model=params.get("model") or "roles.judge")
+    write_json({"run_label": params.get("run_label"), "configured": configured, "settings": metrics,
+                "lesson2": verdict}, outputs["metrics"])
+    print(df.drop(columns=["setting", "run"]).to_string(index=False), flush=True)
+    print(f"lesson 2: {verdict['verdict']}: {verdict['text']}", flush=True)
+
+
+def _judge_setting_text(cfg: dict) -> str:
+    """What a judge setting ran with, for the table's `setting` column."""
+    return (f"style={cfg.get('style')}; reference={'on' if cfg.get('reference') else 'off'}; n={cfg.get('n')}; "
+            f"T={cfg.get('temperature')}; max_tokens={cfg.get('max_tokens')}; "
+            f"force_answer={cfg.get('force_answer')}; force_truncated={cfg.get('force_truncated')}; "
+            f"template={cfg.get('template_path') or 'project'}")
 
 
 def _merge_label_shards(inputs: dict, outputs: dict, kind: str) -> None:

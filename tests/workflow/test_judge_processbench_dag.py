@@ -1,0 +1,34 @@
+"""Rules judge_processbench / judge_processbench_table in the embedded DAG (dry runs), none in the paper's
+(its ProcessBench is the released one, no gold solutions), and judge.reference giving rule `judge` the
+problems tables it reads the gold solutions from."""
+import dag
+
+
+def test_embedded_dag_scores_both_judge_settings_beside_the_structure_baseline(embedded_plan):
+    jobs = embedded_plan.of("judge_processbench")
+    assert sorted(j.wildcards["setting"] for j in jobs) == ["judge", "judge_reference"]
+    for j in jobs:
+        assert "results/processbench/cases.parquet" in j.input
+        assert j.output == [f"results/labels/judge_processbench/{j.wildcards['setting']}.parquet"]
+    (table,) = embedded_plan.of("judge_processbench_table")
+    assert "results/metrics/processbench/baseline_structure_predictions.parquet" in table.input
+    assert {"results/labels/judge_processbench/judge.parquet",
+            "results/labels/judge_processbench/judge_reference.parquet"} <= set(table.input)
+    assert set(table.output) == {"results/tables/judge_processbench.csv", "results/metrics/judge_processbench.json"}
+    assert "results/tables/judge_processbench.csv" in embedded_plan.of("all")[0].input
+    # the configured judge is reference-free: its labelling jobs read no problems table
+    assert all(not any(p.startswith("results/problems/") for p in j.input) for j in embedded_plan.of("judge"))
+
+
+def test_paper_dag_has_no_judge_processbench(paper_plan):
+    assert not paper_plan.of("judge_processbench") and not paper_plan.of("judge_processbench_table")
+    assert paper_plan.of("judge")  # the labelling judge itself runs
+
+
+def test_reference_guided_judge_reads_each_sets_problems_table(tmp_path):
+    overlay = tmp_path / "reference.yaml"
+    overlay.write_text("judge:\n  reference: true\n  processbench_cases: 0\n")
+    p = dag.plan(("config/config.yaml", str(overlay)))
+    jobs = p.of("judge")
+    assert jobs and all(f"results/problems/{j.wildcards['dataset']}.parquet" in j.input for j in jobs)
+    assert not p.of("judge_processbench")  # processbench_cases 0: off
