@@ -230,3 +230,20 @@ def test_lesson1_exact_labels_on_the_same_pool_decide_over_the_judge():
     assert V.lesson1_label_sources(pb({**base, "checker": (0.1, 0.05, 0.15)})).verdict == V.CONTRADICTED
     row = V.lesson1_label_sources(pb({"mc_hard": (0.3, 0.25, 0.35), "checker": (0.32, 0.27, 0.37)}))
     assert row.verdict == V.UNDECIDABLE and "exact" in row.measured
+
+
+def _judge_pb(lo, hi):
+    return pd.DataFrame([dict(judge="judge", subset="average", f1=0.3, delta_f1_structure=(lo + hi) / 2,
+                              delta_ci_low=lo, delta_ci_high=hi, n=50)])
+
+
+def test_lesson4_the_judge_with_its_labelling_prompt_is_the_instrument_check():
+    judge_only = pd.DataFrame([dict(row="policy samples, judge", key="policy", column="train", n=20, value=25.0)])
+    assert V.lesson4_flawed_process(judge_only, judge_pb=_judge_pb(0.05, 0.2)).verdict == V.REPRODUCED
+    row = V.lesson4_flawed_process(judge_only, judge_pb=_judge_pb(-0.3, 0.0))
+    assert row.verdict == V.UNDECIDABLE and "does not beat" in row.reason
+
+
+def test_lesson1_shows_the_judge_scored_with_its_own_prompt():
+    row = V.lesson1_label_sources(pb({"judge": (0.3, 0.2, 0.4), "mc_hard": (0.3, 0.2, 0.4)}), _judge_pb(-0.3, 0.0))
+    assert "its own prompt" in row.measured and "`judge`" in row.measured

@@ -15,6 +15,11 @@ rule paper_report:
         str(PKG / "published.yaml"),
         **{f"{aid}_csv": artifact_paths(aid)["csv"] for aid in ANALYSIS_ARTIFACTS},
         **({"trainsets_table": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {}),
+        **(
+            {"judge_processbench_table": "results/tables/judge_processbench.csv"}
+            if plan.judge_processbench_cases(config)
+            else {}
+        ),
         figures=[artifact_paths(aid)["png"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
         # the generated findings that open the report (artifacts.findings)
         processbench_table="results/tables/processbench.csv",

@@ -125,7 +125,19 @@ L1_DECIDE = ("MC, judge and exact labels on the same responses at the same size 
              "else a ≥1.5B judge on a GPU)")
 
 
-def lesson1_label_sources(processbench: pd.DataFrame | None) -> Verdict:
+def _judge_pb_note(judge_pb: pd.DataFrame | None) -> str:
+    """The labelling judge, with its own prompt, on the constructed ProcessBench slice (rule
+    judge_processbench_table): F1 minus structure-only per setting, as context for the judge's labels."""
+    if not has_columns(judge_pb, ("judge", "subset", "delta_f1_structure", "delta_ci_low", "delta_ci_high")):
+        return ""
+    avg = judge_pb[judge_pb["subset"].astype(str) == "average"]
+    parts = [f"`{r['judge']}` {Fmt(1.0).diff(Est(float(r['delta_f1_structure']), float(r['delta_ci_low']), float(r['delta_ci_high'])))}"
+             for _, r in avg.iterrows() if finite(r["delta_f1_structure"])]
+    return ("; the labelling judge with its own prompt on ProcessBench, F1 minus structure-only: " + ", ".join(parts)
+            if parts else "")
+
+
+def lesson1_label_sources(processbench: pd.DataFrame | None, judge_pb: pd.DataFrame | None = None) -> Verdict:
     """MC vs exact and judge labels on ProcessBench, all labelling the same policy responses (the paper's
     design). The exact labels of the arithmetic process checker (`checker`, the same pool) stand in for
     human annotation and decide when present (checker above MC); without them judge vs MC decides.
@@ -148,6 +160,7 @@ def lesson1_label_sources(processbench: pd.DataFrame | None) -> Verdict:
     if human is not None:
         measured += (f"; human stand-in `{HUMAN}` {fmt.est(human)} (another pool, not compared)")
     measured += _structure_note(avg, fmt, [MC] + ([CHECKER] if exact is not None else [JUDGE]))
+    measured += _judge_pb_note(judge_pb)
     if exact is not None:
         verdict, reason = separated_verdict(exact, mc, "exact labels", "MC")
     else:
@@ -244,8 +257,19 @@ def _pooled_rate(rows: pd.DataFrame) -> tuple[Est, int, int] | None:
     return Est(100 * k / m, lo, hi), k, m
 
 
+def _judge_own_prompt_delta(judge_pb: pd.DataFrame | None, setting: str = "judge") -> Est | None:
+    """The labelling judge's F1 minus structure-only with the prompt that labelled (setting `judge`)."""
+    if not has_columns(judge_pb, ("judge", "subset", "delta_f1_structure", "delta_ci_low", "delta_ci_high")):
+        return None
+    r = judge_pb[(judge_pb["judge"].astype(str) == setting) & (judge_pb["subset"].astype(str) == "average")]
+    if r.empty or not finite(r.iloc[0]["delta_f1_structure"]):
+        return None
+    r = r.iloc[0]
+    return Est(float(r["delta_f1_structure"]), float(r["delta_ci_low"]), float(r["delta_ci_high"]))
+
+
 def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame | None = None,
-                           judge_critics: Sequence[str] = ()) -> Verdict:
+                           judge_critics: Sequence[str] = (), judge_pb: pd.DataFrame | None = None) -> Verdict:
     """The flaw rate among the policy's correct answers (Figure 6 cells, key `policy`), pooled over
     datasets, per instrument. The arithmetic process checker (row ROW_CHECKER) decides when present: it
     verifies every `expression = number` and raised no false alarm on the constructed gold solutions
@@ -283,6 +307,9 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
         return Verdict(L4, L4_PAPER, measured, verdict, reason, L4_DECIDE if verdict == UNDECIDABLE else "")
     avg, fpb = _pb(processbench)
     deltas = [(c, delta_est(avg, c)) for c in judge_critics] if avg is not None else []
+    own = _judge_own_prompt_delta(judge_pb)
+    if own is not None:  # the judge with the very prompt that labelled: the instrument itself
+        deltas, fpb = [("judge, its labelling prompt", own)], fpb or Fmt(1.0)
     # the first critic of the judge's model in config order (fixed in advance, not the best-scoring one)
     deltas = [(c, d) for c, d in deltas if d is not None][:1]
     if deltas:
@@ -384,18 +411,20 @@ def _guarded(fn: Callable[[], Verdict], lesson: str, paper: str) -> Verdict:
 
 
 def verdict_rows(*, processbench: pd.DataFrame | None = None, bon: pd.DataFrame | None = None,
+                 judge_pb: pd.DataFrame | None = None,
                  trainsets: pd.DataFrame | None = None, fig6: pd.DataFrame | None = None,
                  fig8: pd.DataFrame | None = None, aggregation: str = "product",
                  threshold_sweep: Sequence | None = None, judge_critics: Sequence[str] = ()) -> list[Verdict]:
     """Every lesson's row, in order. `processbench`, `bon`, `trainsets`: results/tables/*.csv (bon: the
     main policy's rows at the main N); `fig6`, `fig8`: those artifacts' cells; `judge_critics`: the
-    ProcessBench critic rows of the model that labels (`critic-<name>`)."""
+    ProcessBench critic rows of the model that labels (`critic-<name>`); `judge_pb`:
+    results/tables/judge_processbench.csv (the labelling judge scored with its own prompt)."""
     calls = [
-        (L1, L1_PAPER, lambda: lesson1_label_sources(processbench)),
+        (L1, L1_PAPER, lambda: lesson1_label_sources(processbench, judge_pb)),
         (L2, L2_PAPER, lambda: lesson2_consensus(processbench, trainsets)),
         (L3A, L3A_PAPER, lambda: lesson3_hard_soft(processbench)),
         (L3B, L3B_PAPER, lambda: lesson3_threshold(processbench, trainsets, threshold_sweep)),
-        (L4, L4_PAPER, lambda: lesson4_flawed_process(fig6, processbench, judge_critics)),
+        (L4, L4_PAPER, lambda: lesson4_flawed_process(fig6, processbench, judge_critics, judge_pb)),
         (L5, L5_PAPER, lambda: lesson5_min_at_last(fig8)),
         (L6, L6_PAPER, lambda: lesson6_bon_vs_maj(bon, aggregation)),
     ]

@@ -53,6 +53,7 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     findings; params `aggregation`, `threshold_sweep` (optional) as the analysis rules get them, `policy` and
     `n` (the main tables' policy and N: the findings read those rows), `skipped` (artifact id → why this
     config does not produce it: printed in its place in the report and, via run_info.tex, in main.pdf),
+    `judge_processbench_table` (optional: the labelling judge on ProcessBench with its own prompt),
     `judge_critics` (the ProcessBench critic rows of the labelling judge's model: lesson 4's instrument check)."""
     run = params.get("run", {})
     report = Path(outputs["report"])
@@ -66,9 +67,10 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     processbench = _read_csv(inputs.get("processbench_table"), "processbench_csv")
     bon = _main_rows(_read_csv(inputs.get("bon_table"), "bon_csv"), params)
     trainsets = _read_csv(inputs.get("trainsets_table"), "trainsets_csv")
+    judge_pb = _read_csv(inputs.get("judge_processbench_table"), "judge_processbench_csv")
     aggregation = str(params.get("aggregation") or "product")
     verdicts = verdicts_markdown(verdict_rows(
-        processbench=processbench, bon=bon, trainsets=trainsets, fig6=cells_of.get("fig6"),
+        processbench=processbench, bon=bon, trainsets=trainsets, judge_pb=judge_pb, fig6=cells_of.get("fig6"),
         fig8=cells_of.get("fig8"), aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"),
         judge_critics=params.get("judge_critics") or ()))
     findings = findings_markdown(processbench, bon, trainsets, str(run.get("label") or run.get("name") or ""),
