@@ -81,7 +81,9 @@ def test_bad_config_stops_before_any_job(tmp_path):
     assert "Job stats" not in proc.stdout
 
 
-TEST_CFG = ["--configfile", str(ROOT / "config/config.yaml"), str(ROOT / "config/test.yaml")]
+# make run-all's rules too (config/all.yaml: second policy, Best-of-N judges, search, critics), shrunk
+TEST_CFG = ["--configfile", str(ROOT / "config/config.yaml"), str(ROOT / "config/all.yaml"),
+            str(ROOT / "config/test.yaml")]
 
 
 @pytest.fixture(scope="session")
