@@ -41,9 +41,8 @@ def per_rule(records: list[dict]) -> dict[str, dict]:
         row["seconds"] += r["model_seconds"]
         row["dtypes"].update(r["dtypes"])
         for p in r["parts"]:
-            if p["kind"] == "generate":
-                row["generate"] = True
-                row["prompts"] += p["prompts"]
+            row["generate"] = row["generate"] or p["kind"] == "generate"
+            row["prompts"] += p.get("prompts", 0)
     for row in out.values():
         row["tokens"] = row["prefill"] + row["decode"]
     return dict(out)
@@ -113,9 +112,8 @@ def measure(dtype: str, model: str, n: int, prompt_tokens: int, decode_tokens: i
 
 def ratio(rules: dict[str, dict], model: str, n: int) -> str:
     name, r = max(rules.items(), key=lambda kv: kv[1]["tokens"])
-    reqs = max(r["prompts"], 1) if r["generate"] else None
-    prompt = int(r["prefill"] / reqs) if reqs else 512
-    decode = int(r["decode"] / reqs) if reqs else 0
+    reqs = max(r["prompts"], 1)  # generation requests, or texts of a forward-only rule
+    prompt, decode = max(1, int(r["prefill"] / reqs)), int(r["decode"] / reqs)
     res = {}
     for dtype in ("bfloat16", "float32"):  # a fresh process each: one vLLM engine per process
         cmd = [sys.executable, __file__, "--_measure", dtype, "--model", model, "--slice", str(n),

@@ -41,7 +41,7 @@ def test_job_record_sums_prefill_and_decode_of_engines_and_forwards(tmp_path):
     e = CountingEngine()
     budget.register_engine(e)
     e.generate(["a b c", "d e"], SamplingSpec(n=2))
-    budget.add_forward("frozen base", "bfloat16", 100, 1.5)
+    budget.add_forward("frozen base", "bfloat16", 4, 100, 1.5)
     rec = budget.job_record()
     assert (rec["prefill_tokens"], rec["decode_tokens"], rec["tokens"]) == (105, 12, 117)
     assert rec["dtypes"] == ["bfloat16", "float32"]

@@ -26,9 +26,10 @@ def register_engine(engine) -> None:
     _ENGINES.append(engine)
 
 
-def add_forward(what: str, dtype: str, prefill_tokens: int, seconds: float) -> None:
-    """A model forward outside a generation engine (frozen-base features, head training's base pass)."""
-    _FORWARDS.append({"what": what, "dtype": dtype, "prefill_tokens": int(prefill_tokens),
+def add_forward(what: str, dtype: str, texts: int, prefill_tokens: int, seconds: float) -> None:
+    """Model forwards outside a generation engine (frozen-base features, head training's base pass):
+    `texts` sequences of `prefill_tokens` tokens in all."""
+    _FORWARDS.append({"what": what, "dtype": dtype, "prompts": int(texts), "prefill_tokens": int(prefill_tokens),
                       "seconds": float(seconds)})
 
 
@@ -44,7 +45,8 @@ def job_record() -> dict | None:
         s = e.stats
         parts.append({"kind": "generate", "backend": e.backend, "dtype": getattr(e, "dtype", None),
                       "dtype_reason": getattr(e, "dtype_reason", None), "calls": s.calls, "prompts": s.prompts,
-                      "prefill_tokens": s.prompt_tokens, "decode_tokens": s.generated_tokens,
+                      "prefill_tokens": s.prompt_tokens, "cached_prefill_tokens": s.cached_prompt_tokens,
+                      "decode_tokens": s.generated_tokens,
                       "seconds": round(s.seconds, 3)})
     parts += [{"kind": "forward", **f, "decode_tokens": 0} for f in _FORWARDS]
     if not parts:

@@ -257,7 +257,8 @@ def step_features(backbone, instances: list[dict], pad_token_id: int, batch_size
                             "n_tokens": len(instances[i]["input_ids"]), "input_ids": instances[i]["input_ids"]}
                 offset += k
     dtype = str(next(backbone.parameters()).dtype).replace("torch.", "")
-    budget.add_forward("frozen base", dtype, sum(len(it["input_ids"]) for it in instances), time.perf_counter() - t0)
+    budget.add_forward("frozen base", dtype, len(instances), sum(len(it["input_ids"]) for it in instances),
+                       time.perf_counter() - t0)
     return feats  # type: ignore[return-value]
 
 
