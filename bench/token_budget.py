@@ -101,6 +101,8 @@ def measure(dtype: str, model: str, n: int, prompt_tokens: int, decode_tokens: i
         from transformers import AutoModel
 
         m = AutoModel.from_pretrained(model, dtype=getattr(torch, dtype)).eval()
+        with torch.no_grad():
+            m(input_ids=torch.tensor([ids[0]]))  # warm-up (kernel selection), not timed
         t0 = time.perf_counter()
         with torch.no_grad():
             for x in ids:

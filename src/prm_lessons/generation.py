@@ -164,7 +164,8 @@ class VLLMEngine(Engine):
         outs = [[Completion(o.text, len(o.token_ids), "length" if o.finish_reason == "length" else "stop",
                             ended=o.finish_reason == "stop" and not isinstance(o.stop_reason, str))
                  for o in r.outputs] for r in results]
-        self._account(outs, len(prompts), t0, sum(len(r.prompt_token_ids or []) for r in results),
+        prefill = sum(len(getattr(r, "prompt_token_ids", None) or []) for r in results)
+        self._account(outs, len(prompts), t0, prefill,
                       sum(int(getattr(r, "num_cached_tokens", 0) or 0) for r in results))
         return outs
 
@@ -174,6 +175,7 @@ class HFEngine(Engine):
     are generated one request at a time so a completion depends only on its own seed."""
 
     backend = "transformers"
+    _prefill = 0  # prompt tokens of the current generate call
 
     def __init__(self, model_dir: str, entry: dict, batch_size: int = 16):
         super().__init__()
@@ -191,7 +193,6 @@ class HFEngine(Engine):
             model_dir, dtype=getattr(torch, self.dtype) if self.dtype != "auto" else "auto", trust_remote_code=trust)
         self.model.eval()
         self.batch_size = batch_size
-        self._prefill = 0  # prompt tokens of the current generate call
         self.max_model_len = entry.get("max_model_len", 4096)
 
     def _run(self, prompts, spec, seed):
