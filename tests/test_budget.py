@@ -107,3 +107,14 @@ def test_bench_sums_the_sidecars_per_rule(tmp_path, capsys):
     total = out.splitlines()[-1].split()
     assert total[:4] == ["total", "3", "11,000", "6,500"] and total[-1] == "50s"  # 17,500 / 350
     assert bench.main(["--logs", str(tmp_path / "none")]) == 1
+
+
+@pytest.mark.parametrize("flags, want", [(set(), "float32"), ({"avx2", "amx_bf16"}, "bfloat16")])
+def test_cpu_frozen_base_runs_in_bf16_only_with_native_bf16(monkeypatch, flags, want):
+    import torch
+
+    from prm_lessons import hardware, prm
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo=None: set(flags))
+    assert prm.head_base_dtype({}) == getattr(torch, want)

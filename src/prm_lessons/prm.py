@@ -416,7 +416,8 @@ def load_prm(path: str | Path, device=None, dtype=None):
     Without `device`, a base is spread over all visible GPUs when there is more than one (device_map auto,
     so a large PRM gets the GPUs its size needs), else put on the one GPU or the CPU. The model carries
     `max_length` (from prm.json): the scoring length when the caller gives none. `dtype`: a torch dtype
-    or a config dtype name; None (or auto): bfloat16 on GPU and for head-only PRMs, else float32."""
+    or a config dtype name; None (or auto): bfloat16 on GPU, float32 on CPU but for head-only PRMs, whose
+    frozen base runs as in training and `frozen_base` (head_base_dtype: bf16 where the CPU has it natively)."""
     path = Path(path)
     if not (path / FORMAT_FILE).exists():
         raise FileNotFoundError(f"{path}: not a PRM directory (no {FORMAT_FILE})")
@@ -427,7 +428,8 @@ def load_prm(path: str | Path, device=None, dtype=None):
     if isinstance(dtype, str):
         dtype = torch_dtype(dtype)
     if dtype is None:
-        dtype = torch.bfloat16 if device.type == "cuda" or meta.get("mode") == "head" else torch.float32
+        dtype = (torch.bfloat16 if device.type == "cuda" else
+                 getattr(torch, resolve_dtype("auto", on_gpu=False)[0]) if meta.get("mode") == "head" else torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(path)
     backbone = AutoModel.from_pretrained(path, dtype=dtype, **({"device_map": "auto"} if spread else {}))
     head = _released_head(path, meta) if meta.get("layout") == "released" else load_head(path, meta)
