@@ -118,3 +118,24 @@ def test_cpu_frozen_base_runs_in_bf16_only_with_native_bf16(monkeypatch, flags, 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo=None: set(flags))
     assert prm.head_base_dtype({}) == getattr(torch, want)
+
+
+def test_regex_guided_verdicts_on_the_vllm_engine_are_counted():
+    """labels.judge.guided_generate calls vLLM's LLM directly (structured outputs): its prefill and decode
+    must reach the job's count too (the forced verdicts of judges, critics and Best-of-N judges)."""
+    from types import SimpleNamespace
+
+    pytest.importorskip("vllm")  # the structured-outputs parameters are vLLM's
+    from prm_lessons.generation import EngineStats, VLLMEngine
+    from prm_lessons.labels.judge import guided_generate
+
+    class LLM:
+        def generate(self, prompts, params, **kw):
+            return [SimpleNamespace(prompt_token_ids=[0] * len(p), num_cached_tokens=2,
+                                    outputs=[SimpleNamespace(text="7}", token_ids=[1, 2])]) for p in prompts]
+
+    engine = VLLMEngine.__new__(VLLMEngine)  # no model: the fake LLM above stands for vLLM's
+    engine.stats, engine.llm = EngineStats(), LLM()
+    assert guided_generate(engine, ["abcd", "ef"], 4, r"\d+\}") == ["7}", "7}"]
+    s = engine.stats
+    assert (s.prompts, s.prompt_tokens, s.cached_prompt_tokens, s.generated_tokens) == (2, 6, 4, 4)

@@ -164,10 +164,15 @@ class VLLMEngine(Engine):
         outs = [[Completion(o.text, len(o.token_ids), "length" if o.finish_reason == "length" else "stop",
                             ended=o.finish_reason == "stop" and not isinstance(o.stop_reason, str))
                  for o in r.outputs] for r in results]
-        prefill = sum(len(getattr(r, "prompt_token_ids", None) or []) for r in results)
-        self._account(outs, len(prompts), t0, prefill,
-                      sum(int(getattr(r, "num_cached_tokens", 0) or 0) for r in results))
+        self.account_results(results, outs, len(prompts), t0)
         return outs
+
+    def account_results(self, results, outs: list[list[Completion]], n_prompts: int, t0: float) -> None:
+        """Count a call's vLLM RequestOutputs: prefill from prompt_token_ids (once per request: its n samples
+        share it), the prefix-cache hits, decode from `outs`. Also for calls made on `self.llm` directly
+        (labels.judge.guided_generate's regex-constrained verdicts)."""
+        prefill = sum(len(getattr(r, "prompt_token_ids", None) or []) for r in results)
+        self._account(outs, n_prompts, t0, prefill, sum(int(getattr(r, "num_cached_tokens", 0) or 0) for r in results))
 
 
 class HFEngine(Engine):
