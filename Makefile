@@ -1,5 +1,7 @@
 # Two commands do all set-up on a fresh machine:
-#   make run   - create .venv (once), install, run the embedded default end to end
+#   make run   - create .venv (once), install, run the embedded default end to end (fits 15 min on 2 cores)
+#   make run-all - the same plus what the lessons do not need (config/all.yaml: second policy, LLM judges
+#                  of Best-of-N, greedy search, the ProcessBench critics)
 #   make test  - the same set-up plus test dependencies, then the fast test tier (not slow, not integration)
 #   make test-all - every test but SLURM integration: real Snakemake runs, vLLM starts, subprocess trainings
 SHELL := /bin/bash
@@ -12,7 +14,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup run test test-all dryrun lint report clean-results rehearsal setup-gpu preflight-gpu
+.PHONY: setup run run-all dryrun-all test test-all dryrun lint report clean-results rehearsal setup-gpu preflight-gpu
 
 setup: $(STAMP)
 
@@ -39,6 +41,13 @@ run: setup
 
 dryrun: setup
 	$(VENV)/bin/snakemake -n --cores $(CORES) $(SMK_ARGS)
+
+RUN_ALL_CONFIG := --configfile config/config.yaml config/all.yaml
+run-all: setup
+	$(VENV)/bin/snakemake --cores $(CORES) $(RUN_ALL_CONFIG) $(SMK_ARGS)
+
+dryrun-all: setup
+	$(VENV)/bin/snakemake -n --cores $(CORES) $(RUN_ALL_CONFIG) $(SMK_ARGS)
 
 # snakemake's own linter, ruff (pyflakes + import order; pyproject [tool.ruff]) and snakefmt --check
 lint: setup

@@ -132,6 +132,14 @@ def embedded_plan():
 
 
 @pytest.fixture(scope="session")
+def all_plan():
+    """`make run-all`'s dry run (config/config.yaml + config/all.yaml), parsed once a session (tests/dag.py)."""
+    import dag
+
+    return dag.plan(dag.ALL)
+
+
+@pytest.fixture(scope="session")
 def paper_plan():
     """config/paper.yaml's dry run as a cluster submits it (`--profile slurm --cores 64`), parsed once a session."""
     import dag

@@ -21,6 +21,7 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 EMBEDDED: tuple[str, ...] = ()  # the Snakefile's default, config/config.yaml
 PAPER = ("config/paper.yaml",)
+ALL = ("config/config.yaml", "config/all.yaml")  # `make run-all`: the embedded default + config/all.yaml
 
 
 @dataclass

@@ -77,16 +77,21 @@ def test_analysis_policy_and_table_keys_are_checked(patch, path):
 def test_artifacts_a_config_cannot_have_are_not_planned():
     from prm_lessons import plan
 
-    emb = validate_config(base())
+    emb = validate_config(base())  # make run: one policy, no Best-of-N judge, no search
     s = plan.analysis_settings(emb)
-    assert (s["policy"], s["second_policy"], s["n"]) == ("smollm2", "smollm2_t1", 4)
+    assert (s["policy"], s["second_policy"], s["n"]) == ("smollm2", None, 4)
     assert s["table10"] == {"n": 2, "benchmarks": ["arith", "chain_sum"]}
-    assert set(plan.analysis_skipped(emb)) == {"table15", "table16"}
+    skipped = plan.analysis_skipped(emb)
+    assert set(skipped) == {"table8", "table9", "table11", "table12", "table14", "table15", "table16"}
+    assert "search.prms is empty" in skipped["table8"] and "no LLM judge" in skipped["table11"]
+    every = load_config(ROOT / "config/config.yaml", ROOT / "config/all.yaml")  # make run-all
+    assert plan.analysis_settings(every)["second_policy"] == "smollm2_t1"
+    assert set(plan.analysis_skipped(every)) == {"table15", "table16"}
     one = base()
     one["bon"]["policies"] = {"smollm2": {"model": "smollm2", "label": "L"}}
     one["bon"]["more_n"] = []
     skipped = plan.analysis_skipped(validate_config(one))
-    assert set(skipped) == {"table9", "table10", "table12", "table14", "table15", "table16"}
+    assert set(skipped) == {"table8", "table9", "table10", "table11", "table12", "table14", "table15", "table16"}
     assert "no second policy" in skipped["table9"] and "bon.more_n is empty" in skipped["table10"]
     paper = load_config(ROOT / "config/paper.yaml")
     assert plan.analysis_skipped(paper) == {}

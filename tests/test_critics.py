@@ -320,7 +320,8 @@ def test_reparse_reads_the_same_critiques_under_another_parse_and_without_forcin
 
 
 def test_embedded_config_has_two_critic_settings_from_one_generation():
-    specs = plan.critic_specs(load_config(ROOT / "config/config.yaml"))
+    assert plan.critic_specs(load_config(ROOT / "config/config.yaml")) == {}  # make run: no critic
+    specs = plan.critic_specs(load_config(ROOT / "config/config.yaml", ROOT / "config/all.yaml"))
     assert len(specs) >= 2 and {s["parse"] for s in specs.values()} == {"lenient", "official"}
     src = plan.critic_generation_sources(specs)
     assert len(set(src.values())) == 1  # one generation job

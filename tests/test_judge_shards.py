@@ -333,9 +333,10 @@ def test_paper_plan_shards_the_judges_and_critics_and_no_retry_exceeds_max_runti
 
 
 def test_embedded_plan_keeps_one_unsharded_judge_and_critic_job(tmp_path):
-    cfg = load_config(ROOT / "config/config.yaml")
+    files = [ROOT / "config/config.yaml", ROOT / "config/all.yaml"]  # make run-all: judges and critics on
+    cfg = load_config(*files)
     assert plan.bon_judge_shards(cfg) == 1 and plan.critic_shards(cfg) == 1
-    out = _dry()
+    out = _dry("--configfile", *map(str, files))
     counts = _counts(out)
     assert "merge_bon_judge" not in counts and "merge_critic_processbench" not in counts
     assert counts["bon_judge"] == len(plan.bon_judge_policies(cfg)) * len(plan.bon_judge_runs(cfg))

@@ -25,7 +25,11 @@ BON = {"n": 4, "aggregations": ["product", "min"], "maj_grouping": "normalized",
 
 
 def base() -> dict:
-    return yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    """`make run-all`'s config (config.yaml + config/all.yaml): the one with a second policy."""
+    from prm_lessons.config import deep_update
+
+    return deep_update(yaml.safe_load((ROOT / "config/config.yaml").read_text()),
+                       yaml.safe_load((ROOT / "config/all.yaml").read_text()))
 
 
 def samples_frame(bench: str, n_problems: int, n: int, seed: int = 0) -> pd.DataFrame:
@@ -268,8 +272,8 @@ def test_a_policy_limit_samples_its_first_problems_only(monkeypatch, tmp_path):
 
 # ------------------------------------------------------------------------------------------- the DAG
 
-def test_dry_run_plans_the_second_policy_sampling_and_scoring(embedded_plan):
-    out = embedded_plan.out
+def test_dry_run_plans_the_second_policy_sampling_and_scoring(all_plan):
+    out = all_plan.out
     cfg = validate_config(base())
     second = list(plan.bon_policies(cfg))[1]
     for b in cfg["benchmarks"]:

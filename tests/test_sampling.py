@@ -75,7 +75,8 @@ def _shard_config(**sampling):
     from prm_lessons.config import deep_update, validate_config
 
     root = Path(__file__).resolve().parents[1]
-    cfg = yaml.safe_load((root / "config/config.yaml").read_text())
+    cfg = deep_update(yaml.safe_load((root / "config/config.yaml").read_text()),  # make run-all: two policies
+                      yaml.safe_load((root / "config/all.yaml").read_text()))
     return validate_config(deep_update(cfg, {
         "sampling": sampling,
         "benchmarks": {"pinned": {"source": "local", "path": "x.jsonl", "rows": 1000},

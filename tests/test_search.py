@@ -272,11 +272,16 @@ def test_incremental_respects_max_length_and_falls_back_where_unsupported():
 # ----------------------------------------------------------------------------------------------
 
 def _embedded():
+    """`make run-all`'s config (config.yaml + config/all.yaml): the one that searches."""
     from pathlib import Path
 
     import yaml
 
-    return yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
+    from prm_lessons.config import deep_update
+
+    root = Path(__file__).resolve().parents[1]
+    return deep_update(yaml.safe_load((root / "config/config.yaml").read_text()),
+                       yaml.safe_load((root / "config/all.yaml").read_text()))
 
 
 @pytest.mark.parametrize("patch, path", [

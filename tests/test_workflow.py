@@ -2,6 +2,7 @@
 end (slow; a real model). Snakemake runs as a subprocess, as users run it."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -81,7 +82,9 @@ def test_bad_config_stops_before_any_job(tmp_path):
     assert "Job stats" not in proc.stdout
 
 
-TEST_CFG = ["--configfile", str(ROOT / "config/config.yaml"), str(ROOT / "config/test.yaml")]
+# make run-all's rules too (config/all.yaml: second policy, Best-of-N judges, search, critics), shrunk
+TEST_CFG = ["--configfile", str(ROOT / "config/config.yaml"), str(ROOT / "config/all.yaml"),
+            str(ROOT / "config/test.yaml")]
 
 
 @pytest.fixture(scope="session")
@@ -166,6 +169,13 @@ def test_tiny_config_end_to_end(tmp_path, embedded_model_dir):
     for p in ("results/tables/trainsets.csv", "results/tables/bon.csv", "results/tables/processbench.csv",
               "paper/report.md"):
         assert (wd / p).exists(), p
+    # every model-calling job counted its tokens beside its log (prm_lessons.budget; bench/token_budget.py)
+    sidecars = [json.loads(f.read_text()) for f in (wd / "logs").rglob("*.tokens.json")]
+    by_rule = {r["rule"]: r for r in sidecars}
+    for rule in ("sample", "mc", "judge", "bon_judge", "critic_processbench", "search_greedy"):
+        assert by_rule[rule]["prefill_tokens"] > 0 and by_rule[rule]["decode_tokens"] > 0, by_rule.get(rule)
+    assert by_rule["step_features"]["prefill_tokens"] > 0 and by_rule["step_features"]["decode_tokens"] == 0
+    assert not {r["rule"] for r in sidecars} & {"grade_samples", "bon_metrics", "paper_report"}  # no model
 
 
 def _truncate_keeping_mtime(path: Path) -> None:

@@ -12,7 +12,8 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from .hardware import require_gpu_vllm, vllm_available, vllm_cpu_setup
+from . import budget
+from .hardware import require_gpu_vllm, resolve_dtype, vllm_available, vllm_cpu_setup
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,8 @@ class Completion:
 class EngineStats:
     calls: int = 0
     prompts: int = 0
+    prompt_tokens: int = 0  # prefill: each prompt's tokens once per request (vLLM: n samples share it)
+    cached_prompt_tokens: int = 0  # of those, served from vLLM's prefix cache (not recomputed)
     generated_tokens: int = 0
     seconds: float = 0.0
     extra: dict = field(default_factory=dict)
@@ -76,6 +79,8 @@ def render_chat(tokenizer, system: str | None, user: str, assistant_prefix: str 
 class Engine(abc.ABC):
     tokenizer = None
     backend = "none"
+    dtype: str | None = None  # what the engine was given (`auto` resolved: hardware.resolve_dtype)
+    dtype_reason: str | None = None
 
     def __init__(self):
         self.stats = EngineStats()
@@ -100,9 +105,12 @@ class Engine(abc.ABC):
             log_progress(log, what, len(outs), len(prompts), self.stats)
         return outs
 
-    def _account(self, outs: list[list[Completion]], n_prompts: int, t0: float) -> None:
+    def _account(self, outs: list[list[Completion]], n_prompts: int, t0: float, prompt_tokens: int = 0,
+                 cached_tokens: int = 0) -> None:
         self.stats.calls += 1
         self.stats.prompts += n_prompts
+        self.stats.prompt_tokens += int(prompt_tokens)
+        self.stats.cached_prompt_tokens += int(cached_tokens)
         self.stats.generated_tokens += sum(c.n_tokens for cs in outs for c in cs)
         self.stats.seconds += time.perf_counter() - t0
 
@@ -118,9 +126,11 @@ class VLLMEngine(Engine):
         from vllm import LLM  # lazy: vLLM (and torch) only in jobs that generate
 
         on_cpu = vllm_cpu_setup(entry)
+        self.dtype, self.dtype_reason = resolve_dtype(entry.get("dtype"), on_gpu=not on_cpu)
+        log.info("vLLM dtype %s (%s)", self.dtype, self.dtype_reason)
         self.llm = LLM(
             model=model_dir,
-            dtype=entry.get("dtype", "bfloat16"),
+            dtype=self.dtype,
             max_model_len=entry.get("max_model_len", 4096),
             tensor_parallel_size=entry.get("tensor_parallel_size", 1),
             gpu_memory_utilization=min(entry.get("gpu_memory_utilization", 0.9), 0.95),
@@ -154,8 +164,15 @@ class VLLMEngine(Engine):
         outs = [[Completion(o.text, len(o.token_ids), "length" if o.finish_reason == "length" else "stop",
                             ended=o.finish_reason == "stop" and not isinstance(o.stop_reason, str))
                  for o in r.outputs] for r in results]
-        self._account(outs, len(prompts), t0)
+        self.account_results(results, outs, len(prompts), t0)
         return outs
+
+    def account_results(self, results, outs: list[list[Completion]], n_prompts: int, t0: float) -> None:
+        """Count a call's vLLM RequestOutputs: prefill from prompt_token_ids (once per request: its n samples
+        share it), the prefix-cache hits, decode from `outs`. Also for calls made on `self.llm` directly
+        (labels.judge.guided_generate's regex-constrained verdicts)."""
+        prefill = sum(len(getattr(r, "prompt_token_ids", None) or []) for r in results)
+        self._account(outs, n_prompts, t0, prefill, sum(int(getattr(r, "num_cached_tokens", 0) or 0) for r in results))
 
 
 class HFEngine(Engine):
@@ -163,6 +180,7 @@ class HFEngine(Engine):
     are generated one request at a time so a completion depends only on its own seed."""
 
     backend = "transformers"
+    _prefill = 0  # prompt tokens of the current generate call
 
     def __init__(self, model_dir: str, entry: dict, batch_size: int = 16):
         super().__init__()
@@ -174,9 +192,10 @@ class HFEngine(Engine):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        dtype = entry.get("dtype", "bfloat16")
+        self.dtype, self.dtype_reason = resolve_dtype(entry.get("dtype"))
+        log.info("transformers dtype %s (%s)", self.dtype, self.dtype_reason)
         self.model = AutoModelForCausalLM.from_pretrained(
-            model_dir, dtype=getattr(torch, dtype) if dtype != "auto" else "auto", trust_remote_code=trust)
+            model_dir, dtype=getattr(torch, self.dtype) if self.dtype != "auto" else "auto", trust_remote_code=trust)
         self.model.eval()
         self.batch_size = batch_size
         self.max_model_len = entry.get("max_model_len", 4096)
@@ -196,6 +215,7 @@ class HFEngine(Engine):
                 top_k=(spec.top_k or 0) if sample else None,  # 0: no cut (not the generation config's)
                 num_return_sequences=spec.n, pad_token_id=self.tokenizer.pad_token_id,
                 stop_strings=spec.stop, tokenizer=self.tokenizer if spec.stop else None)
+        self._prefill += int(enc["attention_mask"].sum()) * spec.n  # generate repeats each prompt n times
         gen = out[:, enc["input_ids"].shape[1]:]
         eos = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
         comps = []
@@ -218,6 +238,7 @@ class HFEngine(Engine):
 
     def generate(self, prompts, spec, seeds=None):
         t0 = time.perf_counter()
+        self._prefill = 0
         outs: list[list[Completion]] = []
         if seeds is not None:
             for p, s in zip(prompts, seeds):
@@ -226,7 +247,7 @@ class HFEngine(Engine):
             for i in range(0, len(prompts), self.batch_size):
                 outs.extend(self._run(prompts[i:i + self.batch_size], spec,
                                       None if spec.seed is None else derive_seed(spec.seed, i)))
-        self._account(outs, len(prompts), t0)
+        self._account(outs, len(prompts), t0, self._prefill)
         return outs
 
 
@@ -237,7 +258,10 @@ def load_engine(model_dir: str, entry: dict, backend: str = "auto", batch_invari
         backend = "vllm" if vllm_available() else "transformers"
     log.info("loading %s with backend %s", model_dir, backend)
     if backend == "vllm":
-        return VLLMEngine(model_dir, entry, batch_invariant=batch_invariant)
-    if backend == "transformers":
-        return HFEngine(model_dir, entry)
-    raise ValueError(f"unknown engine backend '{backend}'")
+        engine: Engine = VLLMEngine(model_dir, entry, batch_invariant=batch_invariant)
+    elif backend == "transformers":
+        engine = HFEngine(model_dir, entry)
+    else:
+        raise ValueError(f"unknown engine backend '{backend}'")
+    budget.register_engine(engine)  # its tokens go into the job's sidecar (workflow/scripts/run.py)
+    return engine

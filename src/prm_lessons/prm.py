@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,8 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoModel, AutoTokenizer
 
+from . import budget
+from .hardware import resolve_dtype
 from .steps import StepFormat
 
 log = logging.getLogger(__name__)
@@ -239,6 +242,7 @@ def step_features(backbone, instances: list[dict], pad_token_id: int, batch_size
     collate = StepCollator(pad_token_id)
     order = sorted(range(len(instances)), key=lambda i: len(instances[i]["input_ids"]))  # little padding
     feats: list[dict | None] = [None] * len(instances)
+    t0 = time.perf_counter()
     with torch.no_grad():
         for start in range(0, len(order), batch_size):
             idx = order[start:start + batch_size]
@@ -252,6 +256,9 @@ def step_features(backbone, instances: list[dict], pad_token_id: int, batch_size
                 feats[i] = {"step_features": sel[offset:offset + k], "step_targets": instances[i]["step_targets"],
                             "n_tokens": len(instances[i]["input_ids"]), "input_ids": instances[i]["input_ids"]}
                 offset += k
+    dtype = str(next(backbone.parameters()).dtype).replace("torch.", "")
+    budget.add_forward("frozen base", dtype, len(instances), sum(len(it["input_ids"]) for it in instances),
+                       time.perf_counter() - t0)
     return feats  # type: ignore[return-value]
 
 
@@ -281,10 +288,11 @@ def use_bf16(settings: dict) -> bool:
 def head_base_dtype(settings: dict):
     """dtype of the frozen base in head mode (training and `frozen_base` agree on it). Frozen or
     adapter-wrapped bases can be held in bf16 on GPU (full fine-tuning keeps fp32 master weights under
-    bf16 autocast); on CPU the frozen base runs in bf16 (forward only: ~3x fp32 here)."""
+    bf16 autocast); on CPU the frozen base runs in bf16 where the CPU has native bf16 (forward only: ~3x
+    fp32 there), else in float32 (emulated bf16 is slower: hardware.resolve_dtype)."""
     if torch.cuda.is_available():
         return torch.bfloat16 if use_bf16(settings) else torch.float32
-    return torch.bfloat16
+    return getattr(torch, resolve_dtype("auto", on_gpu=False)[0])
 
 
 def load_base(base_dir: str, dtype):
@@ -408,7 +416,8 @@ def load_prm(path: str | Path, device=None, dtype=None):
     Without `device`, a base is spread over all visible GPUs when there is more than one (device_map auto,
     so a large PRM gets the GPUs its size needs), else put on the one GPU or the CPU. The model carries
     `max_length` (from prm.json): the scoring length when the caller gives none. `dtype`: a torch dtype
-    or a config dtype name; None (or auto): bfloat16 on GPU and for head-only PRMs, else float32."""
+    or a config dtype name; None (or auto): bfloat16 on GPU, float32 on CPU but for head-only PRMs, whose
+    frozen base runs as in training and `frozen_base` (head_base_dtype: bf16 where the CPU has it natively)."""
     path = Path(path)
     if not (path / FORMAT_FILE).exists():
         raise FileNotFoundError(f"{path}: not a PRM directory (no {FORMAT_FILE})")
@@ -419,7 +428,8 @@ def load_prm(path: str | Path, device=None, dtype=None):
     if isinstance(dtype, str):
         dtype = torch_dtype(dtype)
     if dtype is None:
-        dtype = torch.bfloat16 if device.type == "cuda" or meta.get("mode") == "head" else torch.float32
+        dtype = (torch.bfloat16 if device.type == "cuda" else
+                 getattr(torch, resolve_dtype("auto", on_gpu=False)[0]) if meta.get("mode") == "head" else torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(path)
     backbone = AutoModel.from_pretrained(path, dtype=dtype, **({"device_map": "auto"} if spread else {}))
     head = _released_head(path, meta) if meta.get("layout") == "released" else load_head(path, meta)

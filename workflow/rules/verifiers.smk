@@ -130,4 +130,6 @@ rule bon_judge_table:
         RUN
 
 
-TARGETS.extend(["results/tables/judge_bon.csv"])
+# no judge job (bon_judges.judges all disabled, `make run`): no table, Tables 11-12 say why (plan.analysis_skipped)
+if JUDGE_RUNS and JUDGE_POLICIES:
+    TARGETS.extend(["results/tables/judge_bon.csv"])

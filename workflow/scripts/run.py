@@ -8,6 +8,7 @@ import importlib
 import logging
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -45,8 +46,14 @@ def main() -> None:
         os.environ[ASKED_ENV] = str(asked)  # deeper checks (the vLLM build) read it
         gpu_job_env(asked)  # vLLM spawns, never forks, in a GPU job (prm_lessons.hardware)
         func = getattr(importlib.import_module(f"prm_lessons.rules.{module_name}"), func_name)
+        started = time.perf_counter()
         func(inputs=named(snakemake.input), outputs=named(snakemake.output),
              params=params, wildcards=dict(snakemake.wildcards.items()), threads=snakemake.threads)
+        if log_path:  # the model tokens it used, beside its log (bench/token_budget.py sums them)
+            from prm_lessons import budget
+
+            budget.write_sidecar(log_path, snakemake.rule, dict(snakemake.wildcards.items()),
+                                 time.perf_counter() - started)
     except Exception as exc:
         traceback.print_exc(file=stream)
         from prm_lessons.tables import CorruptTableError, quarantine

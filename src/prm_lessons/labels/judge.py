@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from ..generation import SamplingSpec, derive_seed, render_chat
+from ..generation import Completion, SamplingSpec, derive_seed, render_chat
 from . import clean_steps
 
 log = logging.getLogger(__name__)
@@ -227,8 +228,12 @@ def guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | Se
 
             params = [SamplingParams(n=1, temperature=0.0, max_tokens=max_tokens,
                                      structured_outputs=StructuredOutputsParams(regex=r)) for r in regexes]
+            t0 = time.perf_counter()
             results = engine.llm.generate(prompts, params, use_tqdm=False,  # BOS: as VLLMEngine.generate
                                           tokenization_kwargs={"add_special_tokens": False})
+            if hasattr(engine, "account_results"):  # the job's token budget (prm_lessons.budget)
+                done = [[Completion("", len(getattr(r.outputs[0], "token_ids", None) or []), "stop")] for r in results]
+                engine.account_results(results, done, len(prompts), t0)
             return [r.outputs[0].text for r in results]
         except Exception as exc:  # an engine without a structured-output backend: plain decoding
             log.warning("guided decoding unavailable (%s); falling back to plain decoding", exc)

@@ -1,6 +1,7 @@
 """Plan stage: analysis (the resolved analysis.* values, the artifacts this config cannot have)."""
 from __future__ import annotations
 
+from .judges import bon_judge_policies, bon_judge_runs
 from .policies import bon_n, bon_policies
 
 
@@ -44,6 +45,14 @@ def analysis_skipped(config: dict) -> dict[str, str]:
         why = ("no second policy: bon.policies has no entry besides analysis.policy "
                f"('{s['policy']}'); config/paper.yaml adds the paper's Qwen2.5-Math-72B-Instruct")
         out.update({aid: why for aid in ("table9", "table12", "table14", "table16")})
+    if not (bon_judge_runs(config) and bon_judge_policies(config)):
+        why = ("no LLM judge of Best-of-N: bon_judges.judges has no enabled judge (or bon_judges.policies no "
+               "policy that samples a judged benchmark); `make run-all` (config/all.yaml) and config/paper.yaml add them")
+        out["table11"] = why
+        out.setdefault("table12", why)
+    if not (config.get("search") or {}).get("prms"):
+        out["table8"] = ("no greedy search: search.prms is empty; `make run-all` (config/all.yaml) and "
+                         "config/paper.yaml search with trained PRMs")
     if s["table10"]["n"] is None:
         out["table10"] = ("no larger N: bon.more_n is empty and analysis.table10.n is null "
                           "(config/paper.yaml evaluates N = 64 on MATH500, AIME24, AMC23, Minerva Math, "
