@@ -9,7 +9,7 @@ from what was recorded: read_table raises CorruptTableError naming the file and 
 adapter (workflow/scripts/run.py) then moves the corrupt input aside, so the next run regenerates it with
 its producer rule instead of feeding it to consumers.
 
-The CSV stage tables (results/tables/{bon,judge_bon,search,bon_baselines,processbench,trainsets}.csv) go
+The CSV stage tables (results/tables/{bon,judge_bon,search,bon_baselines,processbench,trainsets,label_audit}.csv) go
 through write_csv / read_csv: the same column and key checks plus dtypes (CSV_DTYPES; fractions, never
 percent), an atomic write, and a sidecar <table>.csv.integrity.json with the kind, row count and SHA-256."""
 from __future__ import annotations
@@ -53,6 +53,12 @@ SCHEMAS: dict[str, list[str]] = {
     "processbench_csv": ["prm", "subset", "n", "error_acc", "correct_acc", "f1"],
     "trainsets_csv": ["variant", "source", "label_type", "n_instances", "n_steps", "positive_rate",
                       "retained_fraction"],
+    # the label audit (labels.audit_slice, labels.audit): constructed solutions with exact step truth, and
+    # their MC completions (every K kept: outcomes) with the judge's verdict
+    "audit_slice": ["problem_id", "sample_idx", "generator", "kind", "question", "answer", "steps", "error_index"],
+    "audit_labels": ["problem_id", "sample_idx", "n_steps", "k", "n_success", "n_total", "outcomes",
+                     "judge_first_error", "tokens_generated"],
+    "label_audit_csv": ["section", "source", "generator", "kind", "metric", "n", "value", "ci_low", "ci_high"],
 }
 # kind -> columns that identify a row (must be unique)
 KEYS: dict[str, list[str]] = {
@@ -74,6 +80,9 @@ KEYS: dict[str, list[str]] = {
     "bon_baselines_csv": ["policy", "benchmark", "n"],
     "processbench_csv": ["prm", "subset"],
     "trainsets_csv": ["variant"],
+    "audit_slice": ["problem_id", "sample_idx"],
+    "audit_labels": ["problem_id", "sample_idx"],
+    "label_audit_csv": ["section", "source", "generator", "kind", "threshold", "k_used", "metric"],
 }
 # CSV kind -> {column: "str" | "int" | "float" | "fraction"} for every column the table may hold: "int"
 # and "float" must parse as numbers (empty = missing), "int" be whole, "fraction" lie in [-1, 1]
@@ -99,6 +108,10 @@ CSV_DTYPES: dict[str, dict[str, str]] = {
     "trainsets_csv": {"variant": "str", "source": "str", "label_type": "str", "threshold": "float",
                       "n_instances": "int", "paper_n_instances": "int", "n_steps": "int",
                       "positive_rate": "fraction", "retained_fraction": "fraction", "run": "str"},
+    # value: a share (accuracy, precision, share kept, truth rate), a Brier score / ECE, or a token count
+    "label_audit_csv": {"section": "str", "source": "str", "generator": "str", "kind": "str", "threshold": "float",
+                        "k_used": "int", "metric": "str", "n": "int", "successes": "int", "value": "float",
+                        "ci_low": "fraction", "ci_high": "fraction", "run": "str"},
 }
 FRACTIONS: dict[str, list[str]] = {k: [c for c, t in d.items() if t == "fraction"] for k, d in CSV_DTYPES.items()}
 
