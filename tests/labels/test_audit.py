@@ -109,6 +109,15 @@ def test_judge_and_consensus(table):
     assert (steps["successes"], steps["n"]) == (2, 5)
 
 
+def test_an_unparsed_verdict_is_wrong_even_on_a_gold_solution():
+    t = audit_metrics(records(judge=(None, 0, 0)), 8, 0.0)
+    at = dict(section="judge", generator="all", kind="gold")
+    assert pick(t, **at, metric="first_error_accuracy")["successes"] == 0
+    assert pick(t, **at, metric="step_accuracy")["successes"] == 0
+    # the answer-keeping error is found by the judge and missed by MC at t = 0
+    assert pick(t, section="judge", generator="all", kind="keep", metric="first_error_accuracy")["successes"] == 1
+
+
 def test_consensus_keeps_nothing_when_the_judge_never_agrees():
     t = audit_metrics(records(judge=(0, 1, 2)), 8, 0.0)
     prec = pick(t, section="consensus", generator="all", kind="all", metric="precision")

@@ -22,7 +22,6 @@ Every row carries (n, successes, value, ci_low, ci_high) in fractions; metrics w
 """
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Sequence
 
@@ -60,7 +59,7 @@ def mc_hard(outcomes: Sequence[Sequence[int]], k_used: int, t: Fraction) -> list
 
 def judge_step_labels(first_error, n_steps: int) -> list[int] | None:
     """Step labels a judge's first error implies (every step from it on negative); None when unparsed."""
-    if first_error is None or (isinstance(first_error, float) and math.isnan(first_error)) or pd.isna(first_error):
+    if first_error is None or pd.isna(first_error):
         return None
     return truth_labels(int(first_error), n_steps)
 
@@ -84,10 +83,12 @@ def _groups(df: pd.DataFrame):
 
 
 def _accuracy(section, source, gen, kind, pairs, t=None, k_used=None) -> list[dict]:
-    """pairs: (labels, truth) per solution → step and first-error accuracy rows."""
-    steps_ok = sum(int(a == b) for lab, tr in pairs for a, b in zip(lab, tr))
+    """pairs: (labels, truth) per solution → step and first-error accuracy rows; labels None (no verdict)
+    count as wrong at every step and at the first error."""
+    steps_ok = sum(int(a == b) for lab, tr in pairs if lab is not None for a, b in zip(lab, tr))
     n_steps = sum(len(tr) for _, tr in pairs)
-    fe_ok = sum(int(first_error_from_labels(lab) == first_error_from_labels(tr)) for lab, tr in pairs)
+    fe_ok = sum(int(lab is not None and first_error_from_labels(lab) == first_error_from_labels(tr))
+                for lab, tr in pairs)
     return [_row(section, source, gen, kind, "step_accuracy", steps_ok, n_steps, t, k_used),
             _row(section, source, gen, kind, "first_error_accuracy", fe_ok, len(pairs), t, k_used)]
 
@@ -113,8 +114,7 @@ def audit_metrics(records: pd.DataFrame, k: int, consensus_threshold: float = 0.
                                                                       sub["truth"])]
         parsed = [(lab, tr) for lab, tr in judged if lab is not None]
         rows.append(_row("judge", "judge", gen, kind, "parsed", len(parsed), len(judged)))
-        # unparsed verdicts count as wrong: the judge gave no label for them
-        rows += _accuracy("judge", "judge", gen, kind, [(lab if lab is not None else [], tr) for lab, tr in judged])
+        rows += _accuracy("judge", "judge", gen, kind, judged)  # no verdict: wrong (the judge gave no label)
         rows += _consensus(gen, kind, sub, k, ct)
         rows += _calibration(gen, kind, sub, k)
     return pd.DataFrame(rows, columns=COLUMNS)
