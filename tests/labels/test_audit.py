@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import yaml
 
+import prm_lessons.generation as generation
 from fakes import SeededCompleter, boxed_grade
 from prm_lessons.analysis import wilson_interval
 from prm_lessons.corruption import final_answer_text
@@ -251,3 +252,64 @@ def test_too_few_problems_names_the_set(embedded):
     spec = {**embedded["audit"]["problems"]["audit_arith"], "size": 4}
     with pytest.raises(ValueError, match="audit.problems.tiny"):
         build_slice({"tiny": load_problems("tiny", spec)}, 3, 0)
+
+
+# -- the rule functions chained as the workflow calls them (engine replaced by a test double) ---------------
+
+class _Tokenizer:
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+        return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": text.split()}
+
+
+class _CompleterAndJudge(SeededCompleter):
+    """MC completions as SeededCompleter (never right after a BAD step), and the judge's verdict (a prompt
+    with no assistant prefix) always "no error"."""
+
+    def __init__(self):
+        super().__init__(p_ok=0.6)
+        self.tokenizer = _Tokenizer()
+
+    def generate(self, prompts, spec, seeds=None):
+        mc = [i for i, p in enumerate(prompts) if not p.endswith("<assistant>")]
+        outs = dict(zip(mc, super().generate([prompts[i] for i in mc], spec, [seeds[i] for i in mc]))) if mc else {}
+        return [outs.get(i) or [generation.Completion("\\boxed{-1}", 4, "stop")] for i in range(len(prompts))]
+
+
+def test_audit_rules_chained(tmp_path, monkeypatch):
+    from prm_lessons.rules.audit import audit_labels, label_audit
+    from prm_lessons.tables import read_csv, write_table
+
+    rows = []
+    for g in ("a", "b"):
+        for kind, steps, err in (("gold", ["s0", "s1"], -1), ("error", ["BAD", "s1"], 0), ("keep", ["s0", "BAD", "s2"], 1)):
+            rows.append({"problem_id": f"{g}-{kind}", "sample_idx": 0, "generator": g, "kind": kind, "question": f"q {g}",
+                         "answer": "42", "steps": steps, "error_index": err})
+    sl = tmp_path / "slice.parquet"
+    write_table(pd.DataFrame(rows), sl, "audit_slice")
+    monkeypatch.setattr(generation, "load_engine", lambda d, e, b="auto": _CompleterAndJudge())
+    judge = {"style": "processbench", "template_path": None, "system_prompt": None, "n": 1, "temperature": 0.0,
+             "top_p": 1.0, "max_tokens": 64, "seed": 0, "force_answer": True, "guided": True}
+    mc = {"temperature": 0.7, "top_p": 0.8, "max_tokens": 16, "seed": 0}
+    shards = []
+    for s in range(2):
+        out = tmp_path / f"labels{s}.parquet"
+        audit_labels(inputs={"slice": str(sl)}, outputs={"table": str(out)},
+                     params={"k": 4, "mc": mc, "judge": judge, "system_prompt": None, "separator": "\n\n",
+                             "grading_timeout_s": 5.0, "model_dir": "x", "model_entry": {}},
+                     wildcards={"shard": str(s), "nshards": "2"}, threads=1)
+        shards.append(str(out))
+    csv = tmp_path / "label_audit.csv"
+    label_audit(inputs={"slice": str(sl), "shards": shards}, outputs={"csv": str(csv)},
+                params={"k": 4, "consensus_threshold": 0.0, "run_label": "test"}, wildcards={}, threads=1)
+    t = read_csv(csv, "label_audit_csv")
+    # after a BAD step no completion succeeds: MC finds the answer-changing error exactly at any threshold
+    r = pick(t, section="mc", generator="all", kind="error", threshold=0.0, k_used=4, metric="first_error_accuracy")
+    assert (r["successes"], r["n"]) == (2, 2)
+    assert pick(t, section="judge", generator="all", kind="gold", metric="first_error_accuracy")["successes"] == 2
+    cost = t[t["section"] == "cost"].set_index(["source", "metric"])["value"]
+    assert cost[("mc", "generated_tokens")] == (2 + 2 + 3) * 2 * 4 * 10  # 14 steps × K=4 completions × 10 tokens
+    assert cost[("mc", "prompt_tokens")] > cost[("mc", "prompt_tokens_distinct")] > 0  # K prompts share one
+    assert cost[("judge", "generated_tokens")] == 6 * 4

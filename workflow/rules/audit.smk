@@ -20,7 +20,7 @@ rule audit_slice:
         "../../envs/analysis.yaml"
     params:
         func="audit:audit_slice",
-        audit=AUDIT,
+        audit={k: AUDIT[k] for k in ("per_cell", "seed", "problems")},
     script:
         RUN
 
@@ -31,6 +31,7 @@ rule audit_labels:
         code("audit:audit_labels"),
         slice="results/labels/audit/slice.parquet",
         model=model_input(COMPLETER),
+        template=([config["judge"]["template_path"]] if config["judge"].get("template_path") else []),
     output:
         table="results/labels/audit/labels/shard{shard}of{nshards}.parquet",
     log:
@@ -45,9 +46,10 @@ rule audit_labels:
         runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
     params:
         func="audit:audit_labels",
-        audit=AUDIT,
-        mc=config["mc"],
-        judge=config["judge"],
+        k=AUDIT["completions"],
+        # only the settings the job uses: e.g. mc.protocol or judge.shards rerun no audit
+        mc={k: config["mc"][k] for k in ("temperature", "top_p", "max_tokens", "seed")},
+        judge={k: v for k, v in config["judge"].items() if k != "shards"},
         system_prompt=config["sampling"]["system_prompt"],
         separator=config["sampling"]["step_separator"],
         grading_timeout_s=config["grading"]["timeout_s"],

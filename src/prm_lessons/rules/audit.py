@@ -54,7 +54,7 @@ class _CountingEngine(Engine):
 def audit_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `audit_labels`: naive MC (all K completions of every step kept) and the judge on one shard of the
     slice, one engine for both → results/labels/audit/labels/shard{s}of{n}.parquet (audit_labels table)."""
-    mc_cfg, judge_cfg, k = params["mc"], params["judge"], int(params["audit"]["completions"])
+    mc_cfg, judge_cfg, k = params["mc"], params["judge"], int(params["k"])
     sl = read_table(inputs["slice"], "audit_slice")
     shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
     part = shard_by_problem(sl, shard, nshards)
