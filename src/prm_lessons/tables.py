@@ -10,7 +10,7 @@ adapter (workflow/scripts/run.py) then moves the corrupt input aside, so the nex
 its producer rule instead of feeding it to consumers.
 
 The CSV stage tables (results/tables/{bon,judge_bon,search,bon_baselines,processbench,trainsets,
-process_check,process_check_bon}.csv) go through write_csv / read_csv: the same column and key checks plus
+process_check,process_check_bon,label_audit}.csv) go through write_csv / read_csv: the same column and key checks plus
 dtypes (CSV_DTYPES; fractions, never percent), an atomic write, and a sidecar <table>.csv.integrity.json with the kind, row count and SHA-256."""
 from __future__ import annotations
 
@@ -60,6 +60,12 @@ SCHEMAS: dict[str, list[str]] = {
                       "retained_fraction"],
     "process_check_csv": ["subset", "kind", "metric", "k", "n", "rate", "ci_low", "ci_high"],
     "process_check_bon_csv": ["benchmark", "metric", "n", "count", "total", "value", "ci_low", "ci_high"],
+    # the label audit (labels.audit_slice, labels.audit): constructed solutions with exact step truth, and
+    # their MC completions (every K kept: outcomes) with the judge's verdict
+    "audit_slice": ["problem_id", "sample_idx", "generator", "kind", "question", "answer", "steps", "error_index"],
+    "audit_labels": ["problem_id", "sample_idx", "n_steps", "k", "n_success", "n_total", "outcomes",
+                     "judge_first_error", "tokens_generated"],
+    "label_audit_csv": ["section", "source", "generator", "kind", "metric", "n", "value", "ci_low", "ci_high"],
 }
 # kind -> columns that identify a row (must be unique)
 KEYS: dict[str, list[str]] = {
@@ -85,6 +91,9 @@ KEYS: dict[str, list[str]] = {
     "trainsets_csv": ["variant"],
     "process_check_csv": ["subset", "kind", "metric"],
     "process_check_bon_csv": ["benchmark", "metric"],
+    "audit_slice": ["problem_id", "sample_idx"],
+    "audit_labels": ["problem_id", "sample_idx"],
+    "label_audit_csv": ["section", "source", "generator", "kind", "threshold", "k_used", "metric"],
 }
 # CSV kind -> {column: "str" | "int" | "float" | "fraction"} for every column the table may hold: "int"
 # and "float" must parse as numbers (empty = missing), "int" be whole, "fraction" lie in [-1, 1]
@@ -121,6 +130,10 @@ CSV_DTYPES: dict[str, dict[str, str]] = {
     # n = the Best-of-N N; count of total (value = count / total)
     "process_check_bon_csv": {"benchmark": "str", "metric": "str", "n": "int", "count": "int", "total": "int",
                               "value": "fraction", "ci_low": "fraction", "ci_high": "fraction", "run": "str"},
+    # value: a share (accuracy, precision, share kept, truth rate), a Brier score / ECE, or a token count
+    "label_audit_csv": {"section": "str", "source": "str", "generator": "str", "kind": "str", "threshold": "float",
+                        "k_used": "int", "metric": "str", "n": "int", "successes": "int", "value": "float",
+                        "ci_low": "fraction", "ci_high": "fraction", "run": "str"},
 }
 FRACTIONS: dict[str, list[str]] = {k: [c for c, t in d.items() if t == "fraction"] for k, d in CSV_DTYPES.items()}
 

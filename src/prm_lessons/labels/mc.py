@@ -191,8 +191,11 @@ def completion_seed(base_seed: int, problem_id: str, sample_idx: int, step: int,
 def run_mc(items: Sequence[MCInput], engine, *, k: int, needs: Needs, protocol: str = "early",
            round_size: int = 1, seed: int = 0, spec=None,
            prompt_fn: Callable[[str, str], str], grade_fn: Callable[[list[str], list[str]], list[bool]],
-           separator: str = "\n\n", last_step: str = "rollout") -> list[dict]:
+           separator: str = "\n\n", last_step: str = "rollout", keep_outcomes: bool = False) -> list[dict]:
     """Label every response in `items`; return one row per response (the `mc` table's columns).
+
+    keep_outcomes: each row also gets ``outcomes``, per step the 0/1 grade of every completion in
+    completion-index order (the label audit reads K' < K and every threshold from them).
 
     prompt_fn(question, assistant_prefix) renders the completer prompt (chat template, assistant turn
     prefilled with the prefix); grade_fn(full_texts, gold_answers) → correct flags. The engine gets
@@ -208,6 +211,7 @@ def run_mc(items: Sequence[MCInput], engine, *, k: int, needs: Needs, protocol: 
     items = [MCInput(it.problem_id, int(it.sample_idx), it.question, str(it.answer), clean_steps(it.steps),
                      it.correct) for it in items]
     states = [_State(len(it.steps), k, needs, protocol) for it in items]
+    outcomes = [[[] for _ in range(st.n_steps)] for st in states]
     prefixes: dict[tuple[int, int], str] = {}
 
     def prefix(r: int, i: int) -> str:
@@ -250,6 +254,7 @@ def run_mc(items: Sequence[MCInput], engine, *, k: int, needs: Needs, protocol: 
             a = agg.setdefault((r, i), [0, 0])
             a[0] += int(bool(good))
             a[1] += 1
+            outcomes[r][i].append(int(bool(good)))  # requests run in completion-index order
             st = states[r]
             st.tokens += int(c.n_tokens)
             st.completions += 1
@@ -265,7 +270,8 @@ def run_mc(items: Sequence[MCInput], engine, *, k: int, needs: Needs, protocol: 
         "problem_id": it.problem_id, "sample_idx": it.sample_idx, "n_steps": st.n_steps, "k": k,
         "n_success": list(st.s), "n_total": list(st.n), "inferred": list(st.inferred),
         "tokens_generated": st.tokens, "n_completions": st.completions, "n_truncated": st.truncated,
-    } for it, st in zip(items, states)]
+        **({"outcomes": oc} if keep_outcomes else {}),
+    } for it, st, oc in zip(items, states, outcomes)]
 
 
 # -- labels from counts ------------------------------------------------------------------------------

@@ -1,0 +1,219 @@
+"""The label audit's analysis: MC, judge and consensus labels of constructed solutions against exact truth.
+
+Input: one row per solution of the slice (labels.audit_slice) with ``generator``, ``kind`` (gold / error /
+keep), ``error_index`` (-1 for gold), ``n_steps``, ``outcomes`` (per step, the 0/1 grade of each of the
+K completions kept by the naive MC run, in completion-index order) and ``judge_first_error`` (None:
+no readable verdict). Every MC variant is read from those same completions, no model call:
+
+* hard label of step i at threshold t from the first K' completions: ``s' > t·K'`` (s' = successes among
+  them). The first K' completions are what an MC run with K = K' draws (per-completion seeds);
+* step-level accuracy: every step of every solution, the step's label against its truth (the correctness
+  of the prefix up to it; labels.audit_slice.truth_labels). Steps of one solution are not independent:
+  the Wilson intervals over steps are narrower than the data warrant;
+* first-error accuracy: the first negative step (-1: none) equals the true first error;
+* soft labels (s/K) against truth: Brier score, expected calibration error and one reliability bin per
+  value s/K; hard labels at t = 0 beside them (their Brier score is 1 - step accuracy);
+* consensus (the paper's filter): a solution is kept where MC's first error at ``consensus_threshold``
+  equals the judge's; share kept (of all solutions) and precision (kept ones whose agreed first error
+  is the true one).
+
+Every row carries (n, successes, value, ci_low, ci_high) in fractions; metrics without an interval
+(Brier, ECE, token counts) leave the interval empty.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Sequence
+
+import pandas as pd
+
+from ..analysis import wilson_interval
+from . import first_error_from_labels
+from .audit_slice import KINDS, truth_labels
+
+ALL = "all"
+COLUMNS = ["section", "source", "generator", "kind", "threshold", "k_used", "metric", "n", "successes", "value",
+           "ci_low", "ci_high"]
+
+
+def thresholds_for(k: int) -> list[Fraction]:
+    """The sweep's thresholds for K completions: 0, 1/K, …, (K-1)/K (the paper's 0 … 7/8 at K = 8)."""
+    return [Fraction(j, k) for j in range(k)]
+
+
+def k_subsets(k: int) -> list[int]:
+    """K' read from the first K' completions: the powers of two below K, and K (1, 2, 4, 8 at K = 8)."""
+    out = [2 ** p for p in range(k.bit_length()) if 2 ** p < k]
+    return out + [k]
+
+
+def mc_hard(outcomes: Sequence[Sequence[int]], k_used: int, t: Fraction) -> list[int]:
+    """Hard label per step (not truncated) from the first k_used completions: successes > t·k_used."""
+    labels = []
+    for i, o in enumerate(outcomes):
+        if len(o) < k_used:
+            raise ValueError(f"step {i} has {len(o)} kept completions, K'={k_used} needs that many")
+        labels.append(int(sum(int(x) for x in o[:k_used]) > t * k_used))
+    return labels
+
+
+def judge_step_labels(first_error, n_steps: int) -> list[int] | None:
+    """Step labels a judge's first error implies (every step from it on negative); None when unparsed."""
+    if first_error is None or pd.isna(first_error):
+        return None
+    return truth_labels(int(first_error), n_steps)
+
+
+def _row(section, source, gen, kind, metric, successes, n, t=None, k_used=None, value=None, interval=True) -> dict:
+    if value is None:
+        value = successes / n if n else float("nan")
+    lo, hi = (x / 100 for x in wilson_interval(int(successes), int(n))) if interval else (float("nan"),) * 2
+    return {"section": section, "source": source, "generator": gen, "kind": kind,
+            "threshold": None if t is None else float(t), "k_used": k_used, "metric": metric, "n": int(n),
+            "successes": successes if interval else None, "value": float(value), "ci_low": lo, "ci_high": hi}
+
+
+def _groups(df: pd.DataFrame):
+    gens = list(dict.fromkeys(df["generator"]))
+    for gen in gens + [ALL]:
+        for kind in list(KINDS) + [ALL]:
+            sub = df[((df["generator"] == gen) | (gen == ALL)) & ((df["kind"] == kind) | (kind == ALL))]
+            if len(sub):
+                yield gen, kind, sub
+
+
+def _accuracy(section, source, gen, kind, pairs, t=None, k_used=None) -> list[dict]:
+    """pairs: (labels, truth) per solution → step and first-error accuracy rows; labels None (no verdict)
+    count as wrong at every step and at the first error."""
+    steps_ok = sum(int(a == b) for lab, tr in pairs if lab is not None for a, b in zip(lab, tr))
+    n_steps = sum(len(tr) for _, tr in pairs)
+    fe_ok = sum(int(lab is not None and first_error_from_labels(lab) == first_error_from_labels(tr))
+                for lab, tr in pairs)
+    return [_row(section, source, gen, kind, "step_accuracy", steps_ok, n_steps, t, k_used),
+            _row(section, source, gen, kind, "first_error_accuracy", fe_ok, len(pairs), t, k_used)]
+
+
+def audit_metrics(records: pd.DataFrame, k: int, consensus_threshold: float = 0.0) -> pd.DataFrame:
+    """The audit table (COLUMNS): the MC grid (every threshold × every K'), the judge, consensus, and
+    calibration, per generator × kind and pooled (generator / kind ``all``)."""
+    need = {"generator", "kind", "error_index", "n_steps", "outcomes", "judge_first_error"}
+    missing = need - set(records.columns)
+    if missing:
+        raise ValueError(f"audit records lack {sorted(missing)}")
+    df = records.copy()
+    df["truth"] = [truth_labels(e, n) for e, n in zip(df["error_index"], df["n_steps"])]
+    df["outcomes"] = [[list(map(int, o)) for o in oc] for oc in df["outcomes"]]
+    ct = Fraction(str(consensus_threshold)).limit_denominator(1000)
+    rows: list[dict] = []
+    for gen, kind, sub in _groups(df):
+        for kk in k_subsets(k):
+            for t in thresholds_for(k):
+                pairs = [(mc_hard(oc, kk, t), tr) for oc, tr in zip(sub["outcomes"], sub["truth"])]
+                rows += _accuracy("mc", "mc", gen, kind, pairs, t, kk)
+        judged = [(judge_step_labels(fe, n), tr) for fe, n, tr in zip(sub["judge_first_error"], sub["n_steps"],
+                                                                      sub["truth"])]
+        parsed = [(lab, tr) for lab, tr in judged if lab is not None]
+        rows.append(_row("judge", "judge", gen, kind, "parsed", len(parsed), len(judged)))
+        rows += _accuracy("judge", "judge", gen, kind, judged)  # no verdict: wrong (the judge gave no label)
+        rows += _consensus(gen, kind, sub, k, ct)
+        rows += _calibration(gen, kind, sub, k)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _consensus(gen, kind, sub, k, ct) -> list[dict]:
+    kept = []
+    for oc, n, fe, tr in zip(sub["outcomes"], sub["n_steps"], sub["judge_first_error"], sub["truth"]):
+        mc_fe = first_error_from_labels(mc_hard(oc, k, ct))
+        j = judge_step_labels(fe, n)
+        if j is not None and first_error_from_labels(j) == mc_fe:
+            kept.append((truth_labels(mc_fe, n), tr))
+    out = [_row("consensus", "consensus", gen, kind, "share_kept", len(kept), len(sub), ct, k)]
+    prec = sum(int(first_error_from_labels(lab) == first_error_from_labels(tr)) for lab, tr in kept)
+    out.append(_row("consensus", "consensus", gen, kind, "precision", prec, len(kept), ct, k))
+    steps_ok = sum(int(a == b) for lab, tr in kept for a, b in zip(lab, tr))
+    out.append(_row("consensus", "consensus", gen, kind, "step_accuracy", steps_ok, sum(len(tr) for _, tr in kept),
+                    ct, k))
+    return out
+
+
+def _calibration(gen, kind, sub, k) -> list[dict]:
+    soft = [sum(o[:k]) for oc in sub["outcomes"] for o in oc]
+    truth = [t for tr in sub["truth"] for t in tr]
+    n = len(truth)
+    hard = mc_hard([[1] * s + [0] * (k - s) for s in soft], k, Fraction(0))
+    brier_soft = sum((s / k - t) ** 2 for s, t in zip(soft, truth)) / n if n else float("nan")
+    brier_hard = sum((h - t) ** 2 for h, t in zip(hard, truth)) / n if n else float("nan")
+    out = [_row("calibration", "mc_soft", gen, kind, "brier", None, n, None, k, brier_soft, interval=False),
+           _row("calibration", "mc_hard", gen, kind, "brier", None, n, 0, k, brier_hard, interval=False)]
+    ece = 0.0
+    for s in range(k + 1):
+        ts = [t for v, t in zip(soft, truth) if v == s]
+        if ts:
+            ece += len(ts) / n * abs(s / k - sum(ts) / len(ts))
+            out.append(_row("reliability", "mc_soft", gen, kind, "truth_positive_rate", sum(ts), len(ts),
+                            Fraction(s, k), k))
+    out.append(_row("calibration", "mc_soft", gen, kind, "ece", None, n, None, k, ece if n else float("nan"),
+                    interval=False))
+    return out
+
+
+def cost_rows(costs: dict[str, dict]) -> list[dict]:
+    """Token-cost rows ({source: {metric: count}}, e.g. prompt_tokens, generated_tokens) for the table."""
+    return [_row("cost", src, ALL, ALL, metric, None, 0, value=float(v), interval=False)
+            for src, d in costs.items() for metric, v in d.items()]
+
+
+# -- rendering -----------------------------------------------------------------------------------------
+
+def _get(df: pd.DataFrame, **where) -> pd.Series | None:
+    m = pd.Series(True, index=df.index)
+    for c, v in where.items():
+        m &= df[c].isna() if v is None else (df[c] == v)
+    hit = df[m]
+    return None if hit.empty else hit.iloc[0]
+
+
+def _cell(r) -> str:
+    if r is None or r["n"] == 0 or pd.isna(r["value"]):
+        return "–"
+    if pd.isna(r["ci_low"]):
+        return f"{r['value']:.3f}"
+    return f"{100 * r['value']:.0f}% [{100 * r['ci_low']:.0f}, {100 * r['ci_high']:.0f}] (n={int(r['n'])})"
+
+
+def render_markdown(table: pd.DataFrame, k: int, label: str = "") -> list[str]:
+    """The audit's summary as Markdown lines: first-error accuracy per kind (MC at t=0 with all K, judge,
+    consensus precision and share kept), the best threshold / K', calibration and the token cost."""
+    t0 = 0.0
+    lines = ["### Label audit: MC, judge and consensus against exact step truth", ""]
+    if label:
+        lines += [f"*{label}*", ""]
+    lines += ["| solutions | MC first error (t=0, K=%d) | MC step acc. | judge first error | consensus kept | "
+              "consensus precision |" % k, "|---|---|---|---|---|---|"]
+    for kind in list(KINDS) + [ALL]:
+        mc_fe = _get(table, section="mc", generator=ALL, kind=kind, threshold=t0, k_used=k, metric="first_error_accuracy")
+        if mc_fe is None:
+            continue
+        mc_st = _get(table, section="mc", generator=ALL, kind=kind, threshold=t0, k_used=k, metric="step_accuracy")
+        j = _get(table, section="judge", generator=ALL, kind=kind, metric="first_error_accuracy")
+        kept = _get(table, section="consensus", generator=ALL, kind=kind, metric="share_kept")
+        prec = _get(table, section="consensus", generator=ALL, kind=kind, metric="precision")
+        lines.append(f"| {kind} | {_cell(mc_fe)} | {_cell(mc_st)} | {_cell(j)} | {_cell(kept)} | {_cell(prec)} |")
+    grid = table[(table["section"] == "mc") & (table["generator"] == ALL) & (table["kind"] == ALL)
+                 & (table["metric"] == "first_error_accuracy")]
+    if len(grid):
+        best = grid.sort_values(["value", "k_used", "threshold"], ascending=[False, True, True]).iloc[0]
+        lines += ["", f"Best MC setting read from the same completions: t = {Fraction(best['threshold']).limit_denominator(64)}, "
+                  f"K' = {int(best['k_used'])}: first-error accuracy {_cell(best)}."]
+    soft = _get(table, section="calibration", source="mc_soft", generator=ALL, kind=ALL, metric="brier")
+    hard = _get(table, section="calibration", source="mc_hard", generator=ALL, kind=ALL, metric="brier")
+    ece = _get(table, section="calibration", source="mc_soft", generator=ALL, kind=ALL, metric="ece")
+    if soft is not None and hard is not None:
+        lines.append(f"Calibration against step truth: Brier soft {soft['value']:.3f} vs hard (t=0) {hard['value']:.3f}; "
+                     f"soft-label ECE {ece['value']:.3f}.")
+    cost = table[table["section"] == "cost"]
+    if len(cost):
+        parts = [f"{r.source} {r.metric.replace('_', ' ')} {int(r.value):,}" for r in cost.itertuples()]
+        lines.append("Model-token cost: " + "; ".join(parts) + ".")
+    lines.append("Intervals: Wilson 95 % (steps of one solution are not independent; step intervals are optimistic).")
+    return lines

@@ -1,0 +1,85 @@
+# The label audit (`audit:`): MC, the LLM judge and their consensus on constructed solutions whose every
+# step's truth is known (both generators x gold / answer-changing error / answer-keeping error), against
+# that truth. Rule functions: prm_lessons.rules.audit; logic: prm_lessons.labels.{audit_slice,audit}.
+# The model job keeps every MC completion (naive protocol) so the analysis reads every threshold and
+# K' from the same completions; the analysis is a CPU rule of its own (changing it reruns no model call).
+AUDIT = config["audit"]
+AUDIT_SHARDS = [f"results/labels/audit/labels/shard{i}of{AUDIT['shards']}.parquet" for i in range(AUDIT["shards"])]
+
+
+rule audit_slice:
+    input:
+        code("audit:audit_slice"),
+        eval_sets=plan.eval_set_paths(config),  # no evaluation question enters the slice
+    output:
+        table="results/labels/audit/slice.parquet",
+    log:
+        "logs/labels/audit/slice.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        func="audit:audit_slice",
+        audit={k: AUDIT[k] for k in ("per_cell", "seed", "problems")},
+    script:
+        RUN
+
+
+# one engine for MC and the judge: on CPU an engine start costs as much as the judge's work
+rule audit_labels:
+    input:
+        code("audit:audit_labels"),
+        slice="results/labels/audit/slice.parquet",
+        model=model_input(COMPLETER),
+        template=([config["judge"]["template_path"]] if config["judge"].get("template_path") else []),
+    output:
+        table="results/labels/audit/labels/shard{shard}of{nshards}.parquet",
+    log:
+        "logs/labels/audit/labels/shard{shard}of{nshards}.log",
+    conda:
+        "../../envs/sampling.yaml"
+    threads: engine_threads(COMPLETER, pool=config["grading"]["workers"])
+    resources:
+        gpu=gpus(COMPLETER),
+        nodes=1,
+        mem_mb=gpu_mem_mb(COMPLETER),
+        runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
+    params:
+        func="audit:audit_labels",
+        k=AUDIT["completions"],
+        # only the settings the job uses: e.g. mc.protocol or judge.shards rerun no audit
+        mc={k: config["mc"][k] for k in ("temperature", "top_p", "max_tokens", "seed")},
+        judge={k: v for k, v in config["judge"].items() if k != "shards"},
+        system_prompt=config["sampling"]["system_prompt"],
+        separator=config["sampling"]["step_separator"],
+        grading_timeout_s=config["grading"]["timeout_s"],
+        grading_workers=config["grading"]["workers"],
+        model_entry=model_entry(config, COMPLETER),
+        model_dir=model_dir_param(COMPLETER),
+    script:
+        RUN
+
+
+rule label_audit:
+    input:
+        code("audit:label_audit"),
+        slice="results/labels/audit/slice.parquet",
+        shards=AUDIT_SHARDS,
+    output:
+        csv="results/tables/label_audit.csv",
+    log:
+        "logs/labels/audit/label_audit.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        func="audit:label_audit",
+        k=AUDIT["completions"],
+        consensus_threshold=config["consensus"]["threshold"],
+        run_label=config["run"]["label"],
+    script:
+        RUN
+
+
+if AUDIT["enabled"]:
+    TARGETS.append("results/tables/label_audit.csv")
