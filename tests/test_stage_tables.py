@@ -132,6 +132,8 @@ def test_a_failed_write_leaves_the_previous_table_intact(tmp_path):
 def test_every_writer_column_has_a_dtype_and_every_schema_column_is_written():
     from prm_lessons.labels.audit import COLUMNS as AUDIT_COLUMNS
     from prm_lessons.labels.trainsets import CSV_COLUMNS
+    from prm_lessons.metrics.checker import BON_COLUMNS as CHECK_BON_COLUMNS
+    from prm_lessons.metrics.checker import VALIDATION_COLUMNS as CHECK_COLUMNS
     from prm_lessons.metrics.judge_processbench import COLUMNS as JUDGE_PB_COLUMNS
     from prm_lessons.metrics.processbench import PROCESSBENCH_LONG_COLUMNS
     from prm_lessons.rules.evaluation import TABLE_COLUMNS
@@ -143,7 +145,8 @@ def test_every_writer_column_has_a_dtype_and_every_schema_column_is_written():
                "search_csv": ["run"] + SEARCH_COLUMNS, "judge_bon_csv": JUDGE_COLUMNS,
                "bon_baselines_csv": BASELINE_COLUMNS, "trainsets_csv": CSV_COLUMNS + ["run"],
                "judge_processbench_csv": JUDGE_PB_COLUMNS + ["run"],
-               "label_audit_csv": AUDIT_COLUMNS + ["run"]}
+               "label_audit_csv": AUDIT_COLUMNS + ["run"], "process_check_csv": CHECK_COLUMNS + ["run"],
+               "process_check_bon_csv": CHECK_BON_COLUMNS + ["run"]}
     assert set(written) == set(T.CSV_DTYPES)
     for kind, cols in written.items():
         assert set(cols) == set(T.CSV_DTYPES[kind]), kind

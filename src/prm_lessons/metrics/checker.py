@@ -27,6 +27,8 @@ from ..analysis import wilson_interval
 from ..labels import clean_steps
 from ..process_check import ResponseCheck, check_response
 
+VALIDATION_COLUMNS = ["subset", "kind", "metric", "k", "n", "rate", "ci_low", "ci_high"]
+BON_COLUMNS = ["benchmark", "metric", "n", "count", "total", "value", "ci_low", "ci_high"]
 CHECK_COLUMNS = ["problem_id", "sample_idx", "n_steps", "step_verdicts", "first_error", "n_checkable", "wrong"]
 KINDS = ("answer_changing", "answer_keeping")
 
@@ -93,7 +95,7 @@ def validation(cases: pd.DataFrame) -> pd.DataFrame:
             add(kind, "located", int((e["pred"] == e["label"]).sum()), len(e))
             add(kind, "missed_equations_hold", int((missed["err_verdict"] == True).sum()), len(e))  # noqa: E712
             add(kind, "missed_uncheckable", int(missed["err_verdict"].isna().sum()), len(e))
-    return pd.DataFrame(rows, columns=["subset", "kind", "metric", "k", "n", "rate", "ci_low", "ci_high"])
+    return pd.DataFrame(rows, columns=VALIDATION_COLUMNS)
 
 
 def bon(samples: pd.DataFrame, checks: pd.DataFrame, benchmark: str, n: int | None = None) -> pd.DataFrame:
@@ -130,4 +132,4 @@ def bon(samples: pd.DataFrame, checks: pd.DataFrame, benchmark: str, n: int | No
         r = _rate(k, tot)
         out.append({"benchmark": benchmark, "metric": metric, "n": n_eff, "count": r["k"], "total": r["n"],
                     "value": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]})
-    return pd.DataFrame(out, columns=["benchmark", "metric", "n", "count", "total", "value", "ci_low", "ci_high"])
+    return pd.DataFrame(out, columns=BON_COLUMNS)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import as_paths
-from ..metrics.checker import bon, check_samples, validation
+from ..metrics.checker import BON_COLUMNS, bon, check_samples, validation
 from ..tables import read_table, write_csv, write_table
 
 
@@ -43,8 +43,7 @@ def process_check_bon(*, inputs: dict, outputs: dict, params: dict, wildcards: d
     n = params.get("n")
     parts = [bon(read_table(s, "samples"), read_table(c, "checker"), b, None if n is None else int(n))
              for b, s, c in zip(benches, samples, checks)]
-    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["benchmark", "metric", "n", "count", "total", "value", "ci_low", "ci_high"])
+    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=BON_COLUMNS)
     df["run"] = params.get("run_label", "")
     write_csv(df, outputs["csv"], "process_check_bon_csv")
     print(df.drop(columns=["run"]).to_string(index=False), flush=True)
