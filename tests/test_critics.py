@@ -1,4 +1,5 @@
-"""ProcessBench critics with their own settings (issue 14 item 3): per-critic sampling reaches the engine,
+"""ProcessBench critics (prm_lessons.critic): verdict parsing, voting, unparsable answers counted wrong and
+reported; critics with their own settings: per-critic sampling reaches the engine,
 the `official` parse is ProcessBench run_eval.py's, critics that differ only in parse share one generation,
 config errors name the key, the official template is fetched with its checksums checked, Table 7 notes."""
 from __future__ import annotations
@@ -16,12 +17,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fakes import FakeTokenizer
+from fakes import FakeTokenizer, ScriptedEngine
 from prm_lessons import critic, plan
 from prm_lessons.config import ConfigError, load_config, validate_config
 from prm_lessons.data.sources import file_digests
 from prm_lessons.generation import Completion, Engine, SamplingSpec
 from prm_lessons.labels.judge import render_judge_prompt
+from prm_lessons.metrics.processbench import processbench_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((ROOT / "config/config.yaml").read_text())
@@ -471,3 +473,29 @@ def test_forced_answers_are_recorded_and_can_be_cut_off_again():
     plain = critic.apply_parse(df, critic.case_steps(cases), "official", force=False)
     assert list(plain["verdicts"].iloc[0]) == ["no answer here"] and pd.isna(plain["prediction"].iloc[0])
     assert plain["prediction"].iloc[1] == -1 and plain["n_forced"].tolist() == [0, 0]
+
+
+# ------------------------------------------------------------------ predictions, voting, unparsable answers
+
+PB_CASES = pd.DataFrame({"id": ["a-0", "a-1", "a-2"], "subset": ["a"] * 3,
+                      "problem": ["PROB0", "PROB1", "PROB2"], "steps": [["x", "y"], ["x", "y", "z"], ["x"]],
+                      "label": [1, -1, 0], "final_answer_correct": [False, True, False]})
+
+
+def test_critic_predictions_and_metric():
+    eng = ScriptedEngine({"PROB0": "the second paragraph is wrong: \\boxed{1}", "PROB1": "all fine \\boxed{-1}",
+                          "PROB2": "I cannot decide"})
+    df = critic.critic_predictions(eng, PB_CASES, n=1, force_answer=False)
+    assert df["prediction"].tolist()[:2] == [1, -1] and pd.isna(df["prediction"].iloc[2])
+    assert str(df["prediction"].dtype) == "Int64"
+    assert "<paragraph_0>" in eng.prompts[0]  # ProcessBench template: paragraphs indexed from 0
+    preds = {i: (None if pd.isna(p) else int(p)) for i, p in zip(df["id"], df["prediction"])}
+    m = processbench_metrics(PB_CASES, preds)
+    assert m["n_unparsed"] == 1
+    assert m["subsets"]["a"]["error_acc"] == 0.5 and m["subsets"]["a"]["correct_acc"] == 1.0
+
+
+def test_out_of_range_index_is_unparsable():
+    eng = ScriptedEngine({"PROB0": "\\boxed{7}", "PROB1": "\\boxed{-1}", "PROB2": "\\boxed{0}"})
+    df = critic.critic_predictions(eng, PB_CASES, n=1)
+    assert pd.isna(df["prediction"].iloc[0]) and df["prediction"].iloc[2] == 0

@@ -1,4 +1,5 @@
-"""THE step-format contract (prm_lessons.steps.build_prm_input), shared by training and scoring:
+"""Splitting a response into steps (prm_lessons.steps.split_steps), and THE step-format contract
+(prm_lessons.steps.build_prm_input), shared by training and scoring:
 token positions, label alignment, the released-model layout, and truncation that keeps whole steps and
 always reports what it dropped."""
 from __future__ import annotations
@@ -15,7 +16,7 @@ from _prm_tiny import signal_rows  # noqa: E402
 from conftest import tiny_tokenizer  # noqa: E402
 from prm_lessons import prm as P  # noqa: E402
 from prm_lessons import train_data  # noqa: E402
-from prm_lessons.steps import StepFormat, build_prm_input  # noqa: E402
+from prm_lessons.steps import StepFormat, build_prm_input, split_steps  # noqa: E402
 
 QWEN_FMT = StepFormat("<extra_0>", "Please reason step by step, and put your final answer within \\boxed{}.", True)
 QUESTION = "Janet has 16 eggs. She eats 3. How many are left?"
@@ -146,3 +147,15 @@ def test_real_smollm2_tokenizer():
     assert [i for i, t in enumerate(enc.input_ids) if t == sid] == enc.step_positions
     assert len(enc.step_positions) == len(STEPS)
     assert tok.decode(enc.input_ids[enc.step_positions[0] + 1:enc.step_positions[1]]) == STEPS[1]
+
+
+# ------------------------------------------------------------------------------------- split_steps
+
+def test_split_on_blank_lines_drops_empty_steps():
+    assert split_steps("a\n\nb\n\n\n\nc\n\n") == ["a", "b", "c"]
+    assert split_steps("") == [] and split_steps(None) == []
+    assert split_steps("one step only") == ["one step only"]
+
+
+def test_custom_separator():
+    assert split_steps("x ки y ки", separator="ки") == ["x", "y"]
