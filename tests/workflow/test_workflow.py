@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from dag import dry_run, job_counts
+from tamper import flip_last_byte_of_first_column
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -178,15 +179,13 @@ def test_corrupt_intermediate_is_regenerated_by_its_producer(tmp_path):
     """A table corrupted in place with its mtime kept (Snakemake sees nothing; a flipped byte, then a
     truncation): the consumer's job fails naming the file and moves it aside; the same command again
     reruns the producer, then the consumer, and the state is up to date."""
-    from test_tables import _flip_last_byte_of_first_column
-
     wd = tmp_path / "run"
     target = "results/metrics/processbench/baseline_first_step.json"
     args = (target, "--cores", "1", "--directory", str(wd))
     smk(*args)
     cases = wd / "results/processbench/cases.parquet"
     good = cases.read_bytes()
-    for corrupt in (_flip_last_byte_of_first_column, _truncate_keeping_mtime):
+    for corrupt in (flip_last_byte_of_first_column, _truncate_keeping_mtime):
         corrupt(cases)
         proc = smk(*args, "--forcerun", "processbench_baseline", check=False)
         assert proc.returncode != 0, corrupt.__name__
