@@ -1,5 +1,5 @@
 """Problem loaders (prm_lessons.data.problems): reasoning-gym, local files and their formats, the Hub, the
-paper's pinned benchmark files (checksums, row counts), and the problems rule. ProcessBench: test_processbench.py;
+paper's pinned benchmark files (checksums, row counts), and the problems rule. ProcessBench: test_processbench_loader.py;
 error injection: tests/test_corruption.py."""
 from __future__ import annotations
 
