@@ -3,7 +3,7 @@
 #
 #   .ci/slurm_integration.sh            # CI: install slurm-wlm + munge (Debian, root), start munged,
 #                                       # slurmctld, slurmd (CPUs=2), run, check, stop what it started
-#   SLURM_CI_REUSE=1 .ci/slurm_integration.sh   # use a controller that is already up (tests/test_slurm_integration.py)
+#   SLURM_CI_REUSE=1 .ci/slurm_integration.sh   # use a controller that is already up (tests/workflow/test_slurm_integration.py)
 #
 # What runs: the training rule `train_prm` for two training-set variants (hard and soft labels) on a
 # tiny random-weight base model, typed as users type it at the repository root:
@@ -123,8 +123,8 @@ PARTITION="$(sinfo -h -o '%P' | head -1 | tr -d '*')"
 log "workdir $WORK"
 mkdir -p "$WORK"
 # tiny base model + two training sets (hard, soft) + a config for them (the embedded one with these
-# variants); built with the test helpers (tests/_prm_tiny.py), no downloads
-PYTHONPATH="$ROOT/src:$ROOT/tests" "$PY" - "$WORK" "$ROOT" <<'EOF'
+# variants); built with the test helpers (tests/support/_prm_tiny.py), no downloads
+PYTHONPATH="$ROOT/src:$ROOT/tests:$ROOT/tests/support" "$PY" - "$WORK" "$ROOT" <<'EOF'
 import sys
 from pathlib import Path
 

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from _prm_tiny import signal_rows, tiny_base, write_trainset  # noqa: E402
+from _prm_tiny import qwen2_prm, signal_rows, tiny_base, write_trainset  # noqa: E402
 from conftest import SHARED, on_ci, shared_data_dir  # noqa: E402
 from prm_lessons import pooling  # noqa: E402
 from prm_lessons import prm as P  # noqa: E402
@@ -164,26 +164,6 @@ def test_paper_config_scores_the_qwen_models_with_vllm():
 # ------------------------------------------------------------------------------------ vLLM == transformers
 
 
-def _qwen2_prm(path: Path, kind: str, *, hidden: int, layers: int, heads: int, kv: int, inter: int) -> Path:
-    """A random-weight Qwen2ForProcessRewardModel / Qwen2ForRewardModel in the released layout (bf16
-    weights, as the Hub repos), with the real Qwen2.5-Math-PRM tokenizer (<extra_0> = 151651)."""
-    from prm_lessons.rehearsal import hub_cache as H
-    from prm_lessons.rehearsal.tokenizers import save_tokenizer
-
-    repo = {"qwen_prm": "Qwen/Qwen2.5-Math-PRM-7B", "qwen_orm": "Qwen/Qwen2.5-Math-RM-72B"}[kind]
-    spec = H.REPOS[repo]
-    scale = {"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
-             "num_key_value_heads": kv, "intermediate_size": inter}
-    cfg = H._model_config(spec, scale)
-    path.mkdir(parents=True, exist_ok=True)
-    from safetensors.torch import save_file
-
-    save_file(H._state_dict(spec, cfg, seed=1), str(path / "model.safetensors"), metadata={"format": "pt"})
-    (path / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
-    save_tokenizer(spec.tokenizer, path)
-    return path
-
-
 def _both(path: Path, kind: str, cases, max_length: int = 4096, **spec_extra):
     spec = {"adapter": kind, "path": str(path), "dtype": "float32", "max_length": max_length, "params": {},
             **spec_extra}
@@ -228,7 +208,7 @@ def test_vllm_equals_transformers_on_processbench(tmp_path):
     STEP pooling equal the transformers backend's within 1e-3 (float32 on both)."""
     _vllm_or_skip()
     cases = processbench_cases(4)
-    path = _qwen2_prm(tmp_path / "prm", "qwen_prm", hidden=576, layers=30, heads=9, kv=3, inter=1536)
+    path = qwen2_prm(tmp_path / "prm", "qwen_prm", hidden=576, layers=30, heads=9, kv=3, inter=1536)
     hf, vl = _both(path, "qwen_prm", cases)
     diff = _close(hf, vl)
     print(f"max |vLLM - transformers| over {sum(map(len, hf))} steps: {diff:.2e}")
@@ -241,7 +221,7 @@ def test_vllm_orm_and_trained_prm_equal_transformers(tmp_path, trainset):
     a Qwen2.5 tokenizer at a new id, not 151651): vLLM equals transformers within 1e-3."""
     _vllm_or_skip()
     cases = processbench_cases(3)
-    orm = _qwen2_prm(tmp_path / "orm", "qwen_orm", hidden=64, layers=2, heads=2, kv=1, inter=128)
+    orm = qwen2_prm(tmp_path / "orm", "qwen_orm", hidden=64, layers=2, heads=2, kv=1, inter=128)
     spec = {"adapter": "qwen_orm", "path": str(orm), "dtype": "float32", "max_length": 4096, "params": {}}
     qs, ss = [q for q, _ in cases], [s for _, s in cases]
     hf = score_prefixes(load_adapter(spec), qs, ss)

@@ -10,6 +10,7 @@ from prm_lessons.tables import (
     table_meta,
     write_table,
 )
+from tamper import flip_last_byte_of_first_column
 
 
 def _trainset():
@@ -38,25 +39,10 @@ def test_read_missing_file_is_clear(tmp_path):
         read_table(tmp_path / "nope.parquet", "trainset")
 
 
-def _flip_last_byte_of_first_column(path):
-    """A flipped byte inside the first column chunk's last data page; file size and mtime unchanged."""
-    import os
-
-    import pyarrow.parquet as pq
-
-    col = pq.ParquetFile(path).metadata.row_group(0).column(0)
-    off = (col.dictionary_page_offset or col.data_page_offset) + col.total_compressed_size - 1
-    st = os.stat(path)
-    b = bytearray(path.read_bytes())
-    b[off] ^= 0xFF
-    path.write_bytes(bytes(b))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-
-
 def test_flipped_byte_is_caught_by_the_page_checksum(tmp_path):
     p = tmp_path / "t.parquet"
     write_table(_trainset(), p, "trainset")
-    _flip_last_byte_of_first_column(p)
+    flip_last_byte_of_first_column(p)
     with pytest.raises(CorruptTableError, match=r"t\.parquet: corrupt table \(.*CRC"):
         read_table(p, "trainset")
 

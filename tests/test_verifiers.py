@@ -10,48 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fakes import FakeTokenizer
+from fakes import QualityJudge
 from prm_lessons import verifiers as V
 from prm_lessons.config import ConfigError, load_config
-from prm_lessons.generation import Completion, Engine
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SETTINGS = V.JudgeSettings(max_tokens=64, force_answer=True)
-
-
-class QualityJudge(Engine):
-    """Judge double. Steps carry a marker: q=<int> (pairwise: the higher wins) and ok/bad (pointwise:
-    the step's verdict). `mode` picks what it answers; `script` overrides answers by prompt substring
-    (text, finish_reason); the forced continuation (prompt ending in a force suffix) answers `forced`."""
-
-    backend = "fake"
-
-    def __init__(self, script=None, forced=None):
-        super().__init__()
-        self.tokenizer = FakeTokenizer()
-        self.script, self.forced = dict(script or {}), forced
-        self.calls: list[int] = []
-        self.prompts: list[str] = []
-
-    def generate(self, prompts, spec, seeds=None):
-        self.calls.append(len(prompts))
-        self.prompts += prompts
-        return [[self._answer(p)] for p in prompts]
-
-    def _answer(self, p):
-        if p.endswith(V.PAIRWISE_FORCE) or p.endswith(V.POINTWISE_FORCE):
-            return Completion(self.forced or "", 2, "stop")
-        for key, (text, finish) in self.script.items():
-            if key in p:
-                return Completion(text, 7, finish)
-        if "<response_a>" in p:
-            qa = int(re.search(r"<response_a>.*?q=(\d+)", p, re.S).group(1))
-            qb = int(re.search(r"<response_b>.*?q=(\d+)", p, re.S).group(1))
-            return Completion(f"B is better. \\boxed{{{'B' if qb > qa else 'A'}}}", 9, "stop")
-        tagged = re.findall(r"<paragraph_(\d+)>\n(.*?)\n</paragraph_", p, re.S)
-        lines = [f"Paragraph {i}: {'incorrect' if 'bad' in s else 'correct'}" for i, s in tagged]
-        return Completion("Checked.\n\nVerdicts:\n" + "\n".join(lines), 11, "stop")
 
 
 def fields(n):

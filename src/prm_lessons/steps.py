@@ -3,7 +3,7 @@ training and scoring.
 
 `build_prm_input` is the only place that decides how (question, steps) becomes PRM input tokens and
 which token positions carry each step's label / score. Training aligns labels to `step_positions`;
-scoring reads logits there. tests/test_step_format.py pins it.
+scoring reads logits there. tests/test_steps.py pins it.
 """
 from __future__ import annotations
 

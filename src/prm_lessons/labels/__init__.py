@@ -2,7 +2,7 @@
 (`judge`), human labels (`human`: PRM800K or labels by construction), consensus filtering
 (`consensus`) and the training sets built from them (`trainsets`).
 
-Conventions shared by every labeller (and pinned by tests/test_labels_*.py):
+Conventions shared by every labeller (and pinned by tests/labels/test_*.py):
 
 * Steps are the sample table's ``steps`` after :func:`clean_steps` (whitespace-only steps removed),
   so MC, the judge and the training sets index the same steps.

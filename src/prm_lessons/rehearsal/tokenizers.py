@@ -13,7 +13,7 @@ split regex), with the special tokens at the ids the Hub repos give them. `mistr
 Math-Shepherd repo holds it: `tokenizer.model` + `tokenizer_config.json`, no `tokenizer.json`, so loading
 it runs transformers' SentencePiece -> fast conversion (needs `sentencepiece` and `protobuf`).
 
-Facts checked by tests/test_rehearsal_tokenizers.py: Llama 3 '+'=10, '-'=12, ' -'=482, '\\n\\n'=271; Qwen
+Facts checked by tests/rehearsal/test_tokenizers.py: Llama 3 '+'=10, '-'=12, ' -'=482, '\\n\\n'=271; Qwen
 ' -'=481; Mistral v1 encode("+ -")[1:] == [648, 387] and 'ки' = 12902.
 """
 from __future__ import annotations

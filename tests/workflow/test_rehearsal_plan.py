@@ -1,0 +1,108 @@
+"""The rehearsal's plan (config/paper.yaml + config/rehearsal.yaml, `make rehearsal`) within a job budget.
+
+CI runs the rehearsal on 2 cores near its time limit, and its cost is its job count: each vLLM engine start
+takes both cores (~15-25 s, one at a time) and each per-PRM rule at paper scale multiplies into 16 PRMs x 2
+policies x shards. These tests count the planned jobs (one dry run, in a working directory prepared as
+prm_lessons.rehearsal.run prepares it) and fail above a budget, so that growth is a decision, not drift.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import dag
+from conftest import shared_data_dir
+from prm_lessons import plan
+from prm_lessons.config import load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ("config/paper.yaml", "config/rehearsal.yaml")
+
+# Rules whose job starts a vLLM engine (their threads come from plan.engine_threads); scoring rules start
+# one too for a PRM scored with backend vllm (see engine_jobs)
+ENGINE_RULES = {"sample", "mc", "judge", "bon_judge", "critic_processbench", "search_samples", "search_greedy"}
+SCORING_RULES = {"score_samples", "score_processbench", "search_orm_scores"}
+
+# The budget: the counts of this plan when it was set, plus a small margin (2026-11-25: 48 engine jobs,
+# 342 jobs, 18 of them the local grade_samples; before prms.shard_prms, the 72B policy's two benchmarks and the disabled duplicate
+# critics/BoN judges, 69 and 393). To raise it, add what the new jobs cost the CI
+# rehearsal (~20 s per engine job on 2 cores, ~3-7 s per other job, the two cores shared) to the commit
+# message, check .ci/run's stage times still leave room under its 90 minutes, then raise these numbers.
+ENGINE_BUDGET = 50
+JOB_BUDGET = 350
+
+
+@pytest.fixture(scope="module")
+def rehearsal(tmp_path_factory):
+    from prm_lessons.rehearsal.run import prepare_work
+
+    work = prepare_work(tmp_path_factory.mktemp("rehearsal") / "work", shared_data_dir().parent)
+    cfg = load_config(*(ROOT / c for c in CONFIGS))
+    return dag.plan(CONFIGS, directory=str(work)), cfg
+
+
+def engine_jobs(p: dag.Plan, cfg: dict) -> Counter:
+    """Engine starts per rule: the engine rules' jobs and the scoring jobs of PRMs scored through vLLM."""
+    specs = plan.resolve_prm_specs(cfg)
+    orm = (cfg.get("search") or {}).get("orm")
+    out = Counter()
+    for job in p.jobs:
+        if job.rule in ENGINE_RULES:
+            out[job.rule] += 1
+        elif job.rule in SCORING_RULES:
+            prm = orm if job.rule == "search_orm_scores" else job.wildcards["prm"]
+            if specs[prm].get("backend") == "vllm":
+                out[f"{job.rule} (vllm)"] += 1
+    return out
+
+
+def test_engine_rules_are_every_rule_that_starts_an_engine():
+    """A new engine rule must join ENGINE_RULES (else the budget would not count it)."""
+    found = set()
+    for smk in (ROOT / "workflow" / "rules").glob("*.smk"):
+        for name, body in re.findall(r"(?ms)^\s*(?:rule|checkpoint) (\w+):\n(.*?)(?=^\s*(?:rule|checkpoint) \w+:|\Z)",
+                                     smk.read_text()):
+            if "engine_threads(" in body:
+                found.add(name)
+    assert found == ENGINE_RULES
+
+
+def test_rehearsal_engine_starts_and_jobs_stay_within_the_budget(rehearsal):
+    p, cfg = rehearsal
+    engines = engine_jobs(p, cfg)
+    assert set(ENGINE_RULES) & set(p.counts), "no engine rule planned: the parse is broken"
+    assert sum(engines.values()) <= ENGINE_BUDGET, (
+        f"the rehearsal plans {sum(engines.values())} vLLM engine starts (budget {ENGINE_BUDGET}): {dict(engines)}; "
+        "see the comment above ENGINE_BUDGET before raising it")
+    assert p.total <= JOB_BUDGET, (
+        f"the rehearsal plans {p.total} jobs (budget {JOB_BUDGET}): {p.counts}; see the comment above JOB_BUDGET")
+
+
+def test_rehearsal_splits_one_prm_per_scoring_path(rehearsal):
+    """prms.shard_prms: the split and merge run for a vLLM-pooled ORM, a transformers PRM and a trained PRM;
+    every other PRM is one scoring job per policy, through the same merge."""
+    p, cfg = rehearsal
+    specs = plan.resolve_prm_specs(cfg)
+    split = cfg["prms"]["shard_prms"]
+    n = cfg["prms"]["shards"]
+    assert n > 1
+    kinds = {("trained" if specs[s]["trained"] else specs[s].get("backend", "transformers")) for s in split}
+    assert kinds == {"vllm", "transformers", "trained"}, kinds
+    per_prm = Counter(j.wildcards["prm"] for j in p.of("score_samples"))
+    policies = len(plan.bon_policies(cfg))
+    for prm in specs:
+        assert per_prm[prm] == policies * (n if prm in split else 1), prm
+    assert {j.wildcards["nshards"] for j in p.of("score_processbench") if j.wildcards["prm"] not in split} == {"1"}
+    assert Counter(j.wildcards["prm"] for j in p.of("merge_processbench_scores")) == Counter(set(specs))
+
+
+def test_second_policy_tables_are_still_planned(rehearsal):
+    """The 72B policy samples two benchmarks (one English, one few-shot Chinese): Tables 9, 12, 14 and 16
+    (its Best-of-N, LLM-judge and scoring-strategy columns) stay in the plan."""
+    p, cfg = rehearsal
+    for table in ("table9_bon_second_policy", "table12_llm_judge_bon_second_policy",
+                  "table14_scoring_strategies_second_policy", "table16_scoring_strategies_chinese_second_policy"):
+        assert p.counts.get(table) == 1, table
