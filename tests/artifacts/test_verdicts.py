@@ -247,3 +247,37 @@ def test_lesson4_the_judge_with_its_labelling_prompt_is_the_instrument_check():
 def test_lesson1_shows_the_judge_scored_with_its_own_prompt():
     row = V.lesson1_label_sources(pb({"judge": (0.3, 0.2, 0.4), "mc_hard": (0.3, 0.2, 0.4)}), _judge_pb(-0.3, 0.0))
     assert "its own prompt" in row.measured and "`judge`" in row.measured
+
+
+def _audit_rows():
+    rows = []
+    for section, t, k, metric, v, lo, hi in [("mc", 0.0, 8, "first_error_accuracy", 0.56, 0.40, 0.70),
+                                              ("mc", 0.875, 8, "first_error_accuracy", 0.33, 0.20, 0.50),
+                                              ("judge", None, None, "first_error_accuracy", 0.14, 0.06, 0.29),
+                                              ("consensus", None, None, "precision", 0.75, 0.30, 0.95)]:
+        rows.append(dict(section=section, source=section, generator="all", kind="all", threshold=t, k_used=k,
+                         metric=metric, n=36, successes=0, value=v, ci_low=lo, ci_high=hi))
+    return pd.DataFrame(rows)
+
+
+def test_the_label_audit_is_context_in_the_label_lessons_never_their_verdict():
+    p = pb({"judge": (0.3, 0.2, 0.4), "mc_hard": (0.3, 0.2, 0.4), "consensus_hard": (0.3, 0.2, 0.4)})
+    with_audit = V.lesson1_label_sources(p, audit=_audit_rows())
+    assert "MC 56.0 [40.0, 70.0] %" in with_audit.measured and "judge 14.0" in with_audit.measured
+    assert with_audit.verdict == V.lesson1_label_sources(p).verdict
+    assert "consensus-kept 75.0" in V.lesson2_consensus(p, audit=_audit_rows()).measured
+    rows = V.verdict_rows(processbench=p, audit=_audit_rows())
+    assert len(rows) == 7 and "label audit" in rows[0].measured
+
+
+def test_report_renders_the_label_audit_after_the_verdicts(tmp_path, monkeypatch):
+    from prm_lessons.tables import write_csv
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results/tables").mkdir(parents=True)
+    write_csv(_audit_rows().assign(run="t"), "results/tables/label_audit.csv", "label_audit_csv")
+    paper_report(inputs={"label_audit_table": "results/tables/label_audit.csv"},
+                 outputs={"report": "paper/report.md", "run_info": "paper/tables/run_info.tex"},
+                 params={"run": {"name": "t"}, "audit_k": 8}, wildcards={}, threads=1)
+    text = (tmp_path / "paper/report.md").read_text()
+    assert text.index(V.HEADING) < text.index("### Label audit") < text.index("## What this run found")
+    assert "t = 7/8, K' = 8: 33%" in text

@@ -20,6 +20,7 @@ rule paper_report:
             if plan.judge_processbench_cases(config)
             else {}
         ),
+        **({"label_audit_table": "results/tables/label_audit.csv"} if config["audit"]["enabled"] else {}),
         figures=[artifact_paths(aid)["png"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
         # the generated findings that open the report (artifacts.findings)
         processbench_table="results/tables/processbench.csv",
@@ -41,6 +42,7 @@ rule paper_report:
         policy=ANALYSIS["policy"],
         n=ANALYSIS["n"],
         skipped=ANALYSIS_SKIPPED,
+        audit_k=config["audit"]["completions"],
         # the verdict table's lesson 4 trusts the judge's flaw rate only if the labelling judge, as a
         # ProcessBench critic, beats the structure-only baseline
         judge_critics=[

@@ -137,7 +137,48 @@ def _judge_pb_note(judge_pb: pd.DataFrame | None) -> str:
             if parts else "")
 
 
-def lesson1_label_sources(processbench: pd.DataFrame | None, judge_pb: pd.DataFrame | None = None) -> Verdict:
+def _audit_est(audit: pd.DataFrame | None, **where) -> Est | None:
+    """One pooled row of results/tables/label_audit.csv (generator and kind `all`) as a percent Est."""
+    if not has_columns(audit, ("section", "generator", "kind", "metric", "value", "ci_low", "ci_high")):
+        return None
+    m = (audit["generator"].astype(str) == "all") & (audit["kind"].astype(str) == "all")
+    for col, val in where.items():
+        m &= (pd.to_numeric(audit[col], errors="coerce") == float(val)) if isinstance(val, (int, float)) \
+            else (audit[col].astype(str) == str(val))
+    r = audit[m]
+    if r.empty or not finite(r.iloc[0]["value"]):
+        return None
+    r = r.iloc[0]
+    return Est(100 * float(r["value"]), 100 * float(r["ci_low"]), 100 * float(r["ci_high"]))
+
+
+def _audit_note(audit: pd.DataFrame | None, which: str) -> str:
+    """Label-quality context from the label audit (exact step truth): first-error accuracy of MC (t = 0,
+    all K), of the judge, of consensus-kept labels, or of the sweep's ends."""
+    if audit is None:
+        return ""
+    f, fe = Fmt(1.0), "first_error_accuracy"
+    k = pd.to_numeric(audit.get("k_used"), errors="coerce").max() if "k_used" in audit else None
+    mc = _audit_est(audit, section="mc", threshold=0.0, k_used=k, metric=fe) if finite(k) else None
+    parts = []
+    if which == "sources":
+        judge = _audit_est(audit, section="judge", metric=fe)
+        parts = [f"MC {f.est(mc)} %" if mc else "", f"judge {f.est(judge)} %" if judge else ""]
+    elif which == "consensus":
+        prec = _audit_est(audit, section="consensus", metric="precision")
+        kept = _audit_est(audit, section="consensus", metric="share_kept")
+        parts = [f"MC {f.est(mc)} %" if mc else "", f"consensus-kept {f.est(prec)} %" if prec else "",
+                 f"share kept {f.est(kept)} %" if kept else ""]
+    elif which == "threshold" and finite(k):
+        tmax = pd.to_numeric(audit.loc[audit["section"].astype(str) == "mc", "threshold"], errors="coerce").max()
+        hi = _audit_est(audit, section="mc", threshold=tmax, k_used=k, metric=fe) if finite(tmax) else None
+        parts = [f"t = 0 {f.est(mc)} %" if mc else "", f"t = {frac_text(float(tmax))} {f.est(hi)} %" if hi else ""]
+    parts = [p for p in parts if p]
+    return ("; label audit against exact step truth, first-error accuracy: " + ", ".join(parts)) if parts else ""
+
+
+def lesson1_label_sources(processbench: pd.DataFrame | None, judge_pb: pd.DataFrame | None = None,
+                          audit: pd.DataFrame | None = None) -> Verdict:
     """MC vs exact and judge labels on ProcessBench, all labelling the same policy responses (the paper's
     design). The exact labels of the arithmetic process checker (`checker`, the same pool) stand in for
     human annotation and decide when present (checker above MC); without them judge vs MC decides.
@@ -160,7 +201,7 @@ def lesson1_label_sources(processbench: pd.DataFrame | None, judge_pb: pd.DataFr
     if human is not None:
         measured += (f"; human stand-in `{HUMAN}` {fmt.est(human)} (another pool, not compared)")
     measured += _structure_note(avg, fmt, [MC] + ([CHECKER] if exact is not None else [JUDGE]))
-    measured += _judge_pb_note(judge_pb)
+    measured += _judge_pb_note(judge_pb) + _audit_note(audit, "sources")
     if exact is not None:
         verdict, reason = separated_verdict(exact, mc, "exact labels", "MC")
     else:
@@ -175,7 +216,8 @@ L2_DECIDE = ("a judge that beats the structure-only baseline (else the filter ke
              "correct), and enough kept instances to train on (hundreds, not a few)")
 
 
-def lesson2_consensus(processbench: pd.DataFrame | None, trainsets: pd.DataFrame | None = None) -> Verdict:
+def lesson2_consensus(processbench: pd.DataFrame | None, trainsets: pd.DataFrame | None = None,
+                      audit: pd.DataFrame | None = None) -> Verdict:
     """consensus_hard vs mc_hard on ProcessBench (the filter's input is the MC set); the training-set
     sizes from trainsets.csv as context."""
     avg, fmt = _pb(processbench)
@@ -190,7 +232,7 @@ def lesson2_consensus(processbench: pd.DataFrame | None, trainsets: pd.DataFrame
         sizes = {str(v): n for v, n in zip(trainsets["variant"], trainsets["n_instances"]) if finite(n)}
         if CONSENSUS_HARD in sizes and MC in sizes:
             measured += f"; trained on {int(sizes[CONSENSUS_HARD])} vs {int(sizes[MC])} instances"
-    measured += _structure_note(avg, fmt, [CONSENSUS_HARD, MC])
+    measured += _structure_note(avg, fmt, [CONSENSUS_HARD, MC]) + _audit_note(audit, "consensus")
     verdict, reason = separated_verdict(cons, mc, "consensus", "MC")
     return Verdict(L2, L2_PAPER, measured, verdict, reason, L2_DECIDE if verdict == UNDECIDABLE else "")
 
@@ -222,7 +264,7 @@ L3B_DECIDE = ("the sweep's label accuracy against exact truth (label audit), or 
 
 
 def lesson3_threshold(processbench: pd.DataFrame | None, trainsets: pd.DataFrame | None = None,
-                      threshold_sweep: Sequence | None = None) -> Verdict:
+                      threshold_sweep: Sequence | None = None, audit: pd.DataFrame | None = None) -> Verdict:
     """The sweep's two ends, fixed in advance: t = 0 (`mc_hard`) vs the largest threshold trained."""
     avg, fmt = _pb(processbench)
     if avg is None:
@@ -234,6 +276,7 @@ def lesson3_threshold(processbench: pd.DataFrame | None, trainsets: pd.DataFrame
                        "row (config labels.mc threshold sweep)", L3B_DECIDE)
     (t0, _, e0), (tk, _, ek) = pts[0], pts[-1]
     measured = "ProcessBench avg F1: " + "; ".join(f"t = {frac_text(t)} `{n}` {fmt.est(e)}" for t, n, e in pts)
+    measured += _audit_note(audit, "threshold")
     verdict, reason = separated_verdict(e0, ek, f"t = {frac_text(t0)}", f"t = {frac_text(tk)}")
     return Verdict(L3B, L3B_PAPER, measured, verdict, reason, L3B_DECIDE if verdict == UNDECIDABLE else "")
 
@@ -411,19 +454,20 @@ def _guarded(fn: Callable[[], Verdict], lesson: str, paper: str) -> Verdict:
 
 
 def verdict_rows(*, processbench: pd.DataFrame | None = None, bon: pd.DataFrame | None = None,
-                 judge_pb: pd.DataFrame | None = None,
+                 judge_pb: pd.DataFrame | None = None, audit: pd.DataFrame | None = None,
                  trainsets: pd.DataFrame | None = None, fig6: pd.DataFrame | None = None,
                  fig8: pd.DataFrame | None = None, aggregation: str = "product",
                  threshold_sweep: Sequence | None = None, judge_critics: Sequence[str] = ()) -> list[Verdict]:
     """Every lesson's row, in order. `processbench`, `bon`, `trainsets`: results/tables/*.csv (bon: the
     main policy's rows at the main N); `fig6`, `fig8`: those artifacts' cells; `judge_critics`: the
     ProcessBench critic rows of the model that labels (`critic-<name>`); `judge_pb`:
-    results/tables/judge_processbench.csv (the labelling judge scored with its own prompt)."""
+    results/tables/judge_processbench.csv (the labelling judge scored with its own prompt); `audit`:
+    results/tables/label_audit.csv (label quality against exact truth: context, never the verdict)."""
     calls = [
-        (L1, L1_PAPER, lambda: lesson1_label_sources(processbench, judge_pb)),
-        (L2, L2_PAPER, lambda: lesson2_consensus(processbench, trainsets)),
+        (L1, L1_PAPER, lambda: lesson1_label_sources(processbench, judge_pb, audit)),
+        (L2, L2_PAPER, lambda: lesson2_consensus(processbench, trainsets, audit)),
         (L3A, L3A_PAPER, lambda: lesson3_hard_soft(processbench)),
-        (L3B, L3B_PAPER, lambda: lesson3_threshold(processbench, trainsets, threshold_sweep)),
+        (L3B, L3B_PAPER, lambda: lesson3_threshold(processbench, trainsets, threshold_sweep, audit)),
         (L4, L4_PAPER, lambda: lesson4_flawed_process(fig6, processbench, judge_critics, judge_pb)),
         (L5, L5_PAPER, lambda: lesson5_min_at_last(fig8)),
         (L6, L6_PAPER, lambda: lesson6_bon_vs_maj(bon, aggregation)),

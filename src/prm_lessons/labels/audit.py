@@ -199,12 +199,19 @@ def render_markdown(table: pd.DataFrame, k: int, label: str = "") -> list[str]:
         kept = _get(table, section="consensus", generator=ALL, kind=kind, metric="share_kept")
         prec = _get(table, section="consensus", generator=ALL, kind=kind, metric="precision")
         lines.append(f"| {kind} | {_cell(mc_fe)} | {_cell(mc_st)} | {_cell(j)} | {_cell(kept)} | {_cell(prec)} |")
-    grid = table[(table["section"] == "mc") & (table["generator"] == ALL) & (table["kind"] == ALL)
-                 & (table["metric"] == "first_error_accuracy")]
-    if len(grid):
-        best = grid.sort_values(["value", "k_used", "threshold"], ascending=[False, True, True]).iloc[0]
-        lines += ["", f"Best MC setting read from the same completions: t = {Fraction(best['threshold']).limit_denominator(64)}, "
-                  f"K' = {int(best['k_used'])}: first-error accuracy {_cell(best)}."]
+    # the sweep's two ends and K' = 1 vs K, fixed in advance (the best grid point on this slice would be
+    # chosen on the evaluation data)
+    t_max = float(max(thresholds_for(k)))
+    ends = [(f"t = 0, K' = {k}", _get(table, section="mc", generator=ALL, kind=ALL, threshold=t0, k_used=k,
+                                       metric="first_error_accuracy")),
+            (f"t = {Fraction(t_max).limit_denominator(64)}, K' = {k}",
+             _get(table, section="mc", generator=ALL, kind=ALL, threshold=t_max, k_used=k, metric="first_error_accuracy")),
+            ("t = 0, K' = 1", _get(table, section="mc", generator=ALL, kind=ALL, threshold=t0, k_used=1,
+                                   metric="first_error_accuracy"))]
+    ends = [(name, r) for name, r in ends if r is not None]
+    if ends:
+        lines += ["", "MC first-error accuracy read from the same completions: "
+                  + "; ".join(f"{name}: {_cell(r)}" for name, r in ends) + "."]
     soft = _get(table, section="calibration", source="mc_soft", generator=ALL, kind=ALL, metric="brier")
     hard = _get(table, section="calibration", source="mc_hard", generator=ALL, kind=ALL, metric="brier")
     ece = _get(table, section="calibration", source="mc_soft", generator=ALL, kind=ALL, metric="ece")

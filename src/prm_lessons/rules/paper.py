@@ -13,6 +13,7 @@ from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.registry import ARTIFACTS
 from prm_lessons.artifacts.render import latexmk_pdf, report_markdown, run_info_tex
 from prm_lessons.artifacts.verdicts import verdict_rows, verdicts_markdown
+from prm_lessons.labels.audit import render_markdown as render_audit
 from prm_lessons.tables import CorruptTableError, read_csv
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     findings; params `aggregation`, `threshold_sweep` (optional) as the analysis rules get them, `policy` and
     `n` (the main tables' policy and N: the findings read those rows), `skipped` (artifact id → why this
     config does not produce it: printed in its place in the report and, via run_info.tex, in main.pdf),
+    `label_audit_table` (optional: rendered after the verdicts; param `audit_k`),
     `judge_processbench_table` (optional: the labelling judge on ProcessBench with its own prompt),
     `judge_critics` (the ProcessBench critic rows of the labelling judge's model: lesson 4's instrument check)."""
     run = params.get("run", {})
@@ -68,13 +70,16 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     bon = _main_rows(_read_csv(inputs.get("bon_table"), "bon_csv"), params)
     trainsets = _read_csv(inputs.get("trainsets_table"), "trainsets_csv")
     judge_pb = _read_csv(inputs.get("judge_processbench_table"), "judge_processbench_csv")
+    audit = _read_csv(inputs.get("label_audit_table"), "label_audit_csv")
     aggregation = str(params.get("aggregation") or "product")
     verdicts = verdicts_markdown(verdict_rows(
-        processbench=processbench, bon=bon, trainsets=trainsets, judge_pb=judge_pb, fig6=cells_of.get("fig6"),
+        processbench=processbench, bon=bon, trainsets=trainsets, judge_pb=judge_pb, audit=audit, fig6=cells_of.get("fig6"),
         fig8=cells_of.get("fig8"), aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"),
         judge_critics=params.get("judge_critics") or ()))
     findings = findings_markdown(processbench, bon, trainsets, str(run.get("label") or run.get("name") or ""),
                                  aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"))
+    if audit is not None:  # the label audit: the mechanism behind the label lessons, after the verdicts
+        verdicts += "\n" + "\n".join(render_audit(audit, int(params.get("audit_k") or 8))) + "\n"
     # the lesson-by-lesson verdicts open the report, the findings' detail follows
     report.write_text(report_markdown(load_published(), run, cells_of, report.parent, verdicts + "\n" + findings,
                                       skipped))
