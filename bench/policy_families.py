@@ -27,6 +27,11 @@ Measured 2026-11-25, 30 problems x 4 each, two runs (--seed 9000: arith_pb chain
 | arith3 | 3 | 0.12 [0.08, 0.20] | 0.33 | 0.33 | 3.0 / 3 | 0.61 | 104 |
 | chain3 | 3-4 | 0.05 [0.02, 0.10] | 0.20 | 0.20 | 2.8 / 3 | 0.54 | 89 |
 
+MC cost (--mc 24, config.yaml `mc`: K=8, early protocol, soft labels + the threshold sweep; --seed 9200,
+6 problems x 4): generated tokens per labelled response arith1 867, chain1 405, arith_pb 468, chain_pb 303
+(completions per response 21.0 / 12.7 / 10.7 / 8.7): MC stops at the first step with no successful
+completion, which a policy that is right less often reaches sooner. Six problems: noisy.
+
 Accuracy falls with the operations a problem needs (arith_pb: 0.61 / 0.17 / 0.00 for 1 / 2 / 3; arith23's
 higher accuracy is all one-operation problems: 0.48 vs 0.02 on its 10 three-term ones), so the problem
 draw, not the family, moves a 30-problem estimate by ~0.1.
