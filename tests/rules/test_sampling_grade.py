@@ -68,7 +68,7 @@ UNGRADED_RULES = ("sample", "merge_samples", "step_features", "score_samples", "
                   "bon_judge", "merge_bon_judge")
 
 
-@pytest.mark.parametrize("configfiles", [(), ("config/paper.yaml",)], ids=["embedded", "paper"])
+@pytest.mark.parametrize("configfiles", [("config/config.yaml", "config/all.yaml"), ("config/paper.yaml",)], ids=["embedded", "paper"])
 def test_sampling_and_scoring_jobs_neither_run_grading_code_nor_read_the_graded_table(configfiles):
     with parsed_workflow(configfiles) as wf:
         g = wf.globals

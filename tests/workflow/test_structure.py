@@ -229,11 +229,11 @@ def _importers(module: str) -> set[str]:
 
 
 def test_one_concept_one_rerun_unit():
-    """The closures of the rules (embedded config, codedeps) hold only what their jobs run: the search's
+    """The closures of the rules (`make run-all`'s config, codedeps) hold only what their jobs run: the search's
     candidate scorers are in the search's alone (a KV-cache scorer edit reruns the search only), no job that
     scores with a PRM or trains one holds the text generation (vLLM's CPU set-up is hardware's), and
     the rehearsal's head weights need no adapter."""
-    rules = {r.name: f for r in load_rules() if (f := dict(r.params.items()).get("func"))}
+    rules = {r.name: f for r in load_rules(("config/config.yaml", "config/all.yaml")) if (f := dict(r.params.items()).get("func"))}
     closure = {name: codedeps.rule_modules(PKG, f) for name, f in rules.items()}
     assert {r for r, mods in closure.items() if "prm_lessons.search_scorers" in mods} == {"search_greedy"}
     scorers = {r for r, mods in closure.items() if "prm_lessons.scoring.load" in mods}

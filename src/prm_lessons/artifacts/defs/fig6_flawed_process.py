@@ -41,7 +41,7 @@ def build_fig6(rates: pd.DataFrame, pub, params):
     pub_long = published_long(pub, "fig6")
     rows = []
     for _, r in rates.iterrows():
-        key = "processbench" if r["source"] == "processbench_annotation" else "policy"
+        key = "policy" if str(r["source"]).startswith("policy_") else "processbench"
         row = {"policy_judge": ROW_JUDGE, "policy_checker": ROW_CHECKER}.get(
             r["source"], "ProcessBench annotation")
         pc = paper_column(r["dataset"], params)
