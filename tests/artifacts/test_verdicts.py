@@ -281,3 +281,14 @@ def test_report_renders_the_label_audit_after_the_verdicts(tmp_path, monkeypatch
     text = (tmp_path / "paper/report.md").read_text()
     assert text.index(V.HEADING) < text.index("### Label audit") < text.index("## What this run found")
     assert "t = 7/8, K' = 8: 33%" in text
+
+
+def test_lesson4_on_the_best_of_n_samples_prefers_the_checker_table():
+    cb = pd.DataFrame([dict(benchmark=b, metric=m, n=4, count=c, total=t, value=c / t, ci_low=0, ci_high=1)
+                       for b, m, c, t in [("a", "flawed_among_correct", 3, 52), ("b", "flawed_among_correct", 5, 38),
+                                          ("a", "step_coverage", 30, 100), ("b", "step_coverage", 30, 100)]])
+    row = V.lesson4_flawed_process(None, checker_bon=cb)
+    assert row.verdict == V.REPRODUCED and "8 of 90" in row.measured and "30 %" in row.measured
+    assert "8.9 [4.6, 16.6] %" in row.measured
+    none = cb.assign(count=[0, 0, 30, 30])
+    assert V.lesson4_flawed_process(None, checker_bon=none).verdict == V.UNDECIDABLE

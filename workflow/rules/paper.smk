@@ -21,6 +21,7 @@ rule paper_report:
             else {}
         ),
         **({"label_audit_table": "results/tables/label_audit.csv"} if config["audit"]["enabled"] else {}),
+        **({"process_check_bon_table": "results/tables/process_check_bon.csv"} if PROCESS_CHECK else {}),
         figures=[artifact_paths(aid)["png"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
         # the generated findings that open the report (artifacts.findings)
         processbench_table="results/tables/processbench.csv",

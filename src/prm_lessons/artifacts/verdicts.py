@@ -311,8 +311,25 @@ def _judge_own_prompt_delta(judge_pb: pd.DataFrame | None, setting: str = "judge
     return Est(float(r["delta_f1_structure"]), float(r["delta_ci_low"]), float(r["delta_ci_high"]))
 
 
+def _checker_bon_rate(checker_bon: pd.DataFrame | None) -> tuple[Est, int, int, str] | None:
+    """The checker's flawed-process share among the correct Best-of-N samples, pooled over benchmarks
+    (results/tables/process_check_bon.csv, metric `flawed_among_correct`), with its step coverage."""
+    if not has_columns(checker_bon, ("metric", "count", "total")):
+        return None
+    rows = checker_bon[checker_bon["metric"].astype(str) == "flawed_among_correct"]
+    k, m = int(pd.to_numeric(rows["count"]).sum()), int(pd.to_numeric(rows["total"]).sum())
+    if m == 0:
+        return None
+    lo, hi = wilson_interval(k, m)
+    cov = checker_bon[checker_bon["metric"].astype(str) == "step_coverage"]
+    ck, cm = int(pd.to_numeric(cov["count"]).sum()), int(pd.to_numeric(cov["total"]).sum())
+    coverage = f"; it could check {100 * ck / cm:.0f} % of their steps" if cm else ""
+    return Est(100 * k / m, lo, hi), k, m, coverage  # wilson_interval is in percent
+
+
 def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame | None = None,
-                           judge_critics: Sequence[str] = (), judge_pb: pd.DataFrame | None = None) -> Verdict:
+                           judge_critics: Sequence[str] = (), judge_pb: pd.DataFrame | None = None,
+                           checker_bon: pd.DataFrame | None = None) -> Verdict:
     """The flaw rate among the policy's correct answers (Figure 6 cells, key `policy`), pooled over
     datasets, per instrument. The arithmetic process checker (row ROW_CHECKER) decides when present: it
     verifies every `expression = number` and raised no false alarm on the constructed gold solutions
@@ -321,6 +338,15 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
     labelling judge, scored as a ProcessBench critic (`judge_critics`: its critic rows in config order; the
     first one present counts), must beat the structure-only baseline (paired interval above 0). The claim
     is that the rate is above 0, so it is never "contradicted"."""
+    bon_rate = _checker_bon_rate(checker_bon)
+    if bon_rate is not None:  # the Best-of-N samples themselves, where the lesson lives
+        est_b, kb, mb, coverage = bon_rate
+        measured = (f"flawed per the arithmetic checker among the policy's correct Best-of-N samples: {kb} of {mb}, "
+                    f"{Fmt(1.0).est(est_b)} %{coverage} (a lower bound: unchecked steps count as sound)")
+        verdict, reason = interval_verdict(est_b, 0.0, "0")
+        if verdict != REPRODUCED:
+            verdict, reason = UNDECIDABLE, f"the checker's interval contains 0 ({mb} correct-answer samples)"
+        return Verdict(L4, L4_PAPER, measured, verdict, reason, L4_DECIDE if verdict == UNDECIDABLE else "")
     if not has_columns(fig6, ("key", "n", "value")):
         return _absent(L4, L4_PAPER, "no Figure 6 cells (results/tables/fig6_flawed_process.csv)", L4_DECIDE)
     pol = fig6[fig6["key"].astype(str) == "policy"]
@@ -416,7 +442,17 @@ L6_DECIDE = ("the recipe's PRM (consensus-filtered hard labels) trained in distr
              "policy, on enough problems that the paired interval is narrower than the paper's +1.4 points")
 
 
-def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", prm: str = RECIPE) -> Verdict:
+def _trained_on(trainsets: pd.DataFrame | None, prm: str) -> str:
+    """"; trained on N instances" from trainsets.csv (a verdict on a PRM says what it learnt from)."""
+    if not has_columns(trainsets, ("variant", "n_instances")):
+        return ""
+    r = trainsets[trainsets["variant"].astype(str) == prm]
+    n = pd.to_numeric(r["n_instances"], errors="coerce")
+    return f"; `{prm}` trained on {int(n.iloc[0])} instances (the paper's: ~1.5M)" if len(n) and finite(n.iloc[0]) else ""
+
+
+def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", prm: str = RECIPE,
+                       trainsets: pd.DataFrame | None = None) -> Verdict:
     """`prm` (the paper's recipe) minus maj@N in Best-of-N, its paired interval (bon.csv `<metric>-maj`,
     the average row at the largest N)."""
     if not has_columns(bon, ("prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high")):
@@ -436,7 +472,7 @@ def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", p
         reason = (f"no paired difference to maj@{n_val} (metric `{col}-maj`): "
                   + (reason if verdict == UNDECIDABLE else "decided by the two unpaired intervals"))
         return Verdict(L6, L6_PAPER, measured, verdict, reason, L6_DECIDE if verdict == UNDECIDABLE else "")
-    measured += f"; paired difference {fmt.diff(paired)} points"
+    measured += f"; paired difference {fmt.diff(paired)} points" + _trained_on(trainsets, prm)
     verdict, reason = interval_verdict(paired, 0.0, "0")
     return Verdict(L6, L6_PAPER, measured, verdict, reason, L6_DECIDE if verdict == UNDECIDABLE else "")
 
@@ -455,6 +491,7 @@ def _guarded(fn: Callable[[], Verdict], lesson: str, paper: str) -> Verdict:
 
 def verdict_rows(*, processbench: pd.DataFrame | None = None, bon: pd.DataFrame | None = None,
                  judge_pb: pd.DataFrame | None = None, audit: pd.DataFrame | None = None,
+                 checker_bon: pd.DataFrame | None = None,
                  trainsets: pd.DataFrame | None = None, fig6: pd.DataFrame | None = None,
                  fig8: pd.DataFrame | None = None, aggregation: str = "product",
                  threshold_sweep: Sequence | None = None, judge_critics: Sequence[str] = ()) -> list[Verdict]:
@@ -462,15 +499,16 @@ def verdict_rows(*, processbench: pd.DataFrame | None = None, bon: pd.DataFrame 
     main policy's rows at the main N); `fig6`, `fig8`: those artifacts' cells; `judge_critics`: the
     ProcessBench critic rows of the model that labels (`critic-<name>`); `judge_pb`:
     results/tables/judge_processbench.csv (the labelling judge scored with its own prompt); `audit`:
-    results/tables/label_audit.csv (label quality against exact truth: context, never the verdict)."""
+    results/tables/label_audit.csv (label quality against exact truth: context, never the verdict);
+    `checker_bon`: results/tables/process_check_bon.csv (lesson 4 on the Best-of-N samples)."""
     calls = [
         (L1, L1_PAPER, lambda: lesson1_label_sources(processbench, judge_pb, audit)),
         (L2, L2_PAPER, lambda: lesson2_consensus(processbench, trainsets, audit)),
         (L3A, L3A_PAPER, lambda: lesson3_hard_soft(processbench)),
         (L3B, L3B_PAPER, lambda: lesson3_threshold(processbench, trainsets, threshold_sweep, audit)),
-        (L4, L4_PAPER, lambda: lesson4_flawed_process(fig6, processbench, judge_critics, judge_pb)),
+        (L4, L4_PAPER, lambda: lesson4_flawed_process(fig6, processbench, judge_critics, judge_pb, checker_bon)),
         (L5, L5_PAPER, lambda: lesson5_min_at_last(fig8)),
-        (L6, L6_PAPER, lambda: lesson6_bon_vs_maj(bon, aggregation)),
+        (L6, L6_PAPER, lambda: lesson6_bon_vs_maj(bon, aggregation, trainsets=trainsets)),
     ]
     return [_guarded(fn, lesson, paper) for lesson, paper, fn in calls]
 

@@ -54,6 +54,7 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     findings; params `aggregation`, `threshold_sweep` (optional) as the analysis rules get them, `policy` and
     `n` (the main tables' policy and N: the findings read those rows), `skipped` (artifact id → why this
     config does not produce it: printed in its place in the report and, via run_info.tex, in main.pdf),
+    `process_check_bon_table` (optional: lesson 4 from the checker on the Best-of-N samples),
     `label_audit_table` (optional: rendered after the verdicts; param `audit_k`),
     `judge_processbench_table` (optional: the labelling judge on ProcessBench with its own prompt),
     `judge_critics` (the ProcessBench critic rows of the labelling judge's model: lesson 4's instrument check)."""
@@ -71,9 +72,10 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     trainsets = _read_csv(inputs.get("trainsets_table"), "trainsets_csv")
     judge_pb = _read_csv(inputs.get("judge_processbench_table"), "judge_processbench_csv")
     audit = _read_csv(inputs.get("label_audit_table"), "label_audit_csv")
+    checker_bon = _read_csv(inputs.get("process_check_bon_table"), "process_check_bon_csv")
     aggregation = str(params.get("aggregation") or "product")
     verdicts = verdicts_markdown(verdict_rows(
-        processbench=processbench, bon=bon, trainsets=trainsets, judge_pb=judge_pb, audit=audit, fig6=cells_of.get("fig6"),
+        processbench=processbench, bon=bon, trainsets=trainsets, judge_pb=judge_pb, audit=audit, checker_bon=checker_bon, fig6=cells_of.get("fig6"),
         fig8=cells_of.get("fig8"), aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"),
         judge_critics=params.get("judge_critics") or ()))
     findings = findings_markdown(processbench, bon, trainsets, str(run.get("label") or run.get("name") or ""),
