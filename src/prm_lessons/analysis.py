@@ -89,6 +89,10 @@ def processbench_flaw_rates(cases: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# Figure 6's row label per policy-sample instrument (the verdict table reads the rows apart)
+FLAW_ROWS = {"policy_judge": "policy samples, judge", "policy_checker": "policy samples, arithmetic checker"}
+
+
 def flaw_rates(samples: Mapping[str, pd.DataFrame], judges: Mapping[str, pd.DataFrame],
                cases: pd.DataFrame | None, checkers: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """Figure 6 data: the judge-based rate per policy dataset, the arithmetic process checker's on the

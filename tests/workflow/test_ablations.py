@@ -110,5 +110,5 @@ def test_threshold_sweep_value_trains_only_the_new_variant(up_to_date, tmp_path)
         assert rule not in jobs, f"{rule} must not rerun: {jobs}"
     assert jobs["bon_table"] == 1 and jobs["fig5_mc_threshold"] == 1
     assert jobs["trainset"] == 1 and jobs["train_prm"] == 1
-    # one job per Best-of-N policy scores every set (the embedded default has two policies)
-    assert jobs["score_samples"] == 2 and jobs["score_processbench"] == 1
+    # one job per Best-of-N policy scores every set (make run's embedded default has one policy)
+    assert jobs["score_samples"] == 1 and jobs["score_processbench"] == 1

@@ -137,9 +137,14 @@ def _copy_checkout(dest: Path) -> Path:
     return dest
 
 
+RUN_ALL = ("config/config.yaml", "config/all.yaml")
+
+
 def _smk(cwd: Path, *args) -> str:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([*SNAKEMAKE, "--cores", "1", "--rerun-triggers", "mtime", *args], cwd=cwd, env=env,
+    # make run-all's DAG (config/all.yaml): every rule the package has, the search's and the critics' too
+    proc = subprocess.run([*SNAKEMAKE, "--cores", "1", "--configfile", *RUN_ALL, "--rerun-triggers", "mtime", *args],
+                          cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout + proc.stderr
@@ -223,7 +228,7 @@ FIGURE_RULES = {"fig1_overview", "fig2_consensus_filtering", "fig3_hard_soft_bon
 def _importers(module: str) -> set[str]:
     """The rules whose function's closure holds the module (from codedeps, not from the .smk inputs)."""
     src = str(PKG / module)
-    return {r.name for r in load_rules() if (f := dict(r.params.items()).get("func"))
+    return {r.name for r in load_rules(RUN_ALL) if (f := dict(r.params.items()).get("func"))
             and src in codedeps.rule_code_inputs(PKG, f)}
 
 

@@ -25,8 +25,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import pandas as pd
 
-from prm_lessons.analysis import wilson_interval
-from prm_lessons.artifacts.defs.fig6_flawed_process import ROW_CHECKER
+from prm_lessons.analysis import FLAW_ROWS, wilson_interval
 from prm_lessons.artifacts.findings import (
     STRUCTURE,
     Est,
@@ -331,7 +330,7 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
                            judge_critics: Sequence[str] = (), judge_pb: pd.DataFrame | None = None,
                            checker_bon: pd.DataFrame | None = None) -> Verdict:
     """The flaw rate among the policy's correct answers (Figure 6 cells, key `policy`), pooled over
-    datasets, per instrument. The arithmetic process checker (row ROW_CHECKER) decides when present: it
+    datasets, per instrument. The arithmetic process checker (its row, FLAW_ROWS) decides when present: it
     verifies every `expression = number` and raised no false alarm on the constructed gold solutions
     (process_check.csv), so its rate is a lower bound on the flaw rate and can only reproduce the claim or
     leave it undecided. Without it, the judge's rate decides only if the instrument is shown to work: the
@@ -351,8 +350,9 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
         return _absent(L4, L4_PAPER, "no Figure 6 cells (results/tables/fig6_flawed_process.csv)", L4_DECIDE)
     pol = fig6[fig6["key"].astype(str) == "policy"]
     rows = pol["row"].astype(str) if "row" in pol else pd.Series("", index=pol.index)
-    checker = _pooled_rate(pol[rows == ROW_CHECKER]) if (rows == ROW_CHECKER).any() else None
-    judged = pol[rows != ROW_CHECKER]
+    is_checker = rows == FLAW_ROWS["policy_checker"]
+    checker = _pooled_rate(pol[is_checker]) if is_checker.any() else None
+    judged = pol[~is_checker]
     pooled = _pooled_rate(judged) if len(judged) else None
     if pooled is None and checker is None:
         return _absent(L4, L4_PAPER, "no judged correct-answer policy responses (Figure 6 has no `policy` cells)",

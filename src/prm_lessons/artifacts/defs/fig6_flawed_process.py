@@ -32,8 +32,6 @@ SECTION = "Best-of-N bias"
 INPUTS = ("flaws",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
 PARAMS = ("n", "paper_columns", "figure")
-# row labels of the policy cells: one per instrument (the verdict table reads them apart)
-ROW_JUDGE, ROW_CHECKER = "policy samples, judge", "policy samples, arithmetic checker"
 
 
 def build_fig6(rates: pd.DataFrame, pub, params):
@@ -42,7 +40,7 @@ def build_fig6(rates: pd.DataFrame, pub, params):
     rows = []
     for _, r in rates.iterrows():
         key = "policy" if str(r["source"]).startswith("policy_") else "processbench"
-        row = {"policy_judge": ROW_JUDGE, "policy_checker": ROW_CHECKER}.get(
+        row = analysis.FLAW_ROWS.get(
             r["source"], "ProcessBench annotation")
         pc = paper_column(r["dataset"], params)
         pv, plabel = lookup(pub_long, key, pc)
