@@ -59,3 +59,25 @@ def test_launcher_waits_for_its_child_through_sigterm(tmp_path):
     assert done.read_text() == "ok"  # the child finished its save; this process was not killed
     assert signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.default_int_handler, None) or callable(
         signal.getsignal(signal.SIGTERM))
+
+
+def test_a_rank_destroys_its_process_group_after_training(tmp_path, monkeypatch):
+    """A rank that leaves the gloo group to exit-time destructors can abort after saving (SIGABRT fails
+    the torchrun job): main() waits for every rank and destroys the group once train_prm returns."""
+    import torch.distributed as dist
+
+    from prm_lessons import train_launch
+
+    calls = []
+    monkeypatch.setattr(train_launch, "train_prm", lambda **kw: calls.append(("train", kw)))
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "barrier", lambda: calls.append("barrier"))
+    monkeypatch.setattr(dist, "destroy_process_group", lambda: calls.append("destroy"))
+    spec = tmp_path / "spec.json"
+    spec.write_text('{"a": 1}')
+    assert train_launch.main(["--spec", str(spec)]) == 0
+    assert calls == [("train", {"a": 1}), "barrier", "destroy"]
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)   # a single process: nothing to close
+    calls.clear()
+    train_launch.main(["--spec", str(spec)])
+    assert calls == [("train", {"a": 1})]

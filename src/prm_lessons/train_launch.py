@@ -134,7 +134,19 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec = json.loads(Path(args.spec).read_text())
     train_prm(**spec)
+    close_process_group()
     return 0
+
+
+def close_process_group() -> None:
+    """Wait for every rank, then destroy the process group before the interpreter exits: left to exit-time
+    destructors, a gloo rank can abort ("terminate called without an active exception", SIGABRT) after
+    the model is saved, and torchrun then fails the whole job."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
