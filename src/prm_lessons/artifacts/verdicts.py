@@ -91,6 +91,11 @@ def separated_verdict(higher: Est | None, lower: Est | None, hi_name: str, lo_na
     return UNDECIDABLE, f"the intervals of {hi_name} and {lo_name} overlap (their difference's interval contains 0)"
 
 
+def _row(lesson: str, paper: str, decide: str, measured: str, verdict: str, reason: str) -> Verdict:
+    """A measured row; `decide` (the smallest deciding setting) is shown only when undecidable."""
+    return Verdict(lesson, paper, measured, verdict, reason, decide if verdict == UNDECIDABLE else "")
+
+
 def _absent(lesson: str, paper: str, why: str, decide: str = "") -> Verdict:
     return Verdict(lesson, paper, "—", ABSENT, why, decide)
 
@@ -124,14 +129,20 @@ L1_DECIDE = ("MC, judge and exact labels on the same responses at the same size 
              "else a ≥1.5B judge on a GPU)")
 
 
+def _judge_pb_deltas(judge_pb: pd.DataFrame | None) -> dict[str, Est]:
+    """Setting → the labelling judge's F1 minus structure-only on the constructed ProcessBench slice
+    (results/tables/judge_processbench.csv, its `average` rows)."""
+    if not has_columns(judge_pb, ("judge", "subset", "delta_f1_structure", "delta_ci_low", "delta_ci_high")):
+        return {}
+    avg = judge_pb[judge_pb["subset"].astype(str) == "average"]
+    return {str(r["judge"]): Est(float(r["delta_f1_structure"]), float(r["delta_ci_low"]), float(r["delta_ci_high"]))
+            for _, r in avg.iterrows() if finite(r["delta_f1_structure"])}
+
+
 def _judge_pb_note(judge_pb: pd.DataFrame | None) -> str:
     """The labelling judge, with its own prompt, on the constructed ProcessBench slice (rule
     judge_processbench_table): F1 minus structure-only per setting, as context for the judge's labels."""
-    if not has_columns(judge_pb, ("judge", "subset", "delta_f1_structure", "delta_ci_low", "delta_ci_high")):
-        return ""
-    avg = judge_pb[judge_pb["subset"].astype(str) == "average"]
-    parts = [f"`{r['judge']}` {Fmt(1.0).diff(Est(float(r['delta_f1_structure']), float(r['delta_ci_low']), float(r['delta_ci_high'])))}"
-             for _, r in avg.iterrows() if finite(r["delta_f1_structure"])]
+    parts = [f"`{name}` {Fmt(1.0).diff(d)}" for name, d in _judge_pb_deltas(judge_pb).items()]
     return ("; the labelling judge with its own prompt on ProcessBench, F1 minus structure-only: " + ", ".join(parts)
             if parts else "")
 
@@ -205,7 +216,7 @@ def lesson1_label_sources(processbench: pd.DataFrame | None, judge_pb: pd.DataFr
         verdict, reason = separated_verdict(exact, mc, "exact labels", "MC")
     else:
         verdict, reason = separated_verdict(judge, mc, "judge", "MC")
-    return Verdict(L1, L1_PAPER, measured, verdict, reason, L1_DECIDE if verdict == UNDECIDABLE else "")
+    return _row(L1, L1_PAPER, L1_DECIDE, measured, verdict, reason)
 
 
 L2 = "2. Consensus filtering (MC and judge agree) trains a better PRM with less data (§3.1.3)"
@@ -233,7 +244,7 @@ def lesson2_consensus(processbench: pd.DataFrame | None, trainsets: pd.DataFrame
             measured += f"; trained on {int(sizes[CONSENSUS_HARD])} vs {int(sizes[MC])} instances"
     measured += _structure_note(avg, fmt, [CONSENSUS_HARD, MC]) + _audit_note(audit, "consensus")
     verdict, reason = separated_verdict(cons, mc, "consensus", "MC")
-    return Verdict(L2, L2_PAPER, measured, verdict, reason, L2_DECIDE if verdict == UNDECIDABLE else "")
+    return _row(L2, L2_PAPER, L2_DECIDE, measured, verdict, reason)
 
 
 L3A = "3a. Hard labels beat soft labels once the data is filtered (§3.1.4)"
@@ -253,7 +264,7 @@ def lesson3_hard_soft(processbench: pd.DataFrame | None) -> Verdict:
     measured = (f"ProcessBench avg F1: hard `{CONSENSUS_HARD}` {fmt.est(hard)}, soft `{CONSENSUS_SOFT}` "
                 f"{fmt.est(soft)}")
     verdict, reason = separated_verdict(hard, soft, "hard", "soft")
-    return Verdict(L3A, L3A_PAPER, measured, verdict, reason, L3A_DECIDE if verdict == UNDECIDABLE else "")
+    return _row(L3A, L3A_PAPER, L3A_DECIDE, measured, verdict, reason)
 
 
 L3B = "3b. Raising the MC threshold lowers PRM quality; t = 0 is best (§3.1.4)"
@@ -277,7 +288,7 @@ def lesson3_threshold(processbench: pd.DataFrame | None, trainsets: pd.DataFrame
     measured = "ProcessBench avg F1: " + "; ".join(f"t = {frac_text(t)} `{n}` {fmt.est(e)}" for t, n, e in pts)
     measured += _audit_note(audit, "threshold")
     verdict, reason = separated_verdict(e0, ek, f"t = {frac_text(t0)}", f"t = {frac_text(tk)}")
-    return Verdict(L3B, L3B_PAPER, measured, verdict, reason, L3B_DECIDE if verdict == UNDECIDABLE else "")
+    return _row(L3B, L3B_PAPER, L3B_DECIDE, measured, verdict, reason)
 
 
 L4 = "4. Policies write correct answers over flawed processes, which Best-of-N rewards (§3.2, Fig 6)"
@@ -297,17 +308,6 @@ def _pooled_rate(rows: pd.DataFrame) -> tuple[Est, int, int] | None:
     k, m = int(round(float((v[ok] * n[ok] / 100).sum()))), int(n[ok].sum())
     lo, hi = wilson_interval(k, m)
     return Est(100 * k / m, lo, hi), k, m
-
-
-def _judge_own_prompt_delta(judge_pb: pd.DataFrame | None, setting: str = "judge") -> Est | None:
-    """The labelling judge's F1 minus structure-only with the prompt that labelled (setting `judge`)."""
-    if not has_columns(judge_pb, ("judge", "subset", "delta_f1_structure", "delta_ci_low", "delta_ci_high")):
-        return None
-    r = judge_pb[(judge_pb["judge"].astype(str) == setting) & (judge_pb["subset"].astype(str) == "average")]
-    if r.empty or not finite(r.iloc[0]["delta_f1_structure"]):
-        return None
-    r = r.iloc[0]
-    return Est(float(r["delta_f1_structure"]), float(r["delta_ci_low"]), float(r["delta_ci_high"]))
 
 
 def _checker_bon_rate(checker_bon: pd.DataFrame | None) -> tuple[Est, int, int, str] | None:
@@ -345,7 +345,7 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
         verdict, reason = interval_verdict(est_b, 0.0, "0")
         if verdict != REPRODUCED:
             verdict, reason = UNDECIDABLE, f"the checker's interval contains 0 ({mb} correct-answer samples)"
-        return Verdict(L4, L4_PAPER, measured, verdict, reason, L4_DECIDE if verdict == UNDECIDABLE else "")
+        return _row(L4, L4_PAPER, L4_DECIDE, measured, verdict, reason)
     if not has_columns(fig6, ("key", "n", "value")):
         return _absent(L4, L4_PAPER, "no Figure 6 cells (results/tables/fig6_flawed_process.csv)", L4_DECIDE)
     pol = fig6[fig6["key"].astype(str) == "policy"]
@@ -373,10 +373,10 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
         if verdict == UNDECIDABLE:
             reason = (f"the checker's interval contains 0 ({mc} correct-answer responses; it sees arithmetic "
                       "errors only)")
-        return Verdict(L4, L4_PAPER, measured, verdict, reason, L4_DECIDE if verdict == UNDECIDABLE else "")
+        return _row(L4, L4_PAPER, L4_DECIDE, measured, verdict, reason)
     avg, fpb = _pb(processbench)
     deltas = [(c, delta_est(avg, c)) for c in judge_critics] if avg is not None else []
-    own = _judge_own_prompt_delta(judge_pb)
+    own = _judge_pb_deltas(judge_pb).get("judge")  # the setting with the prompt that labelled
     if own is not None:  # the judge with the very prompt that labelled: the instrument itself
         deltas, fpb = [("judge, its labelling prompt", own)], fpb or Fmt(1.0)
     # the first critic of the judge's model in config order (fixed in advance, not the best-scoring one)
@@ -390,7 +390,7 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
         return Verdict(L4, L4_PAPER, measured, UNDECIDABLE, "the judge that measured the rate does not beat the "
                        "structure-only baseline at finding errors, so its verdicts do not measure flaws", L4_DECIDE)
     verdict, reason = interval_verdict(est, 0.0, "0")
-    return Verdict(L4, L4_PAPER, measured, verdict, reason, L4_DECIDE if verdict == UNDECIDABLE else "")
+    return _row(L4, L4_PAPER, L4_DECIDE, measured, verdict, reason)
 
 
 L5 = "5. PRMs' minimum step score sits on the final step: Best-of-N drifts to outcome scoring (§3.2, Fig 8)"
@@ -433,7 +433,7 @@ def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM) -
     measured = (f"`{prm}`, 3+ steps: {Fmt(1.0).est(est)} % of {int(obs['n'])} responses vs chance {ch:.1f} %"
                 + ("; " + "; ".join(short) if short else ""))
     verdict, reason = interval_verdict(est, ch, f"the chance rate {ch:.1f} %")
-    return Verdict(L5, L5_PAPER, measured, verdict, reason, L5_DECIDE if verdict == UNDECIDABLE else "")
+    return _row(L5, L5_PAPER, L5_DECIDE, measured, verdict, reason)
 
 
 L6 = "6. A PRM trained with the paper's recipe beats majority voting in Best-of-N (§4, Table 6)"
@@ -471,10 +471,10 @@ def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", p
         verdict, reason = separated_verdict(acc, maj, prm, f"maj@{n_val}")
         reason = (f"no paired difference to maj@{n_val} (metric `{col}-maj`): "
                   + (reason if verdict == UNDECIDABLE else "decided by the two unpaired intervals"))
-        return Verdict(L6, L6_PAPER, measured, verdict, reason, L6_DECIDE if verdict == UNDECIDABLE else "")
+        return _row(L6, L6_PAPER, L6_DECIDE, measured, verdict, reason)
     measured += f"; paired difference {fmt.diff(paired)} points" + _trained_on(trainsets, prm)
     verdict, reason = interval_verdict(paired, 0.0, "0")
-    return Verdict(L6, L6_PAPER, measured, verdict, reason, L6_DECIDE if verdict == UNDECIDABLE else "")
+    return _row(L6, L6_PAPER, L6_DECIDE, measured, verdict, reason)
 
 
 # ------------------------------------------------------------------------------------------------
