@@ -142,7 +142,7 @@ def close_process_group() -> None:
     """Wait for every rank, then destroy the process group before the interpreter exits: left to exit-time
     destructors, a gloo rank can abort ("terminate called without an active exception", SIGABRT) after
     the model is saved, and torchrun then fails the whole job."""
-    import torch.distributed as dist
+    import torch.distributed as dist  # lazy: torch only in the ranks, never in the launching job
 
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
