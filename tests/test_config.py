@@ -95,3 +95,19 @@ def test_artifacts_a_config_cannot_have_are_not_planned():
     assert "no second policy" in skipped["table9"] and "bon.more_n is empty" in skipped["table10"]
     paper = load_config(ROOT / "config/paper.yaml")
     assert plan.analysis_skipped(paper) == {}
+
+
+def test_threshold_protocol_paper_gsm8k_embedded_auto_and_inapplicable_ones_named():
+    paper = load_config(ROOT / "config/paper.yaml")
+    assert paper["processbench_eval"]["tune_on"] == "gsm8k"  # ProcessBench §4.1, the paper's
+    tuned = {n for n, e in paper["prms"]["models"].items() if e.get("threshold") == "tune"}
+    assert {"skywork_prm_1_5b", "skywork_prm_7b"} <= tuned
+    assert validate_config(base())["processbench_eval"]["tune_on"] == "auto"  # the dev split
+    paper_yaml = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    for patch in ({"processbench_eval": {"tune_on": "dev"}},  # no dev split: real ProcessBench
+                  {"processbench": {"subsets": ["math", "omnimath"]}}):  # gsm8k without a GSM8K subset
+        with pytest.raises(ConfigError, match=r"`processbench_eval\.tune_on`"):
+            validate_config(deep_update(copy.deepcopy(paper_yaml), patch))
+    with pytest.raises(ConfigError, match=r"`processbench_eval\.tune_on`.*constructed\.subsets lacks \(arith, chain_sum\)"):
+        validate_config(deep_update(base(), {"processbench_eval": {"tune_on": "gsm8k"}}))
+    assert validate_config(deep_update(base(), {"processbench_eval": {"tune_on": "crossfit"}}))

@@ -17,7 +17,7 @@ from .data.processbench import load_processbench_cases
 from .errors import InputError, json_type
 from .grading.rows import grade_rows
 from .metrics.bon import bon_metrics
-from .metrics.processbench import evaluate_processbench, predictions_from_rows
+from .metrics.processbench import TUNE_PROTOCOLS, evaluate_processbench, predictions_from_rows
 from .metrics.rows import BON_COLUMNS
 from .metrics.select import AGGREGATIONS, MAJ_GROUPINGS
 from .tables import read_records, write_json
@@ -186,7 +186,7 @@ def _cli_processbench(args) -> int:
         except InputError as exc:
             raise exc.within(args.dev_predictions) from None
     m, _ = evaluate_processbench(cases, preds, scores, thr, dev_cases=dev_cases, dev_scores=dev_scores,
-                                 bootstrap=args.bootstrap, seed=args.seed)
+                                 bootstrap=args.bootstrap, seed=args.seed, tune_on=args.tune_on)
     write_json(m, args.output)
     for name, s in m["subsets"].items():
         print(f"{name:>14}: n={s['n']:5d} error_acc={100 * s['error_acc']:5.1f} "
@@ -257,9 +257,13 @@ def _add_eval(subparsers) -> None:
     pb.add_argument("--threshold", type=_finite_float, default=0.5,
                     help="a step is erroneous when its score is below this (default 0.5; a finite number)")
     pb.add_argument("--tune-threshold", action="store_true",
-                    help="use the threshold maximising the average F1 on the dev split (--dev-data and "
-                         "--dev-predictions) instead; without one, cross-fit it over 2 folds of the cases "
-                         "(each case is scored with the threshold tuned on the other fold); needs step_scores")
+                    help="tune the threshold instead (--tune-on); needs step_scores")
+    pb.add_argument("--tune-on", choices=TUNE_PROTOCOLS, default="auto",
+                    help="with --tune-threshold: dev = the best average F1 on the dev split (--dev-data and "
+                         "--dev-predictions); crossfit = cross-fitted over 2 folds of the cases (each case is "
+                         "scored with the threshold tuned on the other fold); gsm8k = ProcessBench's rule, the "
+                         "best F1 on the gsm8k subset (in-sample) applied to all; auto (default) = dev with a "
+                         "dev split, else crossfit")
     pb.add_argument("--dev-data", default=None,
                     help="the dev split's cases (as --data; no id shared with --data) for --tune-threshold")
     pb.add_argument("--dev-predictions", default=None,

@@ -238,6 +238,7 @@ def _check_cross_references(cfg: dict) -> None:
                               "but names no revision (a 40-hex commit; `main` is resolved once by rule "
                               "download_model)")
     _check_search(cfg)
+    _check_threshold_tuning(cfg)
     _check_shard_prms(cfg)
     _check_analysis(cfg)
     _check_scoring_backends(cfg)
@@ -334,6 +335,25 @@ def _check_analysis(cfg: dict) -> None:
     for i, b in enumerate(a.get("chinese_benchmarks") or []):
         if b not in benchmarks:
             raise _err(f"analysis.chinese_benchmarks.{i}", f"unknown benchmark '{b}' (names under `benchmarks`)")
+
+
+def _check_threshold_tuning(cfg: dict) -> None:
+    """processbench_eval.tune_on must be applicable to the run's ProcessBench cases: `dev` needs the
+    constructed set's dev split, `gsm8k` a subset named gsm8k (hub/local/url: `subsets` null = all four)."""
+    tune_on = (cfg.get("processbench_eval") or {}).get("tune_on", "auto")
+    pb = cfg.get("processbench") or {}
+    constructed = pb.get("source", "constructed") == "constructed"
+    cons = pb.get("constructed") or {}
+    if tune_on == "dev" and not (constructed and cons.get("dev")):
+        raise _err("processbench_eval.tune_on", "'dev' needs a dev split (processbench.constructed.dev); "
+                                                "use crossfit, gsm8k or auto")
+    if tune_on == "gsm8k":
+        subsets = list(cons.get("subsets") or {}) if constructed else pb.get("subsets")
+        if subsets is not None and "gsm8k" not in subsets:
+            where = "processbench.constructed.subsets" if constructed else "processbench.subsets"
+            raise _err("processbench_eval.tune_on", f"'gsm8k' tunes on the GSM8K subset, which {where} lacks "
+                                                    f"({', '.join(map(str, subsets)) or 'none'}); use dev, "
+                                                    "crossfit or auto")
 
 
 def _run_prms(cfg: dict) -> set[str]:

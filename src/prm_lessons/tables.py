@@ -114,7 +114,7 @@ CSV_DTYPES: dict[str, dict[str, str]] = {
     "processbench_csv": {"prm": "str", "subset": "str", "n": "int", "error_acc": "fraction",
                          "correct_acc": "fraction", "f1": "fraction", "f1_ci_low": "fraction",
                          "f1_ci_high": "fraction", "n_unparsed": "int", "threshold": "str",
-                         "delta_f1_structure": "fraction", "delta_ci_low": "fraction",
+                         "tuned_on": "str", "delta_f1_structure": "fraction", "delta_ci_low": "fraction",
                          "delta_ci_high": "fraction", "setting": "str", "run": "str"},
     "judge_processbench_csv": {"judge": "str", "reference": "str", "configured": "str", "subset": "str", "n": "int",
                                "error_acc": "fraction", "correct_acc": "fraction", "f1": "fraction",

@@ -1,6 +1,6 @@
-"""Nothing tuned on the cases being scored (prm_lessons.metrics.processbench): dev-split and cross-fitted
-thresholds, paired bootstrap comparisons of ProcessBench F1 against another predictor, and the CLI's
---tune-threshold."""
+"""Threshold protocols (prm_lessons.metrics.processbench): dev-split and cross-fitted thresholds (nothing
+tuned on the cases being scored), ProcessBench's own rule (best GSM8K F1, in-sample), paired bootstrap
+comparisons of ProcessBench F1 against another predictor, and the CLI's --tune-threshold / --tune-on."""
 from __future__ import annotations
 
 import json
@@ -124,6 +124,57 @@ def test_crossfit_predictions_do_not_depend_on_their_own_folds_labels():
     assert m2["threshold"][1] == m1["threshold"][1] and m2["threshold"][0] != m1["threshold"][0]
 
 
+def gsm8k_vs_average_set():
+    """Six cases whose best thresholds disagree: every T in (0.3, 0.6] is perfect on gsm8k (the smallest
+    candidate: 0.6), while math needs T in (0.1, 0.35] too, so the average F1's best is 0.35."""
+    cases = pd.DataFrame({"id": ["g0", "g1", "g2", "g3", "m0", "m1"], "subset": ["gsm8k"] * 4 + ["math"] * 2,
+                          "label": [-1, 1, 0, -1, 2, -1]})
+    scores = {"g0": [0.9, 0.8], "g1": [0.9, 0.3, 0.2], "g2": [0.25, 0.9], "g3": [0.7, 0.6],
+              "m0": [0.9, 0.9, 0.1], "m1": [0.35]}
+    return cases.assign(steps=[["x"] * len(scores[i]) for i in cases["id"]]), scores
+
+
+def test_gsm8k_protocol_takes_the_best_gsm8k_f1_and_applies_it_to_every_subset():
+    cases, scores = gsm8k_vs_average_set()
+    assert m_processbench.tune_threshold(cases, scores, "gsm8k") == 0.6
+    assert m_processbench.tune_threshold(cases, scores) == 0.35  # the average's best: another threshold
+    assert m_processbench.tune_threshold(cases, scores, "math") == 0.35
+    m, per_case = m_processbench.evaluate_processbench(cases, {}, scores, "tune", tune_on="gsm8k")
+    assert (m["threshold"], m["tuned_on"]) == (0.6, "gsm8k")
+    assert m["threshold_policy"] == "best F1 on the GSM8K subset (4 cases, in-sample; ProcessBench §4.1)"
+    # 0.6 predicts every subset, math included: m1's single step (0.35) is read as wrong there
+    assert list(per_case["prediction"]) == [-1, 1, 0, -1, 2, 0]
+    assert m["subsets"]["gsm8k"]["f1"] == 1.0 and m["subsets"]["math"]["correct_acc"] == 0.0
+    # a dev split is not read by the gsm8k rule (its own best threshold is 0.3-ish)
+    dev, dev_scores = _scored_set("dev", 20, cut=0.3, seed=0)
+    m2, _ = m_processbench.evaluate_processbench(cases, {}, scores, "tune", dev_cases=dev, dev_scores=dev_scores,
+                                                 tune_on="gsm8k")
+    assert (m2["threshold"], m2["tuned_on"]) == (0.6, "gsm8k")
+    rows = pd.DataFrame(m_processbench.processbench_long_rows(m, "skywork"))
+    assert set(rows["tuned_on"]) == {"gsm8k"} and set(rows["threshold"]) == {0.6}
+
+
+def test_tune_protocols_auto_dev_crossfit_and_their_errors():
+    dev, dev_scores = _scored_set("dev", 30, cut=0.3, seed=0)
+    ev, ev_scores = _scored_set("ev", 30, cut=0.7, seed=1)
+    auto, _ = m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=dev, dev_scores=dev_scores)
+    dev_m, _ = m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=dev, dev_scores=dev_scores,
+                                                    tune_on="dev")
+    assert auto["tuned_on"] == dev_m["tuned_on"] == "dev" and auto["threshold"] == dev_m["threshold"]
+    # crossfit ignores a dev split it is given
+    cf, _ = m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=dev, dev_scores=dev_scores,
+                                                 tune_on="crossfit")
+    alone, _ = m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune")
+    assert cf["tuned_on"] == alone["tuned_on"] == "crossfit" and cf["threshold"] == alone["threshold"]
+    with pytest.raises(ValueError, match=r"tune_on 'dev'\) needs a dev split"):
+        m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune", tune_on="dev")
+    with pytest.raises(ValueError, match="'nope' is not one of auto, dev, crossfit, gsm8k"):
+        m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune", tune_on="nope")
+    no_gsm8k, sc = _scored_set("x", 5, cut=0.5, seed=2, subsets=("math",))
+    with pytest.raises(ValueError, match="subset 'gsm8k' has no cases"):
+        m_processbench.evaluate_processbench(no_gsm8k, {}, sc, "tune", tune_on="gsm8k")
+
+
 # ------------------------------------------------------------------------------ paired comparisons
 
 
@@ -166,7 +217,7 @@ def test_processbench_long_rows_carry_the_structure_difference_on_the_average_ro
     rows = pd.DataFrame(m_processbench.processbench_long_rows(m, "x"))
     assert list(rows.columns) == m_processbench.PROCESSBENCH_LONG_COLUMNS == [
         "prm", "subset", "n", "error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high", "n_unparsed",
-        "threshold", "delta_f1_structure", "delta_ci_low", "delta_ci_high", "setting"]
+        "threshold", "tuned_on", "delta_f1_structure", "delta_ci_low", "delta_ci_high", "setting"]
     avg = rows[rows["subset"] == "average"].iloc[0]
     assert avg["delta_f1_structure"] == m["vs_structure"]["diff"]
     assert [avg["delta_ci_low"], avg["delta_ci_high"]] == m["vs_structure"]["ci"]
@@ -208,6 +259,11 @@ def test_cli_tunes_on_the_dev_split_or_cross_fits(tmp_path):
     args.func(args)
     m = json.loads(out.read_text())
     assert m["tuned_on"] == "crossfit" and len(m["threshold"]) == 2
+    args = build_parser().parse_args(base + ["--tune-on", "gsm8k", "--dev-data", dev_dir, "--dev-predictions", dev_pred])
+    args.func(args)
+    m = json.loads(out.read_text())
+    assert m["tuned_on"] == "gsm8k" and m["threshold"] == m_processbench.tune_threshold(
+        *_scored_set("ev", 20, cut=0.7, seed=1), subset="gsm8k")
     with pytest.raises(ValueError, match="go together"):
         args = build_parser().parse_args(base + ["--dev-data", dev_dir])
         args.func(args)

@@ -35,8 +35,9 @@ ProcessBench (official `run_eval.py`): per subset, error_acc = mean over label !
 f1 = 2·e·c/(e+c), 0 when both are 0; average_f1 = unweighted mean of the subset F1s. A PRM's
 prediction = index of the first step whose score is < threshold, −1 if none. A prediction of None
 (an unparsable critic answer) never equals the label: it is counted wrong and reported.
-Nothing is tuned on the cases being scored: a tuned threshold maximises the average F1 on a dev split
-(disjoint ids) or is cross-fitted over two folds of the cases. Model-free baselines (always_correct,
+A tuned threshold (evaluate_processbench's `tune_on`) maximises the average F1 on a dev split (disjoint
+ids), or is cross-fitted over two folds of the cases (no case scored with a threshold tuned on itself),
+or, ProcessBench's own rule (§4.1), maximises the F1 of the evaluated GSM8K subset (in-sample). Model-free baselines (always_correct,
 first_step, structure: the best rule on subset × number of steps, fitted on the dev split) see only
 structure_view(cases); paired_f1_difference compares two predictors on the same bootstrap draws.
 

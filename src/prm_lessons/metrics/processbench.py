@@ -185,6 +185,12 @@ def crossfit_folds(ids: Sequence, subsets: Sequence, labels: Sequence, n_folds: 
     return folds
 
 
+# how `threshold: tune` picks the threshold (config processbench_eval.tune_on): auto = the dev split where
+# there is one, else crossfit; gsm8k = ProcessBench §4.1's rule (the best F1 on the evaluated GSM8K subset,
+# in-sample, applied to every subset), the paper's setting for its scalar PRMs
+TUNE_PROTOCOLS = ("auto", "dev", "crossfit", "gsm8k")
+
+
 def _threshold_cell(t):
     """The threshold column of the long table: a number, None, or 'a|b' for cross-fitted fold thresholds."""
     if isinstance(t, (list, tuple)):
@@ -193,26 +199,28 @@ def _threshold_cell(t):
 
 
 PROCESSBENCH_LONG_COLUMNS = ["prm", "subset", "n", "error_acc", "correct_acc", "f1", "f1_ci_low", "f1_ci_high",
-                             "n_unparsed", "threshold", "delta_f1_structure", "delta_ci_low", "delta_ci_high",
-                             "setting"]
+                             "n_unparsed", "threshold", "tuned_on", "delta_f1_structure", "delta_ci_low",
+                             "delta_ci_high", "setting"]
 
 
 def processbench_long_rows(metrics: dict, prm: str) -> list[dict]:
     """Rows of results/tables/processbench.csv, columns PROCESSBENCH_LONG_COLUMNS (subset 'average':
     f1 = average_f1, accuracies = the unweighted means of the subset accuracies, n = all cases).
     threshold: the number used, 'a|b' for the two cross-fitted fold thresholds, None for critics.
+    tuned_on: how a tuned threshold was chosen (metrics["tuned_on"]: dev, crossfit, gsm8k; None = not tuned).
     delta_f1_structure / delta_ci_low / delta_ci_high: metrics["vs_structure"] (paired bootstrap of
     this average F1 minus the structure-only baseline's), on the 'average' row only; NaN elsewhere.
     setting: what a critic row ran with (metrics["setting"]); None for PRMs and baselines."""
     nan = float("nan")
     setting = metrics.get("setting")
     thr = _threshold_cell(metrics.get("threshold"))
+    tuned_on = metrics.get("tuned_on")
     rows = []
     for name, s in metrics["subsets"].items():
         ci = s.get("ci", {}).get("f1", [nan, nan])
         rows.append({"prm": prm, "subset": name, "n": s["n"], "error_acc": s["error_acc"],
                      "correct_acc": s["correct_acc"], "f1": s["f1"], "f1_ci_low": ci[0], "f1_ci_high": ci[1],
-                     "n_unparsed": s.get("n_unparsed", 0), "threshold": thr,
+                     "n_unparsed": s.get("n_unparsed", 0), "threshold": thr, "tuned_on": tuned_on,
                      "delta_f1_structure": nan, "delta_ci_low": nan, "delta_ci_high": nan, "setting": setting})
     subs = list(metrics["subsets"].values())
     ci = metrics.get("average_f1_ci", [nan, nan])
@@ -222,7 +230,7 @@ def processbench_long_rows(metrics: dict, prm: str) -> list[dict]:
                  "error_acc": float(np.mean([s["error_acc"] for s in subs])) if subs else nan,
                  "correct_acc": float(np.mean([s["correct_acc"] for s in subs])) if subs else nan,
                  "f1": metrics["average_f1"], "f1_ci_low": ci[0], "f1_ci_high": ci[1],
-                 "n_unparsed": metrics.get("n_unparsed", 0), "threshold": thr,
+                 "n_unparsed": metrics.get("n_unparsed", 0), "threshold": thr, "tuned_on": tuned_on,
                  "delta_f1_structure": float(vs["diff"]) if "diff" in vs and vs["diff"] is not None else nan,
                  "delta_ci_low": float(dci[0]) if dci[0] is not None else nan,
                  "delta_ci_high": float(dci[1]) if dci[1] is not None else nan, "setting": setting})
@@ -297,20 +305,23 @@ def _need_scores(cases: pd.DataFrame, scores: dict, what: str) -> None:
 def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, threshold: float | str = 0.5,
                           dev_cases: pd.DataFrame | None = None, dev_scores: dict | None = None,
                           bootstrap: int = 0, seed: int = 0, confidence: float = 0.95,
-                          truncated_ok: bool = False) -> tuple[dict, pd.DataFrame]:
+                          truncated_ok: bool = False, tune_on: str = "auto") -> tuple[dict, pd.DataFrame]:
     """Metrics JSON + per-case predictions frame (id, subset, label, final_answer_correct, prediction).
 
     threshold: a number (`preds` were made with it from `scores`; "fixed"), or predictions given
-    (`scores` empty: a critic), or "tune": the threshold maximising the average F1 (tune_threshold,
-    subset None) is chosen where no evaluated label can reach it —
-    - with a dev split (`dev_cases` + `dev_scores`, no id shared with `cases`): tuned on the dev split
-      and applied to every evaluated case ("tuned_on": "dev", "threshold" = that value);
-    - without one: cross-fitted: the evaluated cases are split into 2 folds (crossfit_folds: by a hash
-      of the id, stratified by subset × error/correct); the threshold tuned on fold k predicts the
-      cases of the other fold ("tuned_on": "crossfit", "threshold" = [tuned on fold 0, tuned on fold 1]).
-    Tuning needs step scores for every evaluated (and dev) case. The dev split is ignored with a
-    numeric threshold. Keys added to processbench_metrics': threshold, threshold_policy, tuned_on
-    (+ crossfit_fold_sizes when cross-fitted).
+    (`scores` empty: a critic), or "tune", chosen by `tune_on` (TUNE_PROTOCOLS; "auto" = "dev" with a dev
+    split, else "crossfit"):
+    - "dev": the threshold maximising the dev split's average F1 (tune_threshold, subset None; `dev_cases`
+      + `dev_scores`, no id shared with `cases`), applied to every evaluated case ("threshold" = that value);
+    - "crossfit": the evaluated cases are split into 2 folds (crossfit_folds: by a hash of the id,
+      stratified by subset × error/correct); the threshold maximising fold k's average F1 predicts the
+      cases of the other fold ("threshold" = [tuned on fold 0, tuned on fold 1]); no case is scored with a
+      threshold tuned on itself;
+    - "gsm8k": ProcessBench §4.1: the threshold maximising the F1 of the evaluated GSM8K subset (in-sample,
+      as published), applied to every subset (the dev split is not read).
+    "tuned_on" records the protocol used. Tuning needs step scores for every evaluated (and dev) case. The
+    dev split is ignored with a numeric threshold. Keys added to processbench_metrics': threshold,
+    threshold_policy, tuned_on (+ crossfit_fold_sizes when cross-fitted).
 
     Inputs are checked first (check_processbench_inputs: InputError naming every bad id): predictions
     in [−1, n_steps − 1], step-score lists of finite numbers with one score per step (fewer allowed
@@ -320,13 +331,19 @@ def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, thresh
         raise ValueError("a dev split needs both dev_cases and dev_scores")
     if threshold != "tune":
         threshold = check_threshold(threshold)
+    elif tune_on not in TUNE_PROTOCOLS:
+        raise ValueError(f"threshold tuning protocol {tune_on!r} is not one of {', '.join(TUNE_PROTOCOLS)}")
+    elif tune_on == "auto":
+        tune_on = "dev" if dev_cases is not None else "crossfit"
+    elif tune_on == "dev" and dev_cases is None:
+        raise ValueError("threshold tuning on the dev split (tune_on 'dev') needs a dev split")
     if as_int(bootstrap) is None or bootstrap < 0 or isinstance(bootstrap, float):
         raise ValueError(f"bootstrap must be an integer ≥ 0 (0 = no intervals), got {bootstrap!r}")
     check_processbench_inputs(cases, preds, scores, truncated_ok)
     if threshold == "tune":
         _need_scores(cases, scores, "the evaluated cases")
         ids = [str(i) for i in cases["id"]]
-        if dev_cases is not None:
+        if tune_on == "dev":
             shared = sorted(set(ids) & {str(i) for i in dev_cases["id"]})
             if shared:
                 raise ValueError(f"the dev split shares {len(shared)} id(s) with the evaluated cases "
@@ -337,7 +354,13 @@ def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, thresh
             t = tune_threshold(dev_cases, dev_scores)
             preds = {i: first_error(scores[i], t) for i in ids}
             threshold_used: float | list | None = t
-            policy, tuned_on = f"tuned on the dev split ({len(dev_cases)} cases)", "dev"
+            policy = f"tuned on the dev split ({len(dev_cases)} cases)"
+        elif tune_on == "gsm8k":
+            t = tune_threshold(cases, scores, subset="gsm8k")
+            preds = {i: first_error(scores[i], t) for i in ids}
+            threshold_used = t
+            n_gsm8k = int((cases["subset"].astype(str) == "gsm8k").sum())
+            policy = f"best F1 on the GSM8K subset ({n_gsm8k} cases, in-sample; ProcessBench §4.1)"
         else:
             folds = crossfit_folds(cases["id"], cases["subset"], cases["label"])
             sizes = [int((folds == k).sum()) for k in (0, 1)]
@@ -347,8 +370,9 @@ def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, thresh
             ts = [tune_threshold(cases[folds == k], scores) for k in (0, 1)]
             preds = {i: first_error(scores[i], ts[1 - int(f)]) for i, f in zip(ids, folds)}
             threshold_used = ts
-            policy, tuned_on = "cross-fitted over 2 folds", "crossfit"
+            policy = "cross-fitted over 2 folds"
             extra["crossfit_fold_sizes"] = sizes
+        tuned_on = tune_on
     else:
         threshold_used = float(threshold) if scores else None
         policy, tuned_on = ("fixed" if scores else "predictions given"), None

@@ -8,7 +8,8 @@ PROCESSBENCH_BASELINES = ("always_correct", "first_step", "structure")
 
 def processbench_dev(config: dict) -> bool:
     """Whether the run has a ProcessBench dev split (constructed sets with `processbench.constructed.dev`);
-    without one, tuned choices are cross-fitted over folds of the evaluation cases."""
+    without one, the structure baseline is cross-fitted over folds of the evaluation cases and a tuned
+    threshold follows processbench_eval.tune_on."""
     pb = config.get("processbench") or {}
     return pb.get("source", "constructed") == "constructed" and bool((pb.get("constructed") or {}).get("dev"))
 

@@ -431,7 +431,8 @@ def processbench_baseline(*, inputs: dict, outputs: dict, params: dict, wildcard
 def processbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `processbench_metrics`: cases + results/scores/{prm}/processbench.parquet (step scores) or a
     critic's predictions → results/metrics/processbench/{prm}.json and {prm}_predictions.parquet. A
-    tuned threshold comes from the dev split's scores (cross-fitted without one); the paired F1
+    tuned threshold follows processbench_eval.tune_on (auto: the dev split's scores, cross-fitted without
+    one; gsm8k: ProcessBench's best GSM8K F1); the paired F1
     difference against the structure-only baseline is recorded as `vs_structure`."""
     cfg = params["processbench_eval"]
     cases = read_table(inputs["cases"], "processbench")
@@ -453,7 +454,8 @@ def processbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards
     boot = _bootstrap_args(cfg)
     # a PRM truncated at its max length scores fewer steps than a case has (recorded as n_truncated)
     m, per_case = metrics_processbench.evaluate_processbench(cases, preds, scores, threshold, dev_cases=dev_cases,
-                                                dev_scores=dev_scores, truncated_ok=True, **boot)
+                                                dev_scores=dev_scores, truncated_ok=True,
+                                                tune_on=cfg.get("tune_on", "auto"), **boot)
     if "n_steps_scored" in src.columns and "n_steps" in src.columns:
         m["n_truncated"] = int((src["n_steps_scored"] < src["n_steps"]).sum())
     if as_paths(inputs.get("structure")):
