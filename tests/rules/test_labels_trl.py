@@ -1,7 +1,8 @@
 """A TRL stepwise-supervision dataset enters through config alone: the embedded config plus one variant
 `{source: trl, trl: {...}}` is validated, planned, labelled by rule trl_labels (a row whose prompt is an
 evaluation problem is dropped, the count recorded) and built into a training set; a malformed row stops
-the job naming it; the Hub form is checked and planned without any download."""
+the job naming it; the Hub form is checked and planned without any download; rule export_trl writes the
+training set back in TRL's format (trainsets.export_trl)."""
 import json
 from pathlib import Path
 
@@ -11,8 +12,15 @@ import yaml
 
 from prm_lessons.config import ConfigError, validate_config
 from prm_lessons.labels.stepwise import StepwiseRowError
-from prm_lessons.plan import trainset_inputs, trl_labels_path, trl_local_files, trl_variants, variants
-from prm_lessons.rules.labels import trainset, trainsets_table, trl_labels
+from prm_lessons.plan import (
+    trainset_inputs,
+    trl_exports,
+    trl_labels_path,
+    trl_local_files,
+    trl_variants,
+    variants,
+)
+from prm_lessons.rules.labels import export_trl, trainset, trainsets_table, trl_labels
 from prm_lessons.tables import read_table, table_meta
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,3 +114,21 @@ def test_hub_form_is_validated_and_planned_without_a_download():
     cfg["trainsets"]["variants"]["mine"] = {"source": "judge", "trl": dict(HUB)}
     with pytest.raises(ValueError, match="`trainsets.variants.mine.trl`: only a variant with `source: trl`"):
         variants(validate_config(cfg, ROOT / "workflow/schemas/config.schema.yaml"))
+
+
+def test_rule_export_trl_writes_the_trainset_back(tmp_path):
+    path = _write_jsonl(tmp_path / "mine.jsonl", ROWS)
+    cfg = _config({"source": "local", "path": str(path)})
+    assert trl_exports(cfg) == {}  # off by default
+    ts, _, _ = _label_and_build(tmp_path, cfg)
+    out = tmp_path / "trl" / "mine.jsonl"
+    export_trl(inputs={"table": str(tmp_path / "ts.parquet")}, outputs={"rows": str(out)},
+               params={"soft_threshold": None}, wildcards={"variant": "mine"}, threads=1)
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert rows == [{"prompt": ROWS[0]["prompt"], "completions": ROWS[0]["completions"], "labels": [True, True]},
+                    {"prompt": ROWS[2]["prompt"], "completions": ["3 + 4 = 8."], "labels": [False]}]
+    cfg["trainsets"]["export_trl"] = {"enabled": True, "soft_threshold": None}
+    hard = trl_exports(cfg)
+    assert hard["mine"] is None and "mc_hard" in hard and "mc_soft" not in hard
+    cfg["trainsets"]["export_trl"]["soft_threshold"] = 0.25
+    assert trl_exports(cfg)["mc_soft"] == 0.25 and trl_exports(cfg)["mc_hard"] is None

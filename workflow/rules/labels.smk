@@ -244,6 +244,30 @@ if TRAINSET_VARIANTS:
     TARGETS.append("results/tables/trainsets.csv")
 
 
+# Every training set also in TRL's stepwise-supervision format (trainsets.export_trl; off by default).
+rule export_trl:
+    input:
+        code("labels:export_trl"),
+        table="results/trainsets/{variant}.parquet",
+    output:
+        rows="results/trainsets/trl/{variant}.jsonl",
+    log:
+        "logs/trainsets/trl/{variant}.log",
+    wildcard_constraints:
+        variant=plan.wildcard_alternatives(TRL_EXPORTS),
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        func="labels:export_trl",
+        soft_threshold=lambda wc: TRL_EXPORTS[wc.variant],
+    script:
+        RUN
+
+
+TARGETS.extend(expand("results/trainsets/trl/{variant}.jsonl", variant=list(TRL_EXPORTS)))
+
+
 # The labelling judge scored as a ProcessBench critic with its own prompt, reference-free and
 # reference-guided (judge.reference), on a stratified slice of the constructed cases (judge.processbench_cases),
 # beside the structure baseline: whether any judge setting could give labels better than structure

@@ -121,6 +121,7 @@ from .trainsets import (
     role_model,
     threshold_sweep_variants,
     trainset_inputs,
+    trl_exports,
     trl_labels_path,
     trl_local_files,
     trl_variants,
@@ -130,7 +131,7 @@ from .trainsets import (
 )
 
 __all__ = [
-    "process_check_enabled", "trl_labels_path", "trl_local_files", "trl_variants",
+    "process_check_enabled", "trl_exports", "trl_labels_path", "trl_local_files", "trl_variants",
     "wildcard_alternatives", "model_input", "gpus", "mem_mb_for", "runtime", "engine_threads", "bon_n",
     "POLICY_SAMPLING_KEYS", "bon_policies", "primary_policy", "policy_dir", "policy_of_dir", "policy_dir_regex",
     "bon_ns", "sample_n", "judge_sample_cap", "bon_evaluations", "policy_path", "dataset_spec", "local_source_inputs",

@@ -138,6 +138,17 @@ def trl_local_files(spec: dict) -> list[str]:
     return [spec["path"]] if spec["source"] == "local" else []
 
 
+def trl_exports(config: dict) -> dict[str, float | None]:
+    """Variants written in TRL's format by rule export_trl (trainsets.export_trl.enabled) → the soft-label
+    threshold they need (None for hard labels); soft variants only with export_trl.soft_threshold."""
+    ex = (config.get("trainsets") or {}).get("export_trl") or {}
+    if not ex.get("enabled"):
+        return {}
+    thr = ex.get("soft_threshold")
+    return {n: (None if v["label_type"] == "hard" else float(thr)) for n, v in variants(config).items()
+            if v["label_type"] == "hard" or thr is not None}
+
+
 def trl_labels_path(variant: str) -> str:
     return f"results/labels/trl/{variant}.parquet"
 

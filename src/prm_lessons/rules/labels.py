@@ -23,7 +23,7 @@ from ..labels.human import (
 from ..labels.judge import judge_responses, load_template, reference_text
 from ..labels.math_shepherd import convert_math_shepherd, iter_rows, malformed_lines, math_shepherd_file
 from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
-from ..labels.stepwise import convert_stepwise, stepwise_rows
+from ..labels.stepwise import convert_stepwise, stepwise_rows, to_stepwise, write_stepwise
 from ..labels.stepwise import malformed_lines as stepwise_malformed_lines
 from ..labels.trainsets import CSV_COLUMNS, build_variant, paper_n_instances
 from ..metrics import judge_processbench as judge_pb
@@ -316,6 +316,15 @@ def trl_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, th
     write_table(df, outputs["table"], "trainset", meta={"trl": spec, "summary": summary,
                                                         "malformed_ids": report["malformed_ids"],
                                                         "n_candidates": n_before})
+
+
+def export_trl(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `export_trl`: one training set in TRL's stepwise-supervision format →
+    results/trainsets/trl/{variant}.jsonl (soft labels: positive iff > params.soft_threshold)."""
+    rows = to_stepwise(read_table(inputs["table"], "trainset"), params.get("soft_threshold"))
+    write_stepwise(rows, outputs["rows"])
+    print(f"export_trl {wildcards.get('variant', '')}: {len(rows)} rows, "
+          f"{sum(len(r['labels']) for r in rows)} steps -> {outputs['rows']}", flush=True)
 
 
 def consensus(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
