@@ -3,6 +3,8 @@ the row (or, with `skip`, counted by id), labels cut after the first false step,
 counted, parquet input (arrow booleans), and the export back to the format (hard labels, soft labels with a
 threshold) reading back to the same instances."""
 import json
+import sys
+import types
 
 import pandas as pd
 import pytest
@@ -13,6 +15,7 @@ from prm_lessons.labels.stepwise import (
     StepwiseRowError,
     convert_stepwise,
     malformed_lines,
+    stepwise_rows,
     to_stepwise,
     write_stepwise,
 )
@@ -126,3 +129,17 @@ def test_soft_labels_need_a_threshold():
 def test_export_refuses_other_suffixes(tmp_path):
     with pytest.raises(ValueError, match=r"\.jsonl or \.parquet"):
         write_stepwise([], tmp_path / "x.csv")
+
+
+def test_the_hub_source_loads_the_pinned_split_through_datasets(monkeypatch):
+    """No network: a stand-in `datasets` module records the call (the id, config, split and the commit)."""
+    calls = []
+
+    def load_dataset(path, name=None, split=None, revision=None):
+        calls.append((path, name, split, revision))
+        return GOOD[:2]
+
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    spec = {"source": "hub", "id": "trl-lib/prm800k", "revision": "0" * 40, "config": None, "split": "test"}
+    inst, _ = convert_stepwise(stepwise_rows(spec), "hub")
+    assert calls == [("trl-lib/prm800k", None, "test", "0" * 40)] and len(inst) == 2
