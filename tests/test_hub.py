@@ -250,7 +250,10 @@ def test_job_offline_only_spares_the_download_and_data_rules(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     assert hub.job_offline("download_model") is False and "HF_HUB_OFFLINE" not in os.environ
     assert hub.job_offline("problems") is False and "HF_HUB_OFFLINE" not in os.environ
-    for rule in ("sample", "train_prm", "score_samples"):
+    # the released and TRL-format step labels download their Hub data in the job itself
+    for rule in ("math_shepherd_labels", "trl_labels"):
+        assert hub.job_offline(rule) is False and "HF_HUB_OFFLINE" not in os.environ
+    for rule in ("sample", "train_prm", "score_samples", "trainset", "export_trl"):
         monkeypatch.setenv("HF_HUB_OFFLINE", "0")
         assert hub.job_offline(rule) is True and os.environ["HF_HUB_OFFLINE"] == "1"
 

@@ -1,5 +1,6 @@
 """Console script `prm-lessons` (also `python -m prm_lessons.cli`): `grade` (answer extraction and
-grading of a JSONL file) and `eval {processbench,bon}` (the metrics on predictions or step scores)."""
+grading of a JSONL file), `eval {processbench,bon}` (the metrics on predictions or step scores) and
+`export-trl` (a training set in TRL's stepwise-supervision format)."""
 from __future__ import annotations
 
 import argparse
@@ -16,11 +17,12 @@ import pandas as pd
 from .data.processbench import load_processbench_cases
 from .errors import InputError, json_type
 from .grading.rows import grade_rows
+from .labels.stepwise import to_stepwise, write_stepwise
 from .metrics.bon import bon_metrics
 from .metrics.processbench import TUNE_PROTOCOLS, evaluate_processbench, predictions_from_rows
 from .metrics.rows import BON_COLUMNS
 from .metrics.select import AGGREGATIONS, MAJ_GROUPINGS
-from .tables import read_records, write_json
+from .tables import read_records, read_table, write_json
 
 # -- argument types: bad values are argparse errors (usage + one line, exit status 2) ------------------
 
@@ -302,11 +304,42 @@ def _add_eval(subparsers) -> None:
     bon.set_defaults(func=_cli_bon)
 
 
+# -- export-trl ------------------------------------------------------------------------------------------
+
+def _cmd_export_trl(args) -> int:
+    _check_output(args.output)
+    df = read_table(args.trainset, "trainset")
+    rows = to_stepwise(df, args.soft_threshold)
+    write_stepwise(rows, args.output)
+    n_steps = sum(len(r["labels"]) for r in rows)
+    n_pos = sum(sum(r["labels"]) for r in rows)
+    print(f"exported {len(rows)} instances ({n_steps} steps, {n_pos} positive) from {args.trainset} "
+          f"-> {args.output}")
+    return 0
+
+
+def _add_export_trl(subparsers) -> None:
+    p = subparsers.add_parser(
+        "export-trl", help="write a training set in TRL's stepwise-supervision format",
+        description="Reads a training set the workflow built (results/trainsets/<variant>.parquet, or "
+                    "results/labels/{human,math_shepherd}.parquet) and writes one row per instance: "
+                    "{prompt, completions, labels} with one boolean per step, as TRL's PRMTrainer reads "
+                    "(a .jsonl or .parquet file, by suffix). A `source: trl` variant reads the file back. "
+                    "Soft labels (any label other than 0 or 1) are an error naming the instance unless "
+                    "--soft-threshold is given.")
+    p.add_argument("--trainset", required=True, help="a trainset table (.parquet)")
+    p.add_argument("--output", required=True, help="the file to write (.jsonl or .parquet)")
+    p.add_argument("--soft-threshold", type=_finite_float, default=None,
+                   help="soft labels: a step is positive iff its label > this (the MC hard-label rule)")
+    p.set_defaults(func=_cmd_export_trl)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="prm-lessons", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_grade(sub)  # order = help order
     _add_eval(sub)
+    _add_export_trl(sub)
     return parser
 
 

@@ -23,7 +23,8 @@ SIDE_PATTERNS = ("*.json", "*.model", "*.txt", "*.jinja", "*.tiktoken")
 # pickled trainer state some repos ship beside their weights: never weights, never loaded
 NOT_WEIGHTS = {"training_args.bin"}
 # rules that may reach the network (downloads on the submit host); every other job runs offline
-ONLINE_RULES = frozenset({"download_model", "problems", "processbench", "human_labels", "benchmark_file",
+ONLINE_RULES = frozenset({"download_model", "problems", "processbench", "human_labels", "math_shepherd_labels",
+                          "trl_labels", "benchmark_file",
                           "processbench_file"})
 
 

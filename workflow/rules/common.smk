@@ -25,6 +25,8 @@ TARGETS = []  # each stage .smk extends this; rule all takes it
 
 # -- names shared across stages ------------------------------------------------------------------------
 TRAINSET_VARIANTS = plan.variants(config)  # name -> spec (source, label_type, threshold, datasets)
+TRL_VARIANTS = plan.trl_variants(config)  # name -> where its TRL stepwise data is (rule trl_labels)
+TRL_EXPORTS = plan.trl_exports(config)  # variant -> soft-label threshold (None: hard) of rule export_trl
 THRESHOLD_SWEEP = plan.threshold_sweep_variants(config)  # [(threshold, variant)] for Figure 5
 COMPLETER = plan.role_model(config, "completer")
 JUDGE = plan.role_model(config, "judge")

@@ -152,6 +152,31 @@ rule math_shepherd_labels:
         RUN
 
 
+# A training set in TRL's stepwise-supervision format (trainsets.variants.*.source trl, the variant's
+# `trl` key: a Hub dataset at a pinned commit or a local file), checked row by row and decontaminated
+# like PRM800K.
+rule trl_labels:
+    input:
+        code("labels:trl_labels"),
+        eval_sets=plan.eval_set_paths(config),
+        local=lambda wc: plan.trl_local_files(TRL_VARIANTS[wc.variant]),
+    output:
+        table="results/labels/trl/{variant}.parquet",
+    log:
+        "logs/labels/trl/{variant}.log",
+    wildcard_constraints:
+        variant=plan.wildcard_alternatives(TRL_VARIANTS),
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        func="labels:trl_labels",
+        variant=lambda wc: wc.variant,
+        trl=lambda wc: TRL_VARIANTS[wc.variant],
+    script:
+        RUN
+
+
 rule consensus:
     input:
         code("labels:consensus"),
@@ -217,6 +242,30 @@ rule trainsets_table:
 if TRAINSET_VARIANTS:
     TARGETS.extend(expand("results/trainsets/{variant}.parquet", variant=list(TRAINSET_VARIANTS)))
     TARGETS.append("results/tables/trainsets.csv")
+
+
+# Every training set also in TRL's stepwise-supervision format (trainsets.export_trl; off by default).
+rule export_trl:
+    input:
+        code("labels:export_trl"),
+        table="results/trainsets/{variant}.parquet",
+    output:
+        rows="results/trainsets/trl/{variant}.jsonl",
+    log:
+        "logs/trainsets/trl/{variant}.log",
+    wildcard_constraints:
+        variant=plan.wildcard_alternatives(TRL_EXPORTS),
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        func="labels:export_trl",
+        soft_threshold=lambda wc: TRL_EXPORTS[wc.variant],
+    script:
+        RUN
+
+
+TARGETS.extend(expand("results/trainsets/trl/{variant}.jsonl", variant=list(TRL_EXPORTS)))
 
 
 # The labelling judge scored as a ProcessBench critic with its own prompt, reference-free and

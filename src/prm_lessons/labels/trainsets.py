@@ -7,6 +7,8 @@ A variant names a label source and type:
 * ``human``     — PRM800K or labels by construction (results/labels/human.parquet);
 * ``math_shepherd`` — Math-Shepherd's released labels (results/labels/math_shepherd.parquet,
   `labels.math_shepherd`);
+* ``trl`` — a dataset in TRL's stepwise-supervision format named by the variant's ``trl`` key
+  (results/labels/trl/{variant}.parquet, `labels.stepwise`);
 * ``checker`` — the arithmetic process checker's exact step labels (prm_lessons.process_check) on the
   same sampled responses MC and the judge label: truncated after the first wrong step; a wrong final
   answer with no step flagged gives no instance (:func:`checker_labels`);
@@ -22,7 +24,7 @@ trained twice.
 ``results/tables/trainsets.csv``: variant, source, label_type, threshold, n_instances, n_steps,
 positive_rate (share of positive steps; for soft labels the mean label), retained_fraction
 (n_instances / candidate responses: all sampled responses for mc/judge/consensus/checker; instances before
-decontamination for human and math_shepherd), paper_n_instances (the paper's size of that data source,
+decontamination for human, math_shepherd and trl), paper_n_instances (the paper's size of that data source,
 `PAPER_N_INSTANCES`; empty for the paper's own 860k sets, which this run samples at its own scale); a
 last column ``run`` holds the run label (provenance).
 """
@@ -128,16 +130,17 @@ def stats(df: pd.DataFrame, name: str, spec: dict, n_candidates: int, paper_n: i
 
 def build_variant(name: str, spec: dict, *, samples: list[pd.DataFrame] = (), mc: list[pd.DataFrame] = (),
                   judge: list[pd.DataFrame] = (), consensus: list[pd.DataFrame] = (), human: pd.DataFrame | None = None,
-                  math_shepherd: pd.DataFrame | None = None, checker: list[pd.DataFrame] = (),
+                  math_shepherd: pd.DataFrame | None = None, trl: pd.DataFrame | None = None,
+                  checker: list[pd.DataFrame] = (),
                   k: int | None = None,
                   n_human_candidates: int | None = None,
                   paper_n_instances: int | None = None) -> tuple[pd.DataFrame, dict]:
-    """The training set of one variant (trainset table + extras) and its stats row. human / math_shepherd:
-    the labels table of that source (made once, decontaminated); n_human_candidates: its instances
-    before decontamination."""
+    """The training set of one variant (trainset table + extras) and its stats row. human / math_shepherd /
+    trl: the labels table of that source (made by its own rule, decontaminated); n_human_candidates: its
+    instances before decontamination."""
     src, lt = spec["source"], spec["label_type"]
-    if src in ("human", "math_shepherd"):
-        made = human if src == "human" else math_shepherd
+    if src in ("human", "math_shepherd", "trl"):
+        made = {"human": human, "math_shepherd": math_shepherd, "trl": trl}[src]
         if made is None:
             raise ValueError(f"variant {name}: {src} labels table missing")
         keep = ["instance_id", "question", "steps", "labels"] + (["dataset"] if "dataset" in made.columns else [])

@@ -121,13 +121,17 @@ from .trainsets import (
     role_model,
     threshold_sweep_variants,
     trainset_inputs,
+    trl_exports,
+    trl_labels_path,
+    trl_local_files,
+    trl_variants,
     uses,
     variant_datasets,
     variants,
 )
 
 __all__ = [
-    "process_check_enabled",
+    "process_check_enabled", "trl_exports", "trl_labels_path", "trl_local_files", "trl_variants",
     "wildcard_alternatives", "model_input", "gpus", "mem_mb_for", "runtime", "engine_threads", "bon_n",
     "POLICY_SAMPLING_KEYS", "bon_policies", "primary_policy", "policy_dir", "policy_of_dir", "policy_dir_regex",
     "bon_ns", "sample_n", "judge_sample_cap", "bon_evaluations", "policy_path", "dataset_spec", "local_source_inputs",

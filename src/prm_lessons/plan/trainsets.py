@@ -6,15 +6,18 @@ from ..labels.mc import as_fraction
 from .processbench import PROCESSBENCH_DEV, processbench_dev
 from .sampling import sized_shard_count
 
-TRAINSET_SOURCES = ("mc", "judge", "human", "consensus", "math_shepherd", "checker")
+TRAINSET_SOURCES = ("mc", "judge", "human", "consensus", "math_shepherd", "checker", "trl")
 
 
 def _norm_spec(spec: dict) -> dict:
     src = spec["source"]
     lt = spec.get("label_type", "hard") if src in ("mc", "consensus") else "hard"
     thr = float(spec.get("threshold", 0.0)) if (src == "mc" and lt == "hard") else None
-    return {"source": src, "label_type": lt, "threshold": thr,
-            "datasets": list(spec["datasets"]) if spec.get("datasets") else None}
+    out = {"source": src, "label_type": lt, "threshold": thr,
+           "datasets": list(spec["datasets"]) if spec.get("datasets") else None}
+    if src == "trl":  # where its data is: the params of rule trl_labels
+        out["trl"] = dict(spec["trl"])
+    return out
 
 
 def variants(config: dict) -> dict[str, dict]:
@@ -29,6 +32,9 @@ def variants(config: dict) -> dict[str, dict]:
         s = _norm_spec(spec)
         if s["source"] not in TRAINSET_SOURCES:
             raise ValueError(f"config error at `trainsets.variants.{name}.source`: must be one of {TRAINSET_SOURCES}")
+        if spec.get("trl") is not None and s["source"] != "trl":
+            raise ValueError(f"config error at `trainsets.variants.{name}.trl`: only a variant with `source: trl` "
+                             f"reads it (this one has source {s['source']!r})")
         if s["source"] == "checker" and not process_check_enabled(config):
             raise ValueError(f"config error at `trainsets.variants.{name}.source`: 'checker' labels need "
                              "`process_check.enabled: true` (the checker reads arithmetic only)")
@@ -122,12 +128,39 @@ def eval_set_paths(config: dict) -> list[str]:
     return paths
 
 
+def trl_variants(config: dict) -> dict[str, dict]:
+    """Variant name → its `trl` data spec, for the variants with source trl (rule trl_labels)."""
+    return {n: v["trl"] for n, v in variants(config).items() if v["source"] == "trl"}
+
+
+def trl_local_files(spec: dict) -> list[str]:
+    """The local file of a `trl` spec as a rule input (none for the Hub: rule trl_labels downloads it)."""
+    return [spec["path"]] if spec["source"] == "local" else []
+
+
+def trl_exports(config: dict) -> dict[str, float | None]:
+    """Variants written in TRL's format by rule export_trl (trainsets.export_trl.enabled) → the soft-label
+    threshold they need (None for hard labels); soft variants only with export_trl.soft_threshold."""
+    ex = (config.get("trainsets") or {}).get("export_trl") or {}
+    if not ex.get("enabled"):
+        return {}
+    thr = ex.get("soft_threshold")
+    return {n: (None if v["label_type"] == "hard" else float(thr)) for n, v in variants(config).items()
+            if v["label_type"] == "hard" or thr is not None}
+
+
+def trl_labels_path(variant: str) -> str:
+    return f"results/labels/trl/{variant}.parquet"
+
+
 def trainset_inputs(config: dict, variant: str) -> dict:
     """Named inputs of one variant's trainset rule."""
     spec = variants(config)[variant]
     src = spec["source"]
     if src in ("human", "math_shepherd"):  # labelled once for every variant: rules human_labels, math_shepherd_labels
         return {src: f"results/labels/{src}.parquet"}
+    if src == "trl":  # its own data, read by rule trl_labels
+        return {"trl": trl_labels_path(variant)}
     ds = variant_datasets(config, variant)
     inputs = {"samples": [f"results/samples/{d}.parquet" for d in ds]}
     if src in ("mc", "consensus"):

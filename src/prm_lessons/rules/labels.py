@@ -1,5 +1,6 @@
 """Rule glue of workflow/rules/labels.smk: Monte Carlo labels and judge verdicts (sharded by problem),
-their merges, human labels, consensus filtering, one training set per variant and their table."""
+their merges, human labels, Math-Shepherd's and TRL-format labels, consensus filtering, one training set
+per variant and their table."""
 from __future__ import annotations
 
 import json
@@ -22,6 +23,8 @@ from ..labels.human import (
 from ..labels.judge import judge_responses, load_template, reference_text
 from ..labels.math_shepherd import convert_math_shepherd, iter_rows, malformed_lines, math_shepherd_file
 from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
+from ..labels.stepwise import convert_stepwise, stepwise_rows, to_stepwise, write_stepwise
+from ..labels.stepwise import malformed_lines as stepwise_malformed_lines
 from ..labels.trainsets import CSV_COLUMNS, build_variant, paper_n_instances
 from ..metrics import judge_processbench as judge_pb
 from ..shards import shard_by_problem
@@ -292,6 +295,38 @@ def math_shepherd_labels(*, inputs: dict, outputs: dict, params: dict, wildcards
                                                         "n_candidates": n_before})
 
 
+def trl_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `trl_labels`: one variant's TRL stepwise-supervision data, checked row by row, cut after the
+    first false step, decontaminated → results/labels/trl/{variant}.parquet (trainset format)."""
+    name, spec = params["variant"], params["trl"]
+    where = spec["path"] if spec["source"] == "local" else f"{spec['id']}@{spec['revision']} split {spec['split']}"
+    print(f"trl {name}: reading {where} (limit {spec.get('limit')}, malformed rows: {spec['malformed']})", flush=True)
+    inst, report = convert_stepwise(stepwise_rows(spec), name, spec["malformed"], spec.get("limit"),
+                                    bool(spec.get("deduplicate")))
+    for line in stepwise_malformed_lines(name, report):
+        print(line, flush=True)
+    n_before = len(inst)
+    inst, removed = decontaminate(inst, eval_questions(as_paths(inputs.get("eval_sets", []))))
+    summary = {k: report[k] for k in ("rows", "no_steps", "malformed", "malformed_by_reason", "truncated")}
+    summary.update({k: report[k] for k in ("duplicates", "label_conflicts") if k in report})
+    summary.update({"instances_before_decontamination": n_before, "removed_by_decontamination": removed,
+                    "instances": len(inst)})
+    print(f"trl {name}: {summary}", flush=True)
+    df = pd.DataFrame(inst, columns=["instance_id", "question", "steps", "labels"])
+    write_table(df, outputs["table"], "trainset", meta={"trl": spec, "summary": summary,
+                                                        "malformed_ids": report["malformed_ids"],
+                                                        "n_candidates": n_before})
+
+
+def export_trl(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `export_trl`: one training set in TRL's stepwise-supervision format →
+    results/trainsets/trl/{variant}.jsonl (soft labels: positive iff > params.soft_threshold)."""
+    rows = to_stepwise(read_table(inputs["table"], "trainset"), params.get("soft_threshold"))
+    write_stepwise(rows, outputs["rows"])
+    print(f"export_trl {wildcards.get('variant', '')}: {len(rows)} rows, "
+          f"{sum(len(r['labels']) for r in rows)} steps -> {outputs['rows']}", flush=True)
+
+
 def consensus(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `consensus`: MC ∩ judge agreement for one dataset → results/labels/consensus/{dataset}.parquet."""
     mc_table = read_table(inputs["mc"], "mc")
@@ -313,9 +348,9 @@ def trainset(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thre
     k = None
     if inputs.get("mc"):
         k = int(table_meta(as_paths(inputs["mc"])[0]).get("k") or params.get("k"))
-    made = {}  # sources labelled once for all their variants: results/labels/{human,math_shepherd}.parquet
+    made = {}  # sources labelled by their own rule: results/labels/{human,math_shepherd,trl/<variant>}.parquet
     data_source = None  # human labels: prm800k or construction
-    if spec["source"] in ("human", "math_shepherd"):
+    if spec["source"] in ("human", "math_shepherd", "trl"):
         made[spec["source"]] = read_table(inputs[spec["source"]], "trainset")
         meta = table_meta(inputs[spec["source"]])
         n_human = meta.get("n_candidates")
