@@ -41,6 +41,8 @@ from __future__ import annotations
 import math
 import re
 
+from ..answer_key import harness_key
+
 CHOICE_LETTERS = ("A", "B", "C", "D", "E")
 REL_TOL = 1e-4  # grader.py numeric_equal
 _LETTER_RE = re.compile(r"\b(A|B|C|D|E)\b")
@@ -148,8 +150,8 @@ def to_sympy(text: str):
     """``text`` as a SymPy object: latex2sympy2_extended, else SymPy's ``parse_expr`` (each on the text with
     ``\\\\`` read as ``\\`` first, then as it is, as the harness tries); the text itself when neither parses."""
     from latex2sympy2_extended import NormalizationConfig, latex2sympy  # lazy: heavy (SymPy, ANTLR)
-    from latex2sympy2_extended.latex2sympy2 import ConversionConfig
-    from sympy.parsing.sympy_parser import parse_expr
+    from latex2sympy2_extended.latex2sympy2 import ConversionConfig  # lazy: heavy (SymPy, ANTLR)
+    from sympy.parsing.sympy_parser import parse_expr  # lazy: heavy (SymPy)
 
     # the bare grammar, as the harness's parsers read LaTeX: no clean-up of the string (strip_string did
     # it), "12\\frac{3}{5}" a product (not a mixed number), letters kept in their case
@@ -194,6 +196,4 @@ def symbolic_equal(a: str, b: str) -> bool:
 def normalise(answer, keep_units: bool = False) -> str:
     """An extracted answer (or a gold answer) as the harness hands it to ``math_equal``: its ``strip_string``
     (``keep_units``: the benchmarks it extracts with ``skip_unit``, answer_key.KEEP_UNITS)."""
-    from ..answer_key import harness_key  # lazy: word2number, only where the harness grader runs
-
     return harness_key(answer, skip_unit=keep_units)
