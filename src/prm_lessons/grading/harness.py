@@ -28,9 +28,12 @@ that file, not copied. In the harness's order, two answers are equal when
 Parsing (step 8) is the one deliberate difference. The harness tries SymPy's ANTLR ``parse_latex`` (which
 needs antlr4 4.11), then ``parse_expr``, then its vendored ``latex2sympy2``; math-verify pins antlr4 4.13,
 so SymPy's ANTLR parser cannot load beside it. Here :func:`to_sympy` tries ``latex2sympy2_extended`` (the
-maintained fork of the same grammar, installed with math-verify), then ``parse_expr``; a string that neither
-parses stays a string, as there. The agreement with the harness's own verdicts on its example file is
-measured by ``bench/grading_agreement.py`` (docs/measurements.md).
+maintained fork of the same grammar, installed with math-verify) set to the bare grammar as the harness's
+parsers read it (no string clean-up, juxtaposition a product rather than a mixed number, letters in their
+case), then ``parse_expr``; a string that neither parses stays a string, as there. Known remaining
+differences: that fork reads a bare ``e`` as Euler's number and ``I`` as the imaginary unit, and it may
+parse a few strings the harness's parsers reject, or the reverse. The agreement with the harness's own
+verdicts on its example file is measured by ``bench/grading_agreement.py`` (docs/measurements.md).
 
 No timeout here: every comparison runs in a grading worker (prm_lessons.grading.pool) killed after
 ``grading.timeout_s``, as the harness runs each comparison in a pebble process with a 3 s timeout; a
