@@ -138,6 +138,21 @@ def test_grade_null_or_number_response_has_no_answer(tmp_path):
     assert [r["grade_status"] for r in strict_json_lines(out.read_text())] == ["no_answer", "no_answer"]
 
 
+def test_grade_with_the_harness_grader(tmp_path):
+    """--grader harness compares as the Qwen2.5-Math harness: it never matches the gold "10{,}000" (math-verify
+    does); --keep-units normalises as for Minerva Math ("5 m" is not 5)."""
+    inp = write_lines(tmp_path / "in.jsonl", [{"id": 1, "response": "\\boxed{10000}", "answer": "10{,}000"},
+                                              {"id": 2, "response": "\\boxed{5 m}", "answer": "5"}])
+    verdicts = {}
+    for extra in ([], ["--grader", "harness"], ["--grader", "harness", "--keep-units"]):
+        out = tmp_path / f"out{len(extra)}.jsonl"
+        code, _, err = run_cli(["grade", "--input", str(inp), "--output", str(out), *extra])
+        assert code == 0, err
+        verdicts[" ".join(extra)] = [r["correct"] for r in strict_json_lines(out.read_text())]
+    assert verdicts == {"": [True, True], "--grader harness": [False, True],
+                        "--grader harness --keep-units": [False, False]}
+
+
 # ====================================================================================== ProcessBench
 
 PB_CASES_TABLE = pd.DataFrame({

@@ -253,6 +253,13 @@ def test_processbench_threshold_is_a_number_or_tune(value):
     rejects(cfg, "processbench_eval.threshold", "is not a number or 'tune'")
 
 
+@pytest.mark.parametrize("value", ["sympy", "Harness", ""])
+def test_grading_grader_is_math_verify_or_harness(value):
+    cfg = base()
+    cfg["grading"] = {**cfg["grading"], "grader": value}
+    rejects(cfg, "grading.grader", "math_verify")
+
+
 @pytest.mark.parametrize("value", ["banana", "0.5", "Tune"])
 def test_released_prm_threshold_is_a_number_or_tune(value):
     cfg = base()

@@ -16,6 +16,7 @@ import pandas as pd
 
 from .data.processbench import load_processbench_cases
 from .errors import InputError, json_type
+from .grading.pool import GRADERS
 from .grading.rows import grade_rows
 from .labels.stepwise import to_stepwise, write_stepwise
 from .metrics.bon import bon_metrics
@@ -90,7 +91,7 @@ def _cmd_grade(args) -> int:
     rows = read_records(args.input)
     try:
         out, summary = grade_rows(rows, args.response_field, args.answer_field, args.timeout, args.workers,
-                                  answer_format=args.answer_format)
+                                  answer_format=args.answer_format, grader=args.grader, keep_units=args.keep_units)
     except InputError as exc:
         raise exc.within(args.input) from None
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
@@ -109,7 +110,7 @@ def _cmd_grade(args) -> int:
 
 def _add_grade(subparsers) -> None:
     p = subparsers.add_parser(
-        "grade", help="extract final answers and grade them against gold answers (math-verify)",
+        "grade", help="extract final answers and grade them against gold answers (math-verify or the harness's math_equal)",
         description="Writes every input row plus `pred` (extracted answer or null), `correct` (bool) and "
                     "`grade_status` (ok/no_answer/timeout/error). A response field holding a list of "
                     "responses (e.g. the harness's `code`) gives lists of the same length; a response that "
@@ -128,6 +129,11 @@ def _add_grade(subparsers) -> None:
     p.add_argument("--timeout", type=_positive_float, default=5.0,
                    help="seconds per response before it counts as incorrect (> 0)")
     p.add_argument("--workers", type=_positive_int, default=2, help="grading processes (≥ 1)")
+    p.add_argument("--grader", default="math_verify", choices=list(GRADERS),
+                   help="the comparison (config grading.grader): math-verify, or the Qwen2.5-Math harness's "
+                        "math_equal on its normalised answers")
+    p.add_argument("--keep-units", action="store_true",
+                   help="with --grader harness: normalise as the harness does for Minerva Math (units kept)")
     p.set_defaults(func=_cmd_grade)
 
 

@@ -195,13 +195,16 @@ def _search_batch(engine, scorer, states: list[_State], s: SearchSettings, max_m
         depth += 1
 
 
-def grade_records(records: list[dict], grading: dict, answer_format: str = "plain") -> pd.DataFrame:
-    """The search records as a table (SEARCH_COLUMNS), each kept path graded against the gold answer."""
+def grade_records(records: list[dict], grading: dict, answer_format: str = "plain",
+                  keep_units: bool = False) -> pd.DataFrame:
+    """The search records as a table (SEARCH_COLUMNS), each kept path graded against the gold answer by
+    `grading.grader` (``keep_units``: as grading.pool.grade_many)."""
     df = pd.DataFrame(records, columns=SEARCH_COLUMNS[:-3])
     if len(df):
         res = grade_many(df["response"].tolist(), df["answer"].astype(str).tolist(),
                          timeout_s=grading.get("timeout_s", 5.0), workers=grading.get("workers", 1),
-                         answer_format=answer_format)
+                         answer_format=answer_format, grader=grading.get("grader", "math_verify"),
+                         keep_units=keep_units)
     else:
         res = []
     df["pred"] = [r.pred for r in res]

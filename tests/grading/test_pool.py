@@ -94,7 +94,7 @@ def test_agreement_with_qwen25_math_harness():
     from grading_agreement import agreement
 
     harness = shared_data_dir("bon", "math_cot_100_samples.jsonl")
-    rate, results, disagree = agreement(harness, workers=2, timeout_s=5.0, verbose=False)
+    rate, results, disagree, _ = agreement(harness, workers=2, timeout_s=5.0, verbose=False)
     assert len(results) == 800
     # 799/800: the one difference is the harness's own quirk on gold "10{,}000" (it grades "10000" wrong)
     assert len(disagree) <= 1, disagree[:5]

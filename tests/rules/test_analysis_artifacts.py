@@ -183,3 +183,21 @@ def test_preliminary_tables_name_their_stand_ins(tmp_path, monkeypatch):
     assert "INFERRED to be the 3M set" in tex and "mc\\_hard: mc\\_hard" in tex
     t2 = _rule("table2")
     assert t2.loc[(t2["row"] == "mc_soft") & (t2["column"] == "average/f1"), "published"].iloc[0] == 40.2
+
+
+def test_every_best_of_n_table_names_its_grader(tmp_path, monkeypatch):
+    """Every table whose correctness comes from grading (the Best-of-N tables and Table 8's search) gets
+    `grader` (grading.grader) and names it in its notes."""
+    from prm_lessons.artifacts.registry import ARTIFACT_INPUTS
+
+    graded = [aid for aid, a in ARTIFACTS.items()
+              if a["kind"] == "table" and {"bon", "search"} & set(ARTIFACT_INPUTS[aid])]
+    assert {"table1", "table3", "table6", "table8", "table9", "table10", "table11", "table13", "table15"} <= set(graded)
+    assert [aid for aid in graded if "grader" not in ARTIFACT_PARAMS[aid]] == []
+    _policy_upstream(tmp_path, monkeypatch)
+    for aid in ("table6", "table3", "table13", "table1", "table9", "table14", "table10"):
+        _rule(aid, n=4, grader="harness")
+        tex = (tmp_path / artifact_paths(aid)["tex"]).read_text()
+        assert "math\\_equal" in tex and "grading.grader: harness" in tex, aid
+    _rule("table6", n=4, grader="math_verify")
+    assert "(grading.grader: math\\_verify)" in (tmp_path / artifact_paths("table6")["tex"]).read_text()

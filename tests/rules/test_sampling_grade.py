@@ -90,6 +90,9 @@ def test_sampling_and_scoring_jobs_neither_run_grading_code_nor_read_the_graded_
                 assert not [p for p in closure if GRADING.search(p)], f"{name} runs grading code"
             files = _inputs(rules[name], wc)
             assert not [f for f in files if GRADED_TABLE.search(f)], f"{name} reads a graded samples table: {files}"
+            # nor a grading setting: a grading.grader edit reruns none of them
+            given = {k: v for k, v in rules[name].params.items() if not callable(v)}
+            assert '"grader":' not in json.dumps(given, default=str), f"{name} gets grading.grader"
         # what they read instead: the ungraded responses
         assert [f for f in _inputs(rules["score_samples"], wc) if f.startswith("results/responses/")]
         assert [_plain(str(f)) for f in rules["sample"].output] == [
@@ -99,6 +102,9 @@ def test_sampling_and_scoring_jobs_neither_run_grading_code_nor_read_the_graded_
         # grading itself runs in the local rule, which writes the graded table every consumer reads
         assert GRADING.search(" ".join(codedeps.rule_code_inputs(PKG, "sampling:grade_samples")))
         assert [_plain(str(f)) for f in rules["grade_samples"].output] == ["results/{policy_dir}samples/{dataset}.parquet"]
+        # ... with the whole grading section as a param: a grader edit regrades
+        want = "harness" if "config/paper.yaml" in configfiles else "math_verify"
+        assert dict(rules["grade_samples"].params.items())["grading"]["grader"] == want
         assert {"sample", "merge_samples", "step_features", "score_samples", "judge", "bon_judge"} <= seen
 
 
@@ -143,7 +149,8 @@ def _old_graded_table(problems: pd.DataFrame, nshards: int, n: int, tmp: Path) -
         shards.append(path)
     df, _ = merge_shards(shards, "samples")
     out = tmp / "old/d.parquet"
-    write_table(df, out, "samples", meta={"long_questions": {"n_skipped": 0, "skipped": {}}})
+    write_table(df, out, "samples", meta={"long_questions": {"n_skipped": 0, "skipped": {}},
+                                          "grading": {"grader": "math_verify", "timeout_s": 5}})
     return out
 
 
@@ -174,6 +181,29 @@ def test_grade_samples_writes_what_grading_in_the_sampling_job_wrote(tmp_path, m
     assert new_df["correct"].any() and not new_df["correct"].all() and new_df["pred"].isna().any()
     assert table_meta(graded) == table_meta(old)
     assert graded.read_bytes() == old.read_bytes()  # the same file, byte for byte
+
+
+def test_grade_samples_grades_with_the_configured_grader_and_records_it(tmp_path):
+    """`grading.grader` picks the comparison and the samples table's metadata records it: the harness never
+    matches the gold "10{,}000" (math-verify does), and Minerva Math keeps its units (answer_key.KEEP_UNITS)."""
+    responses = tmp_path / "responses.parquet"
+    rows = [{"problem_id": f"d-{i}", "sample_idx": 0, "dataset": "d", "question": "q", "answer": gold,
+             "response": text, "steps": ["s"], "n_tokens": 3, "finish_reason": "stop"}
+            for i, (text, gold) in enumerate([("\\boxed{10000}", "10{,}000"), ("\\boxed{5 m}", "5")])]
+    write_table(pd.DataFrame(rows), responses, "responses", meta={"long_questions": None})
+    probs = tmp_path / "problems.parquet"
+    write_table(_problems(1), probs, "problems", meta={"spec": {"answer_format": "plain"}})
+    out = {}
+    for grader, dataset in (("math_verify", "d"), ("harness", "d"), ("harness", "minerva_math")):
+        dst = tmp_path / f"{grader}-{dataset}.parquet"
+        sampling_rules.grade_samples(inputs={"responses": str(responses), "problems": str(probs)},
+                                     outputs={"samples": str(dst)},
+                                     params={"grading": {**GRADING_CFG, "grader": grader}},
+                                     wildcards={"dataset": dataset}, threads=1)
+        assert table_meta(dst)["grading"] == {"grader": grader, "timeout_s": 5}
+        out[grader, dataset] = read_table(dst, "samples")["correct"].tolist()
+    assert out == {("math_verify", "d"): [True, True], ("harness", "d"): [False, True],
+                   ("harness", "minerva_math"): [False, False]}
 
 
 # -- (c) the join gives the Best-of-N metrics of the old full-copy score tables ---------------------------

@@ -381,6 +381,21 @@ def policy_notes(params: Mapping, key: str = "policy") -> list[str]:
     return [f"Policy: {label} (policy setting '{name}' of bon.policies)."]
 
 
+GRADER_LABELS = {"harness": "the Qwen2.5-Math evaluation harness's math_equal (grader.py at a45202b, re-implemented), "
+                 "as the paper grades",
+                 "math_verify": "math-verify (the project's default; the paper grades with the Qwen2.5-Math "
+                 "harness's math_equal)"}
+
+
+def grader_notes(params: Mapping) -> list[str]:
+    """The footnote naming the grader behind a Best-of-N table's correctness (params `grader`:
+    grading.grader, which the samples tables record in their metadata)."""
+    grader = params.get("grader")
+    if not grader:
+        return []
+    return [f"Correctness graded by {GRADER_LABELS.get(grader, grader)} (grading.grader: {grader})."]
+
+
 def mc_experiment_comparability(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping) -> pd.DataFrame:
     """Cells whose published row comes from another MC data set than the one this run reproduces
     (published.yaml `mc_experiments`, config `analysis.mc_experiment`) keep their published number but

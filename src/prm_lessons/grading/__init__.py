@@ -1,4 +1,5 @@
-"""Answer extraction (Qwen2.5-Math harness convention) and grading with math-verify under a hard timeout.
+"""Answer extraction (Qwen2.5-Math harness convention) and grading (math-verify, or the harness's own
+``math_equal``: ``grading.grader``) under a hard timeout.
 
 One concept per module, so that a job's code closure holds only what it runs (prm_lessons.codedeps):
 
@@ -13,9 +14,13 @@ One concept per module, so that a job's code closure holds only what it runs (pr
   response, for any item whose gold is a letter A–E but whose extracted answer is not, the letter taken
   from the whole response, and for a gold of several letters (gaokao_math_qa) only the letters A–E of the
   extracted answer.
-* :mod:`.pool`: :func:`~.pool.grade` compares the extracted answer with the gold answer: letters by
-  letter, otherwise equal after the harness's light string normalisation, else
-  ``math_verify.verify(parse(gold), parse(pred))``. Every comparison runs in a worker process
+* :mod:`.harness`: :func:`~.harness.math_equal`, the harness's ``grader.py`` equivalence (numbers within
+  relative tolerance 1e-4 and its percentage variants, choices, tuples/intervals/matrices element-wise,
+  equations, SymPy equality), re-implemented; :func:`~.harness.normalise` is its ``strip_string``.
+* :mod:`.pool`: :func:`~.pool.grade` compares the extracted answer with the gold answer. With
+  ``grader="math_verify"`` (the default): letters by letter, otherwise equal after the harness's light
+  string normalisation, else ``math_verify.verify(parse(gold), parse(pred))``. With ``grader="harness"``:
+  both normalised as the harness does, then ``math_equal``. Every comparison runs in a worker process
   (``python -m prm_lessons.grading.pool --worker``) that is killed and replaced when it exceeds
   ``timeout_s``; math-verify's own timeouts use ``signal.alarm`` (main thread only, and unable to stop a
   long C-level regex or SymPy call), so they are switched off inside the workers and the process boundary

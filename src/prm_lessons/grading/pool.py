@@ -1,6 +1,6 @@
-"""Grading with math-verify under a hard timeout: the comparison that runs inside a worker process,
-the worker pool that kills and replaces a worker that overruns, and grade / grade_many / equivalent_many.
-Worker entry point: ``python -m prm_lessons.grading.pool --worker``.
+"""Grading under a hard timeout: the comparison that runs inside a worker process (math-verify, or the
+harness's math_equal: ``grader``), the worker pool that kills and replaces a worker that overruns, and
+grade / grade_many / equivalent_many. Worker entry point: ``python -m prm_lessons.grading.pool --worker``.
 """
 from __future__ import annotations
 
@@ -21,13 +21,16 @@ from multiprocessing.connection import wait
 from typing import Iterable, Sequence
 
 from .. import checkout_env
-from .extract import choice_gold, extract_final, is_choice_letter, multi_choice_gold, strip_answer
+from .extract import CHOICE_LETTERS, choice_gold, extract_final, is_choice_letter, multi_choice_gold, strip_answer
 from .golds import gold_answer_text
+from .harness import math_equal, normalise, read_number
 
 log = logging.getLogger(__name__)
 
 
 STATUSES = ("ok", "no_answer", "timeout", "error")
+# `grading.grader`: math_verify (the project's default) or the Qwen2.5-Math harness's math_equal
+GRADERS = ("math_verify", "harness")
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ def _grade_unsafe(text: str, gold: str, answer_format: str = "plain") -> tuple[s
 
 EQUIV = "math_verify_equiv"  # a worker job comparing two answers as majority voting groups them
 PARSE = "math_verify_parse"  # a worker job: does an answer parse at all (else it equals nothing)?
+HARNESS = "harness_math_equal"  # a worker job: [pred, gold] normalised as the harness does, math_equal
+PAIR_JOBS = (EQUIV, PARSE, HARNESS)  # jobs on two answers, not on a response (no answer to report)
 
 
 def _vote_parse(text: str):
@@ -122,9 +127,13 @@ def _worker_main() -> None:
         if job is None:
             return
         text, gold, fmt = (job + ["plain"])[:3]  # [text, gold] or [text, gold, answer_format]
-        if fmt in (EQUIV, PARSE):  # [answer, rep, EQUIV]: one vote? [answer, "", PARSE]: parsable?
+        if fmt in PAIR_JOBS:  # [answer, rep, EQUIV]: one vote? [answer, "", PARSE]: parsable? [pred, gold, HARNESS]
             try:
-                result = (None, _equivalent(gold, text) if fmt == EQUIV else bool(_vote_parse(text)), "ok")
+                if fmt == HARNESS:
+                    same = math_equal(text, gold)
+                else:
+                    same = _equivalent(gold, text) if fmt == EQUIV else bool(_vote_parse(text))
+                result = (None, same, "ok")
             except Exception as exc:  # noqa: BLE001 - math-verify failure: not equivalent, reported
                 result = (None, False, f"error:{type(exc).__name__}")
             out.write(json.dumps(result) + "\n")
@@ -217,7 +226,7 @@ class GradingPool:
 
             def fallback_pred(i):  # the answer reported for a job whose comparison did not finish
                 _, text, gold, *fmt = by_idx[i]
-                return None if fmt and fmt[0] in (EQUIV, PARSE) else extract_final(text, gold, *fmt)
+                return None if fmt and fmt[0] in PAIR_JOBS else extract_final(text, gold, *fmt)
             queue = list(reversed(jobs))
             out: dict[int, GradeResult] = {}
             self._top_up()
@@ -258,10 +267,11 @@ class GradingPool:
                     if w.job is not None and now - w.started >= timeout_s:
                         job = w.job
                         out[job] = GradeResult(fallback_pred(job), False, "timeout")
-                        if by_idx[job][3:4] in ((EQUIV,), (PARSE,)):
-                            log.warning("math-verify %s of an answer (%d characters) timed out after %.1fs; "
-                                        "counted as not equal", "comparison" if by_idx[job][3] == EQUIV else "parse",
-                                        len(by_idx[job][1] or ""), timeout_s)
+                        if by_idx[job][3:4] in ((EQUIV,), (PARSE,), (HARNESS,)):
+                            what = {EQUIV: "math-verify comparison", PARSE: "math-verify parse",
+                                    HARNESS: "harness math_equal"}[by_idx[job][3]]
+                            log.warning("%s of an answer (%d characters) timed out after %.1fs; counted as not "
+                                        "equal", what, len(by_idx[job][1] or ""), timeout_s)
                         else:
                             log.warning("grading response %d (%d characters) timed out after %.1fs; "
                                         "counted incorrect", job, len(by_idx[job][1] or ""), timeout_s)
@@ -302,7 +312,8 @@ def shared_pool() -> GradingPool:
 
 def grade_many(texts: Sequence[str | None], golds: Sequence, timeout_s: float = 5.0, workers: int = 2,
                pool: GradingPool | None = None, progress_every: int = 0,
-               answer_format: str | Sequence[str] = "plain") -> list[GradeResult]:
+               answer_format: str | Sequence[str] = "plain", grader: str = "math_verify",
+               keep_units: bool = False) -> list[GradeResult]:
     """Grade many responses in worker processes; a job over ``timeout_s`` is killed (status timeout).
 
     The worker that ran it is replaced, so one pathological response costs ``timeout_s`` and nothing
@@ -311,9 +322,13 @@ def grade_many(texts: Sequence[str | None], golds: Sequence, timeout_s: float = 
     (multiple choice: the letters are compared), so workers only see real comparisons. ``pool``
     reuses a :class:`GradingPool` across calls. ``answer_format`` is the dataset's (one for all, or
     one per response): ``choice`` extracts a choice letter as the harness does for MMLU STEM (see
-    :func:`extract_final`).
+    :func:`extract_final`). ``grader``: ``math_verify`` (:func:`compare`) or ``harness`` (the
+    Qwen2.5-Math harness's ``math_equal`` on its normalised answers, prm_lessons.grading.harness;
+    ``keep_units``: the dataset is one the harness normalises without removing units, answer_key.KEEP_UNITS).
+    Either way ``pred`` is the extracted answer, not normalised.
     """
     check_timeout(timeout_s)
+    check_grader(grader)
     if len(texts) != len(golds):
         raise ValueError(f"grade_many: {len(texts)} responses but {len(golds)} gold answers")
     formats = [answer_format] * len(texts) if isinstance(answer_format, str) else list(answer_format)
@@ -321,11 +336,22 @@ def grade_many(texts: Sequence[str | None], golds: Sequence, timeout_s: float = 
         raise ValueError(f"grade_many: {len(texts)} responses but {len(formats)} answer formats")
     results: list[GradeResult | None] = [None] * len(texts)
     jobs: list[tuple[int, str, str, str]] = []
+    preds: dict[int, str] = {}  # the extracted answer of each harness job (its worker reports none)
     for i, (text, gold, fmt) in enumerate(zip(texts, golds, formats)):
+        if grader == "harness" and isinstance(gold, (list, tuple)) and gold:
+            gold = gold[0]  # the harness grades a multi-part gold (OlympiadBench) on its first part only
         gold_s = gold_answer_text(choice_gold(gold, fmt))
         pred = extract_final(text, gold_s, fmt) if isinstance(text, str) else None
         if pred is None:
             results[i] = GradeResult(None, False, "no_answer")
+            continue
+        if grader == "harness":
+            settled = harness_settled(pred, gold_s, fmt, keep_units)
+            if isinstance(settled, bool):
+                results[i] = GradeResult(pred, settled, "ok")
+            else:
+                preds[i] = pred
+                jobs.append((i, *settled, HARNESS))
             continue
         if is_choice_letter(gold_s):
             results[i] = GradeResult(pred, _letter_match(pred, gold_s), "ok")
@@ -339,11 +365,31 @@ def grade_many(texts: Sequence[str | None], golds: Sequence, timeout_s: float = 
         pool = pool or GradingPool(min(workers, len(jobs)))
         try:
             for i, res in pool.run(jobs, timeout_s, progress_every).items():
-                results[i] = res
+                results[i] = GradeResult(preds[i], res.correct, res.status) if i in preds else res
         finally:
             if own:
                 pool.close()
     return results  # type: ignore[return-value]
+
+
+def harness_settled(pred: str, gold: str, answer_format: str = "plain",
+                    keep_units: bool = False) -> bool | tuple[str, str]:
+    """The harness grader's verdict where no SymPy is needed, else the (prediction, gold) pair that a
+    worker compares with ``math_equal``, both as the harness normalises them: ``strip_string`` (units kept
+    for ``keep_units``), except a choice answer (``choice`` format, or a letter gold: the letter the
+    harness's choice cleaning took, which it does not normalise). Settled here: equal strings (math_equal's
+    first test), a letter gold against another letter or an answer without that letter (no expression
+    without the symbol equals it) and two numbers (math_equal decides numbers by tolerance alone)."""
+    letter = answer_format == "choice" or is_choice_letter(gold)
+    p = pred if letter else normalise(pred, keep_units)
+    g = gold.strip() if letter else normalise(gold, keep_units)
+    if p.strip().lower() == g.strip().lower():
+        return True
+    if g in CHOICE_LETTERS and (p.strip() in CHOICE_LETTERS or g not in p.upper()):
+        return False  # an expression without the symbol G never equals G
+    if read_number(p) is not None and read_number(g) is not None:
+        return math_equal(p, g)
+    return p, g
 
 
 def parses_many(texts: Sequence[str], timeout_s: float = 5.0, pool: GradingPool | None = None,
@@ -379,23 +425,30 @@ def equivalent_many(pairs: Sequence[tuple[str, str]], timeout_s: float = 5.0, wo
     return _run_pairs([(i, str(b), str(a), EQUIV) for i, (a, b) in enumerate(pairs)], timeout_s, pool, workers)
 
 
+def check_grader(grader) -> None:
+    if grader not in GRADERS:
+        raise ValueError(f"grading.grader must be one of {', '.join(GRADERS)}, got {grader!r}")
+
+
 def check_timeout(timeout_s) -> None:
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real) \
             or not math.isfinite(timeout_s) or timeout_s <= 0:
         raise ValueError(f"grading timeout must be a positive number of seconds, got {timeout_s!r}")
 
 
-def grade(text_or_pred: str | None, gold, timeout_s: float = 5.0, answer_format: str = "plain") -> GradeResult:
+def grade(text_or_pred: str | None, gold, timeout_s: float = 5.0, answer_format: str = "plain",
+          grader: str = "math_verify", keep_units: bool = False) -> GradeResult:
     """Grade one response (or a bare answer) against a gold answer, under a hard time limit.
 
     ``text_or_pred`` may be a whole response (its final answer is extracted) or an answer already
     extracted (a bare ``"5"`` or ``"\\frac{1}{2}"`` extracts to itself). Uses one persistent worker
-    process shared by all calls in this process; never hangs.
+    process shared by all calls in this process; never hangs. ``grader``, ``keep_units``: as :func:`grade_many`.
     """
     text = text_or_pred
     if isinstance(text, str) and looks_like_bare_answer(text) and answer_format != "choice":
         text = f"\\boxed{{{text.strip()}}}"
-    return grade_many([text], [gold], timeout_s=timeout_s, pool=shared_pool(), answer_format=answer_format)[0]
+    return grade_many([text], [gold], timeout_s=timeout_s, pool=shared_pool(), answer_format=answer_format,
+                      grader=grader, keep_units=keep_units)[0]
 
 
 def looks_like_bare_answer(text: str) -> bool:

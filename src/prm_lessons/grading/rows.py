@@ -9,7 +9,7 @@ from typing import Sequence
 
 from ..errors import InputError, is_bool, json_type
 from .golds import gold_answer_text
-from .pool import check_timeout, grade_many, summarize
+from .pool import check_grader, check_timeout, grade_many, summarize
 
 # --------------------------------------------------------------------------------------------------
 # rows of a JSONL file (the `grade` CLI)
@@ -71,12 +71,15 @@ def check_grade_rows(rows: Sequence, response_field: str = "response", answer_fi
 
 
 def grade_rows(rows: list[dict], response_field: str = "response", answer_field: str = "answer",
-               timeout_s: float = 5.0, workers: int = 2, answer_format: str = "plain") -> tuple[list[dict], dict]:
+               timeout_s: float = 5.0, workers: int = 2, answer_format: str = "plain",
+               grader: str = "math_verify", keep_units: bool = False) -> tuple[list[dict], dict]:
     """Add ``pred``/``correct``/``grade_status`` to each row (lists of responses give lists).
-    ``answer_format``: the dataset's (``choice`` for MMLU STEM; see :func:`extract_final`).
+    ``answer_format``: the dataset's (``choice`` for MMLU STEM; see :func:`extract_final`); ``grader``,
+    ``keep_units``: as grading.pool.grade_many.
     The rows are checked first (:func:`check_grade_rows`: InputError naming every bad row, nothing
     graded); a response that is not text, or a list element that is not, has no answer."""
     check_timeout(timeout_s)
+    check_grader(grader)
     check_grade_rows(rows, response_field, answer_field)
     flat_texts, flat_golds, where = [], [], []
     for n, row in enumerate(rows):
@@ -86,7 +89,8 @@ def grade_rows(rows: list[dict], response_field: str = "response", answer_field:
             flat_texts.append(text if isinstance(text, str) else None)
             flat_golds.append(row[answer_field])
             where.append((n, k, isinstance(resp, list)))
-    results = grade_many(flat_texts, flat_golds, timeout_s=timeout_s, workers=workers, answer_format=answer_format)
+    results = grade_many(flat_texts, flat_golds, timeout_s=timeout_s, workers=workers, answer_format=answer_format,
+                         grader=grader, keep_units=keep_units)
     out = [dict(r) for r in rows]
     for (n, k, is_list), res in zip(where, results):
         if is_list:

@@ -62,14 +62,19 @@ def merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
 def grade_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     """Rule `grade_samples`: results/responses/{dataset}.parquet → results/samples/{dataset}.parquet, every
     response graded against its gold answer (prm_lessons.graded) in the dataset's answer format (the
-    problems table's metadata: its config entry), with the responses' `long_questions` metadata."""
+    problems table's metadata: its config entry) by `grading.grader`, with the responses' `long_questions`
+    metadata and the grading settings (`grading`: the grader and timeout the verdicts come from)."""
     responses = read_table(inputs["responses"], "responses")
     fmt = (table_meta(inputs["problems"]).get("spec") or {}).get("answer_format", "plain")
     grading = params["grading"]
-    df = grade_table(responses, timeout_s=grading["timeout_s"], workers=grading.get("workers", 1), answer_format=fmt)
+    grader = grading.get("grader", "math_verify")
+    df = grade_table(responses, timeout_s=grading["timeout_s"], workers=grading.get("workers", 1), answer_format=fmt,
+                     grader=grader, keep_units=wildcards["dataset"] in KEEP_UNITS)
     meta = table_meta(inputs["responses"])
-    write_table(df, outputs["samples"], "samples", meta={"long_questions": meta.get("long_questions")})
-    log.info("%s: %d responses graded (%s answers), %d correct", wildcards["dataset"], len(df), fmt,
+    write_table(df, outputs["samples"], "samples",
+                meta={"long_questions": meta.get("long_questions"),
+                      "grading": {"grader": grader, "timeout_s": grading["timeout_s"]}})
+    log.info("%s: %d responses graded by %s (%s answers), %d correct", wildcards["dataset"], len(df), grader, fmt,
              int(df["correct"].astype(bool).sum()) if len(df) else 0)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import as_paths, generation, search
+from ..answer_key import KEEP_UNITS
 from ..graded import grade_samples
 from ..metrics.select import aggregate
 from ..sampling import sample_problems
@@ -75,7 +76,7 @@ def search_greedy(*, inputs, outputs, params, wildcards, threads) -> None:
         fmt = (table_meta(src).get("spec") or {}).get("answer_format", "plain")
         what = f"search {Path(src).stem}" + (f" (shard {shard[0]} of {shard[1]})" if shard else "")
         records = search.greedy_search(engine, scorer, problems, settings, entry.get("max_model_len"), what)
-        df = search.grade_records(records, params["grading"], fmt)
+        df = search.grade_records(records, params["grading"], fmt, keep_units=Path(src).stem in KEEP_UNITS)
         info = search.summary(df)
         _write_search(df, dst, shard)
         log.info("%s (%s): %s", src, wildcards.get("prm"), info)
@@ -125,9 +126,11 @@ def search_samples(*, inputs, outputs, params, wildcards, threads) -> None:
                          max_model_len=entry.get("max_model_len"), model_name=entry["name"])
     long_questions = df.attrs.get("long_questions")
     grading = params["grading"]
-    df = grade_samples(df, timeout_s=grading["timeout_s"], workers=grading.get("workers", 1), answer_format=fmt)
+    df = grade_samples(df, timeout_s=grading["timeout_s"], workers=grading.get("workers", 1), answer_format=fmt,
+                       grader=grading.get("grader", "math_verify"), keep_units=wildcards["dataset"] in KEEP_UNITS)
     write_table(df, outputs["samples"], "samples",
-                meta={"policy": entry["name"], "sampling": params["sampling"], "long_questions": long_questions})
+                meta={"policy": entry["name"], "sampling": params["sampling"], "long_questions": long_questions,
+                      "grading": {"grader": grading.get("grader", "math_verify"), "timeout_s": grading["timeout_s"]}})
 
 
 def search_orm_scores(*, inputs, outputs, params, wildcards, threads) -> None:

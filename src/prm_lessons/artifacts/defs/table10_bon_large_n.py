@@ -1,7 +1,7 @@
 """Table 10: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
-from prm_lessons.artifacts.cells import finish_cells, policy_notes
+from prm_lessons.artifacts.cells import finish_cells, grader_notes, policy_notes
 from prm_lessons.artifacts.defs.table6_bon_main import build_table6
 from prm_lessons.artifacts.inputs import read_bon
 from prm_lessons.artifacts.published import load_published
@@ -15,7 +15,7 @@ SECTION = "Larger N"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "table10", "paper_rows", "paper_columns", "policy", "policy_labels")
+PARAMS = ("aggregation", "table10", "paper_rows", "paper_columns", "policy", "policy_labels", "grader")
 
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
@@ -28,4 +28,4 @@ def run(*, inputs, outputs, params, wildcards, threads) -> None:
     cells = build_table6(read_bon(inputs, params, n=n), load_published(), own, tid="table10") if n else finish_cells([], own)
     notes = [f"Best-of-{n} on {', '.join(benches) or 'every benchmark evaluated at that N'}: every N is evaluated on "
              "the first N samples of each problem of one sampling pass (bon.more_n), not on new draws."] if n else []
-    emit_table("table10", cells, outputs, params, inputs, notes=notes + policy_notes(params))
+    emit_table("table10", cells, outputs, params, inputs, notes=notes + policy_notes(params) + grader_notes(params))

@@ -6,6 +6,7 @@ import pandas as pd
 from prm_lessons.artifacts.cells import (
     baseline_selections,
     bon_cells,
+    grader_notes,
     load_bon,
     policy_notes,
     prm_metric,
@@ -25,7 +26,7 @@ SECTION = "LLM judges"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "judges")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels")
+PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "grader")
 
 
 def build_table11(bon, judges, pub, params, tid: str = "table11"):
@@ -81,7 +82,7 @@ def judge_table(aid: str, inputs, outputs, params, policy_key: str) -> None:
     judges, raw, notes = _judge_rows(inputs, params, policy_key)
     cells = build_table11(read_bon(inputs, params, policy_key), judges, load_published(), params, tid=aid)
     emit_table(aid, cells, outputs, params, inputs,
-                notes=judge_table_notes(raw) + notes + policy_notes(params, policy_key))
+                notes=judge_table_notes(raw) + notes + policy_notes(params, policy_key) + grader_notes(params))
 
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:

@@ -1,7 +1,7 @@
 """Table 13: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
-from prm_lessons.artifacts.cells import baseline_selections, bon_cells, policy_notes, scorer_names
+from prm_lessons.artifacts.cells import baseline_selections, bon_cells, grader_notes, policy_notes, scorer_names
 from prm_lessons.artifacts.inputs import read_bon
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.render import emit_table
@@ -14,7 +14,7 @@ SECTION = "Scoring strategy"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregations", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels")
+PARAMS = ("aggregations", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "grader")
 
 
 def build_table13(bon, pub, params, tid: str = "table13"):
@@ -30,4 +30,4 @@ def build_table13(bon, pub, params, tid: str = "table13"):
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
     """Table 13 (last / product / min per PRM)."""
     emit_table("table13", build_table13(read_bon(inputs, params), load_published(), params), outputs, params, inputs,
-                notes=policy_notes(params))
+                notes=policy_notes(params) + grader_notes(params))

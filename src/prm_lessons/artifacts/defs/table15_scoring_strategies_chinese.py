@@ -1,7 +1,7 @@
 """Table 15: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
-from prm_lessons.artifacts.cells import finish_cells, policy_notes
+from prm_lessons.artifacts.cells import finish_cells, grader_notes, policy_notes
 from prm_lessons.artifacts.defs.table13_scoring_strategies import build_table13
 from prm_lessons.artifacts.inputs import read_bon
 from prm_lessons.artifacts.published import load_published
@@ -15,7 +15,7 @@ SECTION = "Chinese benchmarks"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregations", "n", "chinese_benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels")
+PARAMS = ("aggregations", "n", "chinese_benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "grader")
 
 
 def chinese_table(aid: str, inputs, outputs, params, policy_key: str) -> None:
@@ -24,7 +24,7 @@ def chinese_table(aid: str, inputs, outputs, params, policy_key: str) -> None:
            "benchmarks": list(params.get("chinese_benchmarks") or [])}
     bon = read_bon(inputs, params, policy_key)
     cells = build_table13(bon, load_published(), own, tid=aid) if own["benchmarks"] else finish_cells([], own)
-    emit_table(aid, cells, outputs, params, inputs, notes=policy_notes(params, policy_key))
+    emit_table(aid, cells, outputs, params, inputs, notes=policy_notes(params, policy_key) + grader_notes(params))
 
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:

@@ -1,7 +1,15 @@
 """Table 3: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
-from prm_lessons.artifacts.cells import baseline_selections, bon_cells, keys_in, policy_notes, prm_metric, scorer_names
+from prm_lessons.artifacts.cells import (
+    baseline_selections,
+    bon_cells,
+    grader_notes,
+    keys_in,
+    policy_notes,
+    prm_metric,
+    scorer_names,
+)
 from prm_lessons.artifacts.inputs import read_bon
 from prm_lessons.artifacts.published import load_published, paper_key
 from prm_lessons.artifacts.render import emit_table
@@ -14,7 +22,7 @@ SECTION = "Data sources"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "mc_experiment")
+PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "mc_experiment", "grader")
 
 
 def build_table3(bon, pub, params, tid: str = "table3", baselines: bool = False):
@@ -29,4 +37,4 @@ def build_table3(bon, pub, params, tid: str = "table3", baselines: bool = False)
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
     """Table 3 (BoN by training-data source)."""
     emit_table("table3", build_table3(read_bon(inputs, params), load_published(), params), outputs, params, inputs,
-                notes=policy_notes(params))
+                notes=policy_notes(params) + grader_notes(params))

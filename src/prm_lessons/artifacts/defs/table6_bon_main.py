@@ -1,7 +1,14 @@
 """Table 6: what it reads, its params, its cells builder, its notes and its rule function `run`."""
 from __future__ import annotations
 
-from prm_lessons.artifacts.cells import baseline_selections, bon_cells, policy_notes, prm_metric, scorer_names
+from prm_lessons.artifacts.cells import (
+    baseline_selections,
+    bon_cells,
+    grader_notes,
+    policy_notes,
+    prm_metric,
+    scorer_names,
+)
 from prm_lessons.artifacts.inputs import read_bon
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.render import emit_table
@@ -14,7 +21,7 @@ SECTION = "Main results"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels")
+PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "grader")
 
 
 def build_table6(bon, pub, params, tid: str = "table6"):
@@ -28,4 +35,4 @@ def build_table6(bon, pub, params, tid: str = "table6"):
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
     """Table 6 (main Best-of-N results with pass@N / maj@N)."""
     emit_table("table6", build_table6(read_bon(inputs, params), load_published(), params), outputs, params, inputs,
-                notes=policy_notes(params))
+                notes=policy_notes(params) + grader_notes(params))

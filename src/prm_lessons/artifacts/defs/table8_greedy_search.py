@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from prm_lessons.artifacts.cells import bon_cells, load_bon
+from prm_lessons.artifacts.cells import bon_cells, grader_notes, load_bon
 from prm_lessons.artifacts.inputs import csv_or_empty, empty_bon
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.render import emit_table
@@ -16,7 +16,7 @@ SECTION = "Greedy search"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("search",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("paper_rows", "paper_columns")
+PARAMS = ("paper_rows", "paper_columns", "grader")
 
 
 def build_table8(search, pub, params):
@@ -42,4 +42,4 @@ def run(*, inputs, outputs, params, wildcards, threads) -> None:
     """Table 8 (PRM-guided greedy search beside the same policy's baselines) from results/tables/search.csv."""
     search = csv_or_empty(inputs, "search", lambda p: load_bon(p, "search_csv"))
     emit_table("table8", build_table8(search if search is not None else empty_bon(), load_published(), params),
-                outputs, params, inputs)
+                outputs, params, inputs, notes=grader_notes(params))

@@ -1,0 +1,202 @@
+"""The Qwen2.5-Math evaluation harness's answer equivalence (``grading.grader: harness``), re-implemented.
+
+Semantics followed: ``math_equal`` of ``evaluation/grader.py`` in QwenLM/Qwen2.5-Math at commit
+a45202bd16f1ec06f433442dc1152d0074773465 (MIT), applied as that harness applies it (``evaluate.py``): both
+answers normalised first by the harness's ``strip_string`` (:func:`prm_lessons.answer_key.harness_key`,
+units kept for the benchmarks in ``KEEP_UNITS``), then compared. Written for this project from a reading of
+that file, not copied. In the harness's order, two answers are equal when
+
+1. their stripped, lower-cased strings are equal, or the gold is a letter A–E and the prediction's last
+   standalone letter A–E is that letter;
+2. both read as numbers (commas dropped; a trailing ``%``/``\\%`` divides by 100): equal within relative
+   tolerance 1e-4 to the gold, the gold / 100 or the gold × 100 (percentage variants). Two numbers that
+   differ on all three are unequal, whatever follows;
+3. an empty prediction equals nothing;
+4. (a prediction holding a ``pmatrix`` against a gold without one: the gold's ``{a,b}`` groups are read as
+   column vectors, and a gold without such a group becomes empty, as there)
+   the two strings are equal once brackets are dropped (outer ``[]()`` when the prediction is bracketed and
+   the gold is not bracketed the other way, then every ``{}()``);
+5. both start with ``(`` or ``[`` and close: a tuple or interval, split on commas, equal element-wise with
+   the same count (the bracket kinds are not compared: ``[1,2)`` equals ``(1,2]``, as there);
+6. both are ``pmatrix``/``bmatrix`` environments: equal entry by entry (rows on ``\\\\``, entries on ``&``);
+7. equations: both ``lhs = rhs`` → ``lhs - (rhs)`` symbolically equal up to sign; only one an equation with a
+   left side of at most two characters (``x = 3``) → its right side against the other;
+8. symbolic equality with SymPy (:func:`symbolic_equal`): equal strings or objects, ``a.equals(b)`` or
+   ``simplify(a - b) == 0``, equal ``|lhs - rhs|`` for equations, numeric values within 1e-4, or matrices
+   of the same shape equal after rounding entries to 3 places.
+
+Parsing (step 8) is the one deliberate difference. The harness tries SymPy's ANTLR ``parse_latex`` (which
+needs antlr4 4.11), then ``parse_expr``, then its vendored ``latex2sympy2``; math-verify pins antlr4 4.13,
+so SymPy's ANTLR parser cannot load beside it. Here :func:`to_sympy` tries ``latex2sympy2_extended`` (the
+maintained fork of the same grammar, installed with math-verify) set to the bare grammar as the harness's
+parsers read it (no string clean-up, juxtaposition a product rather than a mixed number, letters in their
+case), then ``parse_expr``; a string that neither parses stays a string, as there. Known remaining
+differences: that fork reads a bare ``e`` as Euler's number and ``I`` as the imaginary unit, and it may
+parse a few strings the harness's parsers reject, or the reverse. The agreement with the harness's own
+verdicts on its example file is measured by ``bench/grading_agreement.py`` (docs/measurements.md).
+
+No timeout here: every comparison runs in a grading worker (prm_lessons.grading.pool) killed after
+``grading.timeout_s``, as the harness runs each comparison in a pebble process with a 3 s timeout; a
+comparison that times out counts as unequal there and here.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from ..answer_key import harness_key
+
+CHOICE_LETTERS = ("A", "B", "C", "D", "E")
+REL_TOL = 1e-4  # grader.py numeric_equal
+_LETTER_RE = re.compile(r"\b(A|B|C|D|E)\b")
+_BRACKETED_RE = re.compile(r"(\(|\[).+(\)|\])")  # re.match: anchored at the start only, as there
+_BRACE_GROUP_RE = re.compile(r"\{.*,.*\}")
+_MATRIX_OPEN = ("\\begin{pmatrix}", "\\begin{bmatrix}")
+_MATRIX_CLOSE = ("\\end{pmatrix}", "\\end{bmatrix}")
+
+
+def read_number(text) -> float | None:
+    """The answer as a number (grader.py ``parse_digits``): commas dropped, then ``float``; failing that a
+    trailing ``%`` (or ``\\%``) reads as a percentage (/100). None when it is not a number."""
+    s = str(text).replace(",", "")
+    try:
+        return float(s)
+    except ValueError:
+        pass
+    if s.endswith("%"):
+        s = s[:-1].removesuffix("\\")
+        try:
+            return float(s) / 100
+        except ValueError:
+            return None
+    return None
+
+
+def numbers_close(pred: float, gold: float) -> bool:
+    return math.isclose(gold, pred, rel_tol=REL_TOL)
+
+
+def last_choice_letter(pred: str) -> str:
+    """grader.py's own choice cleaning: the last standalone A–E of the (upper-cased) answer, else the answer."""
+    s = pred.strip("\n").rstrip(".").rstrip("/").strip(" ").lstrip(":")
+    letters = _LETTER_RE.findall(s.upper())
+    s = letters[-1] if letters else s.strip().strip(".")
+    return s.rstrip(".").rstrip("/")
+
+
+def _braces_as_columns(gold: str) -> str:
+    """``{1,2}`` groups of a gold → ``\\begin{pmatrix}1\\2\\end{pmatrix}``, comma-joined (grader.py
+    ``str_to_pmatrix``; its single-backslash row separator is kept, and no group gives "")."""
+    groups = _BRACE_GROUP_RE.findall(gold.strip())
+    return ", ".join("\\begin{pmatrix}" + g.strip("{}").replace(",", "\\") + "\\end{pmatrix}" for g in groups)
+
+
+def _matrix_rows(s: str) -> list[list[str]]:
+    body = s[len(_MATRIX_OPEN[0]):-len(_MATRIX_CLOSE[0])]  # both environments' markers have these lengths
+    return [line.strip().split("&") for line in body.split("\\\\") if line.strip()]
+
+
+def _is_matrix(s: str) -> bool:
+    return s.startswith(_MATRIX_OPEN) and s.endswith(_MATRIX_CLOSE)
+
+
+def _all_equal(preds: list[str], golds: list[str]) -> bool:
+    return len(preds) == len(golds) and all(math_equal(p, g) for p, g in zip(preds, golds))
+
+
+def math_equal(pred, gold) -> bool:
+    """Whether the harness counts answer ``pred`` equal to gold ``gold`` (both already normalised as the
+    harness normalises them: :func:`normalise`). The steps are the module docstring's."""
+    if pred is None or gold is None:
+        return False
+    pred, gold = str(pred), str(gold)
+    if pred.strip().lower() == gold.strip().lower():
+        return True
+    if gold in CHOICE_LETTERS and last_choice_letter(pred) == gold:
+        return True
+    p_num, g_num = read_number(pred), read_number(gold)
+    if p_num is not None and g_num is not None:
+        return any(numbers_close(p_num, g) for g in (g_num / 100, g_num, g_num * 100))
+    if not pred:
+        return False
+    pred, gold = pred.strip(), gold.strip()
+    if "pmatrix" in pred and "pmatrix" not in gold:
+        gold = _braces_as_columns(gold)
+    p, g = pred, gold
+    if (pred.startswith("[") and pred.endswith("]") and not gold.startswith("(")) or \
+            (pred.startswith("(") and pred.endswith(")") and not gold.startswith("[")):
+        p, g = p.strip("[]()"), g.strip("[]()")
+    p, g = re.sub(r"[{}()]", "", p), re.sub(r"[{}()]", "", g)
+    if p.lower() == g.lower():
+        return True
+    if _BRACKETED_RE.match(pred) and _BRACKETED_RE.match(gold) \
+            and _all_equal(pred[1:-1].split(","), gold[1:-1].split(",")):
+        return True
+    if _is_matrix(pred) and _is_matrix(gold):
+        p_rows, g_rows = _matrix_rows(pred), _matrix_rows(gold)
+        if len(p_rows) == len(g_rows) and all(_all_equal(pr, gr) for pr, gr in zip(p_rows, g_rows)):
+            return True
+    if pred.count("=") == 1 and gold.count("=") == 1:
+        p_zero, g_zero = (" - (".join(x.strip() for x in s.split("=")) + ")" for s in (pred, gold))
+        if symbolic_equal(p_zero, g_zero) or symbolic_equal(f"-({p_zero})", g_zero):
+            return True
+    elif pred.count("=") == 1 and len(pred.split("=")[0].strip()) <= 2 and "=" not in gold:
+        if math_equal(pred.split("=")[1], gold):
+            return True
+    elif gold.count("=") == 1 and len(gold.split("=")[0].strip()) <= 2 and "=" not in pred:
+        if math_equal(pred, gold.split("=")[1]):
+            return True
+    return symbolic_equal(pred, gold)
+
+
+def to_sympy(text: str):
+    """``text`` as a SymPy object: latex2sympy2_extended, else SymPy's ``parse_expr`` (each on the text with
+    ``\\\\`` read as ``\\`` first, then as it is, as the harness tries); the text itself when neither parses."""
+    from latex2sympy2_extended import NormalizationConfig, latex2sympy  # lazy: heavy (SymPy, ANTLR)
+    from latex2sympy2_extended.latex2sympy2 import ConversionConfig  # lazy: heavy (SymPy, ANTLR)
+    from sympy.parsing.sympy_parser import parse_expr  # lazy: heavy (SymPy)
+
+    # the bare grammar, as the harness's parsers read LaTeX: no clean-up of the string (strip_string did
+    # it), "12\\frac{3}{5}" a product (not a mixed number), letters kept in their case
+    raw = NormalizationConfig(basic_latex=False, units=False, malformed_operators=False, nits=False,
+                              boxed="none", equations=False)
+    as_written = ConversionConfig(interpret_as_mixed_fractions=False, lowercase_symbols=False)
+
+    def latex(s: str):
+        return latex2sympy(s, normalization_config=raw, conversion_config=as_written)
+
+    for parse in (latex, parse_expr):
+        for candidate in (text.replace("\\\\", "\\"), text):
+            try:
+                return parse(candidate)
+            except Exception:  # noqa: BLE001 - any parser failure: try the next reading, as the harness does
+                continue
+    return text
+
+
+def symbolic_equal(a: str, b: str) -> bool:
+    """grader.py ``symbolic_equal``: the first of its tests that holds (module docstring, step 8); every
+    test that raises counts as not holding."""
+    from sympy import N, simplify  # lazy: heavy
+
+    x, y = to_sympy(a), to_sympy(b)
+    tests = (
+        lambda: str(x) == str(y) or x == y,
+        lambda: x.equals(y) or simplify(x - y) == 0,
+        lambda: abs(x.lhs - x.rhs).equals(abs(y.lhs - y.rhs)),
+        lambda: numbers_close(float(N(x)), float(N(y))),
+        lambda: x.shape == y.shape and x.applyfunc(lambda v: round(v, 3)).equals(y.applyfunc(lambda v: round(v, 3))),
+    )
+    for test in tests:
+        try:
+            if test():
+                return True
+        except Exception:  # noqa: BLE001 - SymPy raises many kinds on mismatched objects: not equal, as there
+            continue
+    return False
+
+
+def normalise(answer, keep_units: bool = False) -> str:
+    """An extracted answer (or a gold answer) as the harness hands it to ``math_equal``: its ``strip_string``
+    (``keep_units``: the benchmarks it extracts with ``skip_unit``, answer_key.KEEP_UNITS)."""
+    return harness_key(answer, skip_unit=keep_units)
