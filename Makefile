@@ -58,9 +58,13 @@ lint: setup
 report: setup
 	$(VENV)/bin/snakemake --report report.html
 
-# the fast tier (pyproject addopts: -m "not slow and not integration"); a -m in PYTEST_ARGS replaces it
+# the fast tier (pyproject addopts: -m "not slow and not integration"); a -m in PYTEST_ARGS replaces it.
+# TEST_WORKERS pytest-xdist processes (one per core; its tests are single-threaded Python), a module's
+# tests in one worker (--dist loadscope: module fixtures such as a dry-run plan are built once);
+# TEST_WORKERS=0 runs them in this process
+TEST_WORKERS ?= $(CORES)
 test: setup
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 # the full tier: adds the slow tests (an estimated ~25 min alone on 2 cores); SLURM integration is .ci/slurm_integration.sh
 test-all: setup

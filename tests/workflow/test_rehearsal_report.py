@@ -54,6 +54,16 @@ def test_the_run_succeeded_and_every_rule_of_the_paper_dag_ran(report):
         assert rule in report["rules_ran"], rule
 
 
+def test_every_model_calling_rule_counted_its_tokens(report):
+    """The paper DAG's engine rules (make run-all's among them: the tiny end-to-end test runs make run's
+    DAG only) and the frozen-base / scoring passes wrote token sidecars with real counts."""
+    tokens = report["tokens"]
+    for rule in ("sample", "mc", "judge", "bon_judge", "critic_processbench", "search_greedy"):
+        assert tokens.get(rule, {}).get("prefill_tokens", 0) > 0, (rule, tokens.get(rule))
+        assert tokens[rule]["decode_tokens"] > 0, (rule, tokens[rule])
+    assert not set(tokens) & {"grade_samples", "bon_metrics", "paper_report"}  # no model in these
+
+
 def test_every_released_adapter_scored_real_processbench_cases_with_finite_scores(report):
     assert report["adapters"], "no released PRM in the report"
     for name, row in report["adapters"].items():

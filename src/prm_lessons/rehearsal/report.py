@@ -7,6 +7,7 @@
 - benchmarks: per Best-of-N set the rows its file held and the rows the run used.
 - training: per trained variant the world size and the rank that saved; whether the trained PRM was
   scored (loaded by the scoring code) with finite scores.
+- tokens: per model-calling rule the jobs, prefill and decode tokens of its token sidecars.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import budget
 from ..config import load_config
 from ..tables import table_meta
 
@@ -118,6 +120,19 @@ def training_rows(work: Path, config: dict) -> dict:
     return rows
 
 
+def token_rows(work: Path) -> dict:
+    """rule -> prefill and decode tokens summed over the token sidecars its jobs wrote beside their logs
+    (prm_lessons.budget): every model-calling rule of the paper DAG must count what it ran."""
+    out: dict[str, dict] = {}
+    for path in sorted((work / "logs").rglob(f"*{budget.SUFFIX}")):
+        rec = json.loads(path.read_text())
+        row = out.setdefault(rec["rule"], {"jobs": 0, "prefill_tokens": 0, "decode_tokens": 0})
+        row["jobs"] += 1
+        row["prefill_tokens"] += rec["prefill_tokens"]
+        row["decode_tokens"] += rec["decode_tokens"]
+    return out
+
+
 def snakemake_cmd(work: Path, configfiles: list[Path], cores: int, extra: list[str]) -> list[str]:
     """Snakemake on this checkout's Snakefile in the rehearsal's working directory."""
     return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
@@ -137,7 +152,7 @@ def write_report(out: Path, configs: list[Path], env: dict, wall_seconds: float 
         "rules_planned": planned, "rules_ran": ran,
         "rules_missing": sorted(r for r in planned if r not in ran and r not in TARGET_ONLY),
         "adapters": adapter_rows(work, config), "benchmarks": benchmark_rows(work, config),
-        "training": training_rows(work, config),
+        "training": training_rows(work, config), "tokens": token_rows(work),
     }
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
     return report
