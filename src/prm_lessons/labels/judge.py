@@ -41,6 +41,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
+from .. import as_paths
 from ..generation import Completion, SamplingSpec, derive_seed, render_chat
 from . import clean_steps
 
@@ -213,8 +214,13 @@ def case_verdict(details: Sequence[tuple[int | None, str]], cut: Sequence[bool])
     return None, next((s for s in ("out_of_range", "truncated") if s in statuses), "no_verdict")
 
 
-def load_template(path: str | None) -> str | None:
-    return Path(path).read_text() if path else None
+def load_template(path) -> str | None:
+    """The prompt text of a template file: `path` a path, a rule's input list of at most one (the file
+    plan.judge_template_input names), or empty/None (the built-in text)."""
+    paths = as_paths(path)
+    if len(paths) > 1:
+        raise ValueError(f"judge template: {len(paths)} files given, expected at most one")
+    return Path(paths[0]).read_text() if paths else None
 
 
 def guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | Sequence[str] | None):
