@@ -1,8 +1,8 @@
-"""LLM-as-a-judge step labels (the paper's §3.1.2, App. C) and the ProcessBench critic protocol.
+"""LLM-as-a-judge step labels (the paper's §3.1.2) and the ProcessBench critic protocol.
 
-Two prompt styles (``judge.style``):
+Two verdict formats (``judge.style``):
 
-* ``paper`` — the paper's App. C judge: the problem in ``<math_problem>``, solution paragraphs in
+* ``paper`` — the paper's judge format: the problem in ``<math_problem>``, solution paragraphs in
   ``<paragraph_1>`` … ``<paragraph_n>`` (1-indexed), an ``<analysis_i>`` per paragraph, stop after
   the first erroneous paragraph, end with ``<conclusion>Correct|Incorrect</conclusion>``.
   Verdict: Correct → -1; Incorrect → the last analysed paragraph (the judge stops there), 0-based.
@@ -10,9 +10,11 @@ Two prompt styles (``judge.style``):
   paragraphs ``<paragraph_0>`` … (0-indexed), the earliest erroneous index in ``\\boxed{}``, -1 for
   none. Verdict: the last ``\\boxed{}`` (as the official ``run_eval.py``).
 
-The template texts below are written for this project following the structure the two papers
-describe; ``judge.template_path`` loads another text (e.g. the official file) with the same
-placeholders (``{tagged_problem}``/``{problem}`` and ``{tagged_response}``).
+The template texts below (``judge.template: project_paraphrase``) are written for this project following
+the structure the two papers describe, not their words; ``judge.template_path`` loads another text (e.g.
+the official file) with the same placeholders (``{tagged_problem}``/``{problem}`` and ``{tagged_response}``).
+The paper's own prompt (``judge.template: paper_app_c``) is never shipped: rule ``judge_template`` reads it
+out of the paper's source (:mod:`prm_lessons.labels.paper_prompt`).
 
 Reference-guided judging (``judge.reference``, off by default and in the paper, whose judge is
 reference-free): the problem placeholder also carries a correct reference solution (the problem's gold

@@ -85,7 +85,7 @@ def latex_to_text(src: str) -> str:
     does not know is an error naming it: better no prompt than a wrong one."""
     s = re.sub(r"(?<!\\)%[^\n]*\n?", "", src)
     s = _ENV_LINE.sub("", s)
-    s = re.sub(r"\\\\(?:\s*\[[^\]]*\])?|\\newline(?![A-Za-z])", "\x00", s)
+    s = re.sub(r"\\\\(?:\[\s*-?[\d.]+\s*[a-z]{2}\s*\])?|\\newline(?![A-Za-z])", "\x00", s)  # \\[2pt]: a length
     s = re.sub(r"\\par(?![A-Za-z])", "\n\n", s)
     s = _LAYOUT.sub("", s)
     while _TEXT_CMD.search(s):
