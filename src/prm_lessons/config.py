@@ -219,6 +219,10 @@ def _check_cross_references(cfg: dict) -> None:
         if unknown:
             raise _err(f"trainsets.variants.{name}.datasets", f"unknown problem set(s) {unknown} "
                                                             "(names under `problems`)")
+    ann = (cfg.get("analysis") or {}).get("fig6_annotation") or {}
+    if ann.get("labels") and not ann.get("per_benchmark"):
+        raise _err("analysis.fig6_annotation.labels", "labels of an annotation sheet, but per_benchmark is 0 (no "
+                                                      "sheet): set per_benchmark to the sheet's size per dataset")
     for i, d in enumerate((cfg.get("analysis") or {}).get("policy_flaw_datasets") or []):
         if d not in problems and d not in benchmarks:
             raise _err(f"analysis.policy_flaw_datasets.{i}", f"'{d}' is not under `problems` or `benchmarks`")

@@ -19,11 +19,17 @@ def _table10(config: dict) -> tuple[int | None, list[str]]:
     return int(n), list(entry["benchmarks"]) if entry else list(config.get("benchmarks") or {})
 
 
+# Figure 6's annotation sheet (rule fig6_annotation_sheet; prm_lessons.labels.annotation)
+FIG6_SHEET = "results/annotation/fig6_sheet.csv"
+FIG6_ANNOTATION_DEFAULTS = {"per_benchmark": 0, "seed": 0, "labels": None}
+
+
 def analysis_settings(config: dict) -> dict:
     """The analysis.* values the artifact rules get (prm_lessons.artifacts.registry.ARTIFACT_PARAMS), with
     the defaults resolved: `n` (analysis.n, else bon.n: the N of the main tables when bon.csv holds several),
     `policy` and `second_policy` (policy names; None: no second policy), `policy_labels` (name → label of
-    every policy), `table10` ({n, benchmarks}; n None: not planned), `chinese_benchmarks`."""
+    every policy), `table10` ({n, benchmarks}; n None: not planned), `chinese_benchmarks`, `fig6_annotation`
+    ({per_benchmark, seed, labels})."""
     a = dict(config.get("analysis") or {})
     pols = bon_policies(config)
     policy = a.get("policy") or next(iter(pols))
@@ -32,7 +38,8 @@ def analysis_settings(config: dict) -> dict:
     return {**a, "n": a.get("n") or bon_n(config), "policy": policy, "second_policy": second,
             "policy_labels": {p: str((s or {}).get("label") or p) for p, s in pols.items()},
             "table10": {"n": n10, "benchmarks": b10},
-            "chinese_benchmarks": list(a.get("chinese_benchmarks") or [])}
+            "chinese_benchmarks": list(a.get("chinese_benchmarks") or []),
+            "fig6_annotation": {**FIG6_ANNOTATION_DEFAULTS, **(a.get("fig6_annotation") or {})}}
 
 
 def analysis_skipped(config: dict) -> dict[str, str]:
