@@ -263,7 +263,9 @@ if JUDGE_PB_CASES:
         input:
             code("labels:judge_processbench_table"),
             cases="results/processbench/cases.parquet",
-            tables=expand("results/labels/judge_processbench/{setting}.parquet", setting=plan.judge_processbench_settings(config),
+            tables=expand(
+                "results/labels/judge_processbench/{setting}.parquet",
+                setting=plan.judge_processbench_settings(config),
             ),
             structure="results/metrics/processbench/baseline_structure_predictions.parquet",
         output:

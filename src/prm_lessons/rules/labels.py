@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 
 from .. import as_paths, generation
+from ..analysis import named_inputs
 from ..data.problems import load_problems
 from ..labels import clean_steps, instance_id
-from ..analysis import named_inputs
 from ..labels.annotation import sample_sheet, write_sheet
 from ..labels.consensus import consensus_table
 from ..labels.human import (
