@@ -110,7 +110,7 @@ if ANALYSIS["fig6_annotation"]["per_benchmark"]:
 
     rule fig6_annotation_sheet:
         input:
-            code("labels:fig6_annotation_sheet"),
+            code("analysis:fig6_annotation_sheet"),
             **{f"samples__{d}": f"results/samples/{d}.parquet" for d in FLAW_DATASETS},
         output:
             sheet=plan.FIG6_SHEET,
@@ -120,7 +120,7 @@ if ANALYSIS["fig6_annotation"]["per_benchmark"]:
         conda:
             "../../envs/analysis.yaml"
         params:
-            func="labels:fig6_annotation_sheet",
+            func="analysis:fig6_annotation_sheet",
             annotation=ANALYSIS["fig6_annotation"],
             n=ANALYSIS["n"],
         script:

@@ -8,10 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from .. import as_paths, generation
-from ..analysis import named_inputs
 from ..data.problems import load_problems
 from ..labels import clean_steps, instance_id
-from ..labels.annotation import sample_sheet, write_sheet
 from ..labels.consensus import consensus_table
 from ..labels.human import (
     construction_instances,
@@ -350,15 +348,3 @@ def trainsets_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dic
     write_csv(df, outputs["csv"], "trainsets_csv")
     print(df.to_string(index=False), flush=True)
 
-
-def fig6_annotation_sheet(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `fig6_annotation_sheet`: seeded random correct-answer responses of each Figure 6 dataset
-    (analysis.fig6_annotation.per_benchmark, among the first analysis.n samples) → an annotation sheet
-    (CSV: id, benchmark, problem, numbered steps, empty label columns) for annotators."""
-    cfg = params["annotation"]
-    samples = {d: read_table(p, None) for d, p in named_inputs(inputs, "samples").items()}
-    sheet = sample_sheet(samples, int(cfg["per_benchmark"]), int(cfg["seed"]), params.get("n"))
-    write_sheet(sheet, outputs["sheet"])
-    print(f"annotation sheet: {len(sheet)} responses ({sheet['benchmark'].value_counts().to_dict()}) -> "
-          f"{outputs['sheet']}; fill in process_flawed (yes/no) and first_error_step, then set "
-          "analysis.fig6_annotation.labels to the filled-in copy", flush=True)
