@@ -83,6 +83,8 @@ rule critique_template:
 # paper's source (judge.paper_template: the arXiv e-print at a pinned version, or a site's own copy)
 # fetched and checksummed, the prompt read out of its LaTeX (prm_lessons.labels.paper_prompt); never shipped
 rule judge_template:
+    input:
+        code("data:judge_template"),  # not a plain download: the prompt is read out of the source
     output:
         file=plan.JUDGE_PAPER_TEMPLATE,
     log:
