@@ -101,3 +101,12 @@ def test_rehearsal_stand_in_passes_its_own_checks_and_is_not_the_paper(tmp_path)
     paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())["judge"]["paper_template"]
     assert overlay["text_sha256"] != paper["text_sha256"]
     assert PAPER_TEMPLATE.split("\n")[0] in out.read_text()  # the project's paraphrase, not the paper's words
+
+
+def test_schema_default_words_digest_is_the_paper_configs():
+    from prm_lessons.config import load_schema
+
+    props = load_schema()["properties"]["judge"]["properties"]["paper_template"]["properties"]
+    paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())["judge"]["paper_template"]
+    assert props["text_sha256"]["default"] == paper["text_sha256"]
+    assert props["url"]["default"] == paper["url"] and props["sha256"]["default"] is None
