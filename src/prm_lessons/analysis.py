@@ -89,16 +89,36 @@ def processbench_flaw_rates(cases: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def human_flaw_rates(labels: pd.DataFrame, sheet: pd.DataFrame) -> pd.DataFrame:
+    """Figure 6's human rate per benchmark (source "policy_human"): flawed among the labelled rows of the
+    annotation sheet (prm_lessons.labels.annotation.read_labels); sheet rows left blank are counted as
+    `n_unjudged`. Benchmarks in the sheet's order."""
+    rows = []
+    for bench in dict.fromkeys(sheet["benchmark"].astype(str)):
+        lab = labels[(labels["benchmark"].astype(str) == bench) & labels["labelled"].astype(bool)]
+        n_sheet = int((sheet["benchmark"].astype(str) == bench).sum())
+        flawed = int(lab["flawed"].astype(bool).sum())
+        lo, hi = wilson_interval(flawed, len(lab))
+        rows.append({"dataset": bench, "source": "policy_human", "n_responses": n_sheet, "n_correct": n_sheet,
+                     "n_judged": int(len(lab)), "n_unparsed": 0, "n_unjudged": n_sheet - int(len(lab)),
+                     "n_flawed": flawed, "rate": 100 * flawed / len(lab) if len(lab) else float("nan"),
+                     "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(rows)
+
+
 # Figure 6's row label per policy-sample instrument (the verdict table reads the rows apart)
-FLAW_ROWS = {"policy_judge": "policy samples, judge", "policy_checker": "policy samples, arithmetic checker"}
+FLAW_ROWS = {"policy_judge": "policy samples, judge", "policy_checker": "policy samples, arithmetic checker",
+             "policy_human": "policy samples, human annotation"}
 
 
 def flaw_rates(samples: Mapping[str, pd.DataFrame], judges: Mapping[str, pd.DataFrame],
-               cases: pd.DataFrame | None, checkers: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
-    """Figure 6 data: the judge-based rate per policy dataset, the arithmetic process checker's on the
-    same responses (exact where it sees the error; `checkers`: its tables, rule process_check_labels) +
-    ProcessBench's rate per subset."""
-    rows = []
+               cases: pd.DataFrame | None, checkers: Mapping[str, pd.DataFrame] | None = None,
+               human: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Figure 6 data: the human rate per benchmark where annotation labels came back (`human`:
+    human_flaw_rates), the judge-based rate per policy dataset (the proxy), the arithmetic process
+    checker's on the same responses (exact where it sees the error; `checkers`: its tables, rule
+    process_check_labels) + ProcessBench's rate per subset."""
+    rows = [] if human is None else human.to_dict("records")
     for ds, chk in (checkers or {}).items():
         if ds in samples:
             rows.append(policy_flaw_rate(samples[ds], chk, ds, source="policy_checker"))

@@ -211,6 +211,7 @@ def _check_cross_references(cfg: dict) -> None:
             key = (f"critics.judges.{name}.template_path" if entry.get("template_path") else "critics.template_path")
             raise _err(key, f"critic '{name}' has template: official; template_path replaces only the project "
                             "template (set template: project, or remove template_path)")
+    _check_judge_template(cfg.get("judge") or {})
     problems, benchmarks = cfg.get("problems") or {}, cfg.get("benchmarks") or {}
     _check_bon_judges(cfg.get("bon_judges") or {}, models, benchmarks)
     for name, spec in ((cfg.get("trainsets") or {}).get("variants") or {}).items():
@@ -218,6 +219,10 @@ def _check_cross_references(cfg: dict) -> None:
         if unknown:
             raise _err(f"trainsets.variants.{name}.datasets", f"unknown problem set(s) {unknown} "
                                                             "(names under `problems`)")
+    ann = (cfg.get("analysis") or {}).get("fig6_annotation") or {}
+    if ann.get("labels") and not ann.get("per_benchmark"):
+        raise _err("analysis.fig6_annotation.labels", "labels of an annotation sheet, but per_benchmark is 0 (no "
+                                                      "sheet): set per_benchmark to the sheet's size per dataset")
     for i, d in enumerate((cfg.get("analysis") or {}).get("policy_flaw_datasets") or []):
         if d not in problems and d not in benchmarks:
             raise _err(f"analysis.policy_flaw_datasets.{i}", f"'{d}' is not under `problems` or `benchmarks`")
@@ -445,6 +450,23 @@ def _check_bon(cfg: dict) -> None:
                 if own and b not in own:
                     raise _err(f"bon.more_n.{i}.benchmarks.{j}", f"policy '{p}' does not sample '{b}' "
                                                                  f"(bon.policies.{p}.benchmarks)")
+
+
+def _check_judge_template(judge: dict) -> None:
+    """judge.template paper_app_c: the paper's prompt is in the paper's format (style paper), replaces the
+    project's text (no template_path beside it) and is checked against at least one pinned value."""
+    if judge.get("template") != "paper_app_c":
+        return
+    if judge.get("style", "paper") != "paper":
+        raise _err("judge.template", "paper_app_c is the paper's prompt, written for its verdict format: set "
+                                     "judge.style: paper (or template: project_paraphrase)")
+    if judge.get("template_path"):
+        raise _err("judge.template_path", "judge.template is paper_app_c; template_path replaces only the "
+                                          "project's paraphrase (set template: project_paraphrase, or remove it)")
+    spec = judge.get("paper_template") or {}
+    if not any(spec.get(k) for k in ("sha256", "git_blob_sha1", "text_sha256")):
+        raise _err("judge.paper_template", "judge.template is paper_app_c but none of sha256, git_blob_sha1, "
+                                           "text_sha256 is set: the prompt would be used unchecked")
 
 
 def _check_bon_judges(bj: dict, models: dict, benchmarks: dict) -> None:

@@ -1,6 +1,7 @@
-"""Rules judge_processbench / judge_processbench_table in the embedded DAG (dry runs), none in the paper's
-(its ProcessBench is the released one, no gold solutions), and judge.reference giving rule `judge` the
-problems tables it reads the gold solutions from."""
+"""Rules judge_processbench / judge_processbench_table in the embedded DAG (dry runs, both settings) and in
+the paper's (its ProcessBench is the released one, no gold solutions: the reference-free setting with the
+App. C prompt only), the judge rules reading the configured prompt file, and judge.reference giving rule
+`judge` the problems tables it reads the gold solutions from."""
 import dag
 
 
@@ -20,9 +21,22 @@ def test_embedded_dag_scores_both_judge_settings_beside_the_structure_baseline(e
     assert all(not any(p.startswith("results/problems/") for p in j.input) for j in embedded_plan.of("judge"))
 
 
-def test_paper_dag_has_no_judge_processbench(paper_plan):
-    assert not paper_plan.of("judge_processbench") and not paper_plan.of("judge_processbench_table")
-    assert paper_plan.of("judge")  # the labelling judge itself runs
+def test_paper_dag_scores_the_labelling_judge_with_its_app_c_prompt(paper_plan):
+    (job,) = paper_plan.of("judge_processbench")  # reference-free only: the official cases have no gold solution
+    assert job.wildcards["setting"] == "judge"
+    assert "resources/templates/judge_paper_app_c.txt" in job.input
+    assert "results/processbench/cases.parquet" in job.input
+    (table,) = paper_plan.of("judge_processbench_table")
+    assert "results/labels/judge_processbench/judge.parquet" in table.input
+    (fetch,) = paper_plan.of("judge_template")
+    assert fetch.output == ["resources/templates/judge_paper_app_c.txt"]
+    jobs = paper_plan.of("judge")  # the labelling judge itself reads the same prompt
+    assert jobs and all("resources/templates/judge_paper_app_c.txt" in j.input for j in jobs)
+
+
+def test_embedded_dag_judges_with_the_project_paraphrase(embedded_plan):
+    assert not embedded_plan.of("judge_template")
+    assert all(not any("templates/" in p for p in j.input) for j in embedded_plan.of("judge"))
 
 
 def test_reference_guided_judge_reads_each_sets_problems_table(tmp_path):

@@ -40,6 +40,12 @@ ARTIFACT_INPUT_GROUPS = {
         # the arithmetic process checker's verdicts on the same responses (process_check.smk)
         **({f"checker__{d}": f"results/labels/checker/{d}.parquet" for d in FLAW_DATASETS} if PROCESS_CHECK else {}),
         **({"cases": "results/processbench/cases.parquet"} if config.get("processbench") else {}),
+        # the annotation sheet filled in by annotators (analysis.fig6_annotation.labels): Figure 6's human rate
+        **(
+            {"annotation_sheet": plan.FIG6_SHEET, "human_labels": ANALYSIS["fig6_annotation"]["labels"]}
+            if ANALYSIS["fig6_annotation"]["labels"]
+            else {}
+        ),
     },
     "table5": {"table5": artifact_paths("table5")["csv"]},
     # analysis.policy's step scores (results/policies/{name}/scores/ for a secondary policy)
@@ -95,3 +101,29 @@ for _aid in ANALYSIS_ARTIFACTS:
 
 
 TARGETS.extend(p for _aid in ANALYSIS_ARTIFACTS for p in artifact_paths(_aid).values())
+
+
+# Figure 6's human path: a sheet of seeded random correct-answer responses per Figure 6 dataset
+# (analysis.fig6_annotation.per_benchmark; prm_lessons.labels.annotation) for annotators; its filled-in
+# copy (analysis.fig6_annotation.labels) is read back by the Figure 6 rule
+if ANALYSIS["fig6_annotation"]["per_benchmark"]:
+
+    rule fig6_annotation_sheet:
+        input:
+            code("analysis:fig6_annotation_sheet"),
+            **{f"samples__{d}": f"results/samples/{d}.parquet" for d in FLAW_DATASETS},
+        output:
+            sheet=plan.FIG6_SHEET,
+        log:
+            "logs/analysis/fig6_annotation_sheet.log",
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="analysis:fig6_annotation_sheet",
+            annotation=ANALYSIS["fig6_annotation"],
+            n=ANALYSIS["n"],
+        script:
+            RUN
+
+    TARGETS.append(plan.FIG6_SHEET)

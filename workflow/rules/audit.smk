@@ -31,7 +31,7 @@ rule audit_labels:
         code("audit:audit_labels"),
         slice="results/labels/audit/slice.parquet",
         model=model_input(COMPLETER),
-        template=([config["judge"]["template_path"]] if config["judge"].get("template_path") else []),
+        template=plan.judge_template_input(config["judge"]),
     output:
         table="results/labels/audit/labels/shard{shard}of{nshards}.parquet",
     log:

@@ -79,6 +79,26 @@ rule critique_template:
         RUN
 
 
+# The labelling judge's prompt as the paper prints it (App. C), for judge.template paper_app_c: the
+# paper's source (judge.paper_template: the arXiv e-print at a pinned version, or a site's own copy)
+# fetched and checksummed, the prompt read out of its LaTeX (prm_lessons.labels.paper_prompt); never shipped
+rule judge_template:
+    input:
+        code("data:judge_template"),  # not a plain download: the prompt is read out of the source
+    output:
+        file=plan.JUDGE_PAPER_TEMPLATE,
+    log:
+        "logs/judge_template.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        func="data:judge_template",
+        spec=config["judge"]["paper_template"],
+    script:
+        RUN
+
+
 rule problems:
     input:
         code("data:problems"),

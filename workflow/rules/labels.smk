@@ -43,7 +43,7 @@ rule judge:
         code("labels:judge"),
         responses="results/responses/{dataset}.parquet",
         model=model_input(JUDGE),
-        template=[config["judge"]["template_path"]] if config["judge"].get("template_path") else [],
+        template=plan.judge_template_input(config["judge"]),
         # judge.reference: the gold solutions of the responses' problems
         problems=["results/problems/{dataset}.parquet"] if config["judge"].get("reference") else [],
     output:
@@ -268,10 +268,11 @@ rule export_trl:
 TARGETS.extend(expand("results/trainsets/trl/{variant}.jsonl", variant=list(TRL_EXPORTS)))
 
 
-# The labelling judge scored as a ProcessBench critic with its own prompt, reference-free and
-# reference-guided (judge.reference), on a stratified slice of the constructed cases (judge.processbench_cases),
-# beside the structure baseline: whether any judge setting could give labels better than structure
-# (lesson 2, prm_lessons.metrics.judge_processbench). Off without a constructed set.
+# The labelling judge scored as a ProcessBench critic with its own prompt (judge.template), on a stratified
+# slice of the cases (judge.processbench_cases): reference-free and reference-guided on a constructed set,
+# reference-free on the official one (plan.judge_processbench_settings); beside the structure baseline:
+# how well the judge behind the judge/consensus labels and Figure 6's proxy finds first errors (lesson 2,
+# prm_lessons.metrics.judge_processbench). Off with judge.processbench_cases 0.
 JUDGE_PB_CASES = plan.judge_processbench_cases(config)
 
 if JUDGE_PB_CASES:
@@ -281,13 +282,13 @@ if JUDGE_PB_CASES:
             code("labels:judge_processbench"),
             cases="results/processbench/cases.parquet",
             model=model_input(JUDGE),
-            template=([config["judge"]["template_path"]] if config["judge"].get("template_path") else []),
+            template=plan.judge_template_input(config["judge"]),
         output:
             table="results/labels/judge_processbench/{setting}.parquet",
         log:
             "logs/labels/judge_processbench/{setting}.log",
         wildcard_constraints:
-            setting=plan.wildcard_alternatives(list(plan.JUDGE_PB_SETTINGS)),
+            setting=plan.wildcard_alternatives(list(plan.judge_processbench_settings(config))),
         conda:
             "../../envs/sampling.yaml"
         threads: engine_threads(JUDGE)
@@ -311,7 +312,10 @@ if JUDGE_PB_CASES:
         input:
             code("labels:judge_processbench_table"),
             cases="results/processbench/cases.parquet",
-            tables=expand("results/labels/judge_processbench/{setting}.parquet", setting=plan.JUDGE_PB_SETTINGS),
+            tables=expand(
+                "results/labels/judge_processbench/{setting}.parquet",
+                setting=plan.judge_processbench_settings(config),
+            ),
             structure="results/metrics/processbench/baseline_structure_predictions.parquet",
         output:
             csv="results/tables/judge_processbench.csv",

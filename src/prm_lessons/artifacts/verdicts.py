@@ -335,8 +335,19 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
     (process_check.csv), so its rate is a lower bound on the flaw rate and can only reproduce the claim or
     leave it undecided. Without it, the judge's rate decides only if the instrument is shown to work: the
     labelling judge, scored as a ProcessBench critic (`judge_critics`: its critic rows in config order; the
-    first one present counts), must beat the structure-only baseline (paired interval above 0). The claim
-    is that the rate is above 0, so it is never "contradicted"."""
+    first one present counts), must beat the structure-only baseline (paired interval above 0). Human labels
+    of the annotation sheet (the paper's own instrument, row FLAW_ROWS["policy_human"]) decide before all
+    of these. The claim is that the rate is above 0, so it is never "contradicted"."""
+    human = (fig6[(fig6["key"].astype(str) == "policy") & (fig6["row"].astype(str) == FLAW_ROWS["policy_human"])]
+             if has_columns(fig6, ("key", "row", "n", "value")) else None)
+    if human is not None and len(human) and _pooled_rate(human) is not None:
+        est_h, kh, mh = _pooled_rate(human)
+        measured = (f"flawed per human annotation of random correct-answer policy responses: {kh} of {mh}, "
+                    f"{Fmt(1.0).est(est_h)} %")
+        verdict, reason = interval_verdict(est_h, 0.0, "0")
+        if verdict != REPRODUCED:
+            verdict, reason = UNDECIDABLE, f"the human rate's interval contains 0 ({mh} labelled responses)"
+        return _row(L4, L4_PAPER, L4_DECIDE, measured, verdict, reason)
     bon_rate = _checker_bon_rate(checker_bon)
     if bon_rate is not None:  # the Best-of-N samples themselves, where the lesson lives
         est_b, kb, mb, coverage = bon_rate
@@ -352,7 +363,7 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
     rows = pol["row"].astype(str) if "row" in pol else pd.Series("", index=pol.index)
     is_checker = rows == FLAW_ROWS["policy_checker"]
     checker = _pooled_rate(pol[is_checker]) if is_checker.any() else None
-    judged = pol[~is_checker]
+    judged = pol[~is_checker & (rows != FLAW_ROWS["policy_human"])]
     pooled = _pooled_rate(judged) if len(judged) else None
     if pooled is None and checker is None:
         return _absent(L4, L4_PAPER, "no judged correct-answer policy responses (Figure 6 has no `policy` cells)",

@@ -1,8 +1,8 @@
-"""LLM-as-a-judge step labels (the paper's §3.1.2, App. C) and the ProcessBench critic protocol.
+"""LLM-as-a-judge step labels (the paper's §3.1.2) and the ProcessBench critic protocol.
 
-Two prompt styles (``judge.style``):
+Two verdict formats (``judge.style``):
 
-* ``paper`` — the paper's App. C judge: the problem in ``<math_problem>``, solution paragraphs in
+* ``paper`` — the paper's judge format: the problem in ``<math_problem>``, solution paragraphs in
   ``<paragraph_1>`` … ``<paragraph_n>`` (1-indexed), an ``<analysis_i>`` per paragraph, stop after
   the first erroneous paragraph, end with ``<conclusion>Correct|Incorrect</conclusion>``.
   Verdict: Correct → -1; Incorrect → the last analysed paragraph (the judge stops there), 0-based.
@@ -10,9 +10,11 @@ Two prompt styles (``judge.style``):
   paragraphs ``<paragraph_0>`` … (0-indexed), the earliest erroneous index in ``\\boxed{}``, -1 for
   none. Verdict: the last ``\\boxed{}`` (as the official ``run_eval.py``).
 
-The template texts below are written for this project following the structure the two papers
-describe; ``judge.template_path`` loads another text (e.g. the official file) with the same
-placeholders (``{tagged_problem}``/``{problem}`` and ``{tagged_response}``).
+The template texts below (``judge.template: project_paraphrase``) are written for this project following
+the structure the two papers describe, not their words; ``judge.template_path`` loads another text (e.g.
+the official file) with the same placeholders (``{tagged_problem}``/``{problem}`` and ``{tagged_response}``).
+The paper's own prompt (``judge.template: paper_app_c``) is never shipped: rule ``judge_template`` reads it
+out of the paper's source (:mod:`prm_lessons.labels.paper_prompt`).
 
 Reference-guided judging (``judge.reference``, off by default and in the paper, whose judge is
 reference-free): the problem placeholder also carries a correct reference solution (the problem's gold
@@ -41,6 +43,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
+from .. import as_paths
 from ..generation import Completion, SamplingSpec, derive_seed, render_chat
 from . import clean_steps
 
@@ -213,8 +216,13 @@ def case_verdict(details: Sequence[tuple[int | None, str]], cut: Sequence[bool])
     return None, next((s for s in ("out_of_range", "truncated") if s in statuses), "no_verdict")
 
 
-def load_template(path: str | None) -> str | None:
-    return Path(path).read_text() if path else None
+def load_template(path) -> str | None:
+    """The prompt text of a template file: `path` a path, a rule's input list of at most one (the file
+    plan.judge_template_input names), or empty/None (the built-in text)."""
+    paths = as_paths(path)
+    if len(paths) > 1:
+        raise ValueError(f"judge template: {len(paths)} files given, expected at most one")
+    return Path(paths[0]).read_text() if paths else None
 
 
 def guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | Sequence[str] | None):

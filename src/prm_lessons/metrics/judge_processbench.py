@@ -1,5 +1,5 @@
 """The step-labelling judge scored as a ProcessBench critic (issue 27, item 5): which cases it judges
-(a stratified slice of the constructed set), its metrics and paired F1 difference to the structure
+(a stratified slice of the ProcessBench cases), its metrics and paired F1 difference to the structure
 baseline as table rows, and the lesson-2 verdict those rows support.
 
 Lesson 2 (LLM-as-a-judge labels vs MC labels) is only decidable where the judge that labels finds
@@ -132,7 +132,7 @@ def lesson2_verdict(table: pd.DataFrame, model: str = "roles.judge") -> dict:
     if not winners.empty:
         w = winners.loc[winners["dlt"].idxmax()]
         text = (f"The labelling judge ({model}, setting '{w['judge']}') beats the structure "
-                f"baseline on the constructed ProcessBench cases (ΔF1 {_fmt(w['dlt'])}, interval "
+                f"baseline on its ProcessBench cases (ΔF1 {_fmt(w['dlt'])}, interval "
                 f"[{_fmt(w['dlo'])}, {_fmt(w['dhi'])}]): its labels carry information beyond "
                 "structure, so lesson 2 (LLM-as-a-judge labels vs MC labels) is decidable at this size by "
                 "training PRMs on its labels and on MC labels of the same responses.")
@@ -143,7 +143,7 @@ def lesson2_verdict(table: pd.DataFrame, model: str = "roles.judge") -> dict:
         with_ref = (" even with the gold solution in its prompt (on these constructed cases the gold steps match "
                     "every correct step word for word)")
     text = (f"Lesson 2 (LLM-as-a-judge labels vs MC labels) is undecidable at this size: no setting of the "
-            f"labelling judge ({model}) beats the structure baseline on the constructed ProcessBench cases"
+            f"labelling judge ({model}) beats the structure baseline on its ProcessBench cases"
             f"{with_ref} ({measured}), so "
             "its labels are not shown to say more than a rule that reads no step, and PRMs trained on them "
             "cannot rank the judge against MC. What would decide it: a labelling judge whose paired ProcessBench F1 "

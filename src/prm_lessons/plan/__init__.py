@@ -9,10 +9,12 @@ re-exports every public name, which no job's code can see (plan is never in a jo
 """
 from __future__ import annotations
 
-from .analysis import analysis_settings, analysis_skipped
+from .analysis import FIG6_SHEET, analysis_settings, analysis_skipped
 from .base import shard_files, shard_log, shard_minutes, shard_outputs, wildcard_alternatives
 from .critics import (
     CRITIC_SETTINGS,
+    JUDGE_PAPER_TEMPLATE,
+    JUDGE_TEMPLATES,
     OFFICIAL_CRITIC_TEMPLATE,
     critic_generation_sources,
     critic_minutes,
@@ -20,6 +22,8 @@ from .critics import (
     critic_shards,
     critic_specs,
     critic_template_input,
+    judge_template_input,
+    judge_template_name,
 )
 from .evaluation import (
     features_input,
@@ -68,6 +72,7 @@ from .processbench import (
     PROCESSBENCH_BASELINES,
     PROCESSBENCH_DEV,
     judge_processbench_cases,
+    judge_processbench_settings,
     processbench_dev,
 )
 from .sampling import (
@@ -137,19 +142,20 @@ __all__ = [
     "bon_ns", "sample_n", "judge_sample_cap", "bon_evaluations", "policy_path", "dataset_spec", "local_source_inputs",
     "fewshot_inputs", "fewshot_spec", "pinned_file_spec", "samples_per_problem", "dataset_problems",
     "sized_shard_count", "sample_shard_count", "sample_shards", "PROCESSBENCH_DEV", "PROCESSBENCH_BASELINES",
-    "processbench_dev", "JUDGE_PB_SETTINGS", "judge_processbench_cases", "TRAINSET_SOURCES", "variants",
+    "processbench_dev", "JUDGE_PB_SETTINGS", "judge_processbench_cases", "judge_processbench_settings", "TRAINSET_SOURCES", "variants",
     "threshold_sweep_variants", "label_needs", "uses",
     "variant_datasets", "role_model", "label_shard_paths", "eval_set_paths", "trainset_inputs",
     "TRAINING_RESOURCE_KEYS", "training_settings", "training_params", "CHECKPOINT_BYTES_PER_PARAM",
     "STEP_TFLOPS_PER_GPU", "JIT_KILL_WAIT_S", "checkpoint_gb", "jit_grace_seconds", "training_slurm_extra",
     "trained_variants", "resolve_prm_specs", "spec_inputs", "shared_features", "features_input", "scoring_gpus",
     "prm_gpus", "score_shards", "score_outputs", "score_log", "score_shard_paths", "scoring_runtime",
-    "CRITIC_SETTINGS", "OFFICIAL_CRITIC_TEMPLATE", "critic_specs", "critic_generation_sources", "critic_shards",
+    "CRITIC_SETTINGS", "OFFICIAL_CRITIC_TEMPLATE", "JUDGE_PAPER_TEMPLATE", "JUDGE_TEMPLATES",
+    "judge_template_input", "judge_template_name", "critic_specs", "critic_generation_sources", "critic_shards",
     "critic_minutes", "critic_template_input", "critic_setting", "search_prms", "search_policy",
     "search_policy_entry", "search_benchmarks", "search_n", "search_reuses_samples", "search_samples_path",
     "search_orm_path", "search_shards", "search_outputs", "search_log", "search_shard_paths", "SEARCH_MINUTES",
     "SEARCH_MULTI_GPU", "SEARCH_FLOOR", "search_minutes", "search_gpus", "BON_JUDGE_MODES", "BON_JUDGE_SETTING_KEYS",
     "bon_judge_benchmarks", "bon_judge_policies", "bon_judge_model", "bon_judge_settings", "bon_judge_template",
     "bon_judge_names", "bon_judge_runs", "bon_judge_shards", "bon_judge_minutes", "shard_outputs", "shard_files",
-    "shard_log", "shard_minutes", "analysis_settings", "analysis_skipped",
+    "shard_log", "shard_minutes", "FIG6_SHEET", "analysis_settings", "analysis_skipped",
 ]

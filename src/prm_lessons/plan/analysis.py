@@ -19,12 +19,17 @@ def _table10(config: dict) -> tuple[int | None, list[str]]:
     return int(n), list(entry["benchmarks"]) if entry else list(config.get("benchmarks") or {})
 
 
+# Figure 6's annotation sheet (rule fig6_annotation_sheet; prm_lessons.labels.annotation)
+FIG6_SHEET = "results/annotation/fig6_sheet.csv"
+FIG6_ANNOTATION_DEFAULTS = {"per_benchmark": 0, "seed": 0, "labels": None}
+
+
 def analysis_settings(config: dict) -> dict:
     """The analysis.* values the artifact rules get (prm_lessons.artifacts.registry.ARTIFACT_PARAMS), with
     the defaults resolved: `n` (analysis.n, else bon.n: the N of the main tables when bon.csv holds several),
     `policy` and `second_policy` (policy names; None: no second policy), `policy_labels` (name → label of
     every policy), `table10` ({n, benchmarks}; n None: not planned), `chinese_benchmarks`, `grader`
-    (grading.grader: the Best-of-N tables name it)."""
+    (grading.grader: the Best-of-N tables name it), `fig6_annotation` ({per_benchmark, seed, labels})."""
     a = dict(config.get("analysis") or {})
     pols = bon_policies(config)
     policy = a.get("policy") or next(iter(pols))
@@ -34,7 +39,8 @@ def analysis_settings(config: dict) -> dict:
             "policy_labels": {p: str((s or {}).get("label") or p) for p, s in pols.items()},
             "table10": {"n": n10, "benchmarks": b10},
             "chinese_benchmarks": list(a.get("chinese_benchmarks") or []),
-            "grader": str((config.get("grading") or {}).get("grader") or "math_verify")}
+            "grader": str((config.get("grading") or {}).get("grader") or "math_verify"),
+            "fig6_annotation": {**FIG6_ANNOTATION_DEFAULTS, **(a.get("fig6_annotation") or {})}}
 
 
 def analysis_skipped(config: dict) -> dict[str, str]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 CRITIC_SETTINGS = ("n", "temperature", "top_p", "top_k", "max_tokens", "seed", "system_prompt", "template",
                    "template_path", "force_answer", "force_truncated", "parse")
 OFFICIAL_CRITIC_TEMPLATE = "resources/templates/critique_template.txt"  # rule critique_template
+# the labelling judge's prompt as the paper prints it (App. C), read from judge.paper_template by rule judge_template
+JUDGE_PAPER_TEMPLATE = "resources/templates/judge_paper_app_c.txt"
+JUDGE_TEMPLATES = ("project_paraphrase", "paper_app_c")
 
 
 def critic_specs(config: dict) -> dict[str, dict]:
@@ -54,6 +57,22 @@ def critic_template_input(spec: dict) -> list[str]:
     if spec["template"] == "official":
         return [OFFICIAL_CRITIC_TEMPLATE]
     return [spec["template_path"]] if spec.get("template_path") else []
+
+
+def judge_template_input(judge: dict) -> list[str]:
+    """The prompt file the labelling judge reads (rules judge, judge_processbench, audit_labels):
+    judge.template paper_app_c → the text rule judge_template extracts from the paper's source; the project's
+    paraphrase → judge.template_path when set, else none (the built-in text)."""
+    if judge.get("template", "project_paraphrase") == "paper_app_c":
+        return [JUDGE_PAPER_TEMPLATE]
+    return [judge["template_path"]] if judge.get("template_path") else []
+
+
+def judge_template_name(judge: dict) -> str:
+    """What the judge's prompt is, in words (table settings, logs)."""
+    if judge.get("template", "project_paraphrase") == "paper_app_c":
+        return "the paper's App. C prompt (judge.paper_template)"
+    return f"the project's paraphrase{' ' + str(judge['template_path']) if judge.get('template_path') else ''}"
 
 
 def critic_setting(spec: dict) -> str:

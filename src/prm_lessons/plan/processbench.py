@@ -20,10 +20,14 @@ JUDGE_PB_SETTINGS = ("judge", "judge_reference")
 
 
 def judge_processbench_cases(config: dict) -> int:
-    """How many constructed ProcessBench cases rule judge_processbench gives each labelling-judge setting
-    (judge.processbench_cases); 0 (no rule) without a constructed set, whose problems hold the gold
-    solutions a reference-guided judge needs."""
-    pb = config.get("processbench") or {}
-    if pb.get("source", "constructed") != "constructed":
-        return 0
+    """How many ProcessBench cases rule judge_processbench gives each labelling-judge setting
+    (judge.processbench_cases; 0 = no rule)."""
     return int((config.get("judge") or {}).get("processbench_cases") or 0)
+
+
+def judge_processbench_settings(config: dict) -> tuple[str, ...]:
+    """The labelling-judge settings rule judge_processbench runs: reference-free and reference-guided on a
+    constructed set (its problems hold the gold solutions), reference-free only on a fetched set (the
+    official cases carry no gold solution; the judge as it labels, with its own prompt)."""
+    pb = config.get("processbench") or {}
+    return JUDGE_PB_SETTINGS if pb.get("source", "constructed") == "constructed" else JUDGE_PB_SETTINGS[:1]

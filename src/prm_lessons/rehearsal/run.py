@@ -12,6 +12,7 @@ Layout (all under --out, default results/rehearsal/):
                 work/shared -> the shared data directory, work/data/prm800k/ -> the PRM800K stand-in,
                 work/data/math_shepherd/math-shepherd.jsonl -> the Math-Shepherd stand-in,
                 work/data/templates/critique_template.txt -> the critique template's stand-in,
+                work/data/templates/app_c.tex -> the stand-in of the paper's LaTeX source of App. C,
                 work/data/fewshot/examples.py -> the harness few-shot demonstrations' stand-in
   plan.txt      the dry run's job table before the run
   report.json   what ran and what it read (prm_lessons.rehearsal.report)
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from ..labels.judge import PROCESSBENCH_TEMPLATE
+from ..labels.judge import PAPER_TEMPLATE, PROCESSBENCH_TEMPLATE
 from .fewshot_file import write_fewshot_examples
 from .hub_cache import build_hub_cache, write_prm800k
 from .math_shepherd_file import write_math_shepherd
@@ -59,6 +60,7 @@ def prepare_work(work: Path, shared: Path) -> Path:
     write_math_shepherd(work / "data" / "math_shepherd" / "math-shepherd.jsonl",
                         shared / "data" / "bon" / "math_cot_100_samples.jsonl")
     write_critique_template(work / "data" / "templates" / "critique_template.txt")
+    write_app_c_source(work / "data" / "templates" / "app_c.tex")
     write_fewshot_examples(work / "data" / "fewshot" / "examples.py")
     return work
 
@@ -86,6 +88,23 @@ def write_critique_template(path: Path) -> Path:
     critique_template and the critics' official-template path run offline."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(PROCESSBENCH_TEMPLATE + "\n")
+    return path
+
+
+# the stand-in's prompt: the paper's opening words (where the reader starts), then the PROJECT's paraphrase
+# with its placeholders last, as App. C has them; not the paper's wording
+APP_C_STANDIN = ("I will provide a math problem along with a solution. "
+                 + PAPER_TEMPLATE.replace("{tagged_problem}\n\n{tagged_response}\n\n", "")
+                 + "\n\n[Math Problem]\n{tagged_problem}\n[Solution]\n{tagged_response}")
+
+
+def write_app_c_source(path: Path) -> Path:
+    """The stand-in of the paper's LaTeX source of App. C (config/rehearsal.yaml points
+    judge.paper_template.url here, with the stand-in's words digest): APP_C_STANDIN in a verbatim box, so
+    that rule judge_template and the judge's paper_app_c path run offline."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\\section{Prompt Template for LLM-as-a-judge}\n\\begin{tcolorbox}[title=Prompt]\n"
+                    "\\begin{verbatim}\n" + APP_C_STANDIN + "\n\\end{verbatim}\n\\end{tcolorbox}\n")
     return path
 
 

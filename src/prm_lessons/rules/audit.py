@@ -73,7 +73,7 @@ def audit_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
         engine, list(part["question"]), steps, [instance_id(p, s) for p, s in zip(part["problem_id"], part["sample_idx"])],
         style=judge_cfg["style"], n=int(judge_cfg["n"]), temperature=float(judge_cfg["temperature"]),
         top_p=float(judge_cfg["top_p"]), max_tokens=int(judge_cfg["max_tokens"]), seed=int(judge_cfg["seed"]),
-        template=load_template(judge_cfg.get("template_path")), system_prompt=judge_cfg.get("system_prompt"),
+        template=load_template(inputs.get("template")), system_prompt=judge_cfg.get("system_prompt"),
         force_answer=bool(judge_cfg["force_answer"]), guided=bool(judge_cfg["guided"]),
         force_truncated=bool(judge_cfg.get("force_truncated", False))) if items else []
     judge_cost = {**engine.take(), "generated_tokens": sum(int(v["tokens_generated"]) for v in verdicts)}

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import logging
+import tempfile
+from pathlib import Path
 
 from .. import as_paths
 from ..data.problems import load_problems
 from ..data.processbench import constructed_processbench, load_processbench, processbench_paths
 from ..data.sources import fetch_file, file_digests
 from ..fewshot import prompt_column
+from ..labels.paper_prompt import paper_template
 from ..tables import write_table
 
 log = logging.getLogger(__name__)
@@ -43,6 +46,29 @@ def critique_template(*, inputs: dict, outputs: dict, params: dict, wildcards: d
     fetch_file(spec["url"], outputs["file"], spec, "ProcessBench critique template (critics.official_template)")
     log.info("critique template: %s -> %s (%s)", spec["url"], outputs["file"],
              file_digests(outputs["file"])["sha256"])
+
+
+def judge_template(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `judge_template`: the paper's App. C judge prompt → resources/templates/ as a template with the
+    judge's placeholders, read from the source judge.paper_template names (fetched and checksummed; the
+    source itself is not kept)."""
+    spec = params["spec"]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "source"
+        fetch_file(spec["url"], src, spec, "the paper's source (judge.paper_template)")
+        digests = file_digests(src)
+        for key in ("sha256", "git_blob_sha1"):
+            if not spec.get(key):  # not pinned yet: the value to pin, for whoever fetched it first
+                log.warning("judge.paper_template.%s is null: the source was not checked; its %s is %s "
+                            "(pin it in the config)", key, key, digests[key])
+        template, words = paper_template(src, spec.get("text_sha256"))
+    if not spec.get("text_sha256"):
+        log.warning("judge.paper_template.text_sha256 is null: the prompt's words were not checked; they "
+                    "digest to %s", words)
+    Path(outputs["file"]).parent.mkdir(parents=True, exist_ok=True)
+    Path(outputs["file"]).write_text(template)  # read as is by labels.judge.load_template
+    log.info("App. C prompt: %s (sha256 %s) -> %s, %d characters, words digest %s\n%s", spec["url"],
+             digests["sha256"], outputs["file"], len(template), words, template)
 
 
 def problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:

@@ -92,7 +92,7 @@ def judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads
         rows = judge_responses(
             engine, list(part["question"]), steps, [instance_id(p, s) for p, s in zip(part["problem_id"], part["sample_idx"])],
             style=cfg["style"], n=int(cfg["n"]), temperature=float(cfg["temperature"]), top_p=float(cfg["top_p"]),
-            max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]), template=load_template(cfg.get("template_path")),
+            max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]), template=load_template(inputs.get("template")),
             system_prompt=cfg.get("system_prompt"), force_answer=bool(cfg["force_answer"]),
             guided=bool(cfg["guided"]), force_truncated=bool(cfg.get("force_truncated", False)), references=refs)
     else:
@@ -150,7 +150,7 @@ def judge_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: 
     rows = judge_responses(
         engine, list(cases["problem"]), steps, list(cases["id"].astype(str)), style=cfg["style"], n=int(cfg["n"]),
         temperature=float(cfg["temperature"]), top_p=float(cfg["top_p"]), max_tokens=int(cfg["max_tokens"]),
-        seed=int(cfg["seed"]), template=load_template(cfg.get("template_path")),
+        seed=int(cfg["seed"]), template=load_template(inputs.get("template")),
         system_prompt=cfg.get("system_prompt"), force_answer=bool(cfg["force_answer"]), guided=bool(cfg["guided"]),
         force_truncated=bool(cfg.get("force_truncated", False)), references=refs)
     df = cases[["id", "subset", "label"]].copy()
@@ -202,7 +202,8 @@ def _judge_setting_text(cfg: dict) -> str:
     return (f"style={cfg.get('style')}; reference={'on' if cfg.get('reference') else 'off'}; n={cfg.get('n')}; "
             f"T={cfg.get('temperature')}; max_tokens={cfg.get('max_tokens')}; "
             f"force_answer={cfg.get('force_answer')}; force_truncated={cfg.get('force_truncated')}; "
-            f"template={cfg.get('template_path') or 'project'}")
+            f"template={cfg.get('template', 'project_paraphrase')}"
+            + (f" {cfg['template_path']}" if cfg.get("template_path") else ""))
 
 
 def _merge_label_shards(inputs: dict, outputs: dict, kind: str) -> None:
@@ -381,3 +382,4 @@ def trainsets_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dic
     df["run"] = params.get("run_label", "")  # provenance: which configuration made these numbers
     write_csv(df, outputs["csv"], "trainsets_csv")
     print(df.to_string(index=False), flush=True)
+

@@ -21,6 +21,7 @@ from prm_lessons.artifacts.plots import (
     origin_title,
 )
 from prm_lessons.artifacts.published import load_published, lookup, paper_column, published_long
+from prm_lessons.labels import annotation
 from prm_lessons.tables import read_table
 
 ID = "fig6"
@@ -46,10 +47,12 @@ def build_fig6(rates: pd.DataFrame, pub, params):
         pv, plabel = lookup(pub_long, key, pc)
         rows.append({"row": row, "key": key, "label": plabel, "column": r["dataset"], "paper_column": pc,
                      "n": r["n_judged"], "value": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                     # the paper's policy bars are HUMAN annotations; an LLM judge's verdicts (or the
-                     # checker's, which sees only arithmetic) are another measurement (shown beside them, never differenced). ProcessBench's share is counted
-                     # from its data the same way on both sides.
-                     "published": pv, "comparable": key == "processbench"})
+                     # the paper's policy bars are HUMAN annotations of random correct-answer responses: only
+                     # this run's human labels of its annotation sheet are compared with them; an LLM judge's
+                     # verdicts (or the checker's, which sees only arithmetic) are another measurement (shown
+                     # beside them, never differenced). ProcessBench's share is counted from its data the same
+                     # way on both sides.
+                     "published": pv, "comparable": key == "processbench" or r["source"] == "policy_human"})
     return finish_cells(rows, params)
 
 
@@ -62,7 +65,8 @@ def plot_fig6(cells: pd.DataFrame, pub: Mapping, params: Mapping):
     run["series"] = run["row"]
     run["x"] = run["column"]
     paper = pub_long.rename(columns={"published": "value"}).copy()
-    paper["series"] = paper["key"].map({"policy": "policy samples, human", "processbench": "ProcessBench annotation"})
+    paper["series"] = paper["key"].map({"policy": "policy samples, human annotation",
+                                         "processbench": "ProcessBench annotation"})
     paper["x"] = paper["column"].map(lambda c: pub["columns"].get(c, c))
     paper["ci_low"] = paper["ci_high"] = np.nan
     fig, axes = plt.subplots(2, 1, figsize=(figure_width(params), 3.4), squeeze=False)
@@ -83,8 +87,9 @@ def plot_fig6(cells: pd.DataFrame, pub: Mapping, params: Mapping):
 
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Figure 6: judge-based (and, process_check.enabled, checker-based) flawed-process rate on the
-    policy's correct answers, and ProcessBench's annotated rate per subset."""
+    """Figure 6: the human rate from the returned annotation sheet (analysis.fig6_annotation.labels) when
+    there is one, the judge-based proxy (and, process_check.enabled, checker-based) flawed-process rate on
+    the policy's correct answers, and ProcessBench's annotated rate per subset."""
     # the paper's Figure 6 judged N (8) responses per query: a benchmark sampled at a larger N for another
     # table (Table 10's 64) counts only its first N, as rule judge labels only those (plan.judge_sample_cap)
     cap = params.get("n")
@@ -93,6 +98,10 @@ def run(*, inputs, outputs, params, wildcards, threads) -> None:
     judges = {d: read_table(p, None) for d, p in analysis.named_inputs(inputs, "judge").items()}
     checkers = {d: read_table(p, "checker") for d, p in analysis.named_inputs(inputs, "checker").items()}
     cases = read_table(inputs["cases"], None) if inputs.get("cases") and Path(inputs["cases"]).exists() else None
-    rates = analysis.flaw_rates(samples, judges, cases, checkers)
+    human = None
+    if inputs.get("human_labels"):  # analysis.fig6_annotation.labels: the sheet filled in by annotators
+        sheet = annotation.read_sheet(inputs["annotation_sheet"])
+        human = analysis.human_flaw_rates(annotation.read_labels(inputs["human_labels"], sheet), sheet)
+    rates = analysis.flaw_rates(samples, judges, cases, checkers, human)
     emit_figure("fig6", build_fig6(rates, load_published(), params) if len(rates) else finish_cells([], params),
                  plot_fig6, outputs, params, inputs)
