@@ -78,6 +78,13 @@ def code(func):
     return codedeps.rule_code_fingerprints(PKG, func, codedeps.STORE)
 
 
+def bench(rule, log):
+    """A job's cost record, Snakemake's `benchmark:` TSV (wall seconds, max RSS, CPU time), under
+    benchmarks/ in a folder per rule, named as the job's log from its first wildcard
+    (plan.benchmark_path). bench/rule_times.py sums them per rule."""
+    return plan.benchmark_path(rule, log)
+
+
 def model_dir(role_or_name):
     """Directory a rule loads a model from (built by rule embedded_model or download_model)."""
     return model_path(config, role_or_name)
