@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # works from a checkout without install
-from prm_lessons import codedeps, plan  # noqa: E402
+from prm_lessons import codedeps, plan, where  # noqa: E402
 from prm_lessons.config import validate_config, model_entry, hub_models_dir, model_path  # noqa: E402
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths  # noqa: E402
 
