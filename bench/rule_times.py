@@ -60,11 +60,12 @@ def read_benchmarks(root: Path) -> list[JobCost]:
 def table(jobs: list[JobCost]) -> list[str]:
     """The per-rule lines, largest job-seconds first, under a header with the span and totals."""
     per, count = defaultdict(float), defaultdict(int)
-    cpu, rss = defaultdict(float), defaultdict(lambda: None)
+    cpu, rss = defaultdict(lambda: None), defaultdict(lambda: None)
     for j in jobs:
         per[j.rule] += j.seconds
         count[j.rule] += 1
-        cpu[j.rule] += j.cpu_seconds or 0.0
+        if j.cpu_seconds is not None:
+            cpu[j.rule] = (cpu[j.rule] or 0.0) + j.cpu_seconds
         if j.max_rss_mb is not None:
             rss[j.rule] = max(j.max_rss_mb, rss[j.rule] or 0.0)
     total = sum(per.values())
@@ -73,8 +74,8 @@ def table(jobs: list[JobCost]) -> list[str]:
              f"{'rule':32s} {'jobs':>4s} {'job-s':>7s} {'share':>6s} {'cpu-s':>7s} {'max RSS MB':>10s}"]
     for rule, sec in sorted(per.items(), key=lambda kv: (-kv[1], kv[0])):
         mem = f"{rss[rule]:10.0f}" if rss[rule] is not None else f"{'NA':>10s}"
-        lines.append(f"{rule:32s} {count[rule]:4d} {sec:7.0f} {100 * sec / max(total, 1e-9):5.1f}% "
-                     f"{cpu[rule]:7.0f} {mem}")
+        cpu_s = f"{cpu[rule]:7.0f}" if cpu[rule] is not None else f"{'NA':>7s}"  # the text log has none
+        lines.append(f"{rule:32s} {count[rule]:4d} {sec:7.0f} {100 * sec / max(total, 1e-9):5.1f}% {cpu_s} {mem}")
     return lines
 
 
