@@ -1,9 +1,13 @@
 # Two commands do all set-up on a fresh machine:
-#   make run   - create .venv (once), install, run the embedded default end to end (fits 15 min on 2 cores)
-#   make run-all - the same plus what the lessons do not need (config/all.yaml: second policy, LLM judges
-#                  of Best-of-N, greedy search, the ProcessBench critics)
+#   make run   - create .venv (once), install, run the embedded default end to end
 #   make test  - the same set-up plus test dependencies, then the fast test tier (not slow, not integration)
-#   make test-all - every test but SLURM integration: real Snakemake runs, vLLM starts, subprocess trainings
+# More: make help. Variables (on the command line: make run CORES=8 SMK_ARGS="..."):
+#   CORES=N       cores Snakemake may use (default 2); jobs run side by side up to that
+#   SMK_ARGS=...  extra Snakemake arguments for run / run-all / dryrun / dryrun-all, e.g.
+#                 SMK_ARGS="--configfile config/config.yaml config/ablations/aggregation.yaml" (an ablation)
+#                 or SMK_ARGS="results/tables/bon.csv" (one target)
+#   PYTEST_ARGS=  extra pytest arguments for test / test-all
+# Calling snakemake by hand: `source .venv/bin/activate` first (make puts .venv/bin on its own PATH only).
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -14,9 +18,24 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup run run-all dryrun-all test test-all dryrun lint report clean-results rehearsal setup-gpu preflight-gpu
+.PHONY: help setup run run-all dryrun-all test test-all dryrun lint report clean-results rehearsal setup-gpu preflight-gpu
 
 setup: $(STAMP)
+
+help:
+	@echo "make run          set-up (once) + the embedded default end to end (CORES=N, SMK_ARGS=...)"
+	@echo "make test         set-up (once) + the fast test tier (PYTEST_ARGS=...)"
+	@echo "make dryrun       what make run would do, nothing run (snakemake -n; SMK_ARGS=...)"
+	@echo "make report       report.html: Snakemake's HTML report of a finished run's figures and tables"
+	@echo "make run-all      make run + config/all.yaml (second policy, LLM judges, greedy search, critics)"
+	@echo "make dryrun-all   what make run-all would do"
+	@echo "make test-all     every test but SLURM integration (real Snakemake runs, vLLM, trainings)"
+	@echo "make lint         snakemake --lint, ruff, snakefmt --check"
+	@echo "make rehearsal    config/paper.yaml on CPU with random-weight stand-ins (needs ../shared)"
+	@echo "make setup-gpu    the GPU venv .venv-gpu (cluster login node); make preflight-gpu: GPU checks"
+	@echo "make clean-results  delete results, figures, logs, benchmarks, the converted model, the report"
+	@echo "Variables: CORES=$(CORES)  SMK_ARGS=$(SMK_ARGS)  PYTEST_ARGS=$(PYTEST_ARGS)"
+	@echo "By hand: source $(VENV)/bin/activate, then snakemake ... (see README.md)"
 
 # Idempotent: re-running is a no-op until pyproject.toml or the lock changes.
 $(STAMP): pyproject.toml requirements/lock.txt
@@ -77,7 +96,7 @@ rehearsal: setup
 
 # GPU cluster: a venv with CUDA torch, GPU vLLM and DeepSpeed (requirements/gpu.txt), on the shared file
 # system (SLURM jobs run Snakemake from it). Build it on a login node, then `source $(GPU_VENV)/bin/activate`
-# and follow "Paper scale on a SLURM cluster" in README.md.
+# and follow docs/cluster.md.
 GPU_VENV ?= .venv-gpu
 setup-gpu:
 	test -x $(GPU_VENV)/bin/python || python3 -m venv $(GPU_VENV)
@@ -98,4 +117,4 @@ preflight-gpu:
 	$(if $(filter file,$(origin HF_HUB_OFFLINE)),env -u HF_HUB_OFFLINE) $(GPU_VENV)/bin/python -m prm_lessons.preflight $(PREFLIGHT_ARGS) $(SMK_ARGS)
 
 clean-results:
-	rm -rf results/*/ figures/fig* logs resources/models paper/tables/*.tex paper/figures paper/report.md paper/main.pdf
+	rm -rf results/*/ figures/fig* logs benchmarks resources/models paper/tables/*.tex paper/figures paper/report.md paper/main.pdf

@@ -33,6 +33,11 @@ include: "workflow/rules/analysis.smk"
 include: "workflow/rules/paper.smk"
 
 
+onsuccess:
+    # where the report, the HTML report and the logs are (only in the run's own process, not in jobs)
+    print(where.finish_message())
+
+
 rule all:
     default_target: True
     input:

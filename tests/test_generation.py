@@ -18,3 +18,34 @@ def test_generate_logged_chunks_without_changing_outputs(caplog):
     assert [[c.text for c in o] for o in chunked] == [[c.text for c in o] for o in whole]
     lines = [r.getMessage() for r in caplog.records if "judged" in r.getMessage()]
     assert [ln.split(" done")[0] for ln in lines] == ["judged: 4/10", "judged: 8/10", "judged: 10/10"]
+
+
+def test_one_vllm_call_logs_progress_as_its_requests_finish(caplog, monkeypatch):
+    """VLLMEngine.generate makes one LLM.generate call (same requests, seeds and order) and hands vLLM a
+    progress hook: the fake LLM drives it as vLLM 0.32 does, and the job log gets done / total lines."""
+    import pytest
+
+    pytest.importorskip("vllm")  # SamplingParams are vLLM's
+    from prm_lessons import generation, progress
+    from prm_lessons.generation import Engine, VLLMEngine
+
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)  # a line per finished request
+    calls = []
+
+    class FakeLLM:
+        def generate(self, prompts, params, use_tqdm=False, **kw):
+            calls.append([p.seed for p in params])
+            bar = use_tqdm(total=len(prompts), desc="Processed prompts", dynamic_ncols=True, postfix="")
+            for _ in prompts:
+                bar.update(1)
+            bar.close()
+            return [type("R", (), {"outputs": []})() for _ in prompts]
+
+    eng = object.__new__(VLLMEngine)
+    Engine.__init__(eng)
+    eng.llm = FakeLLM()
+    with caplog.at_level(logging.INFO, logger="prm_lessons.generation"):
+        eng.generate(["a", "b", "c"], SamplingSpec(n=1, seed=None), seeds=[7, 8, 9])
+    assert calls == [[7, 8, 9]]  # one call, the given seeds in order
+    lines = [r.getMessage() for r in caplog.records if r.name == generation.log.name]
+    assert [ln.split(" (")[0] for ln in lines] == [f"generated: {i}/3 requests" for i in (1, 2, 3)]

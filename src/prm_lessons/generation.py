@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from . import budget
 from .hardware import require_gpu_vllm, resolve_dtype, vllm_available, vllm_cpu_setup
+from .progress import Progress, vllm_bar
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +159,8 @@ class VLLMEngine(Engine):
                                          top_k=spec.top_k or 0,  # vLLM 0.32: 0 disables (older: -1)
                                          max_tokens=spec.max_tokens, seed=seed, stop=spec.stop))
         # prompts are chat-rendered: the template wrote any BOS already (Llama 3's would be doubled)
-        results = self.llm.generate(prompts, params, use_tqdm=False,
+        # one call (vLLM batches and schedules every prompt); a progress line a minute as requests finish
+        results = self.llm.generate(prompts, params, use_tqdm=vllm_bar(log, "generated"),
                                     tokenization_kwargs={"add_special_tokens": False})
         # stop_reason: the stop string matched (str), a stop token id (int) or None for EOS
         outs = [[Completion(o.text, len(o.token_ids), "length" if o.finish_reason == "length" else "stop",
@@ -240,13 +242,17 @@ class HFEngine(Engine):
         t0 = time.perf_counter()
         self._prefill = 0
         outs: list[list[Completion]] = []
+        progress = Progress(log, "generated", len(prompts), "requests")
         if seeds is not None:
             for p, s in zip(prompts, seeds):
                 outs.extend(self._run([p], spec, s))
+                progress.advance()
         else:
             for i in range(0, len(prompts), self.batch_size):
                 outs.extend(self._run(prompts[i:i + self.batch_size], spec,
                                       None if spec.seed is None else derive_seed(spec.seed, i)))
+                progress.advance(len(prompts[i:i + self.batch_size]))
+        progress.close()
         self._account(outs, len(prompts), t0, self._prefill)
         return outs
 

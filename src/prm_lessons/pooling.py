@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from .hardware import require_gpu_vllm, vllm_cpu_setup
+from .progress import vllm_bar
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ class PoolingModel:
                                       f"{self.max_model_len} (set prms.max_length <= the model's max_model_len)")
         params = PoolingParams(use_activation=False) if self.outcome else PoolingParams(step_tag_id=self.step_tag_id)
         outs = self.llm.encode([TokensPrompt(prompt_token_ids=list(e.input_ids)) for e in encs], params,
-                               pooling_task="token_classify", use_tqdm=False)
+                               pooling_task="token_classify", use_tqdm=vllm_bar(log, "scored", "inputs"))
         result = []
         for e, o in zip(encs, outs):
             data = o.outputs.data.float().cpu()

@@ -42,6 +42,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from . import budget
 from .hardware import resolve_dtype
+from .progress import Progress
 from .steps import StepFormat
 
 log = logging.getLogger(__name__)
@@ -243,6 +244,7 @@ def step_features(backbone, instances: list[dict], pad_token_id: int, batch_size
     order = sorted(range(len(instances)), key=lambda i: len(instances[i]["input_ids"]))  # little padding
     feats: list[dict | None] = [None] * len(instances)
     t0 = time.perf_counter()
+    progress = Progress(log, "frozen-base features", len(instances), "inputs")  # a line a minute
     with torch.no_grad():
         for start in range(0, len(order), batch_size):
             idx = order[start:start + batch_size]
@@ -256,6 +258,8 @@ def step_features(backbone, instances: list[dict], pad_token_id: int, batch_size
                 feats[i] = {"step_features": sel[offset:offset + k], "step_targets": instances[i]["step_targets"],
                             "n_tokens": len(instances[i]["input_ids"]), "input_ids": instances[i]["input_ids"]}
                 offset += k
+            progress.advance(len(idx))
+    progress.close()
     dtype = str(next(backbone.parameters()).dtype).replace("torch.", "")
     budget.add_forward("frozen base", dtype, len(instances), sum(len(it["input_ids"]) for it in instances),
                        time.perf_counter() - t0)

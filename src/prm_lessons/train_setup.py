@@ -2,11 +2,15 @@
 GPU; on CPU only with `training.deepspeed_on_cpu`) and its TrainingArguments."""
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 from .prm import use_bf16
+from .progress import Progress
 from .train_settings import TrainingError, save_steps
+
+log = logging.getLogger(__name__)
 
 
 def trainer_class():
@@ -40,6 +44,29 @@ def log_last_step_callback():
             return control
 
     return LogLastStep()
+
+
+def progress_callback(every_s: float | None = None):
+    """A progress line a minute of training, on rank 0: optimizer steps done / max_steps, steps/s, ETA
+    (transformers' own bar is off: disable_tqdm; its loss lines carry no total or ETA)."""
+    from transformers import TrainerCallback  # lazy, as in trainer_class
+
+    class LogProgress(TrainerCallback):
+        progress: Progress | None = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:  # a resumed run counts from its checkpoint's step
+                self.progress = Progress(log, "trained", int(state.max_steps), "steps", every_s, done=state.global_step)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.progress is not None:
+                self.progress.advance(state.global_step - self.progress.done)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if self.progress is not None:
+                self.progress.close()
+
+    return LogProgress()
 
 
 def deepspeed_config(settings: dict, on_gpu: bool) -> str | None:

@@ -55,7 +55,7 @@ from .steps import StepFormat
 from .train_checkpoints import resume_checkpoint, run_fingerprint
 from .train_data import training_instances
 from .train_settings import LABEL_TYPES, TrainingError, settings_from
-from .train_setup import log_last_step_callback, trainer_class, training_arguments
+from .train_setup import log_last_step_callback, progress_callback, trainer_class, training_arguments
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ def run_trainer(trainee: Trainee, args, tokenizer, resume: str | None, ckpt: Pat
     before its last step (the JIT checkpoint callback, on SIGTERM) raises TrainingInterrupted."""
     trainer = trainer_class()(model=trainee.model, args=args, train_dataset=trainee.dataset,
                               data_collator=StepCollator(pad_id(tokenizer)),
-                              callbacks=[log_last_step_callback(), *(callbacks or [])])
+                              callbacks=[log_last_step_callback(), progress_callback(), *(callbacks or [])])
     if resume:
         log.info("resuming from %s", resume)
     tt = time.time()

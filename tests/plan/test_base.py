@@ -21,3 +21,16 @@ def test_every_rule_runtime_goes_through_the_cap():
         for line in smk.read_text().splitlines():
             if "runtime=" in line:
                 assert "plan.runtime(" in line or "plan.scoring_runtime(" in line, f"{smk.name}: {line.strip()}"
+
+
+def test_benchmark_path_is_under_its_rule_with_the_logs_wildcards():
+    """A job's benchmark file: benchmarks/<rule>/ + its log's path from the first wildcard (the same
+    wildcards, as Snakemake requires), or benchmarks/<rule>.tsv without wildcards."""
+    assert (plan.benchmark_path("mc", "logs/labels/mc/{dataset}/shard{shard}of{nshards}.log")
+            == "benchmarks/mc/{dataset}/shard{shard}of{nshards}.tsv")
+    assert plan.benchmark_path("human_labels", "logs/labels/human.log") == "benchmarks/human_labels.tsv"
+    assert (plan.benchmark_path("score_samples", plan.shard_log("score_samples", "{policy_dir}{prm}", 3))
+            == "benchmarks/score_samples/{policy_dir}{prm}/shard{shard}of{nshards}.tsv")
+    # a constant folder after the first wildcard stays: two jobs of one rule never share a file
+    assert (plan.benchmark_path("bon_judge", "logs/bon_judge/{policy_dir}{judge}/{mode}.log")
+            == "benchmarks/bon_judge/{policy_dir}{judge}/{mode}.tsv")

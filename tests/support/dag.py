@@ -2,7 +2,7 @@
 
 `plan(configfiles)` runs `snakemake -n --forceall` once per distinct argument list in a process
 (lru-cached) and returns a :class:`Plan`: the raw output, the "Job stats" counts and every job block
-(rule, wildcards, input, output, log, threads, resources). Tests that only read a shipped config's DAG share
+(rule, wildcards, input, output, log, benchmark, threads, resources). Tests that only read a shipped config's DAG share
 the session fixtures `embedded_plan` / `paper_plan` (tests/conftest.py) instead of planning it again.
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ class Job:
     input: list[str] = field(default_factory=list)
     output: list[str] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
+    benchmark: str = ""  # the job's `benchmark:` file (plan.benchmark_path), "" when the rule has none
     threads: int = 1
     resources: dict[str, int | str] = field(default_factory=dict)
     text: str = ""
@@ -78,6 +79,8 @@ def parse_jobs(out: str) -> list[Job]:
             key, _, value = line.strip().partition(": ")
             if key in ("input", "output", "log"):
                 setattr(job, key, _items(value))
+            elif key == "benchmark":
+                job.benchmark = value.strip()
             elif key == "threads":
                 job.threads = int(value)
             elif key == "wildcards":

@@ -237,3 +237,9 @@ def test_dry_run_profile_slurm_paper_scale(repo):
     shares = {int(j["mem_mb"]) / int(j["gpu"]) for j in model_jobs}
     assert len({j["gpu"] for j in model_jobs}) > 1 and len(shares) == 1, model_jobs
     assert shares.pop() > int(load("slurm")["default-resources"]["mem_mb"])
+
+
+def test_every_run_prints_a_failed_jobs_log():
+    """show-failed-logs in the workflow profile, which applies to make run and to --profile slurm / local:
+    a failed job's log is printed on the console, not only its path."""
+    assert load("default").get("show-failed-logs") is True

@@ -89,6 +89,8 @@ for _aid in ANALYSIS_ARTIFACTS:
             },
         log:
             f"logs/analysis/{ARTIFACTS[_aid]['stem']}.log",
+        benchmark:
+            bench(ARTIFACTS[_aid]["stem"], f"logs/analysis/{ARTIFACTS[_aid]['stem']}.log")
         localrule: True
         conda:
             "../../envs/analysis.yaml"

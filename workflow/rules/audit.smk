@@ -15,6 +15,8 @@ rule audit_slice:
         table="results/labels/audit/slice.parquet",
     log:
         "logs/labels/audit/slice.log",
+    benchmark:
+        bench("audit_slice", "logs/labels/audit/slice.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -36,6 +38,8 @@ rule audit_labels:
         table="results/labels/audit/labels/shard{shard}of{nshards}.parquet",
     log:
         "logs/labels/audit/labels/shard{shard}of{nshards}.log",
+    benchmark:
+        bench("audit_labels", "logs/labels/audit/labels/shard{shard}of{nshards}.log")
     conda:
         "../../envs/sampling.yaml"
     threads: engine_threads(COMPLETER, pool=config["grading"]["workers"])
@@ -69,6 +73,8 @@ rule label_audit:
         csv="results/tables/label_audit.csv",
     log:
         "logs/labels/audit/label_audit.log",
+    benchmark:
+        bench("label_audit", "logs/labels/audit/label_audit.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # works from a checkout without install
-from prm_lessons import codedeps, plan  # noqa: E402
+from prm_lessons import codedeps, plan, where  # noqa: E402
 from prm_lessons.config import validate_config, model_entry, hub_models_dir, model_path  # noqa: E402
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths  # noqa: E402
 
@@ -78,6 +78,13 @@ def code(func):
     Files, not a params value: every rerun trigger (mtime included) sees them, the dry run's reason names
     the changed module, and finished jobs keep their recorded params (docs/code-changes.md)."""
     return codedeps.rule_code_fingerprints(PKG, func, codedeps.STORE)
+
+
+def bench(rule, log):
+    """A job's cost record, Snakemake's `benchmark:` TSV (wall seconds, max RSS, CPU time), under
+    benchmarks/ in a folder per rule, named as the job's log from its first wildcard
+    (plan.benchmark_path). bench/rule_times.py sums them per rule."""
+    return plan.benchmark_path(rule, log)
 
 
 def model_dir(role_or_name):

@@ -11,6 +11,8 @@ rule benchmark_file:
         file="resources/data/benchmarks/{name}{ext}",
     log:
         "logs/benchmark_file/{name}{ext}.log",
+    benchmark:
+        bench("benchmark_file", "logs/benchmark_file/{name}{ext}.log")
     wildcard_constraints:
         name=r"[A-Za-z0-9_\-]+",
         ext=r"\.jsonl\.gz|\.jsonl|\.json|\.parquet",
@@ -31,6 +33,8 @@ rule fewshot_file:
         file="resources/data/fewshot/{name}{ext}",
     log:
         "logs/fewshot_file/{name}{ext}.log",
+    benchmark:
+        bench("fewshot_file", "logs/fewshot_file/{name}{ext}.log")
     wildcard_constraints:
         name=r"[A-Za-z0-9_\-]+",
         ext=r"\.py|\.json",
@@ -49,6 +53,8 @@ rule processbench_file:
         file="resources/data/processbench/{subset}{ext}",
     log:
         "logs/processbench_file/{subset}{ext}.log",
+    benchmark:
+        bench("processbench_file", "logs/processbench_file/{subset}{ext}.log")
     wildcard_constraints:
         subset=r"[A-Za-z0-9_\-]+",
         ext=r"\.jsonl\.gz|\.jsonl|\.json|\.parquet",
@@ -69,6 +75,8 @@ rule critique_template:
         file=plan.OFFICIAL_CRITIC_TEMPLATE,
     log:
         "logs/critique_template.log",
+    benchmark:
+        bench("critique_template", "logs/critique_template.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -108,6 +116,8 @@ rule problems:
         problems="results/problems/{dataset}.parquet",
     log:
         "logs/problems/{dataset}.log",
+    benchmark:
+        bench("problems", "logs/problems/{dataset}.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -126,6 +136,8 @@ rule processbench:
         cases="results/processbench/cases.parquet",
     log:
         "logs/processbench.log",
+    benchmark:
+        bench("processbench", "logs/processbench.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -148,6 +160,8 @@ if PB_DEV:
             cases=plan.PROCESSBENCH_DEV,
         log:
             "logs/processbench_dev.log",
+        benchmark:
+            bench("processbench_dev", "logs/processbench_dev.log")
         localrule: True
         conda:
             "../../envs/analysis.yaml"

@@ -21,6 +21,8 @@ rule step_features:
         features="results/features/{source}.safetensors",
     log:
         "logs/step_features/{source}.log",
+    benchmark:
+        bench("step_features", "logs/step_features/{source}.log")
     wildcard_constraints:
         source="|".join(
             [
@@ -65,6 +67,8 @@ rule score_samples:
         scores=plan.score_outputs(config, SCORE_SAMPLE_TABLES),
     log:
         plan.score_log(config, "score_samples", "{policy_dir}{prm}"),
+    benchmark:
+        bench("score_samples", plan.score_log(config, "score_samples", "{policy_dir}{prm}"))
     wildcard_constraints:
         prm=PRM_RE,
     conda:
@@ -99,6 +103,8 @@ if plan.score_shards(config) > 1:
             scores=[f"{t}.parquet" for t in SCORE_SAMPLE_TABLES],
         log:
             "logs/merge_sample_scores/{policy_dir}{prm}.log",
+        benchmark:
+            bench("merge_sample_scores", "logs/merge_sample_scores/{policy_dir}{prm}.log")
         wildcard_constraints:
             prm=PRM_RE,
         localrule: True
@@ -124,6 +130,8 @@ rule score_processbench:
         dev_scores=plan.score_outputs(config, SCORE_PB_TABLES[1:]),
     log:
         plan.score_log(config, "score_processbench", "{prm}"),
+    benchmark:
+        bench("score_processbench", plan.score_log(config, "score_processbench", "{prm}"))
     wildcard_constraints:
         prm=PRM_RE,
     conda:
@@ -159,6 +167,8 @@ if plan.score_shards(config) > 1:
             dev_scores=[f"{t}.parquet" for t in SCORE_PB_TABLES[1:]],
         log:
             "logs/merge_processbench_scores/{prm}.log",
+        benchmark:
+            bench("merge_processbench_scores", "logs/merge_processbench_scores/{prm}.log")
         wildcard_constraints:
             prm=PRM_RE,
         localrule: True
@@ -188,6 +198,8 @@ rule critic_processbench:
         predictions=plan.shard_outputs([CRITIC_TABLE], CRITIC_SHARDS)[0],
     log:
         plan.shard_log("critic_processbench", "{judge}", CRITIC_SHARDS),
+    benchmark:
+        bench("critic_processbench", plan.shard_log("critic_processbench", "{judge}", CRITIC_SHARDS))
     wildcard_constraints:
         judge=plan.wildcard_alternatives(CRITIC_GENERATORS),
     conda:
@@ -223,6 +235,8 @@ if CRITIC_SHARDS > 1:
             predictions=f"{CRITIC_TABLE}.parquet",
         log:
             "logs/merge_critic_processbench/{judge}.log",
+        benchmark:
+            bench("merge_critic_processbench", "logs/merge_critic_processbench/{judge}.log")
         wildcard_constraints:
             judge=plan.wildcard_alternatives(CRITIC_GENERATORS),
         localrule: True
@@ -245,6 +259,8 @@ rule critic_reparse:
         predictions="results/critics/{judge}/processbench.parquet",
     log:
         "logs/critic_reparse/{judge}.log",
+    benchmark:
+        bench("critic_reparse", "logs/critic_reparse/{judge}.log")
     wildcard_constraints:
         judge=plan.wildcard_alternatives([c for c in CRITICS if CRITIC_SOURCE[c] != c]),
     localrule: True
@@ -269,6 +285,8 @@ rule bon_metrics:
         metrics="results/{policy_dir}metrics/bon/{prm}.json",
     log:
         "logs/bon_metrics/{policy_dir}{prm}.log",
+    benchmark:
+        bench("bon_metrics", "logs/bon_metrics/{policy_dir}{prm}.log")
     wildcard_constraints:
         prm=PRM_RE,
     localrule: True
@@ -296,6 +314,8 @@ rule processbench_baseline:
         predictions="results/metrics/processbench/baseline_{kind}_predictions.parquet",
     log:
         "logs/processbench_baseline/{kind}.log",
+    benchmark:
+        bench("processbench_baseline", "logs/processbench_baseline/{kind}.log")
     wildcard_constraints:
         kind=plan.wildcard_alternatives(plan.PROCESSBENCH_BASELINES),
     localrule: True
@@ -329,6 +349,8 @@ rule processbench_metrics:
         predictions="results/metrics/processbench/{prm}_predictions.parquet",
     log:
         "logs/processbench_metrics/{prm}.log",
+    benchmark:
+        bench("processbench_metrics", "logs/processbench_metrics/{prm}.log")
     wildcard_constraints:
         prm=plan.wildcard_alternatives(list(PRM_SPECS) + CRITIC_NAMES),
     localrule: True
@@ -355,6 +377,8 @@ rule bon_table:
         table="results/tables/bon.csv",
     log:
         "logs/bon_table.log",
+    benchmark:
+        bench("bon_table", "logs/bon_table.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -373,6 +397,8 @@ rule processbench_table:
         table="results/tables/processbench.csv",
     log:
         "logs/processbench_table.log",
+    benchmark:
+        bench("processbench_table", "logs/processbench_table.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"

@@ -15,6 +15,8 @@ rule mc:
         table="results/labels/mc/{dataset}/shard{shard}of{nshards}.parquet",
     log:
         "logs/labels/mc/{dataset}/shard{shard}of{nshards}.log",
+    benchmark:
+        bench("mc", "logs/labels/mc/{dataset}/shard{shard}of{nshards}.log")
     conda:
         "../../envs/sampling.yaml"
     threads: engine_threads(COMPLETER, pool=config["grading"]["workers"])
@@ -50,6 +52,8 @@ rule judge:
         table="results/labels/judge/{dataset}/shard{shard}of{nshards}.parquet",
     log:
         "logs/labels/judge/{dataset}/shard{shard}of{nshards}.log",
+    benchmark:
+        bench("judge", "logs/labels/judge/{dataset}/shard{shard}of{nshards}.log")
     conda:
         "../../envs/sampling.yaml"
     threads: engine_threads(JUDGE)
@@ -77,6 +81,8 @@ rule merge_mc:
         table="results/labels/mc/{dataset}.parquet",
     log:
         "logs/labels/merge_mc/{dataset}.log",
+    benchmark:
+        bench("merge_mc", "logs/labels/merge_mc/{dataset}.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -94,6 +100,8 @@ rule merge_judge:
         table="results/labels/judge/{dataset}.parquet",
     log:
         "logs/labels/merge_judge/{dataset}.log",
+    benchmark:
+        bench("merge_judge", "logs/labels/merge_judge/{dataset}.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -121,6 +129,8 @@ rule human_labels:
         table="results/labels/human.parquet",
     log:
         "logs/labels/human.log",
+    benchmark:
+        bench("human_labels", "logs/labels/human.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -142,6 +152,8 @@ rule math_shepherd_labels:
         table="results/labels/math_shepherd.parquet",
     log:
         "logs/labels/math_shepherd.log",
+    benchmark:
+        bench("math_shepherd_labels", "logs/labels/math_shepherd.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -186,6 +198,8 @@ rule consensus:
         table="results/labels/consensus/{dataset}.parquet",
     log:
         "logs/labels/consensus/{dataset}.log",
+    benchmark:
+        bench("consensus", "logs/labels/consensus/{dataset}.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -206,6 +220,8 @@ rule trainset:
         stats="results/trainsets/{variant}.json",
     log:
         "logs/trainsets/{variant}.log",
+    benchmark:
+        bench("trainset", "logs/trainsets/{variant}.log")
     wildcard_constraints:
         variant=plan.wildcard_alternatives(TRAINSET_VARIANTS),
     localrule: True
@@ -229,6 +245,8 @@ rule trainsets_table:
         csv="results/tables/trainsets.csv",
     log:
         "logs/trainsets/table.log",
+    benchmark:
+        bench("trainsets_table", "logs/trainsets/table.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -287,6 +305,8 @@ if JUDGE_PB_CASES:
             table="results/labels/judge_processbench/{setting}.parquet",
         log:
             "logs/labels/judge_processbench/{setting}.log",
+        benchmark:
+            bench("judge_processbench", "logs/labels/judge_processbench/{setting}.log")
         wildcard_constraints:
             setting=plan.wildcard_alternatives(list(plan.judge_processbench_settings(config))),
         conda:
@@ -322,6 +342,8 @@ if JUDGE_PB_CASES:
             metrics="results/metrics/judge_processbench.json",
         log:
             "logs/labels/judge_processbench_table.log",
+        benchmark:
+            bench("judge_processbench_table", "logs/labels/judge_processbench_table.log")
         localrule: True
         conda:
             "../../envs/analysis.yaml"

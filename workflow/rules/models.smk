@@ -13,6 +13,8 @@ rule embedded_model:
         model_dir=directory("resources/models/{model}"),
     log:
         "logs/embedded_model/{model}.log",
+    benchmark:
+        bench("embedded_model", "logs/embedded_model/{model}.log")
     wildcard_constraints:
         model="|".join(map(re.escape, EMBEDDED_MODELS)) or "(?!)",
     localrule: True
@@ -36,6 +38,8 @@ rule download_model:
         model_dir=directory(f"{hub_models_dir(config)}/{{model}}"),
     log:
         "logs/download_model/{model}.log",
+    benchmark:
+        bench("download_model", "logs/download_model/{model}.log")
     wildcard_constraints:
         model="|".join(map(re.escape, HUB_MODELS)) or "(?!)",
     localrule: True

@@ -31,6 +31,8 @@ rule paper_report:
         run_info="paper/tables/run_info.tex",
     log:
         "logs/paper/report.log",
+    benchmark:
+        bench("paper_report", "logs/paper/report.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -64,6 +66,8 @@ rule paper_pdf:
         pdf="paper/main.pdf",
     log:
         "logs/paper/main_pdf.log",
+    benchmark:
+        bench("paper_pdf", "logs/paper/main_pdf.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"

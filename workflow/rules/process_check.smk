@@ -14,6 +14,8 @@ if PROCESS_CHECK:
             table="results/labels/checker/{dataset}.parquet",
         log:
             "logs/labels/checker/{dataset}.log",
+        benchmark:
+            bench("process_check_labels", "logs/labels/checker/{dataset}.log")
         localrule: True
         conda:
             "../../envs/analysis.yaml"
@@ -30,6 +32,8 @@ if PROCESS_CHECK:
             csv="results/tables/process_check.csv",
         log:
             "logs/process_check/validation.log",
+        benchmark:
+            bench("process_check_validation", "logs/process_check/validation.log")
         localrule: True
         conda:
             "../../envs/analysis.yaml"
@@ -48,6 +52,8 @@ if PROCESS_CHECK:
             csv="results/tables/process_check_bon.csv",
         log:
             "logs/process_check/bon.log",
+        benchmark:
+            bench("process_check_bon", "logs/process_check/bon.log")
         localrule: True
         conda:
             "../../envs/analysis.yaml"

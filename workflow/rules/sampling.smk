@@ -15,6 +15,8 @@ rule sample:
         responses="results/{policy_dir}responses/{dataset}/shard{shard}of{nshards}.parquet",
     log:
         "logs/sample/{policy_dir}{dataset}/shard{shard}of{nshards}.log",
+    benchmark:
+        bench("sample", "logs/sample/{policy_dir}{dataset}/shard{shard}of{nshards}.log")
     conda:
         "../../envs/sampling.yaml"
     threads: lambda wc: engine_threads(policy_model(wc))
@@ -43,6 +45,8 @@ rule merge_samples:
         responses="results/{policy_dir}responses/{dataset}.parquet",
     log:
         "logs/merge_samples/{policy_dir}{dataset}.log",
+    benchmark:
+        bench("merge_samples", "logs/merge_samples/{policy_dir}{dataset}.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -62,6 +66,8 @@ rule grade_samples:
         samples="results/{policy_dir}samples/{dataset}.parquet",
     log:
         "logs/grade_samples/{policy_dir}{dataset}.log",
+    benchmark:
+        bench("grade_samples", "logs/grade_samples/{policy_dir}{dataset}.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -81,6 +87,8 @@ rule bon_baselines:
         table="results/tables/bon_baselines.csv",
     log:
         "logs/bon_baselines.log",
+    benchmark:
+        bench("bon_baselines", "logs/bon_baselines.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"

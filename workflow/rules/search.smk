@@ -27,6 +27,8 @@ if SEARCH_PRMS:
             search=plan.search_outputs(config, SEARCH_BENCHMARKS),
         log:
             plan.search_log(config),
+        benchmark:
+            bench("search_greedy", plan.search_log(config))
         wildcard_constraints:
             prm=plan.wildcard_alternatives(SEARCH_PRMS),
         conda:
@@ -63,6 +65,8 @@ if SEARCH_PRMS:
                 search=expand("results/search/{{prm}}/{dataset}.parquet", dataset=SEARCH_BENCHMARKS),
             log:
                 "logs/merge_search/{prm}.log",
+            benchmark:
+                bench("merge_search", "logs/merge_search/{prm}.log")
             wildcard_constraints:
                 prm=plan.wildcard_alternatives(SEARCH_PRMS),
             localrule: True
@@ -86,6 +90,8 @@ if SEARCH_PRMS:
                 samples="results/search/samples/{dataset}.parquet",
             log:
                 "logs/search_samples/{dataset}.log",
+            benchmark:
+                bench("search_samples", "logs/search_samples/{dataset}.log")
             conda:
                 "../../envs/sampling.yaml"
             threads: engine_threads(SEARCH_POLICY, pool=config["grading"]["workers"])
@@ -118,6 +124,8 @@ if SEARCH_PRMS:
                     ),
                 log:
                     f"logs/search_orm_scores/{SEARCH_ORM}.log",
+                benchmark:
+                    bench("search_orm_scores", f"logs/search_orm_scores/{SEARCH_ORM}.log")
                 conda:
                     "../../envs/training.yaml"
                 threads: max(1, 2 * plan.search_gpus(config, PRM_SPECS, SEARCH_ORM))
@@ -143,6 +151,8 @@ if SEARCH_PRMS:
             table="results/tables/search.csv",
         log:
             "logs/search_table.log",
+        benchmark:
+            bench("search_table", "logs/search_table.log")
         localrule: True
         conda:
             "../../envs/analysis.yaml"

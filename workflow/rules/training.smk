@@ -18,6 +18,8 @@ rule train_prm:
         metrics="results/prms/{variant}/train_metrics.json",
     log:
         "logs/training/{variant}.log",
+    benchmark:
+        bench("train_prm", "logs/training/{variant}.log")
     wildcard_constraints:
         variant=plan.wildcard_alternatives(TRAINSET_VARIANTS),
     conda:

@@ -26,6 +26,8 @@ rule bon_judge:
         judged=plan.shard_outputs(JUDGE_TABLES, JUDGE_SHARDS),
     log:
         plan.shard_log("bon_judge", "{policy_dir}{judge}/{mode}", JUDGE_SHARDS),
+    benchmark:
+        bench("bon_judge", plan.shard_log("bon_judge", "{policy_dir}{judge}/{mode}", JUDGE_SHARDS))
     wildcard_constraints:
         judge=plan.wildcard_alternatives(JUDGE_NAMES),
         mode=plan.wildcard_alternatives(plan.BON_JUDGE_MODES),
@@ -65,6 +67,8 @@ if JUDGE_SHARDS > 1:
             judged=[f"{t}.parquet" for t in JUDGE_TABLES],
         log:
             "logs/merge_bon_judge/{policy_dir}{judge}/{mode}.log",
+        benchmark:
+            bench("merge_bon_judge", "logs/merge_bon_judge/{policy_dir}{judge}/{mode}.log")
         wildcard_constraints:
             judge=plan.wildcard_alternatives(JUDGE_NAMES),
             mode=plan.wildcard_alternatives(plan.BON_JUDGE_MODES),
@@ -93,6 +97,8 @@ rule bon_judge_metrics:
         metrics="results/{policy_dir}metrics/bon_judges/{judge}/{mode}.json",
     log:
         "logs/bon_judge_metrics/{policy_dir}{judge}/{mode}.log",
+    benchmark:
+        bench("bon_judge_metrics", "logs/bon_judge_metrics/{policy_dir}{judge}/{mode}.log")
     wildcard_constraints:
         judge=plan.wildcard_alternatives(JUDGE_NAMES),
         mode=plan.wildcard_alternatives(plan.BON_JUDGE_MODES),
@@ -120,6 +126,8 @@ rule bon_judge_table:
         table="results/tables/judge_bon.csv",
     log:
         "logs/bon_judge_table.log",
+    benchmark:
+        bench("bon_judge_table", "logs/bon_judge_table.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"

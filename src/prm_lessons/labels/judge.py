@@ -45,6 +45,7 @@ from typing import Sequence
 
 from .. import as_paths
 from ..generation import Completion, SamplingSpec, derive_seed, render_chat
+from ..progress import vllm_bar
 from . import clean_steps
 
 log = logging.getLogger(__name__)
@@ -237,7 +238,8 @@ def guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | Se
             params = [SamplingParams(n=1, temperature=0.0, max_tokens=max_tokens,
                                      structured_outputs=StructuredOutputsParams(regex=r)) for r in regexes]
             t0 = time.perf_counter()
-            results = engine.llm.generate(prompts, params, use_tqdm=False,  # BOS: as VLLMEngine.generate
+            # BOS: as VLLMEngine.generate; a progress line a minute (thousands of long prompts at paper scale)
+            results = engine.llm.generate(prompts, params, use_tqdm=vllm_bar(log, "forced verdicts"),
                                           tokenization_kwargs={"add_special_tokens": False})
             if hasattr(engine, "account_results"):  # the job's token budget (prm_lessons.budget)
                 done = [[Completion("", len(getattr(r.outputs[0], "token_ids", None) or []), "stop")] for r in results]

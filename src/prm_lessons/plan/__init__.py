@@ -10,7 +10,15 @@ re-exports every public name, which no job's code can see (plan is never in a jo
 from __future__ import annotations
 
 from .analysis import FIG6_SHEET, analysis_settings, analysis_skipped
-from .base import shard_files, shard_log, shard_minutes, shard_outputs, wildcard_alternatives
+from .base import (
+    BENCHMARKS,
+    benchmark_path,
+    shard_files,
+    shard_log,
+    shard_minutes,
+    shard_outputs,
+    wildcard_alternatives,
+)
 from .critics import (
     CRITIC_SETTINGS,
     JUDGE_PAPER_TEMPLATE,
@@ -157,5 +165,5 @@ __all__ = [
     "SEARCH_MULTI_GPU", "SEARCH_FLOOR", "search_minutes", "search_gpus", "BON_JUDGE_MODES", "BON_JUDGE_SETTING_KEYS",
     "bon_judge_benchmarks", "bon_judge_policies", "bon_judge_model", "bon_judge_settings", "bon_judge_template",
     "bon_judge_names", "bon_judge_runs", "bon_judge_shards", "bon_judge_minutes", "shard_outputs", "shard_files",
-    "shard_log", "shard_minutes", "FIG6_SHEET", "analysis_settings", "analysis_skipped",
+    "BENCHMARKS", "benchmark_path", "shard_log", "shard_minutes", "FIG6_SHEET", "analysis_settings", "analysis_skipped",
 ]

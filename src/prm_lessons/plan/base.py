@@ -30,6 +30,19 @@ def shard_log(rule: str, name: str, nshards: int) -> str:
     return f"logs/{rule}/{name}" + ("" if int(nshards) == 1 else "/shard{shard}of{nshards}") + ".log"
 
 
+BENCHMARKS = "benchmarks"  # one folder per rule of Snakemake `benchmark:` files (bench/rule_times.py)
+
+
+def benchmark_path(rule: str, log: str) -> str:
+    """A job's `benchmark:` file: BENCHMARKS/<rule>/ + its log's path from the first component with a
+    wildcard (the log's wildcards, as Snakemake requires, and unique per job as the log is), or
+    BENCHMARKS/<rule>.tsv for a rule without wildcards; the rule is always the first path component."""
+    parts = str(log).removeprefix("logs/").removesuffix(".log").split("/")
+    first = next((i for i, part in enumerate(parts) if "{" in part), len(parts))
+    rest = "/".join(parts[first:])
+    return f"{BENCHMARKS}/{rule}/{rest}.tsv" if rest else f"{BENCHMARKS}/{rule}.tsv"
+
+
 def shard_minutes(minutes: int, nshards: int, floor: int = 60) -> int:
     """Base minutes of one shard job: the whole job's split over the shards, at least `floor` (loading a
     32-72B model and capturing graphs takes minutes); unsharded, the whole. plan.runtime then multiplies

@@ -3,6 +3,7 @@ prm_lessons.pooling), and the per-response / per-prefix entry points.
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -10,8 +11,11 @@ from typing import Sequence
 import torch
 
 from .. import pooling
+from ..progress import Progress
 from .adapters import Adapter
 from .encode import Encoded
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -34,6 +38,7 @@ def score_encoded(adapter: Adapter, encs: list[Encoded], batch_tokens: int = 163
     order = sorted(range(len(encs)), key=lambda i: -len(encs[i].input_ids))
     results: list[list[float] | None] = [None] * len(encs)
     dev, pad = adapter.device, adapter.pad_id()
+    progress = Progress(log, "scored", len(encs), "inputs")  # a line a minute in a long scoring job
     k = 0
     with torch.inference_mode():
         while k < len(order):
@@ -53,6 +58,8 @@ def score_encoded(adapter: Adapter, encs: list[Encoded], batch_tokens: int = 163
             stats.tokens += int(mask.sum())
             for r, i in enumerate(batch):
                 results[i] = adapter.readout(values[r], encs[i]) if encs[i].positions else []
+            progress.advance(len(batch))
+    progress.close()
     stats.responses += len(encs)
     stats.truncated += sum(1 for e in encs if e.n_kept < e.n_steps and not adapter.outcome)
     stats.seconds += time.perf_counter() - t0

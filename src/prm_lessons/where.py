@@ -1,0 +1,24 @@
+"""Where a finished run's results are: the message the workflow prints when it succeeds (Snakefile
+`onsuccess`), naming only what this run's directory has (a run of a few targets made no report)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+# (path, what it is), in the order a reader opens them
+PLACES = [
+    ("paper/report.md", "the report: each lesson's verdict, the paper's tables and figures beside this run's"),
+    ("paper/main.pdf", "the same as a paper PDF (built when LaTeX is installed)"),
+    ("results/tables", "every table as CSV (and figures/: every figure)"),
+]
+
+
+def finish_message(root: str | Path = ".") -> str:
+    """The lines printed after a successful run in `root` (the working directory)."""
+    root = Path(root)
+    found = [(p, what) for p, what in PLACES if (root / p).exists()]
+    lines = ["", "prm-lessons: done. Open:"] if found else ["", "prm-lessons: done (no report yet: results/ so far)."]
+    lines += [f"  {p:18s} {what}" for p, what in found]
+    lines += [f"  {'make report':18s} report.html: Snakemake's HTML report of every figure and table, with provenance",
+              f"  {'logs/<rule>/':18s} one log per job (progress lines of long jobs, errors)",
+              f"  {'benchmarks/':18s} each job's time and memory: python bench/rule_times.py sums them per rule", ""]
+    return "\n".join(lines)

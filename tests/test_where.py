@@ -1,0 +1,20 @@
+"""prm_lessons.where: the message after a successful run names the report, the HTML report and the logs,
+and only the report files this run's directory has."""
+from __future__ import annotations
+
+from prm_lessons.where import finish_message
+
+
+def test_a_finished_run_is_told_where_its_report_and_logs_are(tmp_path):
+    (tmp_path / "paper").mkdir()
+    (tmp_path / "paper" / "report.md").write_text("# report\n")
+    (tmp_path / "results" / "tables").mkdir(parents=True)
+    msg = finish_message(tmp_path)
+    assert "paper/report.md" in msg and "results/tables" in msg
+    assert "paper/main.pdf" not in msg  # no LaTeX here: no PDF to point at
+    assert "make report" in msg and "report.html" in msg and "logs/<rule>/" in msg and "benchmarks/" in msg
+
+
+def test_a_run_of_a_few_targets_points_at_results(tmp_path):
+    msg = finish_message(tmp_path)
+    assert "no report yet" in msg and "paper/report.md" not in msg and "logs/<rule>/" in msg
