@@ -118,6 +118,8 @@ if ANALYSIS["fig6_annotation"]["per_benchmark"]:
             sheet=plan.FIG6_SHEET,
         log:
             "logs/analysis/fig6_annotation_sheet.log",
+        benchmark:
+            bench("fig6_annotation_sheet", "logs/analysis/fig6_annotation_sheet.log")
         localrule: True
         conda:
             "../../envs/analysis.yaml"

@@ -97,6 +97,8 @@ rule judge_template:
         file=plan.JUDGE_PAPER_TEMPLATE,
     log:
         "logs/judge_template.log",
+    benchmark:
+        bench("judge_template", "logs/judge_template.log")
     localrule: True
     conda:
         "../../envs/analysis.yaml"

@@ -176,6 +176,8 @@ rule trl_labels:
         table="results/labels/trl/{variant}.parquet",
     log:
         "logs/labels/trl/{variant}.log",
+    benchmark:
+        bench("trl_labels", "logs/labels/trl/{variant}.log")
     wildcard_constraints:
         variant=plan.wildcard_alternatives(TRL_VARIANTS),
     localrule: True
@@ -271,6 +273,8 @@ rule export_trl:
         rows="results/trainsets/trl/{variant}.jsonl",
     log:
         "logs/trainsets/trl/{variant}.log",
+    benchmark:
+        bench("export_trl", "logs/trainsets/trl/{variant}.log")
     wildcard_constraints:
         variant=plan.wildcard_alternatives(TRL_EXPORTS),
     localrule: True
