@@ -133,7 +133,8 @@ def _add_grade(subparsers) -> None:
 # -- score ---------------------------------------------------------------------------------------------
 
 def _cmd_score(args) -> int:
-    from .scoring import score_file as SF  # lazy: torch/transformers only for this command
+    # lazy: torch and transformers (~several seconds to import) only for the one command that runs a model
+    from .scoring import score_file as SF
 
     _check_output(args.output)
     try:

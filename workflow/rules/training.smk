@@ -1,6 +1,6 @@
 # PRM training: one model per training-set variant (results/trainsets/{variant}.parquet, made by the
 # labels stage) -> results/prms/{variant}/ (a Hugging Face directory loaded by prm.load_prm) with
-# train_metrics.json inside. Logic: prm_lessons.rules.training.train_prm (prm_lessons.training).
+# train_metrics.json and the model card README.md inside. Logic: prm_lessons.rules.training.train_prm (prm_lessons.training).
 # Resources come from config `training` (gpus, mem_mb, runtime, threads) because they differ by orders
 # of magnitude between the embedded default (CPU, seconds) and the paper (8 GPUs, hours); nodes=1 and the
 # SIGTERM grace are the rule's own, so they hold under any profile (also --workflow-profile none);
@@ -38,6 +38,8 @@ rule train_prm:
         training=TRAIN_PARAMS,
         # the converted embedded model is an input (path from it); a Hub id is loaded by the job itself
         base_dir=model_dir_param(TRAIN["base"], "base"),
+        # the base's source, id and revision, for the model card
+        base_model=plan.training_base_model(config),
         label_type=lambda wc: TRAINSET_VARIANTS[wc.variant]["label_type"],
         # outside the output directory: Snakemake empties that before a (re)run, checkpoints must survive
         checkpoint_dir=lambda wc: f"results/checkpoints/prms/{wc.variant}",

@@ -4,7 +4,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .. import train_launch, training
+from .. import model_card, train_launch, training
+from ..tables import table_meta
 
 
 def train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
@@ -15,6 +16,8 @@ def train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thr
                                         checkpoint_dir=params.get("checkpoint_dir"), threads=threads)
     if Path(out_dir, training.METRICS_FILE) != Path(outputs["metrics"]):  # pragma: no cover - layout guard
         shutil.copy(Path(out_dir, training.METRICS_FILE), outputs["metrics"])
+    model_card.write_card(out_dir, metrics, name=wildcards.get("variant") or Path(out_dir).name,
+                          base=params.get("base_model"), trainset=table_meta(inputs["trainset"]))
     hist = metrics["loss_history"]
     print(f"trained {wildcards.get('variant', '')}: mode={metrics['mode']} label_type={metrics['label_type']} "
           f"steps={metrics['global_steps']} loss {hist[0] if hist else float('nan'):.4f} -> "

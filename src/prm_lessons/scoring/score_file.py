@@ -19,6 +19,11 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import InputError, json_type
+from ..prm import FORMAT_FILE
+from .adapters import ADAPTERS
+from .batch import ScoreStats, score_responses
+from .heads import resolve_dir
+from .load import load_adapter
 from .options import check_token_classification_params
 
 ROW_FORMS = "{id?, problem, steps: [..]} or TRL's {prompt, completions: [..]}"
@@ -77,8 +82,6 @@ def resolve_prm(prm: str, revision: str | None = None, trust_remote_code: bool =
         return str(prm)
     if not HUB_ID_RE.match(prm):
         raise FileNotFoundError(f"--prm {prm}: no such directory, and not a Hub id (org/name)")
-    from .heads import resolve_dir  # lazy: torch and transformers only once the rows are good
-
     return resolve_dir(prm, trust_remote_code, revision)
 
 
@@ -95,9 +98,6 @@ def prm_spec(prm_dir: str, adapter: str | None = None, params: dict | None = Non
     """The spec `load.load_adapter` takes, for a local PRM directory: adapter `trained` for a directory
     this workflow wrote (its prm.json), else the adapter given (required: a released checkpoint does not
     say which family it is). Options are checked here, before any weight is read."""
-    from ..prm import FORMAT_FILE  # lazy: torch only once the rows are good (as resolve_prm)
-    from .adapters import ADAPTERS  # lazy: as above
-
     params = dict(params or {})
     trained = (Path(prm_dir) / FORMAT_FILE).exists()
     if trained:
@@ -134,8 +134,6 @@ def score_parsed(adapter, items: list[tuple[str, list[str]]], batch_tokens: int 
     """Scores of every (problem, steps) item, CHUNK_ROWS at a time (progress(done, total, seconds) after
     each): per item the list the adapter returns (a PRM: the scores of the steps that fit max_length;
     an ORM: one score), and the ScoreStats."""
-    from .batch import ScoreStats, score_responses  # lazy: as resolve_prm
-
     stats, out, t0 = ScoreStats(), [], time.perf_counter()
     for start in range(0, len(items), CHUNK_ROWS):
         chunk = items[start:start + CHUNK_ROWS]
@@ -184,8 +182,6 @@ def score_file(rows: list, prm: str, output: str, *, adapter: str | None = None,
     spec = prm_spec(prm_dir, adapter, params, dtype=dtype, max_length=max_length,
                     trust_remote_code=trust_remote_code,
                     ref_model=resolve_prm(ref_model, None, trust_remote_code) if ref_model else None)
-    from .load import load_adapter  # lazy: as resolve_prm
-
     model = load_adapter(spec)
     scores, stats = score_parsed(model, items, batch_tokens, batch_size, progress)
     out, counts = output_rows(rows, items, scores, model.outcome)
