@@ -126,3 +126,8 @@ def test_card_with_evaluation_metrics(prms):
     assert "| **average** | **37.5** |" in card and "| gsm8k | 50.0 |" in card and "| prm_product | 60.0 |" in card
     assert "Not evaluated" not in card and "base_model:" not in card
     assert "prm-lessons score --prm org/mc_hard" in card
+
+
+def test_file_names_are_the_prm_directory_s():
+    # model_card stays torch-free, so it names the files prm.py writes instead of importing them
+    assert (MC.FORMAT_FILE, MC.HEAD_FILE) == (P.FORMAT_FILE, P.HEAD_FILE) and T.LORA_DIR == MC.LORA_DIR

@@ -15,7 +15,7 @@ from pathlib import Path
 CARD_FILE = "README.md"
 FORMAT_FILE = "prm.json"  # prm.FORMAT_FILE (not imported: prm imports torch, the card needs none)
 HEAD_FILE = "prm_head.safetensors"  # prm.HEAD_FILE
-LORA_DIR = "lora_adapter"  # training.LORA_DIR: the unmerged PEFT adapter of a LoRA PRM
+LORA_DIR = "lora_adapter"  # lora mode: the trained adapter before merging, a PEFT directory (training saves it)
 HYPERPARAMETERS = ("mode", "epochs", "max_steps", "learning_rate", "lr_scheduler", "warmup_ratio", "weight_decay",
                    "batch_size", "gradient_accumulation_steps", "max_grad_norm", "max_length", "precision", "seed",
                    "soft_loss", "standardize_features")

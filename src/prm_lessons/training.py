@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .model_card import LORA_DIR
 from .prm import (
     HeadOnlyModel,
     ProcessRewardModel,
@@ -61,7 +62,6 @@ from .train_setup import log_last_step_callback, trainer_class, training_argumen
 log = logging.getLogger(__name__)
 
 METRICS_FILE = "train_metrics.json"
-LORA_DIR = "lora_adapter"  # lora mode: the trained adapter before merging, a PEFT adapter directory
 
 
 class TrainingInterrupted(RuntimeError):

@@ -48,3 +48,36 @@ rule train_prm:
 
 
 TARGETS.extend(expand("results/prms/{variant}/train_metrics.json", variant=list(TRAINSET_VARIANTS)))
+
+
+# Optional: each trained PRM uploaded to the Hugging Face Hub with its model card, which by then reports
+# the PRM's evaluation (hub.upload, off by default). A local rule: the submit host has the network and the
+# token (HF_TOKEN or `hf auth login`). Logic: prm_lessons.rules.training.upload_prm (prm_lessons.publish).
+UPLOADS = plan.upload_repos(config)  # variant -> Hub repository id; {} when hub.upload is off
+
+if UPLOADS:
+
+    rule upload_prm:
+        input:
+            unpack(lambda wc: plan.upload_evaluation(config, wc.variant)),
+            code("training:upload_prm"),
+            model="results/prms/{variant}",
+            trainset="results/trainsets/{variant}.parquet",
+        output:
+            receipt="results/uploads/{variant}.json",
+        log:
+            "logs/upload_prm/{variant}.log",
+        wildcard_constraints:
+            variant=plan.wildcard_alternatives(UPLOADS),
+        localrule: True
+        conda:
+            "../../envs/training.yaml"
+        params:
+            func="training:upload_prm",
+            repo_id=lambda wc: UPLOADS[wc.variant],
+            private=config["hub"]["upload"]["private"],
+            base_model=plan.training_base_model(config),
+        script:
+            RUN
+
+    TARGETS.extend(expand("results/uploads/{variant}.json", variant=list(UPLOADS)))

@@ -70,6 +70,7 @@ from .processbench import (
     judge_processbench_cases,
     processbench_dev,
 )
+from .publish import upload_evaluation, upload_repos
 from .sampling import (
     dataset_problems,
     dataset_spec,
@@ -128,6 +129,7 @@ from .trainsets import (
 )
 
 __all__ = [
+    "upload_repos", "upload_evaluation",
     "process_check_enabled",
     "wildcard_alternatives", "model_input", "gpus", "mem_mb_for", "runtime", "engine_threads", "bon_n",
     "POLICY_SAMPLING_KEYS", "bon_policies", "primary_policy", "policy_dir", "policy_of_dir", "policy_dir_regex",
