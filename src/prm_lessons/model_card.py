@@ -158,7 +158,8 @@ def _load_section(prm_dir: Path, name: str, meta: dict, token_added: bool) -> st
     else:
         head_read = ("from safetensors.torch import load_file\n"
                      f"head = load_file(f'{{path}}/{HEAD_FILE}')\n")
-        what = {"head": "the base model unchanged (only the head was trained; stored in this directory's dtype)",
+        what = {"head": "the base model, untrained (only the head was trained; with the step token's embedding "
+                        "row when training added the token)",
                 "lora": "the base with the trained LoRA adapters merged in",
                 "full": "the fine-tuned base"}.get(mode, "the base")
         out += (f"`config.json` + `model*.safetensors` hold the body, {what}, which transformers' own class for "
