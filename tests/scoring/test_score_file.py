@@ -69,3 +69,21 @@ def test_a_path_that_is_neither_a_directory_nor_a_hub_id(tmp_path):
     f.write_text("x")
     with pytest.raises(ValueError, match="not a directory"):
         SF.resolve_prm(str(f))
+
+
+def test_parquet_rows_and_nan_fields(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    from prm_lessons.tables import read_records
+
+    path = tmp_path / "rows.parquet"
+    pd.DataFrame({"id": ["a", "b"], "problem": ["p", "q"], "steps": [["s1", "s2"], ["t"]],
+                  "extra": [1.5, np.nan]}).to_parquet(path)
+    rows = read_records(path)
+    assert SF.parse_rows(rows) == [("p", ["s1", "s2"]), ("q", ["t"])]
+    out, counts = SF.output_rows(rows, SF.parse_rows(rows), [[0.5, float("nan")], [0.25]], outcome=False)
+    assert counts["nonfinite"] == 1
+    SF.write_jsonl(out, str(tmp_path / "o.jsonl"))
+    got = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert got[0]["step_scores"] == [0.5, None] and got[1]["extra"] is None and got[0]["steps"] == ["s1", "s2"]

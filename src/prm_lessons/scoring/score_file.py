@@ -50,6 +50,8 @@ def parse_rows(rows: list) -> list[tuple[str, list[str]]]:
             problems.append(f"{where}: lacks field(s) {miss} (rows are {ROW_FORMS})")
             continue
         q, steps = r[qk], r[sk]
+        if hasattr(steps, "tolist") and not isinstance(steps, str):  # a .parquet list column: a numpy array
+            steps = steps.tolist()
         if not isinstance(q, str):
             problems.append(f"{where}: `{qk}` is a JSON {json_type(q)}, not a string")
         if not isinstance(steps, list):
@@ -163,11 +165,23 @@ def output_rows(rows: list[dict], items: list[tuple[str, list[str]]], scores: li
     return out, counts
 
 
+def _json_safe(value):
+    """NaN/inf (a .parquet input's missing values) as null: JSON has no NaN."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value.tolist() if hasattr(value, "tolist") else value  # numpy arrays and scalars of a .parquet row
+
+
 def write_jsonl(rows: list[dict], path: str) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(path).with_name(Path(path).name + ".tmp")
     with open(tmp, "w") as fh:  # written whole, then moved: a failed run leaves no half file
-        fh.writelines(json.dumps(r, ensure_ascii=False, allow_nan=False, default=str) + "\n" for r in rows)
+        fh.writelines(json.dumps(_json_safe(r), ensure_ascii=False, allow_nan=False, default=str) + "\n"
+                      for r in rows)
     tmp.replace(path)
 
 
