@@ -1,6 +1,7 @@
 """Console script `prm-lessons` (also `python -m prm_lessons.cli`): `grade` (answer extraction and
-grading of a JSONL file), `eval {processbench,bon}` (the metrics on predictions or step scores) and
-`export-trl` (a training set in TRL's stepwise-supervision format)."""
+grading of a JSONL file), `score` (step scores of a JSONL file from any PRM), `eval {processbench,bon}`
+(the metrics on predictions or step scores) and `export-trl` (a training set in TRL's stepwise-supervision
+format)."""
 from __future__ import annotations
 
 import argparse
@@ -135,6 +136,86 @@ def _add_grade(subparsers) -> None:
     p.add_argument("--keep-units", action="store_true",
                    help="with --grader harness: normalise as the harness does for Minerva Math (units kept)")
     p.set_defaults(func=_cmd_grade)
+
+
+# -- score ---------------------------------------------------------------------------------------------
+
+def _cmd_score(args) -> int:
+    # lazy: torch and transformers (~several seconds to import) only for the one command that runs a model
+    from .scoring import score_file as SF
+
+    _check_output(args.output)
+    try:
+        params = json.loads(args.params) if args.params else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--params: not JSON ({exc.msg}): {args.params!r}") from None
+    if not isinstance(params, dict):
+        raise ValueError(f"--params: expected a JSON object, got {args.params!r}")
+    rows = read_records(args.input)
+    try:
+        SF.parse_rows(rows)  # every row checked before anything is downloaded or loaded
+    except InputError as exc:
+        raise exc.within(args.input) from None
+    for flag, ref in (("--prm", args.prm), ("--ref-model", args.ref_model)):
+        if ref and not Path(ref).exists() and SF.HUB_ID_RE.match(ref) and not _offline():
+            why = _hub_unreachable()
+            if why:
+                raise ValueError(f"{flag} {ref}: the Hugging Face Hub cannot be reached ({why}); give a local "
+                                 "directory, or set HF_HUB_OFFLINE=1 to use a copy in the Hugging Face cache")
+
+    def progress(done: int, total: int, seconds: float) -> None:
+        print(f"scored {done}/{total} rows ({done / max(seconds, 1e-9):.1f} rows/s)", file=sys.stderr, flush=True)
+
+    s = SF.score_file(rows, args.prm, args.output, adapter=args.adapter, params=params, revision=args.revision,
+                      dtype=args.dtype, max_length=args.max_length, trust_remote_code=args.trust_remote_code,
+                      ref_model=args.ref_model, batch_tokens=args.batch_tokens, batch_size=args.batch_size,
+                      progress=progress)
+    what = ("one outcome score per row" if s["outcome"] else
+            f"{s['steps_scored']} of {s['steps']} steps" + (f" ({s['rows_truncated']} row(s) cut at max_length "
+                                                             f"{s['max_length']}: their last steps are null)"
+                                                             if s["rows_truncated"] else ""))
+    print(f"scored {s['rows']} rows with adapter {s['adapter']} ({s['prm_dir']}): {what}; "
+          f"{s['forward_passes']} forward passes, {s['seconds']:.1f} s -> {args.output}"
+          + (f"; {s['nonfinite']} non-finite score(s) written as null" if s["nonfinite"] else ""))
+    return 0
+
+
+def _add_score(subparsers) -> None:
+    p = subparsers.add_parser(
+        "score", help="score every step of a JSONL file with a PRM (trained here, or a released format)",
+        description="Reads rows {id?, problem, steps: [...]} or TRL's {prompt, completions: [...]}, scores "
+                    "every step with the PRM through the workflow's own scoring code, and writes each input "
+                    "row plus `step_scores` (one per step; null for a step past --max-length) and "
+                    "`n_steps_scored` (an outcome RM, adapter qwen_orm: `outcome_score`). Every row is "
+                    "checked first: a line that is not an object, a missing or mixed form, a problem that is "
+                    "not a string, steps that are not a list of strings, a duplicate id are errors naming "
+                    "the row (exit status 2, nothing loaded or written). Rows with an `id` and the "
+                    "ProcessBench steps feed `prm-lessons eval processbench --predictions` directly.")
+    p.add_argument("--prm", required=True,
+                   help="PRM directory (one trained by this workflow, results/prms/<variant>, or a released "
+                        "checkpoint) or a Hub id org/name")
+    p.add_argument("--input", required=True, help="JSONL (or .json / .parquet) rows to score")
+    p.add_argument("--output", required=True, help="JSONL file to write")
+    p.add_argument("--adapter", default=None,
+                   help="the PRM's family, as prms.models.<name>.adapter (config/README.md): qwen_prm, "
+                        "math_shepherd, rlhflow, skywork, eurus, qwen_orm, token_classification, ...; leave it out for a "
+                        "PRM trained by this workflow (its prm.json says so); required otherwise")
+    p.add_argument("--params", default=None,
+                   help='adapter options as a JSON object, e.g. \'{"step_separator": "\\n\\n"}\' for '
+                        "token_classification (the `params` of a prms.models entry)")
+    p.add_argument("--revision", default=None, help="with a Hub id: the commit or branch (default main)")
+    p.add_argument("--ref-model", default=None, help="adapter eurus: the reference model (directory or Hub id)")
+    p.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default=None,
+                   help="weights dtype of a released checkpoint (default: the checkpoint's)")
+    p.add_argument("--max-length", type=_positive_int, default=None,
+                   help="tokens per input; whole leading steps are kept (default: a trained PRM's training "
+                        "max_length, else no limit)")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="run the checkpoint's own Hub code (off: the body loads through transformers' class, "
+                        "the head is built here)")
+    p.add_argument("--batch-tokens", type=_positive_int, default=16384, help="padded tokens per forward pass")
+    p.add_argument("--batch-size", type=_positive_int, default=64, help="rows per forward pass")
+    p.set_defaults(func=_cmd_score)
 
 
 # -- eval ----------------------------------------------------------------------------------------------
@@ -344,6 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="prm-lessons", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_grade(sub)  # order = help order
+    _add_score(sub)
     _add_eval(sub)
     _add_export_trl(sub)
     return parser

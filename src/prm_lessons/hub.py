@@ -22,9 +22,10 @@ COMMIT_RE = re.compile(r"[0-9a-f]{40}")
 SIDE_PATTERNS = ("*.json", "*.model", "*.txt", "*.jinja", "*.tiktoken")
 # pickled trainer state some repos ship beside their weights: never weights, never loaded
 NOT_WEIGHTS = {"training_args.bin"}
-# rules that may reach the network (downloads on the submit host); every other job runs offline
-ONLINE_RULES = frozenset({"download_model", "problems", "processbench", "human_labels", "math_shepherd_labels",
-                          "trl_labels", "benchmark_file",
+# rules that may reach the network (downloads on the submit host; upload_prm: the optional Hub upload);
+# every other job runs offline
+ONLINE_RULES = frozenset({"download_model", "upload_prm", "problems", "processbench", "human_labels",
+                          "math_shepherd_labels", "trl_labels", "benchmark_file",
                           "processbench_file"})
 
 

@@ -11,6 +11,7 @@ Modes (`training.mode`): `full` fine-tuning (paper), `lora` (peft adapters, merg
 Output directory: the PRM directory of `prm.save_prm` (loaded with `prm.load_prm`; full fine-tuning of a
 Qwen2 base in the released Qwen2.5-Math-PRM layout, everything else in the project layout), plus
   train_metrics.json               loss_history, train_tokens, tokens_per_second, wall_seconds, hardware …
+  lora_adapter/                    lora mode: the adapter unmerged, a standard PEFT directory (peft loads it)
 
 The run's parts live beside this module: settings (`train_settings`), trainset rows -> instances
 (`train_data`), the Trainer, DeepSpeed and TrainingArguments (`train_setup`), checkpoints and resume
@@ -35,6 +36,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .model_card import LORA_DIR
 from .prm import (
     HeadOnlyModel,
     ProcessRewardModel,
@@ -182,8 +184,10 @@ def save_trained(out: Path, full_sd: dict | None, trainer, backbone, tokenizer, 
     if settings["mode"] == "head":
         save_backbone = backbone
     elif settings["mode"] == "lora":
-        # merged into a fresh copy of the base: under ZeRO-3 the trained model's own parameters are shards
-        save_backbone = _merged_lora_backbone(backbone_sd, meta["base"], dtype, fmt.step_token, settings["lora"])
+        # merged into a fresh copy of the base: under ZeRO-3 the trained model's own parameters are shards;
+        # the unmerged adapter is kept beside it as a standard PEFT directory (LORA_DIR)
+        save_backbone = _merged_lora_backbone(backbone_sd, meta["base"], dtype, fmt.step_token, settings["lora"],
+                                              adapter_dir=out / LORA_DIR)
     else:
         save_backbone = trainer.accelerator.unwrap_model(trainer.model).backbone
         state_dict = backbone_sd
@@ -276,14 +280,21 @@ def step_fit(head: StepHead, dataset: list[dict]) -> dict:
             "predicted_positive_rate": float(good.float().mean()) if len(target) else None}
 
 
-def _merged_lora_backbone(peft_state: dict, base_dir: str, dtype: torch.dtype, step_token: str, lora: dict):
-    """The base with the trained LoRA adapters (a PeftModel state dict) merged in, built on CPU."""
+def _merged_lora_backbone(peft_state: dict, base_dir: str, dtype: torch.dtype, step_token: str, lora: dict,
+                          adapter_dir: Path | None = None):
+    """The base with the trained LoRA adapters (a PeftModel state dict) merged in, built on CPU; with
+    `adapter_dir`, the adapter is first saved there unmerged (PeftModel.save_pretrained: loadable with
+    `PeftModel.from_pretrained(AutoModel.from_pretrained(base), adapter_dir)`)."""
     from peft import LoraConfig, get_peft_model  # lazy: lora mode only
 
     base, tokenizer = load_base(base_dir, dtype)
-    ensure_step_token(tokenizer, base, step_token)  # same vocabulary size as the trained model
+    added = ensure_step_token(tokenizer, base, step_token)  # same vocabulary size as the trained model
     peft_model = get_peft_model(base, LoraConfig(r=int(lora["r"]), lora_alpha=int(lora["alpha"]),
                                                  lora_dropout=float(lora["dropout"]),
                                                  target_modules=lora["target_modules"]))
     peft_model.load_state_dict(peft_state, strict=True)
+    if adapter_dir is not None:
+        # an added step token resized the embeddings: the adapter must carry them (the base lacks the row);
+        # set explicitly, as peft's "auto" would look the base up on the Hub
+        peft_model.save_pretrained(adapter_dir, save_embedding_layers=added)
     return peft_model.merge_and_unload()

@@ -1,6 +1,6 @@
 # PRM training: one model per training-set variant (results/trainsets/{variant}.parquet, made by the
 # labels stage) -> results/prms/{variant}/ (a Hugging Face directory loaded by prm.load_prm) with
-# train_metrics.json inside. Logic: prm_lessons.rules.training.train_prm (prm_lessons.training).
+# train_metrics.json and the model card README.md inside. Logic: prm_lessons.rules.training.train_prm (prm_lessons.training).
 # Resources come from config `training` (gpus, mem_mb, runtime, threads) because they differ by orders
 # of magnitude between the embedded default (CPU, seconds) and the paper (8 GPUs, hours); nodes=1 and the
 # SIGTERM grace are the rule's own, so they hold under any profile (also --workflow-profile none);
@@ -40,6 +40,8 @@ rule train_prm:
         training=TRAIN_PARAMS,
         # the converted embedded model is an input (path from it); a Hub id is loaded by the job itself
         base_dir=model_dir_param(TRAIN["base"], "base"),
+        # the base's source, id and revision, for the model card
+        base_model=plan.training_base_model(config),
         label_type=lambda wc: TRAINSET_VARIANTS[wc.variant]["label_type"],
         # outside the output directory: Snakemake empties that before a (re)run, checkpoints must survive
         checkpoint_dir=lambda wc: f"results/checkpoints/prms/{wc.variant}",
@@ -48,3 +50,36 @@ rule train_prm:
 
 
 TARGETS.extend(expand("results/prms/{variant}/train_metrics.json", variant=list(TRAINSET_VARIANTS)))
+
+
+# Optional: each trained PRM uploaded to the Hugging Face Hub with its model card, which by then reports
+# the PRM's evaluation (hub.upload, off by default). A local rule: the submit host has the network and the
+# token (HF_TOKEN or `hf auth login`). Logic: prm_lessons.rules.training.upload_prm (prm_lessons.publish).
+UPLOADS = plan.upload_repos(config)  # variant -> Hub repository id; {} when hub.upload is off
+
+if UPLOADS:
+
+    rule upload_prm:
+        input:
+            unpack(lambda wc: plan.upload_evaluation(config, wc.variant)),
+            code("training:upload_prm"),
+            model="results/prms/{variant}",
+            trainset="results/trainsets/{variant}.parquet",
+        output:
+            receipt="results/uploads/{variant}.json",
+        log:
+            "logs/upload_prm/{variant}.log",
+        wildcard_constraints:
+            variant=plan.wildcard_alternatives(UPLOADS),
+        localrule: True
+        conda:
+            "../../envs/training.yaml"
+        params:
+            func="training:upload_prm",
+            repo_id=lambda wc: UPLOADS[wc.variant],
+            private=config["hub"]["upload"]["private"],
+            base_model=plan.training_base_model(config),
+        script:
+            RUN
+
+    TARGETS.extend(expand("results/uploads/{variant}.json", variant=list(UPLOADS)))

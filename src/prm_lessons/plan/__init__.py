@@ -83,6 +83,7 @@ from .processbench import (
     judge_processbench_settings,
     processbench_dev,
 )
+from .publish import upload_evaluation, upload_repos
 from .sampling import (
     dataset_problems,
     dataset_spec,
@@ -121,6 +122,7 @@ from .training import (
     TRAINING_RESOURCE_KEYS,
     checkpoint_gb,
     jit_grace_seconds,
+    training_base_model,
     training_params,
     training_settings,
     training_slurm_extra,
@@ -144,6 +146,7 @@ from .trainsets import (
 )
 
 __all__ = [
+    "upload_repos", "upload_evaluation",
     "process_check_enabled", "trl_exports", "trl_labels_path", "trl_local_files", "trl_variants",
     "wildcard_alternatives", "model_input", "gpus", "mem_mb_for", "runtime", "engine_threads", "bon_n",
     "POLICY_SAMPLING_KEYS", "bon_policies", "primary_policy", "policy_dir", "policy_of_dir", "policy_dir_regex",
@@ -153,7 +156,7 @@ __all__ = [
     "processbench_dev", "JUDGE_PB_SETTINGS", "judge_processbench_cases", "judge_processbench_settings", "TRAINSET_SOURCES", "variants",
     "threshold_sweep_variants", "label_needs", "uses",
     "variant_datasets", "role_model", "label_shard_paths", "eval_set_paths", "trainset_inputs",
-    "TRAINING_RESOURCE_KEYS", "training_settings", "training_params", "CHECKPOINT_BYTES_PER_PARAM",
+    "TRAINING_RESOURCE_KEYS", "training_settings", "training_params", "training_base_model", "CHECKPOINT_BYTES_PER_PARAM",
     "STEP_TFLOPS_PER_GPU", "JIT_KILL_WAIT_S", "checkpoint_gb", "jit_grace_seconds", "training_slurm_extra",
     "trained_variants", "resolve_prm_specs", "spec_inputs", "shared_features", "features_input", "scoring_gpus",
     "prm_gpus", "score_shards", "score_outputs", "score_log", "score_shard_paths", "scoring_runtime",

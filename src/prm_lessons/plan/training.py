@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ..config import model_entry
+
 # training keys that change no result: kept out of params so editing them does not retrain every PRM
 TRAINING_RESOURCE_KEYS = ("mem_mb", "runtime", "threads", "keep_checkpoints", "gpus_scoring", "base_params_b",
                           "checkpoint_write_gbps")
@@ -16,6 +18,12 @@ def training_settings(config: dict, basedir: str | Path) -> dict:
     if train.get("deepspeed") and not Path(train["deepspeed"]).exists():
         train["deepspeed"] = str(Path(basedir) / train["deepspeed"])
     return train
+
+
+def training_base_model(config: dict) -> dict:
+    """The training base's identity for the model card: its model entry's source, id and revision."""
+    e = model_entry(config, config["training"]["base"])
+    return {"name": e["name"], **{k: e.get(k) for k in ("source", "id", "revision")}}
 
 
 def training_params(train: dict) -> dict:

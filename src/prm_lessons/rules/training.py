@@ -1,10 +1,12 @@
 """Rule glue of workflow/rules/training.smk: one PRM trained per training-set variant."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
-from .. import train_launch, training
+from .. import model_card, publish, train_launch, training
+from ..tables import table_meta
 
 
 def train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
@@ -15,8 +17,23 @@ def train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thr
                                         checkpoint_dir=params.get("checkpoint_dir"), threads=threads)
     if Path(out_dir, training.METRICS_FILE) != Path(outputs["metrics"]):  # pragma: no cover - layout guard
         shutil.copy(Path(out_dir, training.METRICS_FILE), outputs["metrics"])
+    model_card.write_card(out_dir, metrics, name=wildcards.get("variant") or Path(out_dir).name,
+                          base=params.get("base_model"), trainset=table_meta(inputs["trainset"]))
     hist = metrics["loss_history"]
     print(f"trained {wildcards.get('variant', '')}: mode={metrics['mode']} label_type={metrics['label_type']} "
           f"steps={metrics['global_steps']} loss {hist[0] if hist else float('nan'):.4f} -> "
           f"{hist[-1] if hist else float('nan'):.4f}; {metrics['train_tokens']} tokens in "
           f"{metrics['wall_seconds']:.1f}s; dropped steps (truncation): {metrics['data']['steps_dropped']}")
+
+
+def upload_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `upload_prm` (hub.upload): results/prms/{variant}/ -> the Hub repository params.repo_id, its card
+    rewritten with the evaluation the workflow has by then; the receipt -> results/uploads/{variant}.json."""
+    prm_dir = inputs["model"]
+    metrics = json.loads(Path(prm_dir, training.METRICS_FILE).read_text())
+    evaluation = {k: json.loads(Path(inputs[k]).read_text()) for k in ("processbench", "bon") if inputs.get(k)}
+    card = model_card.render_card(prm_dir, metrics, name=params["repo_id"], base=params.get("base_model"),
+                                  trainset=table_meta(inputs["trainset"]), evaluation=evaluation)
+    receipt = publish.upload_prm(prm_dir, params["repo_id"], card, private=bool(params.get("private", True)))
+    Path(outputs["receipt"]).write_text(json.dumps(receipt, indent=1) + "\n")
+    print(f"uploaded {prm_dir} -> {receipt['url']} ({len(receipt['files'])} files, commit {receipt['commit']})")

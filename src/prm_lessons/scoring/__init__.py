@@ -39,7 +39,9 @@ this file imports nothing):
 - `options`: adapter options checked while the DAG is built (token_classification's; torch-free);
 - `batch`: `score_encoded` (length-sorted batches, or vLLM), `score_responses`, `score_prefixes`,
   `score_naive_per_prefix`, `ScoreStats`;
-- `load`: `load_adapter` from a resolved spec, on either backend.
+- `load`: `load_adapter` from a resolved spec, on either backend;
+- `score_file`: a JSONL file of (problem, steps) rows scored with any PRM outside the workflow (the
+  `prm-lessons score` command): row checks, which adapter a directory needs, the output rows.
 The search's candidate scorers (incremental on a KV cache, or full re-scoring) are prm_lessons.search_scorers:
 an edit there reruns the search only.
 """
