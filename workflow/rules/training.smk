@@ -69,6 +69,8 @@ if UPLOADS:
             receipt="results/uploads/{variant}.json",
         log:
             "logs/upload_prm/{variant}.log",
+        benchmark:
+            bench("upload_prm", "logs/upload_prm/{variant}.log")
         wildcard_constraints:
             variant=plan.wildcard_alternatives(UPLOADS),
         localrule: True
