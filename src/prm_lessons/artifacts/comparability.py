@@ -24,7 +24,8 @@ NOT_BON = ("processbench_f1", "tolerance_average", "min_at_last")
 
 def _aggregations(cells: pd.DataFrame, params: Mapping) -> pd.Series:
     own = cells["aggregation"] if "aggregation" in cells.columns else pd.Series(None, index=cells.index, dtype=object)
-    fallback = params.get("aggregation")
+    # only an artifact given `aggregation` (Tables 6/9/10, Figure 1) has one for cells without their own
+    fallback = params["aggregation"] if "aggregation" in params else None
     pcol = cells["paper_column"].astype(str)
     bon = ~pcol.str.contains("/") & ~pcol.isin(NOT_BON)
     return own.where(own.notna(), pd.Series(np.where(bon, fallback, None), index=cells.index, dtype=object))
@@ -33,7 +34,9 @@ def _aggregations(cells: pd.DataFrame, params: Mapping) -> pd.Series:
 def apply_not_compared(aid: str, cells: pd.DataFrame, params: Mapping) -> tuple[pd.DataFrame, list[str]]:
     """(cells with the entries' cells made not comparable, one note per entry that matched a published cell).
     Only artifacts whose params include `not_compared` get entries (artifacts/defs PARAMS)."""
-    entries = list(params.get("not_compared") or [])
+    if "not_compared" not in params:  # an artifact not given the key: never read (its rule's params are exact)
+        return cells, []
+    entries = list(params["not_compared"] or [])
     if not entries or cells.empty:
         return cells, []
     cells = cells.copy()

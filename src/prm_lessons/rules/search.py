@@ -189,7 +189,12 @@ def search_table(*, inputs, outputs, params, wildcards, threads) -> None:
             parts.append(pd.read_parquet(paths[i]).assign(benchmark=b))
             i += 1
         searches[prm] = pd.concat(parts, ignore_index=True)
-    table = search.problem_table(searches, samples, int(params["n"]), params.get("maj_grouping", "normalized"), orm)
+    greedy = None
+    if params.get("pass1", "mean") == "greedy":  # search.pass1: one greedy response per problem (Table 8's pass@1)
+        greedy = pd.concat([read_table(path, "samples").assign(benchmark=b)
+                            for b, path in zip(benches, as_paths(inputs["greedy"]))], ignore_index=True)
+    table = search.problem_table(searches, samples, int(params["n"]), params.get("maj_grouping", "normalized"), orm,
+                                 pass1_samples=greedy)
     boot = params.get("bootstrap") or {}
     rows = search.search_metrics(table, list(params["prms"]), int(params["n"]), int(params["candidates"]),
                                  int(boot.get("samples", 1000)), int(boot.get("seed", 0)),
