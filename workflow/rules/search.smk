@@ -137,9 +137,9 @@ if SEARCH_PRMS:
 
         rule search_greedy_samples:
             # Table 8's pass@1 as one greedy response per problem (search.pass1: greedy); the function is
-            # search_samples' at temperature 0 and N 1
+            # search_samples' function at temperature 0 and N 1
             input:
-                code("search:search_samples"),
+                code("search:search_greedy_samples"),
                 problems="results/problems/{dataset}.parquet",
                 model=model_input(SEARCH_POLICY),
             output:
@@ -155,7 +155,7 @@ if SEARCH_PRMS:
                 mem_mb=gpu_mem_mb(SEARCH_POLICY),
                 runtime=lambda wc, attempt: plan.runtime(config, 240, attempt),
             params:
-                func="search:search_samples",
+                func="search:search_greedy_samples",
                 sampling=plan.greedy_sampling(config),
                 grading=config["grading"],
                 model=model_entry(config, SEARCH_POLICY),

@@ -133,6 +133,13 @@ def search_samples(*, inputs, outputs, params, wildcards, threads) -> None:
                       "grading": {"grader": grading.get("grader", "math_verify"), "timeout_s": grading["timeout_s"]}})
 
 
+def search_greedy_samples(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `search_greedy_samples` (search.pass1: greedy): one greedy response per searched problem →
+    results/search/greedy/{benchmark}.parquet, Table 8's pass@1; search_samples at the greedy settings
+    (plan.greedy_sampling: temperature 0, top_p 1) and N 1, which the rule's params carry."""
+    search_samples(inputs=inputs, outputs=outputs, params=params, wildcards=wildcards, threads=threads)
+
+
 def search_orm_scores(*, inputs, outputs, params, wildcards, threads) -> None:
     """Rule `search_orm_scores`: the search policy's samples → results/search/scores/{orm}/{benchmark}.parquet
     (step_scores: an outcome RM's one score per response), every benchmark in one job."""
