@@ -302,7 +302,7 @@ def search_metrics(table: pd.DataFrame, prms: list[str], n: int, candidates: int
         elif col.startswith("greedy_"):
             prm, metric, nn = col[len("greedy_"):], "greedy", candidates
         else:
-            prm, metric, nn = "_policy", col, n  # pass1: estimated from the same N samples
+            prm, metric, nn = "_policy", col, n  # pass1 too: the N of its table (mean of N, or greedy: search.pass1)
         rows.append({"prm": prm, "benchmark": bench, "metric": metric, "n": nn, "accuracy": float(val),
                      "ci_low": float(lo), "ci_high": float(hi), "n_problems": int(n_problems)})
         if bench != "average":
