@@ -252,10 +252,12 @@ def summary(df: pd.DataFrame) -> dict:
 # ----------------------------------------------------------------------------------------------
 
 def problem_table(searches: dict[str, pd.DataFrame], samples: pd.DataFrame, n: int | None,
-                  maj_grouping: str = "normalized", orm_scores: pd.Series | None = None) -> pd.DataFrame:
+                  maj_grouping: str = "normalized", orm_scores: pd.Series | None = None,
+                  pass1_samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (benchmark, problem) of the search problems: 0/1 columns pass, maj, pass1 (mean
-    correctness of the N samples: the expected pass@1), orm (when `orm_scores` is given: one score per
-    sample row) and greedy_<prm> per searched PRM. `samples` has the Best-of-N columns (benchmark,
+    correctness of the N samples: the expected pass@1; with `pass1_samples`, the correctness of that
+    table's one response per problem, e.g. greedy: search.pass1), orm (when `orm_scores` is given: one score
+    per sample row) and greedy_<prm> per searched PRM. `samples` has the Best-of-N columns (benchmark,
     problem_id, sample_idx, pred, correct); problems not searched are dropped."""
     searched = set()
     for df in searches.values():
@@ -266,6 +268,10 @@ def problem_table(searches: dict[str, pd.DataFrame], samples: pd.DataFrame, n: i
     table, _ = bon_problem_table(samples, [], n, maj_grouping, "orm_score" if orm_scores is not None else None)
     sel = samples.sort_values("sample_idx", kind="stable").groupby(["benchmark", "problem_id"], sort=False)
     p1 = {k: float((g.head(n) if n else g)["correct"].mean()) for k, g in sel}
+    if pass1_samples is not None:  # its first response per problem; a searched problem without one: NaN
+        first = pass1_samples.sort_values("sample_idx", kind="stable").groupby(["benchmark", "problem_id"], sort=False)
+        one = {(b, str(p)): float(bool(g["correct"].iloc[0])) for (b, p), g in first}
+        p1 = {(b, p): one.get((b, str(p)), np.nan) for b, p in p1}
     table["pass1"] = [p1[(b, p)] for b, p in zip(table["benchmark"], table["problem_id"])]
     for prm, df in searches.items():
         got = {(b, str(p)): float(c) for b, p, c in zip(df["benchmark"], df["problem_id"], df["correct"])}
@@ -296,7 +302,7 @@ def search_metrics(table: pd.DataFrame, prms: list[str], n: int, candidates: int
         elif col.startswith("greedy_"):
             prm, metric, nn = col[len("greedy_"):], "greedy", candidates
         else:
-            prm, metric, nn = "_policy", col, n  # pass1: estimated from the same N samples
+            prm, metric, nn = "_policy", col, n  # pass1 too: the N of its table (mean of N, or greedy: search.pass1)
         rows.append({"prm": prm, "benchmark": bench, "metric": metric, "n": nn, "accuracy": float(val),
                      "ci_low": float(lo), "ci_high": float(hi), "n_problems": int(n_problems)})
         if bench != "average":

@@ -12,7 +12,7 @@ SEARCH_ORM = SEARCH["orm"]
 SEARCH_N = plan.search_n(config)
 # only what the search jobs read, so an unrelated config edit does not search again (shards: the split
 # changes no row, and the shard files' names carry it)
-SEARCH_PARAMS = {k: v for k, v in SEARCH.items() if k not in ("prms", "n", "orm", "shards")}
+SEARCH_PARAMS = {k: v for k, v in SEARCH.items() if k not in ("prms", "n", "orm", "shards", "pass1")}
 
 
 if SEARCH_PRMS:
@@ -141,12 +141,47 @@ if SEARCH_PRMS:
                 script:
                     RUN
 
+    if SEARCH["pass1"] == "greedy":
+
+        rule search_greedy_samples:
+            # Table 8's pass@1 as one greedy response per problem (search.pass1: greedy); the function is
+            # search_samples' function at temperature 0 and N 1
+            input:
+                code("search:search_greedy_samples"),
+                problems="results/problems/{dataset}.parquet",
+                model=model_input(SEARCH_POLICY),
+            output:
+                samples="results/search/greedy/{dataset}.parquet",
+            log:
+                "logs/search_greedy_samples/{dataset}.log",
+            conda:
+                "../../envs/sampling.yaml"
+            threads: engine_threads(SEARCH_POLICY, pool=config["grading"]["workers"])
+            resources:
+                gpu=gpus(SEARCH_POLICY),
+                nodes=1,
+                mem_mb=gpu_mem_mb(SEARCH_POLICY),
+                runtime=lambda wc, attempt: plan.runtime(config, 240, attempt),
+            params:
+                func="search:search_greedy_samples",
+                sampling=plan.greedy_sampling(config),
+                grading=config["grading"],
+                model=model_entry(config, SEARCH_POLICY),
+                model_dir=model_dir_param(SEARCH_POLICY),
+                n=1,
+                limit=SEARCH["limit"],
+            script:
+                RUN
+
     rule search_table:
         input:
             code("search:search_table"),
             search=expand("results/search/{prm}/{dataset}.parquet", prm=SEARCH_PRMS, dataset=SEARCH_BENCHMARKS),
             samples=[plan.search_samples_path(config, b) for b in SEARCH_BENCHMARKS],
             orm=[plan.search_orm_path(config, b) for b in SEARCH_BENCHMARKS] if SEARCH_ORM else [],
+            greedy=(
+                [plan.search_greedy_path(config, b) for b in SEARCH_BENCHMARKS] if SEARCH["pass1"] == "greedy" else []
+            ),
         output:
             table="results/tables/search.csv",
         log:
@@ -166,6 +201,7 @@ if SEARCH_PRMS:
             maj_grouping=config["bon"]["maj_grouping"],
             bootstrap=config["bon"]["bootstrap"],
             run_label=config["run"]["label"],
+            pass1=SEARCH["pass1"],
         script:
             RUN
 

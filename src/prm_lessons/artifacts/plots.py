@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from prm_lessons.artifacts.cells import mc_experiment_comparability, write_cells
+from prm_lessons.artifacts.comparability import apply_not_compared
 from prm_lessons.artifacts.published import EXTRA_FIELDS, load_published, published_long
 from prm_lessons.artifacts.registry import ARTIFACTS, stamp
 
@@ -228,5 +229,6 @@ def emit_figure(aid: str, cells: pd.DataFrame, plot: Callable, outputs: Mapping,
     """A figure rule's outputs: its cells CSV and provenance record, and the figure `plot` draws (PDF, PNG)."""
     pub = load_published()
     cells = mc_experiment_comparability(aid, cells, pub, params)
+    cells, _ = apply_not_compared(aid, cells, params)  # a figure's reasons are in its caption (workflow/report)
     write_cells(aid, cells, outputs, params, inputs)
     save_figure(plot(cells, pub, params), aid, outputs, params)

@@ -13,7 +13,14 @@ from typing import Mapping
 import pandas as pd
 
 from prm_lessons.artifacts.cells import mc_experiment_comparability, write_cells
-from prm_lessons.artifacts.published import EXTRA_FIELDS, PB_METRIC_LABELS, column_label, load_published
+from prm_lessons.artifacts.comparability import apply_not_compared
+from prm_lessons.artifacts.published import (
+    EXTRA_FIELDS,
+    PB_METRIC_LABELS,
+    column_label,
+    load_published,
+    published_long,
+)
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths, stamp
 
 log = logging.getLogger(__name__)
@@ -55,7 +62,31 @@ def display_frame(cells: pd.DataFrame, aid: str, pub: Mapping) -> pd.DataFrame:
             if by_col["diff"].notna().any():
                 out.append(["Δ"] + [(("+" if by_col["diff"].get(c) > 0 else "") + _fmt(by_col["diff"].get(c)))
                                     if pd.notna(by_col["diff"].get(c)) else "" for c in cols])
+    out += published_only_lines(pub, tid, cols, pcol_of, set(cells["key"].astype(str)))
     return pd.DataFrame(out, columns=["row"] + headers)
+
+
+PUBLISHED_ONLY_PREFIX = "paper only"
+
+
+def published_only_lines(pub: Mapping, tid: str, cols: list, pcol_of: Mapping, shown: set[str]) -> list[list[str]]:
+    """Lines for the rows published.yaml lists under `published_only` (rows this workflow does not run, e.g.
+    Table 7's proprietary critics): 'paper only: <label>' with the published number of each shown column's
+    paper column, never a reproduced value or Δ. A key this run reproduces anyway is not repeated."""
+    t = pub["tables"].get(tid) or {}
+    keep = [str(k) for k in t.get("published_only") or [] if str(k) not in shown]
+    if not keep:
+        return []
+    pub_long = published_long(pub, tid)
+    lines = []
+    for key in keep:
+        mine = pub_long[pub_long["key"] == key]
+        if mine.empty:
+            continue
+        by_pcol = dict(zip(mine["column"], mine["published"]))
+        lines.append([f"{PUBLISHED_ONLY_PREFIX}: {mine['label'].iloc[0]}"]
+                     + [_fmt(by_pcol.get(str(pcol_of.get(c) or c))) for c in cols])
+    return lines
 
 
 def _paper_columns(pub, tid) -> set[str]:
@@ -133,6 +164,11 @@ def table_notes(aid: str, cells: pd.DataFrame, pub: Mapping) -> list[str]:
     if len(cells) and cells["published"].notna().any() and not cells["comparable"].any():
         notes.append("No cell is comparable with the paper (different benchmarks/subsets or Best-of-N N), "
                      "so no difference is given; the paper's numbers are shown for orientation only.")
+    if len(cells) and published_only_lines(pub, aid, list(dict.fromkeys(cells["column"])),
+                                           dict(zip(cells["column"], cells["paper_column"])),
+                                           set(cells["key"].astype(str))):
+        notes.append("Rows marked 'paper only' are the paper's published numbers for models this workflow does "
+                     "not run (proprietary API critics); nothing is reproduced or compared for them.")
     if pub["tables"].get(aid, {}).get("notes"):
         notes.append("Paper: " + " ".join(str(pub["tables"][aid]["notes"]).split()))
     if cells.empty:
@@ -240,6 +276,8 @@ def emit_table(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping,
     """A table rule's outputs: its cells CSV and provenance record, and its LaTeX table (`notes` below it)."""
     pub = load_published()
     cells = mc_experiment_comparability(aid, cells, pub, params)
+    cells, setting_notes = apply_not_compared(aid, cells, params)
     write_cells(aid, cells, outputs, params, inputs)
     Path(outputs["tex"]).parent.mkdir(parents=True, exist_ok=True)
-    Path(outputs["tex"]).write_text(table_tex(aid, cells, pub, params.get("run") or {}, notes))
+    Path(outputs["tex"]).write_text(table_tex(aid, cells, pub, params.get("run") or {},
+                                              list(notes or []) + setting_notes))

@@ -29,7 +29,8 @@ def analysis_settings(config: dict) -> dict:
     the defaults resolved: `n` (analysis.n, else bon.n: the N of the main tables when bon.csv holds several),
     `policy` and `second_policy` (policy names; None: no second policy), `policy_labels` (name → label of
     every policy), `table10` ({n, benchmarks}; n None: not planned), `chinese_benchmarks`, `grader`
-    (grading.grader: the Best-of-N tables name it), `fig6_annotation` ({per_benchmark, seed, labels})."""
+    (grading.grader: the Best-of-N tables name it), `fig6_annotation` ({per_benchmark, seed, labels}),
+    `search_pass1` (search.pass1: Table 8 says how its pass@1 was measured)."""
     a = dict(config.get("analysis") or {})
     pols = bon_policies(config)
     policy = a.get("policy") or next(iter(pols))
@@ -40,7 +41,8 @@ def analysis_settings(config: dict) -> dict:
             "table10": {"n": n10, "benchmarks": b10},
             "chinese_benchmarks": list(a.get("chinese_benchmarks") or []),
             "grader": str((config.get("grading") or {}).get("grader") or "math_verify"),
-            "fig6_annotation": {**FIG6_ANNOTATION_DEFAULTS, **(a.get("fig6_annotation") or {})}}
+            "fig6_annotation": {**FIG6_ANNOTATION_DEFAULTS, **(a.get("fig6_annotation") or {})},
+            "search_pass1": str((config.get("search") or {}).get("pass1") or "mean")}
 
 
 def analysis_skipped(config: dict) -> dict[str, str]:

@@ -53,6 +53,19 @@ def search_samples_path(config: dict, benchmark: str) -> str:
             else f"results/search/samples/{benchmark}.parquet")
 
 
+def search_greedy_path(config: dict, benchmark: str) -> str | None:
+    """The greedy response per problem behind Table 8's pass@1 (search.pass1: greedy); None for `mean`."""
+    if (config.get("search") or {}).get("pass1", "mean") != "greedy":
+        return None
+    return f"results/search/greedy/{benchmark}.parquet"
+
+
+def greedy_sampling(config: dict) -> dict:
+    """The sampling settings of the greedy pass@1 responses: `sampling`'s, decoded greedily (temperature
+    0, top_p 1); one response per problem."""
+    return {**config["sampling"], "temperature": 0.0, "top_p": 1.0, "n": 1}
+
+
 def search_orm_path(config: dict, benchmark: str) -> str | None:
     orm = (config.get("search") or {}).get("orm")
     if orm is None:

@@ -133,6 +133,13 @@ def search_samples(*, inputs, outputs, params, wildcards, threads) -> None:
                       "grading": {"grader": grading.get("grader", "math_verify"), "timeout_s": grading["timeout_s"]}})
 
 
+def search_greedy_samples(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `search_greedy_samples` (search.pass1: greedy): one greedy response per searched problem →
+    results/search/greedy/{benchmark}.parquet, Table 8's pass@1; search_samples at the greedy settings
+    (plan.greedy_sampling: temperature 0, top_p 1) and N 1, which the rule's params carry."""
+    search_samples(inputs=inputs, outputs=outputs, params=params, wildcards=wildcards, threads=threads)
+
+
 def search_orm_scores(*, inputs, outputs, params, wildcards, threads) -> None:
     """Rule `search_orm_scores`: the search policy's samples → results/search/scores/{orm}/{benchmark}.parquet
     (step_scores: an outcome RM's one score per response), every benchmark in one job."""
@@ -189,7 +196,12 @@ def search_table(*, inputs, outputs, params, wildcards, threads) -> None:
             parts.append(pd.read_parquet(paths[i]).assign(benchmark=b))
             i += 1
         searches[prm] = pd.concat(parts, ignore_index=True)
-    table = search.problem_table(searches, samples, int(params["n"]), params.get("maj_grouping", "normalized"), orm)
+    greedy = None
+    if params.get("pass1", "mean") == "greedy":  # search.pass1: one greedy response per problem (Table 8's pass@1)
+        greedy = pd.concat([read_table(path, "samples").assign(benchmark=b)
+                            for b, path in zip(benches, as_paths(inputs["greedy"]))], ignore_index=True)
+    table = search.problem_table(searches, samples, int(params["n"]), params.get("maj_grouping", "normalized"), orm,
+                                 pass1_samples=greedy)
     boot = params.get("bootstrap") or {}
     rows = search.search_metrics(table, list(params["prms"]), int(params["n"]), int(params["candidates"]),
                                  int(boot.get("samples", 1000)), int(boot.get("seed", 0)),

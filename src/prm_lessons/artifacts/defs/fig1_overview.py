@@ -40,7 +40,7 @@ SECTION = "Overview"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "processbench")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "figure")
+PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "figure", "not_compared")
 
 
 REFERENCE_KEYS = ("pass", "maj", "o1_mini")  # Figure 1's reference lines (published.yaml fig1 keys)

@@ -15,7 +15,7 @@ SECTION = "Larger N"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "table10", "paper_rows", "paper_columns", "policy", "policy_labels", "grader")
+PARAMS = ("aggregation", "table10", "paper_rows", "paper_columns", "policy", "policy_labels", "grader", "not_compared")
 
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:

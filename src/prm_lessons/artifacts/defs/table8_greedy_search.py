@@ -16,7 +16,7 @@ SECTION = "Greedy search"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("search",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("paper_rows", "paper_columns", "grader")
+PARAMS = ("paper_rows", "paper_columns", "grader", "search_pass1")
 
 
 def build_table8(search, pub, params):
@@ -38,8 +38,28 @@ def build_table8(search, pub, params):
     return bon_cells(search, sels, pub, "table8", own)
 
 
+PASS1_TEXT = {
+    "greedy": "pass@1: one greedy response per problem (temperature 0; search.pass1: greedy). The paper does not "
+              "say how it measured pass@1; its published cells all lie on the one-sample-per-problem grid, which "
+              "favours greedy (INFERRED).",
+    "mean": "pass@1: the mean correctness of the N sampled responses at the sampling settings (the expected "
+            "pass@1; search.pass1: mean). The paper does not say how it measured pass@1; its published cells "
+            "favour one greedy response per problem (INFERRED), so this row is the project's choice.",
+}
+# the search policy's prompt (search.SearchSettings, rule search_samples): sampling.system_prompt
+PROMPT_NOTE = ("Prompt: the search policy gets sampling.system_prompt as its system turn (by default the "
+               "Qwen2.5-Math chain-of-thought prompt, also for Qwen2.5-7B-Instruct), the project's choice: the "
+               "paper does not state the search policy's prompt (UNVERIFIED).")
+
+
+def table8_notes(params) -> list[str]:
+    """How pass@1 was measured and which prompt the policy got (both the project's choices)."""
+    mode = params.get("search_pass1")
+    return ([PASS1_TEXT[mode]] if mode in PASS1_TEXT else []) + [PROMPT_NOTE]
+
+
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
     """Table 8 (PRM-guided greedy search beside the same policy's baselines) from results/tables/search.csv."""
     search = csv_or_empty(inputs, "search", lambda p: load_bon(p, "search_csv"))
     emit_table("table8", build_table8(search if search is not None else empty_bon(), load_published(), params),
-                outputs, params, inputs, notes=grader_notes(params))
+                outputs, params, inputs, notes=grader_notes(params) + table8_notes(params))
