@@ -24,7 +24,7 @@ CONFIGS = ("config/paper.yaml", "config/rehearsal.yaml")
 # Rules whose job starts a vLLM engine (their threads come from plan.engine_threads); scoring rules start
 # one too for a PRM scored with backend vllm (see engine_jobs)
 ENGINE_RULES = {"sample", "mc", "judge", "bon_judge", "critic_processbench", "search_samples", "search_greedy",
-                "judge_processbench", "audit_labels"}
+                "judge_processbench", "audit_labels", "search_greedy_samples"}
 SCORING_RULES = {"score_samples", "score_processbench", "search_orm_scores"}
 
 # The budget: the counts of this plan when it was set, plus a small margin (2026-11-25: 48 engine jobs,

@@ -154,6 +154,8 @@ if SEARCH_PRMS:
                 samples="results/search/greedy/{dataset}.parquet",
             log:
                 "logs/search_greedy_samples/{dataset}.log",
+            benchmark:
+                bench("search_greedy_samples", "logs/search_greedy_samples/{dataset}.log")
             conda:
                 "../../envs/sampling.yaml"
             threads: engine_threads(SEARCH_POLICY, pool=config["grading"]["workers"])
