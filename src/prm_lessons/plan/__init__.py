@@ -22,7 +22,9 @@ from .critics import (
     critic_template_input,
 )
 from .evaluation import (
+    SAMPLED_SOURCES,
     features_input,
+    features_max_length,
     prm_gpus,
     resolve_prm_specs,
     score_log,
@@ -34,6 +36,8 @@ from .evaluation import (
     shared_features,
     spec_inputs,
     trained_variants,
+    training_feature_sources,
+    training_features_input,
 )
 from .judges import (
     BON_JUDGE_MODES,
@@ -139,6 +143,7 @@ __all__ = [
     "TRAINING_RESOURCE_KEYS", "training_settings", "training_params", "CHECKPOINT_BYTES_PER_PARAM",
     "STEP_TFLOPS_PER_GPU", "JIT_KILL_WAIT_S", "checkpoint_gb", "jit_grace_seconds", "training_slurm_extra",
     "trained_variants", "resolve_prm_specs", "spec_inputs", "shared_features", "features_input", "scoring_gpus",
+    "SAMPLED_SOURCES", "training_features_input", "training_feature_sources", "features_max_length",
     "prm_gpus", "score_shards", "score_outputs", "score_log", "score_shard_paths", "scoring_runtime",
     "CRITIC_SETTINGS", "OFFICIAL_CRITIC_TEMPLATE", "critic_specs", "critic_generation_sources", "critic_shards",
     "critic_minutes", "critic_template_input", "critic_setting", "search_prms", "search_policy",

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..config import model_entry, model_path
 from .base import shard_files, shard_log, shard_minutes, shard_outputs
 from .models import gpus, model_input, runtime
-from .trainsets import variants
+from .trainsets import variant_datasets, variants
 
 
 def trained_variants(config: dict) -> list[str]:
@@ -69,6 +69,33 @@ def features_input(config: dict, specs: dict, prm: str, source: str) -> list[str
     """Head-only trained PRMs: the frozen base's step features of results/{source}.parquet (rule
     step_features)."""
     return [f"results/features/{source}.safetensors"] if shared_features(config) and specs[prm]["trained"] else []
+
+
+# training-set sources cut from the primary policy's sampled training responses (plan.trainset_inputs)
+SAMPLED_SOURCES = ("mc", "judge", "consensus", "checker")
+
+
+def training_features_input(config: dict, variant: str) -> list[str]:
+    """Head-only variants labelled on the sampled training responses: the frozen base's step features of
+    those responses (rule step_features, once for every such variant), read by train_prm instead of
+    its own pass; [] for every other variant (its own pass: human labels are a pool of their own)."""
+    if not shared_features(config) or variants(config)[variant]["source"] not in SAMPLED_SOURCES:
+        return []
+    return [f"results/features/responses/{d}.safetensors" for d in variant_datasets(config, variant)]
+
+
+def training_feature_sources(config: dict) -> list[str]:
+    """The `source` wildcards of rule step_features that training reads (responses/{dataset})."""
+    paths = {p for v in variants(config) for p in training_features_input(config, v)}
+    return sorted(p[len("results/features/"):-len(".safetensors")] for p in paths)
+
+
+def features_max_length(config: dict, source: str) -> int | None:
+    """max_length of a step_features job: training's for the training responses (what train_prm
+    tokenises with), else the scoring one (prms.max_length, else training's)."""
+    if source in training_feature_sources(config):
+        return config["training"]["max_length"]
+    return config["prms"]["max_length"] or config["training"]["max_length"]
 
 
 def scoring_gpus(config: dict, specs: dict, prm: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .. import train_launch, training
+from .. import as_paths, train_launch, training
 
 
 def train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
@@ -12,7 +12,8 @@ def train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thr
     out_dir = outputs["model"]
     metrics = train_launch.run_training(inputs["trainset"], params["base_dir"], out_dir, params["training"],
                                         label_type=params.get("label_type") or "hard",
-                                        checkpoint_dir=params.get("checkpoint_dir"), threads=threads)
+                                        checkpoint_dir=params.get("checkpoint_dir"), threads=threads,
+                                        features=as_paths(inputs.get("features")) or None)
     if Path(out_dir, training.METRICS_FILE) != Path(outputs["metrics"]):  # pragma: no cover - layout guard
         shutil.copy(Path(out_dir, training.METRICS_FILE), outputs["metrics"])
     hist = metrics["loss_history"]
