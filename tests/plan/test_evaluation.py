@@ -1,0 +1,54 @@
+"""Plan of the shared frozen-base features (plan.evaluation): head-only variants labelled on the sampled
+training responses read one step_features pass over them; other variants, other modes and the paper
+config plan none."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prm_lessons import plan
+from prm_lessons.config import validate_config
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
+
+
+def _config(path: str = "config/config.yaml", **training) -> dict:
+    cfg = yaml.safe_load((ROOT / path).read_text())
+    cfg["training"] = {**cfg["training"], **training}
+    return validate_config(copy.deepcopy(cfg), SCHEMA)
+
+
+def test_sampled_variants_share_one_pass_per_problem_set():
+    cfg = _config()
+    sets = list(cfg["problems"])
+    want = [f"results/features/responses/{d}.safetensors" for d in sets]
+    by_source = {}
+    for name, spec in plan.variants(cfg).items():
+        by_source.setdefault(spec["source"], []).append(plan.training_features_input(cfg, name))
+    for src in plan.SAMPLED_SOURCES:
+        assert by_source[src] and all(f == want for f in by_source[src]), src
+    assert by_source["human"] == [[]]  # a pool of its own: its job's own pass
+    assert plan.training_feature_sources(cfg) == sorted(f"responses/{d}" for d in sets)
+    # training tokenises at training.max_length: so must the features it reads
+    assert plan.features_max_length(cfg, f"responses/{sets[0]}") == cfg["training"]["max_length"]
+
+
+def test_scoring_sources_keep_the_scoring_max_length():
+    cfg = _config()
+    cfg["prms"]["max_length"] = 512
+    assert plan.features_max_length(cfg, "processbench/cases") == 512
+    assert plan.features_max_length(cfg, f"responses/{next(iter(cfg['problems']))}") == cfg["training"]["max_length"]
+
+
+@pytest.mark.parametrize("mode", ["full", "lora"])
+def test_other_modes_and_the_paper_config_read_no_shared_features(mode):
+    for cfg in (_config(mode=mode), _config("config/paper.yaml")):
+        assert not any(plan.training_features_input(cfg, v) for v in plan.variants(cfg))
+        assert plan.training_feature_sources(cfg) == []
+    off = _config()
+    off["prms"]["shared_base_features"] = False
+    assert not any(plan.training_features_input(off, v) for v in plan.variants(off))
