@@ -66,10 +66,13 @@ def setup(request, tmp_path_factory):
     d = tmp_path_factory.mktemp(f"shared-{request.param}")
     base = tiny_base(d / "base", with_step_token=False)  # SmolLM2-like: the step token is added
     responses = _responses()
-    responses.to_parquet(d / "responses.parquet")
+    # two problem sets' responses, one pass over their union (the rule's training source)
+    responses.iloc[:7].to_parquet(d / "r1.parquet")
+    responses.iloc[7:].to_parquet(d / "r2.parquet")
     settings = train_settings.settings_from(SETTINGS)
     # another batch size than training's: the rows share batches with other rows than in a variant's pass
-    E.step_features(inputs={"texts": str(d / "responses.parquet")}, outputs={"features": str(d / "f.safetensors")},
+    E.step_features(inputs={"texts": [str(d / "r1.parquet"), str(d / "r2.parquet")]},
+                    outputs={"features": str(d / "f.safetensors")},
                     params={"base_dir": str(base), "training": settings, "max_length": settings["max_length"],
                             "batch_size": 5}, wildcards={}, threads=1)
     trainsets = {name: (lt, write_trainset(d / f"{name}.parquet", df)) for name, (lt, df) in _variants(responses).items()}
@@ -136,6 +139,8 @@ def test_what_the_shared_pass_cannot_serve_is_refused(setup, tmp_path):
     unknown = df.assign(instance_id=[f"q{i}#0" for i in range(len(df))])
     with pytest.raises(ValueError, match="in none of the features"):
         _train(tmp_path, base, write_trainset(tmp_path / "u.parquet", unknown), label_type, "u", feats)
+    with pytest.raises(ValueError, match="occurs twice"):  # the same response ids in two files
+        _train(tmp_path, base, path, label_type, "twice", feats + feats)
     other = tiny_base(tmp_path / "other", with_step_token=False, seed=1)
     with pytest.raises(ValueError, match="fingerprint"):
         _train(tmp_path, other, path, label_type, "o", feats)

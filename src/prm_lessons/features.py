@@ -138,6 +138,8 @@ def training_features(paths: Sequence[str | Path], instances: Sequence[dict], fi
         tok_end = feats["n_tokens"].cumsum(0).tolist()
         feat_end = feats["n_kept"].cumsum(0).tolist()
         for i, rid in enumerate(meta["rows"]):
+            if str(rid) in index:  # two responses under one id: which one an instance was cut from is unknown
+                raise ValueError(f"features {path}: row id {rid!r} occurs twice in {list(map(str, paths))}")
             k = int(feats["n_kept"][i])
             index[str(rid)] = (path, feats, tok_end[i] - int(feats["n_tokens"][i]), tok_end[i], feat_end[i] - k, k)
     out = []

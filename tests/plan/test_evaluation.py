@@ -25,23 +25,38 @@ def _config(path: str = "config/config.yaml", **training) -> dict:
 def test_sampled_variants_share_one_pass_per_problem_set():
     cfg = _config()
     sets = list(cfg["problems"])
-    want = [f"results/features/responses/{d}.safetensors" for d in sets]
+    want = [f"results/features/{plan.TRAINING_FEATURES_SOURCE}.safetensors"]
     by_source = {}
     for name, spec in plan.variants(cfg).items():
         by_source.setdefault(spec["source"], []).append(plan.training_features_input(cfg, name))
     for src in plan.SAMPLED_SOURCES:
         assert by_source[src] and all(f == want for f in by_source[src]), src
     assert by_source["human"] == [[]]  # a pool of its own: its job's own pass
-    assert plan.training_feature_sources(cfg) == sorted(f"responses/{d}" for d in sets)
+    # one job over the union of the problem sets' responses
+    assert plan.training_feature_sources(cfg) == [plan.TRAINING_FEATURES_SOURCE]
+    assert plan.training_feature_datasets(cfg) == sets
+    assert plan.features_texts(cfg, plan.TRAINING_FEATURES_SOURCE) == [f"results/responses/{d}.parquet" for d in sets]
+    assert plan.features_texts(cfg, "processbench/cases") == ["results/processbench/cases.parquet"]
     # training tokenises at training.max_length: so must the features it reads
-    assert plan.features_max_length(cfg, f"responses/{sets[0]}") == cfg["training"]["max_length"]
+    assert plan.features_max_length(cfg, plan.TRAINING_FEATURES_SOURCE) == cfg["training"]["max_length"]
+
+
+def test_the_union_covers_only_the_problem_sets_a_sharing_variant_reads():
+    cfg = _config()
+    first = next(iter(cfg["problems"]))
+    for spec in cfg["trainsets"]["variants"].values():
+        if spec["source"] != "human":
+            spec["datasets"] = [first]
+    cfg["trainsets"]["mc_threshold_sweep"] = []
+    assert plan.training_feature_datasets(cfg) == [first]
 
 
 def test_scoring_sources_keep_the_scoring_max_length():
     cfg = _config()
     cfg["prms"]["max_length"] = 512
     assert plan.features_max_length(cfg, "processbench/cases") == 512
-    assert plan.features_max_length(cfg, f"responses/{next(iter(cfg['problems']))}") == cfg["training"]["max_length"]
+    assert plan.features_max_length(cfg, plan.TRAINING_FEATURES_SOURCE) == cfg["training"]["max_length"]
+    assert plan.features_max_length(cfg, f"responses/{next(iter(cfg['benchmarks']))}") == 512
 
 
 @pytest.mark.parametrize("mode", ["full", "lora"])

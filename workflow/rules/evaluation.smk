@@ -13,12 +13,12 @@ SCORE_PB_TABLES = ["results/scores/{prm}/processbench"] + (["results/scores/{prm
 
 
 # The frozen base's step features of one text table (head-only PRMs: prms.shared_base_features): each
-# benchmark's responses and the ProcessBench cases, read by every scoring job, and the sampled training
-# responses, read by every head-only training variant labelled on them (plan.training_features_input).
+# benchmark's responses and the ProcessBench cases, read by every scoring job, and the union of the sampled
+# training responses, read by every head-only training variant labelled on them (one job: one start-up).
 rule step_features:
     input:
         code("evaluation:step_features"),
-        texts="results/{source}.parquet",
+        texts=lambda wc: plan.features_texts(config, wc.source),
         base=model_input(TRAIN["base"]),
     output:
         features="results/features/{source}.safetensors",

@@ -23,8 +23,10 @@ from .critics import (
 )
 from .evaluation import (
     SAMPLED_SOURCES,
+    TRAINING_FEATURES_SOURCE,
     features_input,
     features_max_length,
+    features_texts,
     prm_gpus,
     resolve_prm_specs,
     score_log,
@@ -36,6 +38,7 @@ from .evaluation import (
     shared_features,
     spec_inputs,
     trained_variants,
+    training_feature_datasets,
     training_feature_sources,
     training_features_input,
 )
@@ -143,7 +146,8 @@ __all__ = [
     "TRAINING_RESOURCE_KEYS", "training_settings", "training_params", "CHECKPOINT_BYTES_PER_PARAM",
     "STEP_TFLOPS_PER_GPU", "JIT_KILL_WAIT_S", "checkpoint_gb", "jit_grace_seconds", "training_slurm_extra",
     "trained_variants", "resolve_prm_specs", "spec_inputs", "shared_features", "features_input", "scoring_gpus",
-    "SAMPLED_SOURCES", "training_features_input", "training_feature_sources", "features_max_length",
+    "SAMPLED_SOURCES", "TRAINING_FEATURES_SOURCE", "training_features_input", "training_feature_datasets",
+    "training_feature_sources", "features_texts", "features_max_length",
     "prm_gpus", "score_shards", "score_outputs", "score_log", "score_shard_paths", "scoring_runtime",
     "CRITIC_SETTINGS", "OFFICIAL_CRITIC_TEMPLATE", "critic_specs", "critic_generation_sources", "critic_shards",
     "critic_minutes", "critic_template_input", "critic_setting", "search_prms", "search_policy",

@@ -73,27 +73,48 @@ def features_input(config: dict, specs: dict, prm: str, source: str) -> list[str
 
 # training-set sources cut from the primary policy's sampled training responses (plan.trainset_inputs)
 SAMPLED_SOURCES = ("mc", "judge", "consensus", "checker")
+# rule step_features' `source` for the union of those responses (no dataset name can clash with it: a
+# benchmark's source is responses/{dataset})
+TRAINING_FEATURES_SOURCE = "trainsets/responses"
+
+
+def _shares_training_features(config: dict, variant: str) -> bool:
+    return shared_features(config) and variants(config)[variant]["source"] in SAMPLED_SOURCES
 
 
 def training_features_input(config: dict, variant: str) -> list[str]:
     """Head-only variants labelled on the sampled training responses: the frozen base's step features of
-    those responses (rule step_features, once for every such variant), read by train_prm instead of
-    its own pass; [] for every other variant (its own pass: human labels are a pool of their own)."""
-    if not shared_features(config) or variants(config)[variant]["source"] not in SAMPLED_SOURCES:
+    those responses (rule step_features, one job for the union of every such variant's problem sets),
+    read by train_prm instead of its own pass; [] for every other variant (its own pass: human labels
+    are a pool of their own)."""
+    if not _shares_training_features(config, variant):
         return []
-    return [f"results/features/responses/{d}.safetensors" for d in variant_datasets(config, variant)]
+    return [f"results/features/{TRAINING_FEATURES_SOURCE}.safetensors"]
+
+
+def training_feature_datasets(config: dict) -> list[str]:
+    """The problem sets whose sampled responses the shared training features cover (in config order)."""
+    want = {d for v in variants(config) if _shares_training_features(config, v) for d in variant_datasets(config, v)}
+    return [d for d in (config.get("problems") or {}) if d in want]
 
 
 def training_feature_sources(config: dict) -> list[str]:
-    """The `source` wildcards of rule step_features that training reads (responses/{dataset})."""
-    paths = {p for v in variants(config) for p in training_features_input(config, v)}
-    return sorted(p[len("results/features/"):-len(".safetensors")] for p in paths)
+    """The `source` wildcards of rule step_features that training reads (none without a shared pass)."""
+    return [TRAINING_FEATURES_SOURCE] if training_feature_datasets(config) else []
+
+
+def features_texts(config: dict, source: str) -> list[str]:
+    """The text tables of a step_features job: results/{source}.parquet, or for the training source the
+    responses of every problem set it covers (one pass over their union)."""
+    if source == TRAINING_FEATURES_SOURCE:
+        return [f"results/responses/{d}.parquet" for d in training_feature_datasets(config)]
+    return [f"results/{source}.parquet"]
 
 
 def features_max_length(config: dict, source: str) -> int | None:
     """max_length of a step_features job: training's for the training responses (what train_prm
     tokenises with), else the scoring one (prms.max_length, else training's)."""
-    if source in training_feature_sources(config):
+    if source == TRAINING_FEATURES_SOURCE:
         return config["training"]["max_length"]
     return config["prms"]["max_length"] or config["training"]["max_length"]
 
