@@ -1,7 +1,9 @@
 """The model-token budget of a finished run, per rule, from the sidecars its jobs wrote
 (logs/<rule>/<job>.tokens.json, prm_lessons.budget): prefill and decode tokens, the dtypes they ran in,
 the model seconds measured on this host, and the time they would take at the slowest 2-core host's
-~350 tokens/s (AVX2 only, float32 ceiling for a 135M model; --rate to change it).
+~350 tokens/s (AVX2 only, float32 ceiling for a 135M model; --rate to change it). `cached`: the part of
+prefill vLLM served from its prefix cache (MC's and the audit's K completions of one step repeat its
+prompt), counted in prefill and in the time column, so that column is an upper bound.
 
     python bench/token_budget.py [--logs logs] [--rate 350]
     python bench/token_budget.py --ratio [--slice 16] [--model resources/models/smollm2]
@@ -31,8 +33,8 @@ def read_sidecars(logs: Path) -> list[dict]:
 
 def per_rule(records: list[dict]) -> dict[str, dict]:
     """rule → jobs, prefill, decode, tokens, prompts, model seconds, dtypes, and the request shape."""
-    out: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "prefill": 0, "decode": 0, "prompts": 0, "seconds": 0.0,
-                                                "dtypes": set(), "generate": False})
+    out: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "prefill": 0, "decode": 0, "cached": 0, "prompts": 0,
+                                                "seconds": 0.0, "dtypes": set(), "generate": False})
     for r in records:
         row = out[r["rule"]]
         row["jobs"] += 1
@@ -43,6 +45,7 @@ def per_rule(records: list[dict]) -> dict[str, dict]:
         for p in r["parts"]:
             row["generate"] = row["generate"] or p["kind"] == "generate"
             row["prompts"] += p.get("prompts", 0)
+            row["cached"] += p.get("cached_prefill_tokens") or 0  # vLLM prefix-cache hits, counted in prefill
     for row in out.values():
         row["tokens"] = row["prefill"] + row["decode"]
     return dict(out)
@@ -50,15 +53,16 @@ def per_rule(records: list[dict]) -> dict[str, dict]:
 
 def table(rules: dict[str, dict], rate: float) -> str:
     total = sum(r["tokens"] for r in rules.values()) or 1
-    lines = [f"{'rule':<26}{'jobs':>5}{'prefill':>11}{'decode':>10}{'share':>7}{'measured s':>12}"
+    lines = [f"{'rule':<26}{'jobs':>5}{'prefill':>11}{'decode':>10}{'cached':>10}{'share':>7}{'measured s':>12}"
              f"{f'at {rate:g} tok/s':>16}  dtype"]
     for name, r in sorted(rules.items(), key=lambda kv: -kv[1]["tokens"]):
-        lines.append(f"{name:<26}{r['jobs']:>5}{r['prefill']:>11,}{r['decode']:>10,}{r['tokens'] / total:>7.1%}"
-                     f"{r['seconds']:>12.1f}{r['tokens'] / rate:>15.0f}s  {'/'.join(sorted(r['dtypes']))}")
+        lines.append(f"{name:<26}{r['jobs']:>5}{r['prefill']:>11,}{r['decode']:>10,}{r['cached']:>10,}"
+                     f"{r['tokens'] / total:>7.1%}{r['seconds']:>12.1f}{r['tokens'] / rate:>15.0f}s  "
+                     f"{'/'.join(sorted(r['dtypes']))}")
     pre, dec = sum(r["prefill"] for r in rules.values()), sum(r["decode"] for r in rules.values())
-    secs = sum(r["seconds"] for r in rules.values())
-    lines.append(f"{'total':<26}{sum(r['jobs'] for r in rules.values()):>5}{pre:>11,}{dec:>10,}{1:>7.0%}"
-                 f"{secs:>12.1f}{(pre + dec) / rate:>15.0f}s")
+    cached, secs = sum(r["cached"] for r in rules.values()), sum(r["seconds"] for r in rules.values())
+    lines.append(f"{'total':<26}{sum(r['jobs'] for r in rules.values()):>5}{pre:>11,}{dec:>10,}{cached:>10,}"
+                 f"{1:>7.0%}{secs:>12.1f}{(pre + dec) / rate:>15.0f}s")
     return "\n".join(lines)
 
 

@@ -92,7 +92,8 @@ def test_bench_sums_the_sidecars_per_rule(tmp_path, capsys):
     def rec(rule, pre, dec, prompts, dtype="float32"):
         return {"rule": rule, "wildcards": {}, "prefill_tokens": pre, "decode_tokens": dec, "tokens": pre + dec,
                 "model_seconds": 2.0, "dtypes": [dtype],
-                "parts": [{"kind": "generate", "prompts": prompts, "prefill_tokens": pre, "decode_tokens": dec}]}
+                "parts": [{"kind": "generate", "prompts": prompts, "prefill_tokens": pre, "decode_tokens": dec,
+                           "cached_prefill_tokens": pre // 2 if rule == "mc" else 0}]}
     for i, r in enumerate([rec("mc", 7000, 3000, 100), rec("mc", 3000, 1000, 50), rec("sample", 1000, 2500, 10)]):
         d = tmp_path / "logs" / r["rule"]
         d.mkdir(parents=True, exist_ok=True)
@@ -100,12 +101,13 @@ def test_bench_sums_the_sidecars_per_rule(tmp_path, capsys):
     bench = _bench()
     rules = bench.per_rule(bench.read_sidecars(tmp_path / "logs"))
     assert rules["mc"]["jobs"] == 2 and rules["mc"]["tokens"] == 14000 and rules["mc"]["prompts"] == 150
+    assert rules["mc"]["cached"] == 5000 and rules["sample"]["cached"] == 0  # prefix-cache hits, within prefill
     assert bench.main(["--logs", str(tmp_path / "logs"), "--rate", "350"]) == 0
     out = capsys.readouterr().out
     mc_line = next(line for line in out.splitlines() if line.startswith("mc "))
     assert "80.0%" in mc_line and "40s" in mc_line  # 14,000 of 17,500 tokens; 14,000 / 350
     total = out.splitlines()[-1].split()
-    assert total[:4] == ["total", "3", "11,000", "6,500"] and total[-1] == "50s"  # 17,500 / 350
+    assert total[:5] == ["total", "3", "11,000", "6,500", "5,000"] and total[-1] == "50s"  # 17,500 / 350
     assert bench.main(["--logs", str(tmp_path / "none")]) == 1
 
 

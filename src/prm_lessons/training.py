@@ -7,6 +7,9 @@ default) or MSE on P(good) (`mse`, the paper's preliminary soft runs). For 0/1 t
 
 Modes (`training.mode`): `full` fine-tuning (paper), `lora` (peft adapters, merged at save time), `head`
 (frozen base: its step features are computed once, then only the head trains; the embedded CPU default).
+In head mode the features can come from a shared pass (`features`: rule step_features over the sampled
+training responses, `prm_lessons.features.training_features`) instead of the job's own pass: the variants
+labelled on the same responses then run the frozen base over them once, not once each.
 
 Output directory: the PRM directory of `prm.save_prm` (loaded with `prm.load_prm`; full fine-tuning of a
 Qwen2 base in the released Qwen2.5-Math-PRM layout, everything else in the project layout), plus
@@ -36,6 +39,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .features import training_features
 from .model_card import LORA_DIR
 from .prm import (
     HeadOnlyModel,
@@ -125,27 +129,31 @@ class Trainee:
 
 
 def build_trainee(backbone, tokenizer, instances: list[dict], settings: dict, label_type: str,
-                  on_gpu: bool) -> Trainee:
-    """Head mode: the frozen base's step features computed once and the head alone trained on them (a fixed
-    standardisation of the features in front of the paper's head); lora / full: base + head on the
-    instances (trainable_model)."""
+                  on_gpu: bool, shared: list[dict] | None = None) -> Trainee:
+    """Head mode: the frozen base's step features computed once (or `shared`: read from a shared pass,
+    `features.training_features`) and the head alone trained on them (a fixed standardisation of the
+    features in front of the paper's head); lora / full: base + head on the instances (trainable_model)."""
     mode = settings["mode"]
     head = StepHead(int(backbone.config.hidden_size),
                     standardize=mode == "head" and bool(settings["standardize_features"]))
     if mode != "head":
         return Trainee(trainable_model(backbone, head, settings, label_type), instances, head)
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if on_gpu else torch.device("cpu")
     for p in backbone.parameters():
         p.requires_grad_(False)
     tf = time.time()
-    backbone.to(device)
-    dataset = step_features(backbone, instances, pad_id(tokenizer), int(settings["batch_size"]), device)
+    if shared is not None:
+        dataset, feature_tokens = shared, 0
+    else:
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if on_gpu else torch.device("cpu")
+        backbone.to(device)
+        dataset = step_features(backbone, instances, pad_id(tokenizer), int(settings["batch_size"]), device)
+        backbone.to("cpu")
+        feature_tokens = sum(len(it["input_ids"]) for it in instances)
     feature_seconds = time.time() - tf
-    backbone.to("cpu")
     if head.standardize:
         head.fit_standardization(torch.cat([d["step_features"] for d in dataset]))
-    return Trainee(HeadOnlyModel(head, label_type, settings["soft_loss"]), dataset, head,
-                   sum(len(it["input_ids"]) for it in instances), feature_seconds)
+    return Trainee(HeadOnlyModel(head, label_type, settings["soft_loss"]), dataset, head, feature_tokens,
+                   feature_seconds)
 
 
 def run_trainer(trainee: Trainee, args, tokenizer, resume: str | None, ckpt: Path, callbacks: list | None = None):
@@ -201,16 +209,22 @@ def save_trained(out: Path, full_sd: dict | None, trainer, backbone, tokenizer, 
 
 
 def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_type: str = "hard",
-              checkpoint_dir: str | None = None, threads: int | None = None, callbacks: list | None = None) -> dict:
+              checkpoint_dir: str | None = None, threads: int | None = None, callbacks: list | None = None,
+              features: list[str] | None = None) -> dict:
     """Train one PRM on a trainset table; write the model directory + train_metrics.json; return the metrics.
 
     `checkpoint_dir` (default: a hidden sibling of out_dir) keeps Trainer checkpoints; a rerun with the same
-    settings and data resumes from the last one. `callbacks` are extra transformers TrainerCallbacks."""
+    settings and data resumes from the last one. `callbacks` are extra transformers TrainerCallbacks.
+    `features` (head mode only): the frozen base's step features of the responses the trainset was cut
+    from (rule step_features), read instead of this job's own pass over them."""
     from transformers import set_seed  # lazy: as train_setup.trainer_class
 
     settings = settings_from(settings)
     if label_type not in LABEL_TYPES:
         raise TrainingError(f"label_type {label_type!r} is not one of {LABEL_TYPES}")
+    if features and settings["mode"] != "head":
+        raise TrainingError(f"training.mode: {settings['mode']!r} trains the base; shared base features "
+                            f"({features}) serve head mode only")
     if threads:
         torch.set_num_threads(max(1, int(threads)))
     t0 = time.time()
@@ -227,8 +241,10 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     added = ensure_step_token(tokenizer, backbone, fmt.step_token)
     fingerprint = base_fingerprint(backbone, tokenizer, fmt.step_token) if mode == "head" else None
     instances, data_stats = training_instances(trainset, tokenizer, fmt, settings, label_type)
+    shared = (training_features(features, instances, fingerprint, fmt, settings["max_length"])
+              if features else None)
     set_seed(int(settings["seed"]))
-    trainee = build_trainee(backbone, tokenizer, instances, settings, label_type, on_gpu)
+    trainee = build_trainee(backbone, tokenizer, instances, settings, label_type, on_gpu, shared)
     trainer, result, train_seconds = run_trainer(trainee, args, tokenizer, resume, ckpt, callbacks)
     train_tokens, full_sd = gather_trained(trainer, args)
     rank0 = trainer.is_world_process_zero()
@@ -244,8 +260,10 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         "deepspeed": str(args.deepspeed) if trainer.is_deepspeed_enabled else None,
         "saved_by_rank": int(args.process_index) if rank0 else None,
         # non-padding tokens of the instances in all optimizer steps of all processes (x epochs); in head
-        # mode each instance went through the frozen base once (feature_tokens, feature_seconds)
+        # mode each instance went through the frozen base once (feature_tokens, feature_seconds), or none
+        # did here: their features were read from the shared pass (`features`)
         "train_tokens": train_tokens, "feature_tokens": int(trainee.feature_tokens),
+        "features": [str(f) for f in features] if features else None,
         "train_seconds": train_seconds, "feature_seconds": trainee.feature_seconds,
         # head mode: accuracy of the trained head on its own training steps beside the majority-class
         # rate (a head that learnt nothing sits at the majority rate)

@@ -41,10 +41,12 @@ def test_head_mode_shares_base_features_once_per_table(embedded_plan):
 
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     assert cfg["training"]["mode"] == "head"
-    # each benchmark of each Best-of-N policy + the ProcessBench cases + its dev split
+    # each benchmark of each Best-of-N policy + the ProcessBench cases + its dev split + the sampled training
+    # responses (read by every head-only variant labelled on them: one pass, not one per variant)
     policies = cfg["bon"].get("policies") or {"policy": {}}
     assert embedded_plan.counts["step_features"] == sum(
-        len(p.get("benchmarks") or cfg["benchmarks"]) for p in policies.values()) + 2
+        len(p.get("benchmarks") or cfg["benchmarks"]) for p in policies.values()) + 2 + 1
+    assert embedded_plan.counts["train_prm"] >= 9
 
 
 @pytest.mark.slow

@@ -45,6 +45,8 @@ CRITICS = list(CRITIC_SPECS)  # names of the enabled critics (the `judge` wildca
 CRITIC_SOURCE = plan.critic_generation_sources(CRITIC_SPECS)  # name -> the critic whose critiques it reads
 CRITIC_NAMES = [f"critic-{j}" for j in CRITICS]
 SHARED_FEATURES = plan.shared_features(config)
+# the sampled training responses whose step features head-only training shares (rule step_features)
+TRAIN_FEATURE_SOURCES = plan.training_feature_sources(config)
 PB_DEV = plan.processbench_dev(config)  # a ProcessBench dev split exists (results/processbench/dev.parquet)
 PB_BASELINES = [f"baseline_{k}" for k in plan.PROCESSBENCH_BASELINES]
 SCORING_CFG = {k: config["prms"][k] for k in ("batch_tokens", "batch_size")}  # scoring jobs and the search's

@@ -12,10 +12,13 @@ SCORE_SAMPLE_TABLES = [f"results/{{policy_dir}}scores/{{prm}}/{b}" for b in BON_
 SCORE_PB_TABLES = ["results/scores/{prm}/processbench"] + (["results/scores/{prm}/processbench_dev"] if PB_DEV else [])
 
 
+# The frozen base's step features of one text table (head-only PRMs: prms.shared_base_features): each
+# benchmark's responses and the ProcessBench cases, read by every scoring job, and the union of the sampled
+# training responses, read by every head-only training variant labelled on them (one job: one start-up).
 rule step_features:
     input:
         code("evaluation:step_features"),
-        texts="results/{source}.parquet",
+        texts=lambda wc: plan.features_texts(config, wc.source),
         base=model_input(TRAIN["base"]),
     output:
         features="results/features/{source}.safetensors",
@@ -29,6 +32,7 @@ rule step_features:
                 *(re.escape(f"{POLICY_DIRS[p]}responses/{b}") for p, b, _ in BON_EVALUATIONS),
                 "processbench/cases",
                 "processbench/dev",
+                *(re.escape(s) for s in TRAIN_FEATURE_SOURCES),
             ]
         ),
     conda:
@@ -43,8 +47,8 @@ rule step_features:
         func="evaluation:step_features",
         training=TRAIN_PARAMS,
         base_dir=model_dir_param(TRAIN["base"], "base"),
-        # what the scoring of a trained PRM uses: prms.max_length, else the PRM's training max_length
-        max_length=config["prms"]["max_length"] or TRAIN["max_length"],
+        # scoring: prms.max_length, else the PRM's training max_length; training responses: training's
+        max_length=lambda wc: plan.features_max_length(config, wc.source),
         batch_size=config["prms"]["batch_size"],
     script:
         RUN

@@ -13,6 +13,9 @@ rule train_prm:
         trainset="results/trainsets/{variant}.parquet",
         base=model_input(TRAIN["base"]),
         deepspeed=[TRAIN["deepspeed"]] if TRAIN.get("deepspeed") else [],
+        # head mode, variants labelled on the sampled responses: the frozen base's features of those
+        # responses, computed once for all of them (rule step_features), instead of each job's own pass
+        features=lambda wc: plan.training_features_input(config, wc.variant),
     output:
         model=directory("results/prms/{variant}"),
         metrics="results/prms/{variant}/train_metrics.json",

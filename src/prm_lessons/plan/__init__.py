@@ -34,7 +34,11 @@ from .critics import (
     judge_template_name,
 )
 from .evaluation import (
+    SAMPLED_SOURCES,
+    TRAINING_FEATURES_SOURCE,
     features_input,
+    features_max_length,
+    features_texts,
     prm_gpus,
     resolve_prm_specs,
     score_log,
@@ -46,6 +50,9 @@ from .evaluation import (
     shared_features,
     spec_inputs,
     trained_variants,
+    training_feature_datasets,
+    training_feature_sources,
+    training_features_input,
 )
 from .judges import (
     BON_JUDGE_MODES,
@@ -161,6 +168,8 @@ __all__ = [
     "TRAINING_RESOURCE_KEYS", "training_settings", "training_params", "training_base_model", "CHECKPOINT_BYTES_PER_PARAM",
     "STEP_TFLOPS_PER_GPU", "JIT_KILL_WAIT_S", "checkpoint_gb", "jit_grace_seconds", "training_slurm_extra",
     "trained_variants", "resolve_prm_specs", "spec_inputs", "shared_features", "features_input", "scoring_gpus",
+    "SAMPLED_SOURCES", "TRAINING_FEATURES_SOURCE", "training_features_input", "training_feature_datasets",
+    "training_feature_sources", "features_texts", "features_max_length",
     "prm_gpus", "score_shards", "score_outputs", "score_log", "score_shard_paths", "scoring_runtime",
     "CRITIC_SETTINGS", "OFFICIAL_CRITIC_TEMPLATE", "JUDGE_PAPER_TEMPLATE", "JUDGE_TEMPLATES",
     "judge_template_input", "judge_template_name", "critic_specs", "critic_generation_sources", "critic_shards",

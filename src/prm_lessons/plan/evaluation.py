@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..config import model_entry, model_path
 from .base import shard_files, shard_log, shard_minutes, shard_outputs
 from .models import gpus, model_input, runtime
-from .trainsets import variants
+from .trainsets import variant_datasets, variants
 
 
 def trained_variants(config: dict) -> list[str]:
@@ -69,6 +69,54 @@ def features_input(config: dict, specs: dict, prm: str, source: str) -> list[str
     """Head-only trained PRMs: the frozen base's step features of results/{source}.parquet (rule
     step_features)."""
     return [f"results/features/{source}.safetensors"] if shared_features(config) and specs[prm]["trained"] else []
+
+
+# training-set sources cut from the primary policy's sampled training responses (plan.trainset_inputs)
+SAMPLED_SOURCES = ("mc", "judge", "consensus", "checker")
+# rule step_features' `source` for the union of those responses (no dataset name can clash with it: a
+# benchmark's source is responses/{dataset})
+TRAINING_FEATURES_SOURCE = "trainsets/responses"
+
+
+def _shares_training_features(config: dict, variant: str) -> bool:
+    return shared_features(config) and variants(config)[variant]["source"] in SAMPLED_SOURCES
+
+
+def training_features_input(config: dict, variant: str) -> list[str]:
+    """Head-only variants labelled on the sampled training responses: the frozen base's step features of
+    those responses (rule step_features, one job for the union of every such variant's problem sets),
+    read by train_prm instead of its own pass; [] for every other variant (its own pass: human labels
+    are a pool of their own)."""
+    if not _shares_training_features(config, variant):
+        return []
+    return [f"results/features/{TRAINING_FEATURES_SOURCE}.safetensors"]
+
+
+def training_feature_datasets(config: dict) -> list[str]:
+    """The problem sets whose sampled responses the shared training features cover (in config order)."""
+    want = {d for v in variants(config) if _shares_training_features(config, v) for d in variant_datasets(config, v)}
+    return [d for d in (config.get("problems") or {}) if d in want]
+
+
+def training_feature_sources(config: dict) -> list[str]:
+    """The `source` wildcards of rule step_features that training reads (none without a shared pass)."""
+    return [TRAINING_FEATURES_SOURCE] if training_feature_datasets(config) else []
+
+
+def features_texts(config: dict, source: str) -> list[str]:
+    """The text tables of a step_features job: results/{source}.parquet, or for the training source the
+    responses of every problem set it covers (one pass over their union)."""
+    if source == TRAINING_FEATURES_SOURCE:
+        return [f"results/responses/{d}.parquet" for d in training_feature_datasets(config)]
+    return [f"results/{source}.parquet"]
+
+
+def features_max_length(config: dict, source: str) -> int | None:
+    """max_length of a step_features job: training's for the training responses (what train_prm
+    tokenises with), else the scoring one (prms.max_length, else training's)."""
+    if source == TRAINING_FEATURES_SOURCE:
+        return config["training"]["max_length"]
+    return config["prms"]["max_length"] or config["training"]["max_length"]
 
 
 def scoring_gpus(config: dict, specs: dict, prm: str) -> int:

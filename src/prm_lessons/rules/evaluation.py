@@ -38,8 +38,8 @@ TABLE_COLUMNS = {
 
 
 def step_features(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `step_features`: results/{source}.parquet (samples or ProcessBench cases) →
-    results/features/{source}.safetensors."""
+    """Rule `step_features`: results/{source}.parquet (responses or ProcessBench cases; for the training
+    source the responses of every training problem set, in one pass) → results/features/{source}.safetensors."""
     import torch  # lazy: torch (module docstring)
 
     from .. import features, prm  # lazy: torch (module docstring)
@@ -47,7 +47,7 @@ def step_features(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
     if threads:
         torch.set_num_threads(max(1, int(threads)))
     t0 = time.time()
-    df = pd.read_parquet(inputs["texts"])
+    df = pd.concat([pd.read_parquet(p) for p in as_paths(inputs["texts"])], ignore_index=True)
     # params["training"]: the validated config block (every key set)
     backbone, tokenizer, fmt, fp = prm.frozen_base(params["base_dir"], params["training"])
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -57,8 +57,8 @@ def step_features(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
                                       int(params.get("batch_size", 8)), device)
     truncated = int((feats["n_kept"] < feats["n_steps"]).sum())
     meta = {"base_fingerprint": fp, "base": str(params["base_dir"]), "format": fmt.to_dict(),
-            "max_length": params["max_length"], "rows": features.row_ids(df), "source": str(inputs["texts"]),
-            "truncated": truncated}
+            "max_length": params["max_length"], "rows": features.row_ids(df),
+            "source": ", ".join(as_paths(inputs["texts"])), "truncated": truncated}
     features.save_features(outputs["features"], feats, meta)
     log.info("step features of %d responses (%d steps, %d tokens) from the frozen base %s in %.1f s; "
              "%d truncated at max_length=%s", len(df), int(feats["features"].shape[0]), feats["tokens"],

@@ -5,7 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
-from .. import model_card, publish, train_launch, training
+from .. import as_paths, model_card, publish, train_launch, training
 from ..tables import table_meta
 
 
@@ -14,7 +14,8 @@ def train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thr
     out_dir = outputs["model"]
     metrics = train_launch.run_training(inputs["trainset"], params["base_dir"], out_dir, params["training"],
                                         label_type=params.get("label_type") or "hard",
-                                        checkpoint_dir=params.get("checkpoint_dir"), threads=threads)
+                                        checkpoint_dir=params.get("checkpoint_dir"), threads=threads,
+                                        features=as_paths(inputs.get("features")) or None)
     if Path(out_dir, training.METRICS_FILE) != Path(outputs["metrics"]):  # pragma: no cover - layout guard
         shutil.copy(Path(out_dir, training.METRICS_FILE), outputs["metrics"])
     model_card.write_card(out_dir, metrics, name=wildcards.get("variant") or Path(out_dir).name,

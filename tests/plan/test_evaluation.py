@@ -1,0 +1,69 @@
+"""Plan of the shared frozen-base features (plan.evaluation): head-only variants labelled on the sampled
+training responses read one step_features pass over them; other variants, other modes and the paper
+config plan none."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prm_lessons import plan
+from prm_lessons.config import validate_config
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
+
+
+def _config(path: str = "config/config.yaml", **training) -> dict:
+    cfg = yaml.safe_load((ROOT / path).read_text())
+    cfg["training"] = {**cfg["training"], **training}
+    return validate_config(copy.deepcopy(cfg), SCHEMA)
+
+
+def test_sampled_variants_share_one_pass_per_problem_set():
+    cfg = _config()
+    sets = list(cfg["problems"])
+    want = [f"results/features/{plan.TRAINING_FEATURES_SOURCE}.safetensors"]
+    by_source = {}
+    for name, spec in plan.variants(cfg).items():
+        by_source.setdefault(spec["source"], []).append(plan.training_features_input(cfg, name))
+    for src in plan.SAMPLED_SOURCES:
+        assert by_source[src] and all(f == want for f in by_source[src]), src
+    assert by_source["human"] == [[]]  # a pool of its own: its job's own pass
+    # one job over the union of the problem sets' responses
+    assert plan.training_feature_sources(cfg) == [plan.TRAINING_FEATURES_SOURCE]
+    assert plan.training_feature_datasets(cfg) == sets
+    assert plan.features_texts(cfg, plan.TRAINING_FEATURES_SOURCE) == [f"results/responses/{d}.parquet" for d in sets]
+    assert plan.features_texts(cfg, "processbench/cases") == ["results/processbench/cases.parquet"]
+    # training tokenises at training.max_length: so must the features it reads
+    assert plan.features_max_length(cfg, plan.TRAINING_FEATURES_SOURCE) == cfg["training"]["max_length"]
+
+
+def test_the_union_covers_only_the_problem_sets_a_sharing_variant_reads():
+    cfg = _config()
+    first = next(iter(cfg["problems"]))
+    for spec in cfg["trainsets"]["variants"].values():
+        if spec["source"] != "human":
+            spec["datasets"] = [first]
+    cfg["trainsets"]["mc_threshold_sweep"] = []
+    assert plan.training_feature_datasets(cfg) == [first]
+
+
+def test_scoring_sources_keep_the_scoring_max_length():
+    cfg = _config()
+    cfg["prms"]["max_length"] = 512
+    assert plan.features_max_length(cfg, "processbench/cases") == 512
+    assert plan.features_max_length(cfg, plan.TRAINING_FEATURES_SOURCE) == cfg["training"]["max_length"]
+    assert plan.features_max_length(cfg, f"responses/{next(iter(cfg['benchmarks']))}") == 512
+
+
+@pytest.mark.parametrize("mode", ["full", "lora"])
+def test_other_modes_and_the_paper_config_read_no_shared_features(mode):
+    for cfg in (_config(mode=mode), _config("config/paper.yaml")):
+        assert not any(plan.training_features_input(cfg, v) for v in plan.variants(cfg))
+        assert plan.training_feature_sources(cfg) == []
+    off = _config()
+    off["prms"]["shared_base_features"] = False
+    assert not any(plan.training_features_input(off, v) for v in plan.variants(off))
