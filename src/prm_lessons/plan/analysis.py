@@ -1,6 +1,7 @@
 """Plan stage: analysis (the resolved analysis.* values, the artifacts this config cannot have)."""
 from __future__ import annotations
 
+from .data_policies import data_setting
 from .judges import bon_judge_policies, bon_judge_runs
 from .policies import bon_n, bon_policies
 
@@ -29,7 +30,8 @@ def analysis_settings(config: dict) -> dict:
     the defaults resolved: `n` (analysis.n, else bon.n: the N of the main tables when bon.csv holds several),
     `policy` and `second_policy` (policy names; None: no second policy), `policy_labels` (name → label of
     every policy), `table10` ({n, benchmarks}; n None: not planned), `chinese_benchmarks`, `grader`
-    (grading.grader: the Best-of-N tables name it), `fig6_annotation` ({per_benchmark, seed, labels})."""
+    (grading.grader: the Best-of-N tables name it), `fig6_annotation` ({per_benchmark, seed, labels}),
+    `data_setting` (who produced the labelled data: plan.data_setting)."""
     a = dict(config.get("analysis") or {})
     pols = bon_policies(config)
     policy = a.get("policy") or next(iter(pols))
@@ -40,7 +42,8 @@ def analysis_settings(config: dict) -> dict:
             "table10": {"n": n10, "benchmarks": b10},
             "chinese_benchmarks": list(a.get("chinese_benchmarks") or []),
             "grader": str((config.get("grading") or {}).get("grader") or "math_verify"),
-            "fig6_annotation": {**FIG6_ANNOTATION_DEFAULTS, **(a.get("fig6_annotation") or {})}}
+            "fig6_annotation": {**FIG6_ANNOTATION_DEFAULTS, **(a.get("fig6_annotation") or {})},
+            "data_setting": data_setting(config)}
 
 
 def analysis_skipped(config: dict) -> dict[str, str]:
