@@ -478,9 +478,10 @@ def data_notes(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping) -> 
         return []
     who = (f"{setting.get('model_id') or setting['model']} responses, MC completions by "
            f"{setting.get('completer_id') or setting['completer']}")
-    origin = (f"data policy '{setting['name']}' (data_policies)" if setting.get("configured")
+    origin = (f"{setting.get('label') or setting['name']}, data policy '{setting['name']}' (data_policies)"
+              if setting.get("configured")
               else f"the Best-of-N policy '{setting['name']}' labelling its own responses (no data_policies)")
-    notes = [f"Labelled data: {setting.get('label') or setting['name']}: {who}; {origin}."]
+    notes = [f"Labelled data: {origin}: {who}."]
     if "n_samples" in cells.columns and not cells.empty:
         rows = cells.drop_duplicates("row")
         sizes = ", ".join(f"{r} {_count(n)}" + (f" (paper {_count(p)})" if pd.notna(p) else "")
@@ -490,9 +491,9 @@ def data_notes(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping) -> 
     exp = params.get("mc_experiment")
     if tags and exp is not None:
         src = "matches" if data_source_matches(pub, exp, setting) else "does not match"
-        notes.append(f"The paper's {exp} rows are compared (Δ) only where the data source and size match the "
-                     f"published row's: this run's data source {src} the paper's {exp} set; otherwise the "
-                     "published number is shown, not compared.")
+        notes.append(f"A row built from the paper's {exp} data is compared with the paper only where its data "
+                     f"source and size match the published row's; otherwise the paper's number is shown "
+                     f"without a difference. This run's data source {src} the paper's {exp} set.")
     return notes
 
 
