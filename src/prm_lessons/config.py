@@ -194,6 +194,10 @@ def _check_cross_references(cfg: dict) -> None:
         if entry.get("source") == "embedded" and entry.get("id") not in EMBEDDED_PACKAGES:
             raise _err(f"models.{name}.id", f"unknown embedded model package {entry.get('id')!r} "
                                             f"(known: {', '.join(sorted(EMBEDDED_PACKAGES))})")
+    for name, d in (cfg.get("data_policies") or {}).items():
+        for key in ("model", "completer"):
+            if d.get(key) not in models:
+                raise _err(f"data_policies.{name}.{key}", f"model '{d.get(key)}' is not defined under `models`")
     base = (cfg.get("training") or {}).get("base")
     if base and cfg.get("roles", {}).get(base, base) not in models:
         raise _err("training.base", f"{base!r} is neither a role under `roles` nor a model under `models`")
@@ -588,6 +592,7 @@ def used_models(cfg: dict) -> set[str]:
     names.update(j.get("model") for j in ((cfg.get("bon_judges") or {}).get("judges") or {}).values()
                  if j.get("enabled") is not False)
     names.update(p.get("model") for p in ((cfg.get("bon") or {}).get("policies") or {}).values())
+    names.update(d.get(k) for d in (cfg.get("data_policies") or {}).values() for k in ("model", "completer"))
     if (cfg.get("search") or {}).get("prms") and cfg["search"].get("policy"):
         names.add(cfg["search"]["policy"])
     return {n for n in names if n in models}

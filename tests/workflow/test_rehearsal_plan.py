@@ -107,3 +107,21 @@ def test_second_policy_tables_are_still_planned(rehearsal):
     for table in ("table9_bon_second_policy", "table12_llm_judge_bon_second_policy",
                   "table14_scoring_strategies_second_policy", "table16_scoring_strategies_chinese_second_policy"):
         assert p.counts.get(table) == 1, table
+
+
+def test_training_problems_are_sampled_by_the_data_policy_and_completed_by_its_completer(rehearsal):
+    """config/paper.yaml's data policy (data_policies) samples the training problem sets, the Best-of-N policy
+    the benchmarks, and MC loads the data policy's completer; the training sets are sampled once either way."""
+    p, cfg = rehearsal
+    from prm_lessons.config import model_path
+
+    data, bon_model = plan.data_policy(cfg), plan.bon_policies(cfg)[plan.primary_policy(cfg)]["model"]
+    assert data["configured"] and data["model"] != bon_model
+    data_dir, bon_dir = model_path(cfg, data["model"]), model_path(cfg, bon_model)
+    train = set(cfg["problems"])
+    primary_samples = [j for j in p.of("sample") if not j.wildcards.get("policy_dir")]
+    assert {j.wildcards["dataset"] for j in primary_samples} >= train
+    for j in primary_samples:
+        want = data_dir if j.wildcards["dataset"] in train else bon_dir
+        assert want in j.input, (j.wildcards, j.input)
+    assert p.of("mc") and all(model_path(cfg, data["completer"]) in j.input for j in p.of("mc"))

@@ -48,6 +48,8 @@ ARTIFACT_INPUT_GROUPS = {
         ),
     },
     "table5": {"table5": artifact_paths("table5")["csv"]},
+    # the training sets' sizes: the "# samples" of the data-source artifacts (none without training sets)
+    "trainsets": {"trainsets": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {},
     # analysis.policy's step scores (results/policies/{name}/scores/ for a secondary policy)
     "scores": {
         f"scores__{p}__{b}": f"results/{plan.policy_dir(config, ANALYSIS['policy'])}scores/{p}/{b}.parquet"

@@ -28,7 +28,10 @@ TRAINSET_VARIANTS = plan.variants(config)  # name -> spec (source, label_type, t
 TRL_VARIANTS = plan.trl_variants(config)  # name -> where its TRL stepwise data is (rule trl_labels)
 TRL_EXPORTS = plan.trl_exports(config)  # variant -> soft-label threshold (None: hard) of rule export_trl
 THRESHOLD_SWEEP = plan.threshold_sweep_variants(config)  # [(threshold, variant)] for Figure 5
-COMPLETER = plan.role_model(config, "completer")
+# the data policy (data_policies; none configured: the primary Best-of-N policy) samples the training
+# problems; its completer completes the MC rollouts
+DATA_POLICY = plan.data_policy(config)
+COMPLETER = plan.mc_completer(config)
 JUDGE = plan.role_model(config, "judge")
 TRAIN = plan.training_settings(config, checkout_path("."))
 TRAIN_PARAMS = plan.training_params(TRAIN)  # what a trained PRM depends on
@@ -113,9 +116,15 @@ def policy_of(wc):
     return plan.policy_of_dir(config, wc.policy_dir)
 
 
+def sampler(wc):
+    """{model, sampling, limit} of a sampling job: its policy's, or the data policy's for a training problem set
+    of the primary's directory (plan.sampler)."""
+    return plan.sampler(config, wc.dataset, policy_of(wc))
+
+
 def policy_model(wc):
-    """The model entry name that samples for a job's policy."""
-    return POLICIES[policy_of(wc)]["model"]
+    """The model entry name that samples for a sampling job (sampler)."""
+    return sampler(wc)["model"]
 
 
 def policy_benchmarks(wc):

@@ -29,7 +29,8 @@ rule mc:
         func="labels:mc",
         mc=config["mc"],
         needs=plan.label_needs(config),  # what the configured training sets need decided
-        system_prompt=config["sampling"]["system_prompt"],
+        # the data policy's prompt: the completer continues the responses under the prompt they were sampled with
+        system_prompt=DATA_POLICY["sampling"]["system_prompt"],
         separator=config["sampling"]["step_separator"],
         grading_timeout_s=config["grading"]["timeout_s"],
         grading_workers=config["grading"]["workers"],

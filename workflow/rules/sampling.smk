@@ -1,9 +1,10 @@
 # Policy sampling (sharded; one job per shard, then a merge), grading and the Best-of-N baselines. One rule
 # for every policy (bon.policies): the `policy_dir` wildcard is empty for the primary (results/samples/,
 # which the training problems share) and policies/{name}/ for another; a benchmark is sampled once, at the
-# largest N evaluated on it (plan.sample_n). The GPU jobs write ungraded responses (results/responses/,
-# what scoring reads); a local CPU rule grades them into results/samples/ (what metrics and labels read),
-# so a grading fix re-samples and rescores nothing.
+# largest N evaluated on it (plan.sample_n). The training problem sets in results/samples/ are sampled by the
+# data policy (data_policies; by default the primary itself: plan.sampler). The GPU jobs write ungraded
+# responses (results/responses/, what scoring reads); a local CPU rule grades them into results/samples/
+# (what metrics and labels read), so a grading fix re-samples and rescores nothing.
 
 
 rule sample:
@@ -28,11 +29,11 @@ rule sample:
     params:
         func="sampling:sample",
         # only what the job reads, so an unrelated config edit does not resample
-        sampling=lambda wc: POLICIES[policy_of(wc)]["sampling"],
+        sampling=lambda wc: sampler(wc)["sampling"],
         model=lambda wc: model_entry(config, policy_model(wc)),
         model_dir=model_dir_param(policy_model),
         n=lambda wc: plan.samples_per_problem(config, wc.dataset, policy_of(wc)),
-        limit=lambda wc: POLICIES[policy_of(wc)]["limit"],
+        limit=lambda wc: sampler(wc)["limit"],
     script:
         RUN
 

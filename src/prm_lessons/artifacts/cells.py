@@ -416,6 +416,105 @@ def mc_experiment_comparability(aid: str, cells: pd.DataFrame, pub: Mapping, par
     return cells
 
 
+# the paper's set sizes are rounded ("860k", "350k"): a training set within 10 % of one is that size
+DATA_SIZE_TOLERANCE = 0.10
+
+
+def data_source_matches(pub: Mapping, experiment: str | None, setting: Mapping | None) -> bool:
+    """Whether the run's data policy (params `data_setting`, plan.data_setting: its model and completer Hub
+    ids) produced the paper's MC-labelled set `experiment` (published.yaml `data_sources`)."""
+    src = (pub.get("data_sources") or {}).get(str(experiment))
+    if not src or not setting:
+        return False
+    return setting.get("model_id") in src["models"] and setting.get("completer_id") in src["completers"]
+
+
+def training_sizes(trainsets: pd.DataFrame | None) -> dict[str, int]:
+    """Training-set variant → its instances (results/tables/trainsets.csv n_instances)."""
+    if trainsets is None or trainsets.empty:
+        return {}
+    return {str(v): int(n) for v, n in zip(trainsets["variant"], trainsets["n_instances"]) if pd.notna(n)}
+
+
+def data_comparability(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping,
+                       trainsets: pd.DataFrame | None) -> pd.DataFrame:
+    """The "# samples" of each row (`n_samples`: its training set's instances; `paper_n_samples`: the
+    published row's, published.yaml `data_sizes`) and the data rule: a cell of a row built from the paper's
+    MC-labelled data (published.yaml `mc_experiments`) is compared only when the run's data policy produced
+    that set (data_source_matches) and the row's training set has the published size (within
+    DATA_SIZE_TOLERANCE); otherwise it is shown, not compared."""
+    if cells.empty:
+        return cells
+    sizes, paper_sizes = training_sizes(trainsets), (pub.get("data_sizes") or {}).get(aid) or {}
+    tags = (pub.get("mc_experiments") or {}).get(aid) or {}
+    cells = cells.copy()
+    cells["n_samples"] = cells["row"].map(lambda r: sizes.get(str(r), np.nan)).astype(float)
+    cells["paper_n_samples"] = cells["key"].map(lambda k: paper_sizes.get(str(k), np.nan)).astype(float)
+    setting = params.get("data_setting")
+
+    def matches(key, n, paper_n) -> bool:
+        tag = tags.get(str(key), tags.get("*"))
+        if tag is None:  # not built from the paper's own MC-labelled data (released sets, baselines)
+            return True
+        return (data_source_matches(pub, tag, setting) and pd.notna(n) and pd.notna(paper_n)
+                and abs(n - paper_n) <= DATA_SIZE_TOLERANCE * paper_n)
+
+    ok = np.array([matches(k, n, p) for k, n, p in zip(cells["key"], cells["n_samples"], cells["paper_n_samples"])],
+                  dtype=bool)
+    off = ~ok & cells["comparable"].astype(bool).to_numpy()
+    if off.any():
+        cells.loc[off, "comparable"] = False
+        cells.loc[off, "diff"] = np.nan
+        log.info("%s: %d cells of MC-labelled rows not compared: the data source or size is not the published "
+                 "row's (data_policies; results/tables/trainsets.csv)", aid, int(off.sum()))
+    return cells
+
+
+def data_notes(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping) -> list[str]:
+    """The provenance footnote of a data-source artifact: which policy and completer produced the labelled
+    responses, the # samples per row against the paper's, and whether the MC-labelled rows are compared."""
+    setting = params.get("data_setting")
+    if not setting:
+        return []
+    who = (f"{setting.get('model_id') or setting['model']} responses, MC completions by "
+           f"{setting.get('completer_id') or setting['completer']}")
+    origin = (f"{setting.get('label') or setting['name']}, data policy '{setting['name']}' (data_policies)"
+              if setting.get("configured")
+              else f"the Best-of-N policy '{setting['name']}' labelling its own responses (no data_policies)")
+    notes = [f"Labelled data: {origin}: {who}."]
+    if "n_samples" in cells.columns and not cells.empty:
+        rows = cells.drop_duplicates("row")
+        sizes = ", ".join(f"{r} {_count(n)}" + (f" (paper {_count(p)})" if pd.notna(p) else "")
+                          for r, n, p in zip(rows["row"], rows["n_samples"], rows["paper_n_samples"]))
+        notes.append(f"# samples (training instances per row, results/tables/trainsets.csv): {sizes}.")
+    tags = (pub.get("mc_experiments") or {}).get(aid) or {}
+    exp = params.get("mc_experiment")
+    if tags and exp is not None:
+        src = "matches" if data_source_matches(pub, exp, setting) else "does not match"
+        notes.append(f"A row built from the paper's {exp} data is compared with the paper only where its data "
+                     f"source and size match the published row's; otherwise the paper's number is shown "
+                     f"without a difference. This run's data source {src} the paper's {exp} set.")
+    return notes
+
+
+def count_label(n) -> str:
+    """A # samples cell: '860k', '412', or '' when unknown."""
+    return "" if n is None or pd.isna(n) else _count(n)
+
+
+def read_trainsets(inputs: Mapping) -> pd.DataFrame | None:
+    """results/tables/trainsets.csv of a rule's `trainsets` input; None when the rule has none or it is absent."""
+    path = inputs.get("trainsets")
+    return pd.read_csv(path) if path and Path(path).exists() else None
+
+
+def _count(n) -> str:
+    if n is None or pd.isna(n):
+        return "n/a"
+    n = int(n)
+    return f"{n / 1000:.0f}k" if n >= 10_000 else str(n)
+
+
 # ------------------------------------------------------------------------------------------------
 # Writing
 # ------------------------------------------------------------------------------------------------

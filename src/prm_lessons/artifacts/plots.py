@@ -13,7 +13,12 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from prm_lessons.artifacts.cells import mc_experiment_comparability, write_cells
+from prm_lessons.artifacts.cells import (
+    data_comparability,
+    mc_experiment_comparability,
+    read_trainsets,
+    write_cells,
+)
 from prm_lessons.artifacts.comparability import apply_not_compared
 from prm_lessons.artifacts.published import EXTRA_FIELDS, load_published, published_long
 from prm_lessons.artifacts.registry import ARTIFACTS, stamp
@@ -230,5 +235,7 @@ def emit_figure(aid: str, cells: pd.DataFrame, plot: Callable, outputs: Mapping,
     pub = load_published()
     cells = mc_experiment_comparability(aid, cells, pub, params)
     cells, _ = apply_not_compared(aid, cells, params)  # a figure's reasons are in its caption (workflow/report)
+    if "data_setting" in params:  # the data-source figures: # samples and the data rule (cells.data_comparability)
+        cells = data_comparability(aid, cells, pub, params, read_trainsets(inputs))
     write_cells(aid, cells, outputs, params, inputs)
     save_figure(plot(cells, pub, params), aid, outputs, params)

@@ -12,7 +12,14 @@ from typing import Mapping
 
 import pandas as pd
 
-from prm_lessons.artifacts.cells import mc_experiment_comparability, write_cells
+from prm_lessons.artifacts.cells import (
+    count_label,
+    data_comparability,
+    data_notes,
+    mc_experiment_comparability,
+    read_trainsets,
+    write_cells,
+)
 from prm_lessons.artifacts.comparability import apply_not_compared
 from prm_lessons.artifacts.published import (
     EXTRA_FIELDS,
@@ -48,22 +55,28 @@ def display_frame(cells: pd.DataFrame, aid: str, pub: Mapping) -> pd.DataFrame:
                if (pcol_of.get(c) in _paper_columns(pub, tid) and (pcol_of.get(c) not in shared or c == pcol_of.get(c)))
                or str(c).startswith("average") else _workflow_column_label(str(c)) for c in cols]
     id_cols = ["row"] + [c for c in ("aggregation", *EXTRA_FIELDS) if c in cells.columns and cells[c].notna().any()]
+    # the data-source artifacts' "# samples" (cells.data_comparability): the row's training set, the paper's
+    sized = any(c in cells.columns and cells[c].notna().any() for c in ("n_samples", "paper_n_samples"))
     out = []
     for ident, g in cells.groupby(id_cols, sort=False, dropna=False):
         ident = ident if isinstance(ident, tuple) else (ident,)
         name = str(ident[0]) + "".join(f" [{_fmt(x) if isinstance(x, float) else x}]" for x in ident[1:]
                                        if x is not None and not (isinstance(x, float) and math.isnan(x)))
         by_col = g.set_index("column")
-        out.append([name] + [_fmt(by_col["value"].get(c)) for c in cols])
+        size = [count_label(g["n_samples"].iloc[0])] if sized else []
+        out.append([name] + size + [_fmt(by_col["value"].get(c)) for c in cols])
         if by_col["published"].notna().any():
             # a cell without a published label holds NaN, which is truthy: take the first real label
             label = next((x for x in by_col["label"] if isinstance(x, str) and x), by_col["key"].iloc[0])
-            out.append([f"paper: {label}"] + [_fmt(by_col["published"].get(c)) for c in cols])
+            size = [count_label(g["paper_n_samples"].iloc[0])] if sized else []
+            out.append([f"paper: {label}"] + size + [_fmt(by_col["published"].get(c)) for c in cols])
             if by_col["diff"].notna().any():
-                out.append(["Δ"] + [(("+" if by_col["diff"].get(c) > 0 else "") + _fmt(by_col["diff"].get(c)))
-                                    if pd.notna(by_col["diff"].get(c)) else "" for c in cols])
-    out += published_only_lines(pub, tid, cols, pcol_of, set(cells["key"].astype(str)))
-    return pd.DataFrame(out, columns=["row"] + headers)
+                out.append(["Δ"] + [""] * sized + [
+                    (("+" if by_col["diff"].get(c) > 0 else "") + _fmt(by_col["diff"].get(c)))
+                    if pd.notna(by_col["diff"].get(c)) else "" for c in cols])
+    out += [r[:1] + [""] * sized + r[1:]
+            for r in published_only_lines(pub, tid, cols, pcol_of, set(cells["key"].astype(str)))]
+    return pd.DataFrame(out, columns=["row"] + ["# samples"] * sized + headers)
 
 
 PUBLISHED_ONLY_PREFIX = "paper only"
@@ -277,6 +290,9 @@ def emit_table(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping,
     pub = load_published()
     cells = mc_experiment_comparability(aid, cells, pub, params)
     cells, setting_notes = apply_not_compared(aid, cells, params)
+    if "data_setting" in params:  # the data-source tables: # samples, provenance, the data rule
+        cells = data_comparability(aid, cells, pub, params, read_trainsets(inputs))
+        notes = list(notes or []) + data_notes(aid, cells, pub, params)
     write_cells(aid, cells, outputs, params, inputs)
     Path(outputs["tex"]).parent.mkdir(parents=True, exist_ok=True)
     Path(outputs["tex"]).write_text(table_tex(aid, cells, pub, params.get("run") or {},

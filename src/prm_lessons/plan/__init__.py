@@ -3,7 +3,7 @@
 Runs only while Snakemake builds the DAG (workflow/rules/common.smk computes the shared names from it
 once; the stage files read only those), so editing it reruns no job: jobs get config values through
 their params. Every `results/...` path outside the .smk files is written here. One module per stage
-(lower stages first: base, models, policies, sampling, processbench, trainsets, training, evaluation,
+(lower stages first: base, models, policies, data_policies, sampling, processbench, trainsets, training, evaluation,
 critics, search, judges, analysis; a module imports only from those before it); this package
 re-exports every public name, which no job's code can see (plan is never in a job's closure).
 """
@@ -33,6 +33,7 @@ from .critics import (
     judge_template_input,
     judge_template_name,
 )
+from .data_policies import data_policies, data_policy, data_setting, mc_completer, sampler
 from .evaluation import (
     SAMPLED_SOURCES,
     TRAINING_FEATURES_SOURCE,
@@ -158,6 +159,7 @@ __all__ = [
     "upload_repos", "upload_evaluation",
     "process_check_enabled", "trl_exports", "trl_labels_path", "trl_local_files", "trl_variants",
     "wildcard_alternatives", "model_input", "gpus", "mem_mb_for", "runtime", "engine_threads", "bon_n",
+    "data_policies", "data_policy", "data_setting", "mc_completer", "sampler",
     "POLICY_SAMPLING_KEYS", "bon_policies", "primary_policy", "policy_dir", "policy_of_dir", "policy_dir_regex",
     "bon_ns", "sample_n", "judge_sample_cap", "bon_evaluations", "policy_path", "dataset_spec", "local_source_inputs",
     "fewshot_inputs", "fewshot_spec", "pinned_file_spec", "samples_per_problem", "dataset_problems",

@@ -1,6 +1,7 @@
 """Plan stage: analysis (the resolved analysis.* values, the artifacts this config cannot have)."""
 from __future__ import annotations
 
+from .data_policies import data_setting
 from .judges import bon_judge_policies, bon_judge_runs
 from .policies import bon_n, bon_policies
 
@@ -30,7 +31,8 @@ def analysis_settings(config: dict) -> dict:
     `policy` and `second_policy` (policy names; None: no second policy), `policy_labels` (name → label of
     every policy), `table10` ({n, benchmarks}; n None: not planned), `chinese_benchmarks`, `grader`
     (grading.grader: the Best-of-N tables name it), `fig6_annotation` ({per_benchmark, seed, labels}),
-    `search_pass1` (search.pass1: Table 8 says how its pass@1 was measured)."""
+    `search_pass1` (search.pass1: Table 8 says how its pass@1 was measured), `data_setting` (who produced the
+    labelled data: plan.data_setting)."""
     a = dict(config.get("analysis") or {})
     pols = bon_policies(config)
     policy = a.get("policy") or next(iter(pols))
@@ -42,7 +44,8 @@ def analysis_settings(config: dict) -> dict:
             "chinese_benchmarks": list(a.get("chinese_benchmarks") or []),
             "grader": str((config.get("grading") or {}).get("grader") or "math_verify"),
             "fig6_annotation": {**FIG6_ANNOTATION_DEFAULTS, **(a.get("fig6_annotation") or {})},
-            "search_pass1": str((config.get("search") or {}).get("pass1") or "mean")}
+            "search_pass1": str((config.get("search") or {}).get("pass1") or "mean"),
+            "data_setting": data_setting(config)}
 
 
 def analysis_skipped(config: dict) -> dict[str, str]:

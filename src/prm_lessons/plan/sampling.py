@@ -4,7 +4,8 @@ from __future__ import annotations
 from ..data.processbench import processbench_paths
 from ..data.sources import downloaded_path
 from ..fewshot import fewshot_path
-from .policies import bon_policies, policy_dir, primary_policy, sample_n
+from .data_policies import sampler
+from .policies import policy_dir, sample_n
 
 
 def dataset_spec(config: dict, name: str) -> dict:
@@ -58,7 +59,8 @@ def samples_per_problem(config: dict, dataset: str, policy: str | None = None) -
 def dataset_problems(config: dict, name: str, policy: str | None = None) -> int | None:
     """Problems of a set as far as the config tells at DAG time (an upper bound: rows that fail to load
     only lower it): a generated set's `size`; else `rows`, the `subsample` size, `limit`; then the Best-of-N
-    policy's `limit`. None when nothing bounds it (an unpinned Hub or local file without limit)."""
+    policy's `limit` (a training set's: the data policy's, plan.sampler). None when nothing bounds it (an
+    unpinned Hub or local file without limit)."""
     spec = dataset_spec(config, name)
     if spec.get("source") == "reasoning_gym":  # data.load_dataset applies no subsample or limit to these
         n = spec.get("size")
@@ -68,7 +70,7 @@ def dataset_problems(config: dict, name: str, policy: str | None = None) -> int 
             n = int(spec["subsample"]["n"])
         if spec.get("limit"):
             n = int(spec["limit"]) if n is None else min(int(n), int(spec["limit"]))
-    own = bon_policies(config)[policy or primary_policy(config)]["limit"]
+    own = sampler(config, name, policy)["limit"]
     if own is not None:
         n = int(own) if n is None else min(int(n), int(own))
     return None if n is None else int(n)

@@ -84,6 +84,12 @@ REPOS: dict[str, RepoSpec] = {
         verified=("Qwen2ForCausalLM/qwen2, vocab 152064, max_position_embeddings 4096 (config.json of a "
                   "snapshot copy of Qwen/Qwen2.5-Math-7B-Instruct, and of Qwen/Qwen2.5-Math-7B)",),
         unverified=("4 safetensors shards",)),
+    # the data policy of config/paper.yaml (`data_policies`: the paper's §3.1.2 responses)
+    "Qwen/Qwen2-Math-7B-Instruct": RepoSpec(
+        "Qwen2ForCausalLM", "qwen2", 152064, shards=4, bos_token_id=151643, eos_token_id=151645,
+        unverified=("Qwen2ForCausalLM, vocab 152064, max_position_embeddings 4096 as Qwen2.5-Math-7B-Instruct "
+                    "(this repo's config.json was not read)", "chat template: the qwen2 family's",
+                    "shard count (stand-in: 4)")),
     "Qwen/Qwen2.5-72B-Instruct": RepoSpec(
         "Qwen2ForCausalLM", "qwen2", 152064, shards=4, max_position_embeddings=32768,
         bos_token_id=151643, eos_token_id=151645, rope_theta=1000000.0,

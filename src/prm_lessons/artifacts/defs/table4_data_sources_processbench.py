@@ -12,9 +12,9 @@ SOURCE = "Table 4"
 TITLE = "Data source comparison: ProcessBench error/correct accuracy and F1 (%)"
 SECTION = "Data sources"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
-INPUTS = ("processbench",)
+INPUTS = ("processbench", "trainsets")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("paper_rows", "paper_columns", "mc_experiment")
+PARAMS = ("paper_rows", "paper_columns", "mc_experiment", "data_setting")
 
 
 def build_table4(pb, pub, params, tid: str = "table4"):
