@@ -374,3 +374,123 @@ def test_sweep_names_checked_at_validation_are_the_planned_ones():
     assert {n for n in plan.variants(cfg) if n.startswith("mc_hard_t")} == {sweep_variant_name(t) for t in sweep if t}
     cfg["prms"]["models"]["mc_hard_t1of8"] = {"adapter": "qwen_prm", "model": cfg["roles"]["policy"]}
     rejects(cfg, "prms.models.mc_hard_t1of8", "trained PRM variant")
+
+
+# -- the name rule, by class (generated members) -------------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from prm_lessons.config import NAME_MAX, check_name, ecma_pattern, name_problem  # noqa: E402
+
+GOOD_STEM = st.from_regex(r"[a-z][A-Za-z0-9_-]{0,30}", fullmatch=True).filter(lambda s: name_problem(s) is None)
+# a character a name may not hold: line breaks, controls, separators, dots, non-ASCII letters
+BAD_CHAR = st.one_of(st.sampled_from(["\n", "\r", "\t", " ", "/", "\\", ".", ":", "\x00", "\u2028", "é", "ß"]),
+                     st.characters(exclude_characters="".join(chr(c) for c in range(128))))
+
+
+@given(stem=GOOD_STEM, bad=BAD_CHAR, where=st.sampled_from(["end", "start", "middle"]))
+def test_a_name_with_any_foreign_character_is_refused(stem, bad, where):
+    name = {"end": stem + bad, "start": bad + stem, "middle": stem[:1] + bad + stem[1:]}[where]
+    assert name_problem(name), repr(name)
+
+
+@given(stem=GOOD_STEM, section=st.sampled_from(NAMED), newline=st.sampled_from(["\n", "\r\n", "\n\n"]))
+def test_a_name_ending_in_a_line_break_is_refused_in_every_section(stem, section, newline):
+    """The schema's `^...$` under re.search let "name\\n" through; the patterns now match whole strings."""
+    cfg, key = _named(section, stem + newline)
+    with pytest.raises(ConfigError, match="not allowed"):
+        validate_config(cfg)
+
+
+@given(length=st.integers(NAME_MAX + 1, 400))
+def test_a_name_longer_than_the_limit_is_refused(length):
+    assert "characters long" in name_problem("a" * length)
+    assert name_problem("a" * NAME_MAX) is None
+
+
+@given(word=st.sampled_from(["average", "_baselines", "_policy", "_x", "critic-a", "baseline_structure"]),
+       flips=st.lists(st.booleans(), min_size=20, max_size=20))
+def test_reserved_names_are_refused_in_any_letter_case(word, flips):
+    name = "".join(c.upper() if f else c for c, f in zip(word, flips + [False] * len(word)))
+    assert "reserved" in name_problem(name)
+
+
+@pytest.mark.parametrize("section", ["benchmarks", "processbench.constructed.subsets", "processbench.subsets"])
+def test_a_benchmark_or_subset_named_average_is_refused(section):
+    """The tables add an `average` row per PRM: a benchmark of that name doubled it."""
+    cfg, key = _named(section, "average")
+    rejects(cfg, key, "reserved")
+
+
+@pytest.mark.parametrize("key", [1, True, None, 1.5])
+def test_non_string_yaml_keys_are_reported_as_such(key):
+    cfg = base()
+    cfg["benchmarks"][key] = dict(RG)
+    rejects(cfg, f"benchmarks.{key}", f"YAML {type(key).__name__}, not a string")
+
+
+@given(stem=GOOD_STEM, flips=st.lists(st.booleans(), min_size=31, max_size=31),
+       section=st.sampled_from(["models", "problems", "benchmarks", "trainsets.variants", "critics.judges",
+                                "bon_judges.judges", "processbench.constructed.subsets"]))
+def test_names_that_differ_only_in_case_are_refused(stem, flips, section):
+    other = "".join(c.swapcase() if f else c for c, f in zip(stem, flips))
+    if other == stem:
+        other = stem.swapcase() if stem.swapcase() != stem else stem.upper() + "A"
+        if other.casefold() != stem.casefold():
+            return
+    cfg, _ = _named(section, stem)
+    cfg2, key = _named(section, other)
+    parent = section.split(".")
+    node, node2 = cfg, cfg2
+    for k in parent:
+        node, node2 = node[k], node2[k]
+    node[other] = node2[other]
+    with pytest.raises(ConfigError, match="differ only in letter case"):
+        validate_config(cfg)
+
+
+def test_problem_set_and_benchmark_differing_in_case_clash():
+    cfg = base()
+    cfg["benchmarks"]["TRAIN"] = dict(RG)
+    rejects(cfg, "benchmarks.TRAIN", "differ only in letter case")
+
+
+@given(stem=st.from_regex(r"[a-z]{1,12}", fullmatch=True), suffix=st.sampled_from(["\n", "\r\n"]),
+       org=st.booleans())
+def test_a_hub_id_ending_in_a_line_break_is_refused(stem, suffix, org):
+    cfg = base()
+    cfg["models"]["h"] = {"source": "hub", "id": (f"org/{stem}" if org else stem) + suffix, "revision": "a" * 40}
+    rejects(cfg, "models.h.id", "Hugging Face repository id")
+
+
+@pytest.mark.parametrize("pattern, good, bad", [
+    ("^[a-z]+$", "abc", "abc\n"),
+    ("^[0-9a-fA-F]{40}$", "a" * 40, "a" * 40 + "\n"),
+    ("\\.(py|json)$", "x.py", "x.py\n"),
+    ("^[$]+$", "$$", "$$\n"),
+    ("^a\\$$", "a$", "a$\n"),
+])
+def test_schema_patterns_match_like_ecma(pattern, good, bad):
+    """JSON Schema patterns are ECMA-262: `$` is the end of the string, not before a final newline."""
+    assert ecma_pattern(pattern).search(good) and not ecma_pattern(pattern).search(bad)
+
+
+def test_a_revision_or_sha_with_a_line_break_is_refused():
+    cfg = base()
+    cfg["benchmarks"]["arith"]["sha256"] = "a" * 64 + "\n"
+    with pytest.raises(ConfigError, match="benchmarks.arith.sha256"):
+        validate_config(cfg)
+
+
+def test_check_name_names_the_key():
+    assert check_name("ok-1", "x") == "ok-1"
+    with pytest.raises(ConfigError, match="config error at `cli.--name`"):
+        check_name("bad\n", "cli.--name")
+
+
+def test_the_key_path_of_a_name_with_a_line_break_stays_on_one_line():
+    cfg = base()
+    cfg["benchmarks"]["x\n"] = dict(RG)
+    text = rejects(cfg, "benchmarks.'x\\n'", "not allowed")
+    assert "\n" not in text

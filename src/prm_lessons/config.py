@@ -6,8 +6,10 @@ at DAG-construction time, not hours later on a GPU node.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
+import re
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -26,11 +28,60 @@ class ConfigError(ValueError):
     """A config value the schema rejects; the message starts with the key path."""
 
 
+# -- names ----------------------------------------------------------------------------------------------
+# Every user-chosen name becomes a wildcard value and a file or directory name, often with a prefix or
+# suffix (critic-<judge>, <name>_predictions.parquet.corrupt, a temporary .<name>.…, two names joined):
+# 64 ASCII characters keep every such file name far below the 255-byte limit of common file systems.
+NAME_CHARS = "A-Za-z0-9_-"
+NAME_MAX = 64
+NAME_RE = re.compile(f"[{NAME_CHARS}]{{1,{NAME_MAX}}}")
+# the wildcard constraint of the name wildcards (workflow/rules/common.smk): the same characters; no
+# length bound there, since `prm` also takes the critic-<judge> rows the workflow names itself
+NAME_WILDCARD = f"[{NAME_CHARS}]+"
+# rows the tables add beside the user's: benchmark / subset `average`; `_baselines` / `_policy` rows;
+# the ProcessBench rows of critics (critic-<judge>) and model-free baselines (baseline_<kind>), which
+# share the `prm` wildcard with the PRMs. Compared case-insensitively.
+RESERVED_NAMES = ("average",)
+RESERVED_PREFIXES = ("_", "critic-", "baseline_")
+
+
+def name_problem(name) -> str | None:
+    """Why `name` cannot be a user-chosen name (the one rule for config names, wildcard values and CLI
+    names), or None when it can."""
+    if not isinstance(name, str):
+        return (f"{name!r} is a YAML {type(name).__name__}, not a string: a name is text (quote it; YAML "
+                "reads unquoted 1, true, null or 1.5 as other types)")
+    if re.fullmatch(NAME_WILDCARD, name) and len(name) > NAME_MAX:
+        return f"name {name[:20]!r}… is {len(name)} characters long (at most {NAME_MAX}: it becomes file names)"
+    if not NAME_RE.fullmatch(name):
+        return (f"name {name!r} is not allowed: a name becomes a wildcard value and a file name, so it may hold "
+                f"only letters, digits, '_' and '-' (no '/', '.', spaces or line breaks), at most {NAME_MAX}")
+    low = name.lower()
+    if low in RESERVED_NAMES or low.startswith(RESERVED_PREFIXES):
+        return (f"name {name!r} is reserved: the tables add rows named {', '.join(RESERVED_NAMES)} and "
+                f"names starting with {', '.join(map(repr, RESERVED_PREFIXES))} (any letter case)")
+    return None
+
+
+def check_name(name, key: str) -> str:
+    """`name` when it is an allowed name, else a ConfigError naming `key`."""
+    problem = name_problem(name)
+    if problem:
+        raise _err(key, problem)
+    return name
+
+
+def _printable(part) -> str:
+    # a key with a line break or a control character is shown escaped, so the message stays one line
+    text = str(part)
+    return text if text.isprintable() else repr(text)
+
+
 def _key_path(error: jsonschema.ValidationError) -> str:
-    parts = [str(p) for p in error.absolute_path]
+    parts = [_printable(p) for p in error.absolute_path]
     if "propertyNames" in error.schema_path:
         # jsonschema reports the map; the offending key is the instance
-        parts.append(str(error.instance))
+        parts.append(_printable(error.instance))
     elif error.validator == "additionalProperties":
         # jsonschema reports the parent; name the unknown key itself
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
@@ -43,8 +94,44 @@ def _key_path(error: jsonschema.ValidationError) -> str:
     return ".".join(parts) or "<root>"
 
 
+@functools.lru_cache(maxsize=None)
+def ecma_pattern(pattern: str) -> re.Pattern:
+    """A JSON Schema `pattern` (an ECMA-262 regex) compiled for Python: ECMA's `$` (no multiline flag)
+    matches only at the end of the string, Python's also before a final newline (jsonschema's own
+    `pattern` check, re.search, lets "name\\n" through `^...$`); so each `$` outside a class becomes `\\Z`."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[":
+            in_class = True
+        elif c == "]":
+            in_class = False
+        elif c == "$" and not in_class:
+            c = r"\Z"
+        out.append(c)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _pattern(validator, patrn, instance, schema):
+    if validator.is_type(instance, "string") and not ecma_pattern(patrn).search(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
+
+
+def _name_keyword(validator, value, instance, schema):
+    """`x-name: true` ($defs/name): the one name rule, name_problem."""
+    problem = value and name_problem(instance)
+    if problem:
+        yield jsonschema.ValidationError(problem)
+
+
 def _defaulting_validator(schema: dict):
-    """A Draft 2020-12 validator that also fills `default:` values (as snakemake.utils.validate does)."""
+    """A Draft 2020-12 validator that also fills `default:` values (as snakemake.utils.validate does),
+    matches `pattern` with ECMA semantics (ecma_pattern) and applies the name rule (`x-name`)."""
     base = jsonschema.Draft202012Validator
 
     def set_defaults(validator, properties, instance, schema):
@@ -54,7 +141,8 @@ def _defaulting_validator(schema: dict):
                     instance[name] = copy.deepcopy(sub["default"])
         yield from base.VALIDATORS["properties"](validator, properties, instance, schema)
 
-    cls = jsonschema.validators.extend(base, {"properties": set_defaults})
+    cls = jsonschema.validators.extend(base, {"properties": set_defaults, "pattern": _pattern,
+                                              "x-name": _name_keyword})
     return cls(schema)
 
 
@@ -97,8 +185,8 @@ def _message(err: jsonschema.ValidationError, schema: dict) -> str:
     elif err.validator == "required":
         msg = "missing required value"
     elif err.schema == defs.get("name"):
-        msg = (f"name {err.instance!r} is not allowed: a name becomes a wildcard value and a file name, "
-               "so it may hold only letters, digits, '_' and '-' (no '/', '.', spaces)")
+        # every check of the name def gives the one rule's message (deduplicated per key)
+        msg = name_problem(err.instance) or err.message
     elif err.schema == defs.get("hub_id"):
         msg = (f"{err.instance!r} is not a Hugging Face repository id (`name` or `org/name`: letters, "
                "digits, '_', '-', '.'; no '..' or '--')")
@@ -467,10 +555,52 @@ def _is_sweep_spec(spec: dict, t) -> bool:
 RESERVED_PRM_PREFIXES = ("critic-", "baseline_")
 
 
+def _name_groups(cfg: dict) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Each namespace of names as (what, [(key path, name)]): the names of one group become files in
+    the same folders, so two of them must differ in more than letter case."""
+    def keys(where: str, mapping) -> list[tuple[str, str]]:
+        return [(f"{where}.{n}", n) for n in (mapping or {})]
+
+    def sub(*path):
+        node = cfg
+        for k in path:
+            node = node.get(k) if isinstance(node, dict) else None
+        return node
+
+    cons = sub("processbench", "constructed") or {}
+    return [
+        ("models", keys("models", cfg.get("models"))),
+        ("problem sets and benchmarks", keys("problems", cfg.get("problems")) + keys("benchmarks", cfg.get("benchmarks"))),
+        ("PRMs", keys("trainsets.variants", sub("trainsets", "variants")) + keys("prms.models", sub("prms", "models"))),
+        ("critics", keys("critics.judges", sub("critics", "judges"))),
+        ("Best-of-N judges", keys("bon_judges.judges", sub("bon_judges", "judges"))),
+        ("policies", keys("bon.policies", sub("bon", "policies"))),
+        ("ProcessBench subsets", [(f"processbench.subsets.{i}", n) for i, n in enumerate(sub("processbench", "subsets") or [])]
+         + keys("processbench.constructed.subsets", cons.get("subsets"))),
+        ("ProcessBench dev subsets", keys("processbench.constructed.dev.subsets", (cons.get("dev") or {}).get("subsets"))),
+        ("human construction problems", keys("human.construction.problems", sub("human", "construction", "problems"))),
+    ]
+
+
+def _check_case_clashes(cfg: dict) -> None:
+    """Two names of one namespace that differ only in letter case name the same file on a
+    case-insensitive file system (macOS, Windows, many shared mounts)."""
+    for what, names in _name_groups(cfg):
+        seen: dict[str, str] = {}
+        for key, name in names:
+            if not isinstance(name, str):
+                continue
+            other = seen.setdefault(name.casefold(), name)
+            if other != name:
+                raise _err(key, f"{name!r} and {other!r} ({what}) differ only in letter case: they name the same "
+                                "file on a case-insensitive file system")
+
+
 def _check_namespaces(cfg: dict) -> None:
     """Names that share a wildcard must not clash: problem sets and benchmarks (`dataset`:
     results/samples/<name>.parquet), and trained variants, released PRMs, critics and the ProcessBench
-    baselines (`prm`: results/scores/<prm>/, results/metrics/*/<prm>.json)."""
+    baselines (`prm`: results/scores/<prm>/, results/metrics/*/<prm>.json); nor differ only in case."""
+    _check_case_clashes(cfg)
     for name in cfg.get("benchmarks") or {}:
         if name in (cfg.get("problems") or {}):
             raise _err(f"benchmarks.{name}", "also defined under `problems`: problem sets and benchmarks "
