@@ -494,3 +494,97 @@ def test_the_key_path_of_a_name_with_a_line_break_stays_on_one_line():
     cfg["benchmarks"]["x\n"] = dict(RG)
     text = rejects(cfg, "benchmarks.'x\\n'", "not allowed")
     assert "\n" not in text
+
+
+# -- numbers within what the libraries take (generated) ------------------------------------------------------
+
+from prm_lessons.config import MAX_CONFIG_NODES, read_config_file  # noqa: E402
+
+SEED_KEYS = ["sampling.seed", "mc.seed", "judge.seed", "training.seed", "bon.bootstrap.seed",
+             "processbench_eval.bootstrap.seed", "search.seed", "critics.seed", "benchmarks.arith.seed"]
+
+
+def _set(cfg: dict, dotted: str, value) -> dict:
+    *parents, last = dotted.split(".")
+    node = cfg
+    for k in parents:
+        node = node.setdefault(k, {})
+    node[last] = value
+    return cfg
+
+
+@given(key=st.sampled_from(SEED_KEYS), seed=st.one_of(st.integers(max_value=-1), st.integers(min_value=2**32)))
+def test_a_seed_numpy_refuses_is_refused_at_validation(key, seed):
+    """transformers.set_seed / numpy.random.seed take 0 ≤ seed < 2**32; a job found out hours later."""
+    with pytest.raises(ConfigError, match=f"config error at `{re.escape(key)}`: .*seeds numpy accepts"):
+        validate_config(_set(base(), key, seed))
+
+
+@given(key=st.sampled_from(SEED_KEYS), seed=st.integers(0, 2**32 - 1))
+def test_seeds_in_range_pass(key, seed):
+    validate_config(_set(base(), key, seed))
+
+
+@given(value=st.integers(min_value=2**63))
+def test_an_integer_beyond_64_bits_is_refused(value):
+    with pytest.raises(ConfigError, match="sampling.max_tokens.*64-bit"):
+        validate_config(_set(base(), "sampling.max_tokens", value))
+
+
+@pytest.mark.parametrize("key", ["bon.bootstrap.samples", "processbench_eval.bootstrap.samples"])
+def test_bootstrap_sizes_are_bounded(key):
+    rejects(_set(base(), key, 2_000_000_000), key, "maximum")
+
+
+# -- reading config files: repeated keys, YTE, alias bombs -------------------------------------------------
+
+@given(depth=st.integers(0, 3), key=st.sampled_from(["seed", "n", "a b", "1"]))
+def test_a_key_repeated_in_a_config_file_is_refused_with_its_line(tmp_path_factory, depth, key):
+    f = tmp_path_factory.mktemp("cfg") / "c.yaml"
+    pad = "  " * depth
+    head = "".join("  " * i + f"k{i}:\n" for i in range(depth))
+    f.write_text(f"{head}{pad}{key!s}: 1\n{pad}other: 2\n{pad}{key!s}: 3\n")
+    with pytest.raises(ConfigError, match=f"c.yaml: line {depth + 3}: key .* appears twice .*first at line {depth + 1}"):
+        read_config_file(f)
+
+
+def test_merge_keys_and_anchors_stay_allowed(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("a: &x {p: 1, q: 2}\nb:\n  <<: *x\n  q: 3\n")
+    assert read_config_file(f) == {"a": {"p": 1, "q": 2}, "b": {"p": 1, "q": 3}}
+
+
+@given(width=st.integers(5, 12), depth=st.integers(6, 10))
+def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path_factory, width, depth):
+    if width ** depth <= MAX_CONFIG_NODES:
+        return
+    lines = ["l0: &l0 [x]"]
+    for i in range(1, depth + 1):
+        lines.append(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * width) + "]")
+    f = tmp_path_factory.mktemp("bomb") / "bomb.yaml"
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError, match="bomb.yaml: expands to"):
+        read_config_file(f)
+    # the same tree handed over already loaded (Snakemake's loader) stops validation at once
+    cfg = base()
+    cfg["run"] = {"name": yaml.safe_load(f.read_text())}
+    with pytest.raises(ConfigError, match="expands to"):
+        validate_config(cfg)
+
+
+@pytest.mark.parametrize("text", ["__use_yte__: true\nrun:\n  name: ?str(1)\n", "__use_yte__: false\n"])
+def test_a_yte_template_is_refused(tmp_path, text):
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match="YTE templating, which runs Python"):
+        read_config_file(f)
+
+
+def test_the_workflow_reads_its_config_files_strictly(tmp_path):
+    """Snakemake's own loader keeps the last of two keys; common.smk reads each file again and stops."""
+    f = tmp_path / "dup.yaml"
+    f.write_text((ROOT / "config/config.yaml").read_text() + "\nsampling: {n: 2}\n")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path / "wd"),
+                           "-n", "--cores", "1", "--configfile", str(f)], capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "key 'sampling' appears twice" in out, out[-3000:]

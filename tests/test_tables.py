@@ -1,3 +1,5 @@
+import json
+
 import pandas as pd
 import pytest
 
@@ -100,3 +102,46 @@ def test_records_that_are_not_objects_or_not_utf8_name_file_and_line(tmp_path):
     a.write_bytes(b'[{"a": 1},\n {"a": "\xfe"}]')
     with pytest.raises(ValueError, match=r"rows\.json: line 2 is not UTF-8"):
         read_records(a)
+
+
+# -- strict JSON rows (generated) ---------------------------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from prm_lessons.tables import MAX_JSON_DEPTH, RowError, loads_strict  # noqa: E402
+
+
+@given(key=st.text(max_size=5), a=st.integers(), b=st.integers(), depth=st.integers(0, 4))
+def test_a_repeated_key_at_any_depth_is_refused(key, a, b, depth):
+    k = json.dumps(key)
+    text = "{%s: %d, %s: %d}" % (k, a, k, b)
+    for _ in range(depth):
+        text = '{"x": [%s]}' % text
+    with pytest.raises(RowError, match="appears twice"):
+        loads_strict(text)
+
+
+@given(token=st.sampled_from(["NaN", "Infinity", "-Infinity"]), depth=st.integers(0, 3))
+def test_non_finite_constants_are_refused(token, depth):
+    text = token
+    for _ in range(depth):
+        text = '{"v": [%s]}' % text
+    with pytest.raises(RowError, match="not a JSON value"):
+        loads_strict(text)
+
+
+@given(extra=st.integers(1, 100_000), kind=st.sampled_from(["[", '{"a":']))
+def test_deep_nesting_is_an_error_not_a_recursion_traceback(extra, kind):
+    n = MAX_JSON_DEPTH + extra
+    close = "]" if kind == "[" else "}"
+    with pytest.raises(RowError, match="nested more than"):
+        loads_strict(kind * n + "1" + close * n)
+
+
+def test_read_records_names_the_file_of_a_deep_row(tmp_path):
+    f = tmp_path / "r.jsonl"
+    f.write_text('{"a": 1}\n' + '{"a":' * 5000 + "1" + "}" * 5000 + "\n")
+    with pytest.raises(ValueError, match=r"r\.jsonl: line 2: nested more than"):
+        read_records(f)
+    assert loads_strict('{"a": [1, {"b": 2}]}') == {"a": [1, {"b": 2}]}

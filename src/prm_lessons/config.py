@@ -200,8 +200,57 @@ def _message(err: jsonschema.ValidationError, schema: dict) -> str:
     return f"{msg} (with `{cond}`)" if cond else msg
 
 
+# A config of the shipped kind has ~2,000 nodes; a YAML alias bomb (each level naming the one below
+# many times) has billions once expanded, which a validator walking the tree would visit one by one.
+MAX_CONFIG_NODES = 200_000
+# numpy.random.seed (transformers.set_seed, hence training) takes 0 ≤ seed < 2**32; every seed key is
+# held to that, so a seed fails here, not in a job
+SEED_RANGE = (0, 2**32 - 1)
+INT64_MAX = 2**63 - 1  # pyarrow, numpy and torch hold integers in 64 bits
+
+
+def _expanded_nodes(value, memo: dict) -> int:
+    """Nodes of the tree as a validator walks it: a mapping or list named n times (a YAML alias) counts
+    n times; memoised by identity, so this costs the distinct nodes only."""
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1  # a cycle (not produced by YAML's safe loader) counts once
+    if isinstance(value, dict):
+        n = 1 + sum(_expanded_nodes(v, memo) for v in value.values()) + len(value)
+    elif isinstance(value, list):
+        n = 1 + sum(_expanded_nodes(v, memo) for v in value)
+    else:
+        n = 1
+    memo[key] = n
+    return n
+
+
+def _check_size(cfg) -> None:
+    n = _expanded_nodes(cfg, {})
+    if n > MAX_CONFIG_NODES:
+        raise _err("<root>", f"the config expands to {n:,} values (at most {MAX_CONFIG_NODES:,}): YAML aliases "
+                             "(*name) repeat a large block many times")
+
+
+def _check_integers(value, path: str = "") -> None:
+    """Every seed within what numpy accepts (SEED_RANGE); every other integer within 64 bits."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_integers(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_integers(v, f"{path}.{i}")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        low, high = SEED_RANGE if path.rsplit(".", 1)[-1] == "seed" else (-INT64_MAX - 1, INT64_MAX)
+        if not low <= value <= high:
+            raise _err(path, f"{value} is outside {low}..{high}" + (" (the seeds numpy accepts)" if high == SEED_RANGE[1]
+                                                                    else " (a 64-bit integer)"))
+
+
 def validate_config(config: dict, schema_path: str | Path | None = None) -> dict:
     """Validate (and fill defaults in) a config dict; raise ConfigError naming the first bad key path."""
+    _check_size(config)
     schema = load_schema(schema_path)
     cfg = copy.deepcopy(dict(config))
     validator = _defaulting_validator(schema)
@@ -212,6 +261,7 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
                                    for err in errors))[:10]
         raise ConfigError("\n".join(lines))
     _check_finite(cfg)
+    _check_integers(cfg)
     _drop_disabled_benchmarks(cfg)
     _check_output_paths(cfg)
     _check_cross_references(cfg)
@@ -629,12 +679,85 @@ def _check_namespaces(cfg: dict) -> None:
                             "ProcessBench rows of critics and baselines")
 
 
+# -- reading config files ---------------------------------------------------------------------------------
+# Snakemake reads --configfile itself (JSON, else YAML through YTE); its YAML keeps the last of two equal
+# keys silently. The workflow reads each file again with this loader (common.smk, before validation), so
+# a repeated key, a YTE template or an alias bomb is an error naming the file and line.
+
+class _StrictLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a key repeated in one mapping (YAML's last-wins would hide a typo)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: merging is what it is for
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key (a list): the schema reports it
+                continue
+            if first != key_node.start_mark.line + 1:
+                raise ConfigError(f"{self.name}: line {key_node.start_mark.line + 1}: key {key!r} appears twice in "
+                                  f"one mapping (first at line {first}); YAML would silently keep the last")
+        return super().construct_mapping(node, deep)
+
+
+def read_config_file(path: str | Path) -> dict:
+    """One config file, read strictly: no repeated key, no YTE template (`__use_yte__`), at most
+    MAX_CONFIG_NODES values with aliases expanded; errors name the file (and line)."""
+    text = Path(path).read_text(encoding="utf-8")
+    loader = _StrictLoader(text)
+    loader.name = str(path)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return {}
+        n = _expanded_nodes_yaml(node, {})
+        if n > MAX_CONFIG_NODES:
+            raise ConfigError(f"{path}: expands to {n:,} values (at most {MAX_CONFIG_NODES:,}): YAML aliases "
+                              "(*name) repeat a large block many times")
+        data = loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config file is a mapping of keys at the top level")
+    if "__use_yte__" in data:
+        # Snakemake has already run the template (and any Python in it) by now; this stops the run
+        raise ConfigError(f"{path}: `__use_yte__` turns on YTE templating, which runs Python from the config "
+                          "file; this workflow's configs are data only (write the values out)")
+    return data
+
+
+def _expanded_nodes_yaml(node, memo: dict) -> int:
+    """_expanded_nodes on a composed YAML node graph (an alias is the same node object)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1
+    if isinstance(node, yaml.MappingNode):
+        n = 1 + sum(_expanded_nodes_yaml(k, memo) + _expanded_nodes_yaml(v, memo) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        n = 1 + sum(_expanded_nodes_yaml(v, memo) for v in node.value)
+    else:
+        n = 1
+    memo[key] = n
+    return n
+
+
+def check_config_files(paths) -> None:
+    """Read every config file Snakemake was given strictly (read_config_file); raises ConfigError."""
+    for p in paths:
+        read_config_file(p)
+
+
 def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:
     """Merge YAML files left to right (later wins, nested dicts merged) and validate."""
     merged: dict[str, Any] = {}
     for p in paths:
-        with open(p) as fh:
-            deep_update(merged, yaml.safe_load(fh) or {})
+        deep_update(merged, read_config_file(p))
     if overrides:
         deep_update(merged, overrides)
     return validate_config(merged)

@@ -350,6 +350,48 @@ def _suffix(path: Path) -> str:
     return "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
 
 
+class RowError(ValueError):
+    """A JSON row that parses but is not data: a repeated key, NaN / Infinity, nesting past the bound."""
+
+
+MAX_JSON_DEPTH = 100  # rows of every source nest a few levels; deeper is a damaged or hostile file
+
+
+def _no_repeated_keys(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise RowError(f"key {k!r} appears twice in one object (JSON would keep the last silently)")
+        out[k] = v
+    return out
+
+
+def _no_constant(name):
+    raise RowError(f"{name} is not a JSON value (a number must be finite)")
+
+
+def _depth_ok(text: str) -> bool:
+    """Whether brackets nest at most MAX_JSON_DEPTH deep (an upper bound: brackets inside strings count)."""
+    depth = 0
+    for c in text:
+        if c in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return False
+        elif c in "]}":
+            depth -= 1
+    return True
+
+
+def loads_strict(text: str):
+    """json.loads for input rows: a key repeated in one object, NaN / Infinity, or nesting deeper than
+    MAX_JSON_DEPTH raise RowError (json.loads would take the last key, accept the constants and, nested
+    deeply, end in a RecursionError); invalid JSON raises json.JSONDecodeError as before."""
+    if not _depth_ok(text):
+        raise RowError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    return json.loads(text, object_pairs_hook=_no_repeated_keys, parse_constant=_no_constant)
+
+
 def iter_records(path: str | Path):
     """Rows of a .jsonl(.gz) file one at a time (PRM800K is too large to hold as dicts); a line that is not
     JSON, not UTF-8 or not an object names its file and line number."""
@@ -367,9 +409,11 @@ def iter_records(path: str | Path):
                                  f"{exc.start + 1})") from None
             if line.strip():
                 try:
-                    rec = json.loads(line)
+                    rec = loads_strict(line)
                 except json.JSONDecodeError as exc:
                     raise ValueError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
+                except RowError as exc:
+                    raise ValueError(f"{path}: line {n}: {exc}") from None
                 if not isinstance(rec, dict):
                     raise ValueError(f"{path}: line {n} is a JSON {type(rec).__name__}, not an object")
                 yield rec
@@ -391,9 +435,11 @@ def read_records(path: str | Path) -> list[dict]:
             line = path.read_bytes()[: exc.start].count(b"\n") + 1
             raise ValueError(f"{path}: line {line} is not UTF-8 (byte {exc.object[exc.start]:#x})") from None
         try:
-            data = json.loads(text)
+            data = loads_strict(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})") from None
+        except RowError as exc:
+            raise ValueError(f"{path}: {exc}") from None
         if isinstance(data, dict):
             data = data.get("data", data.get("rows"))
         if not isinstance(data, list):
