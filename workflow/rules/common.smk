@@ -6,7 +6,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # works from a checkout without install
 from prm_lessons import codedeps, plan  # noqa: E402
-from prm_lessons.config import NAME_WILDCARD, check_config_files, validate_config, model_entry, hub_models_dir, model_path  # noqa: E402
+from prm_lessons.config import (
+    NAME_WILDCARD,
+    check_config_files,
+    validate_config,
+    model_entry,
+    hub_models_dir,
+    model_path,
+)  # noqa: E402
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths  # noqa: E402
 
 check_config_files(workflow.configfiles)  # repeated keys, YTE, alias bombs: errors naming the file
