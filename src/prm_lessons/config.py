@@ -20,6 +20,7 @@ import yaml
 from .embedded_model import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
 from .pooling import ARCHITECTURES as VLLM_ARCHITECTURES  # torch-free at import: cheap at DAG time
 from .scoring.options import check_token_classification_params  # torch-free
+from .templates import template_problem  # stdlib only
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -380,6 +381,7 @@ def _check_cross_references(cfg: dict) -> None:
     _check_analysis(cfg)
     _check_scoring_backends(cfg)
     _check_token_classification(cfg)
+    _check_templates(cfg)
     for key in ("benchmarks",):
         for name in cfg.get("analysis", {}).get(key, []) or []:
             if name not in cfg.get("benchmarks", {}):
@@ -566,8 +568,8 @@ def _check_bon(cfg: dict) -> None:
 
 
 def _check_bon_judges(bj: dict, models: dict, benchmarks: dict) -> None:
-    """bon_judges: judge models under `models`, benchmarks under `benchmarks`, template files that exist
-    (read by the judge jobs; relative to the working directory)."""
+    """bon_judges: judge models under `models`, benchmarks under `benchmarks` (its templates:
+    _check_templates)."""
     for name, j in (bj.get("judges") or {}).items():
         if j.get("model") not in models:
             raise _err(f"bon_judges.judges.{name}.model", f"model '{j.get('model')}' is not defined under `models`")
@@ -578,9 +580,41 @@ def _check_bon_judges(bj: dict, models: dict, benchmarks: dict) -> None:
     for i, b in enumerate(bj.get("benchmarks") or []):
         if b not in benchmarks:
             raise _err(f"bon_judges.benchmarks.{i}", f"'{b}' is not a benchmark (names under `benchmarks`)")
-    for key in ("pointwise_template", "pairwise_template"):
-        if bj.get(key) and not Path(bj[key]).is_file():
-            raise _err(f"bon_judges.{key}", f"no such file {bj[key]!r} (relative to the working directory)")
+
+
+def _check_template_file(path, kind: str, key: str) -> None:
+    """A template the config names: the file exists (relative to the working directory; the official
+    critique template is fetched by a rule and checked when read) and fills `kind`'s placeholders."""
+    from .plan.critics import OFFICIAL_CRITIC_TEMPLATE  # plan imports this module
+
+    if not Path(path).is_file():
+        if Path(path) == Path(OFFICIAL_CRITIC_TEMPLATE):
+            return
+        raise _err(key, f"no such file {path!r} (relative to the working directory)")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _err(key, f"{path}: cannot be read as UTF-8 text ({exc})") from None
+    problem = template_problem(text, kind)
+    if problem:
+        raise _err(key, f"{path}: {problem}")
+
+
+def _check_templates(cfg: dict) -> None:
+    """Every template the config can replace, checked before any job (so before any model loads)."""
+    judge = cfg.get("judge") or {}
+    if judge.get("template_path"):
+        _check_template_file(judge["template_path"], "judge", "judge.template_path")
+    critics = cfg.get("critics") or {}
+    if critics.get("template_path") and critics.get("template", "project") == "project":
+        _check_template_file(critics["template_path"], "judge", "critics.template_path")
+    for name, entry in (critics.get("judges") or {}).items():
+        if entry.get("template_path") and entry.get("template", critics.get("template", "project")) == "project":
+            _check_template_file(entry["template_path"], "judge", f"critics.judges.{name}.template_path")
+    bj = cfg.get("bon_judges") or {}
+    for key, kind in (("pointwise_template", "pointwise"), ("pairwise_template", "pairwise")):
+        if bj.get(key):
+            _check_template_file(bj[key], kind, f"bon_judges.{key}")
 
 
 def _fraction(t) -> Fraction:

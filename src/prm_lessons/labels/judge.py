@@ -38,10 +38,10 @@ import logging
 import re
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Sequence
 
 from ..generation import Completion, SamplingSpec, derive_seed, render_chat
+from ..templates import read_template
 from . import clean_steps
 
 log = logging.getLogger(__name__)
@@ -214,7 +214,8 @@ def case_verdict(details: Sequence[tuple[int | None, str]], cut: Sequence[bool])
 
 
 def load_template(path: str | None) -> str | None:
-    return Path(path).read_text() if path else None
+    """A judge or critic template file, checked (templates.read_template), or None for the built-in."""
+    return read_template(path, "judge") if path else None
 
 
 def guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | Sequence[str] | None):
