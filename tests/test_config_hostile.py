@@ -588,3 +588,14 @@ def test_the_workflow_reads_its_config_files_strictly(tmp_path):
                            "-n", "--cores", "1", "--configfile", str(f)], capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "key 'sampling' appears twice" in out, out[-3000:]
+
+
+def test_config_strings_hold_every_file_the_user_names():
+    """tables.quarantine never moves these (workflow/scripts/run.py passes them)."""
+    from prm_lessons.config import config_strings
+
+    cfg = base()
+    cfg["benchmarks"]["mine"] = {"source": "local", "path": "results/mine.parquet"}
+    cfg["judge"]["template_path"] = "/data/t.txt"
+    strings = config_strings(cfg)
+    assert {"results/mine.parquet", "/data/t.txt"} <= strings

@@ -2,10 +2,15 @@ import json
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from prm_lessons.tables import (
+    MAX_JSON_DEPTH,
     CorruptTableError,
+    RowError,
     TableError,
+    loads_strict,
     quarantine,
     read_records,
     read_table,
@@ -80,11 +85,57 @@ def test_recorded_row_count_and_kind_are_checked(tmp_path):
 
 
 def test_quarantine_moves_only_a_job_input(tmp_path):
-    p = tmp_path / "t.parquet"
+    p = tmp_path / "results" / "t.parquet"
+    p.parent.mkdir()
     write_table(_trainset(), p, "trainset")
-    assert "left in place" in quarantine(p, [str(tmp_path / "other.parquet")]) and p.exists()
-    msg = quarantine(p, [str(p)])
-    assert not p.exists() and (tmp_path / "t.parquet.corrupt").exists() and "producer rule" in msg
+    assert "left in place" in quarantine(p, [str(tmp_path / "other.parquet")], workdir=tmp_path) and p.exists()
+    msg = quarantine(p, [str(p)], workdir=tmp_path)
+    assert not p.exists() and (p.parent / "t.parquet.corrupt").exists() and "producer rule" in msg
+
+
+# where a user's own file may lie: beside or above the working directory, in its own folders other than
+# results/, in results/ but named by the config, or reached through a link from results/
+USER_PLACES = ["../data/set.parquet", "data/set.parquet", "set.parquet", "resources/data/set.parquet",
+               "config/set.parquet", "results/mine/set.parquet", "results/link.parquet", "/abs/set.parquet"]
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(place=st.sampled_from(USER_PLACES), name=st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True),
+       relative=st.booleans())
+def test_quarantine_never_moves_a_file_of_the_user(tmp_path_factory, place, name, relative):
+    """A corrupt `source: local` file was renamed to <name>.corrupt outside the working directory."""
+    root = tmp_path_factory.mktemp("q")
+    wd = root / "a" / "wd"
+    (wd / "results").mkdir(parents=True)
+    place = place.replace("set", name)
+    if place.startswith("/abs/"):
+        user = root / "elsewhere" / place[5:]
+    elif place == "results/link.parquet":
+        user = root / "outside" / f"{name}.parquet"
+    else:
+        user = wd / place
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_bytes(b"not a parquet file")
+    given_path = user
+    named = []
+    if place == "results/link.parquet":
+        given_path = wd / "results" / "link.parquet"
+        given_path.symlink_to(user)
+    elif place.startswith("results/"):
+        named = [str(user.relative_to(wd)) if relative else str(user)]
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    msg = quarantine(given_path, [str(given_path)], user_files=named, workdir=wd)
+    assert "left untouched" in msg and str(given_path) in msg, msg
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+    assert user.read_bytes() == b"not a parquet file"
+
+
+def test_a_users_corrupt_parquet_names_the_file_and_promises_no_rule(tmp_path):
+    p = tmp_path / "mine.parquet"
+    p.write_bytes(b"PAR1 broken")
+    with pytest.raises(CorruptTableError) as exc:
+        read_records(p)
+    assert str(p) in str(exc.value) and "producer rule" not in str(exc.value)
 
 
 def test_records_that_are_not_objects_or_not_utf8_name_file_and_line(tmp_path):
@@ -106,10 +157,6 @@ def test_records_that_are_not_objects_or_not_utf8_name_file_and_line(tmp_path):
 
 # -- strict JSON rows (generated) ---------------------------------------------------------------------------
 
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from prm_lessons.tables import MAX_JSON_DEPTH, RowError, loads_strict  # noqa: E402
 
 
 @given(key=st.text(max_size=5), a=st.integers(), b=st.integers(), depth=st.integers(0, 4))

@@ -838,6 +838,16 @@ def used_models(cfg: dict) -> set[str]:
     return {n for n in names if n in models}
 
 
+def config_strings(value) -> set[str]:
+    """Every string value of a config: the files the user named (`path`, `template_path`, a local model's
+    `id`, …) among them, which tables.quarantine never moves, wherever they lie."""
+    if isinstance(value, dict):
+        return set().union(*map(config_strings, value.values())) if value else set()
+    if isinstance(value, (list, tuple)):
+        return set().union(*map(config_strings, value)) if value else set()
+    return {value} if isinstance(value, str) and value else set()
+
+
 def hub_models_dir(config: dict) -> str:
     """Directory holding one linked snapshot per Hub model (rule download_model)."""
     return str((config.get("hub") or {}).get("models_dir") or "resources/hub").rstrip("/")
