@@ -11,8 +11,22 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
-from prm_lessons.config import ConfigError, deep_update, load_config, validate_config
+from prm_lessons.config import (
+    MAX_CONFIG_NODES,
+    NAME_MAX,
+    ConfigError,
+    check_name,
+    deep_update,
+    ecma_pattern,
+    load_config,
+    name_problem,
+    output_dir_problem,
+    read_config_file,
+    validate_config,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((ROOT / "config/config.yaml").read_text())
@@ -166,6 +180,33 @@ def test_output_directory_stays_in_the_working_directory(value):
     cfg = base()
     cfg["hub"] = {"models_dir": value}
     rejects(cfg, "hub.models_dir", "relative path inside the working directory")
+
+
+# the working directory, its folders and the checkout's, a user's folder, or a folder other rules write
+NOT_DEDICATED = [".", "./", "results", "results/hub", "config", "logs", "paper", "resources", "resources/",
+                 "resources/data", "resources/data/hub", "resources/models", "resources/templates", "src",
+                 "workflow", "mydata", "mydata/hub", "resources/.hidden", "resources/a b", "resources/hub\n",
+                 "resources/./", ""]
+
+
+@pytest.mark.parametrize("value", NOT_DEDICATED)
+def test_output_directory_is_a_dedicated_folder(value):
+    """hub.models_dir "." (or results, config) passed: a Hub model named like a working-directory folder
+    then made that folder an output, which Snakemake empties before the job."""
+    cfg = base()
+    cfg["hub"] = {"models_dir": value}
+    rejects(cfg, "hub.models_dir", "dedicated folder|overlaps|each folder|relative path|non-empty|too short|should be")
+
+
+@given(first=st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True),
+       rest=st.lists(st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True), max_size=2))
+def test_an_output_directory_outside_resources_is_refused(first, rest):
+    value = "/".join([first, *rest])
+    problem = output_dir_problem(value)
+    if first == "resources" and rest and rest[0] not in ("data", "models", "templates"):
+        assert problem is None, value
+    else:
+        assert problem, value
 
 
 def test_relative_output_directory_and_outside_inputs_are_fine():
@@ -378,10 +419,6 @@ def test_sweep_names_checked_at_validation_are_the_planned_ones():
 
 # -- the name rule, by class (generated members) -------------------------------------------------------------
 
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from prm_lessons.config import NAME_MAX, check_name, ecma_pattern, name_problem  # noqa: E402
 
 GOOD_STEM = st.from_regex(r"[a-z][A-Za-z0-9_-]{0,30}", fullmatch=True).filter(lambda s: name_problem(s) is None)
 # a character a name may not hold: line breaks, controls, separators, dots, non-ASCII letters
@@ -498,7 +535,6 @@ def test_the_key_path_of_a_name_with_a_line_break_stays_on_one_line():
 
 # -- numbers within what the libraries take (generated) ------------------------------------------------------
 
-from prm_lessons.config import MAX_CONFIG_NODES, read_config_file  # noqa: E402
 
 SEED_KEYS = ["sampling.seed", "mc.seed", "judge.seed", "training.seed", "bon.bootstrap.seed",
              "processbench_eval.bootstrap.seed", "search.seed", "critics.seed", "benchmarks.arith.seed"]

@@ -305,9 +305,36 @@ def _check_finite(value, path: str = "") -> None:
 
 
 # Config values that become Snakemake outputs: Snakemake empties an output directory before its job, so
-# such a path must stay inside the working directory whatever the config says. Input paths (data files,
-# local models, ../shared/...) may point anywhere.
+# such a folder must be the workflow's own. The rule: a sub-folder of resources/ (OUTPUT_PARENT) given as
+# a relative path of names (name rule characters: no '.', '..', '~', spaces or hidden folders), which is
+# neither resources/ itself nor inside or around a folder other rules write (WORKFLOW_OUTPUT_DIRS). So it
+# can never be the working directory, results/, config/, logs/, paper/, the checkout or a folder the user
+# keeps. Input paths (data files, local models, hub.cache_dir, ../shared/...) may point anywhere.
 OUTPUT_PATH_KEYS = (("hub", "models_dir"),)
+OUTPUT_PARENT = "resources"
+WORKFLOW_OUTPUT_DIRS = ("resources/data", "resources/models", "resources/templates")
+
+
+def output_dir_problem(value) -> str | None:
+    """Why `value` cannot be a configurable output folder (the rule above), or None."""
+    text = str(value)
+    p = PurePosixPath(text)
+    if p.is_absolute() or text.startswith("~") or ".." in p.parts:
+        return (f"{text!r} must be a relative path inside the working directory (no absolute path, no '~', "
+                "no '..'): rule outputs are written and deleted there")
+    bad = [part for part in p.parts if not NAME_RE.fullmatch(part)]
+    if bad or not text.strip():
+        return (f"{text!r}: each folder of the path is a name (letters, digits, '_', '-'; no '.', spaces or line "
+                "breaks)")
+    if len(p.parts) < 2 or p.parts[0] != OUTPUT_PARENT:
+        return (f"{text!r} is not a dedicated folder: an output folder is a sub-folder of {OUTPUT_PARENT}/ (e.g. "
+                f"{OUTPUT_PARENT}/hub), since Snakemake empties it, and so never the working directory, results/, "
+                "config/, logs/ or a folder you keep")
+    for other in WORKFLOW_OUTPUT_DIRS:
+        o = PurePosixPath(other)
+        if p == o or o in p.parents or p in o.parents:
+            return f"{text!r} overlaps {other}/, which other rules of the workflow write"
+    return None
 
 
 def _check_output_paths(cfg: dict) -> None:
@@ -317,11 +344,9 @@ def _check_output_paths(cfg: dict) -> None:
             value = (value or {}).get(k)
         if value is None:
             continue
-        p = PurePosixPath(str(value))
-        if p.is_absolute() or str(value).startswith("~") or ".." in p.parts:
-            raise _err(".".join(keys), f"{value!r} must be a relative path inside the working directory "
-                                       "(no absolute path, no '~', no '..'): rule outputs are written and "
-                                       "deleted there")
+        problem = output_dir_problem(value)
+        if problem:
+            raise _err(".".join(keys), problem)
 
 
 def _check_cross_references(cfg: dict) -> None:
