@@ -635,3 +635,13 @@ def test_config_strings_hold_every_file_the_user_names():
     cfg["judge"]["template_path"] = "/data/t.txt"
     strings = config_strings(cfg)
     assert {"results/mine.parquet", "/data/t.txt"} <= strings
+
+
+@pytest.mark.parametrize("key", ["label", "name"])
+@pytest.mark.parametrize("bad", ["x\n\n.. raw:: html\n\n   <script>alert(1)</script>", "a\rb", "tab\there",
+                                 "中文", "😀", "x" * 301])
+def test_run_label_and_name_are_one_line_of_settable_text(key, bad):
+    """They reach the report's reStructuredText, paper/report.md and LaTeX (escaped there too)."""
+    cfg = base()
+    cfg["run"][key] = bad
+    rejects(cfg, f"run.{key}", "LaTeX cannot set|at most 300")

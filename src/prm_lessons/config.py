@@ -64,6 +64,40 @@ def name_problem(name) -> str | None:
     return None
 
 
+# -- free text that reaches a renderer (run.label, run.name) -----------------------------------------------
+# They are printed in the HTML report's captions (reStructuredText), paper/report.md (Markdown) and the
+# LaTeX tables and main.tex; each renderer escapes them, and here they are held to one line of characters
+# pdflatex (utf8 inputenc, T1 fonts: paper/main.tex) can set: printable ASCII, Latin-1, Latin Extended-A
+# and the dashes, quotes, bullet and ellipsis of General Punctuation.
+TEXT_KEYS = (("run", "label"), ("run", "name"))
+TEXT_MAX = 300
+_TEXT_CHAR_RE = re.compile("[\x20-\x7e\u00a0-\u017f\u2010-\u2027]")
+
+
+def text_problem(text) -> str | None:
+    """Why `text` cannot be user text that renderers print (the rule above), or None."""
+    if not isinstance(text, str):
+        return None  # the schema reports the type
+    if len(text) > TEXT_MAX:
+        return f"{len(text)} characters (at most {TEXT_MAX}: it is printed on every table and figure)"
+    for ch in text:
+        if not _TEXT_CHAR_RE.fullmatch(ch):
+            what = "a line break or control character" if ch.isspace() or not ch.isprintable() else "a character"
+            return (f"{what} {ch!r} (U+{ord(ch):04X}) that the paper's LaTeX cannot set: one line of "
+                    "Latin-script text, dashes and quotes")
+    return None
+
+
+def _check_texts(cfg: dict) -> None:
+    for keys in TEXT_KEYS:
+        node = cfg
+        for k in keys:
+            node = node.get(k) if isinstance(node, dict) else None
+        problem = text_problem(node)
+        if problem:
+            raise _err(".".join(keys), problem)
+
+
 def check_name(name, key: str) -> str:
     """`name` when it is an allowed name, else a ConfigError naming `key`."""
     problem = name_problem(name)
@@ -263,6 +297,7 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
         raise ConfigError("\n".join(lines))
     _check_finite(cfg)
     _check_integers(cfg)
+    _check_texts(cfg)
     _drop_disabled_benchmarks(cfg)
     _check_output_paths(cfg)
     _check_cross_references(cfg)
