@@ -645,3 +645,13 @@ def test_run_label_and_name_are_one_line_of_settable_text(key, bad):
     cfg = base()
     cfg["run"][key] = bad
     rejects(cfg, f"run.{key}", "LaTeX cannot set|at most 300")
+
+
+@pytest.mark.parametrize("bad", ["main\n", "a" * 40 + "\n", "my branch", "\tmain", "ma\x00in"])
+def test_a_revision_with_whitespace_or_a_control_character_is_refused(bad):
+    cfg = base()
+    cfg["models"]["h"] = {"source": "hub", "id": "org/m", "revision": bad}
+    rejects(cfg, "models.h.revision", "does not match")
+    cfg = base()
+    cfg["benchmarks"]["hubset"] = {"source": "hub", "id": "org/d", "revision": bad}
+    rejects(cfg, "benchmarks.hubset.revision", "does not match")
