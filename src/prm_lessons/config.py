@@ -20,7 +20,7 @@ import yaml
 from .embedded_model import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
 from .pooling import ARCHITECTURES as VLLM_ARCHITECTURES  # torch-free at import: cheap at DAG time
 from .scoring.options import check_token_classification_params  # torch-free
-from .templates import template_problem  # stdlib only
+from .templates import OFFICIAL_CRITIC_TEMPLATE, template_problem  # stdlib only
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -645,8 +645,6 @@ def _check_bon_judges(bj: dict, models: dict, benchmarks: dict) -> None:
 def _check_template_file(path, kind: str, key: str) -> None:
     """A template the config names: the file exists (relative to the working directory; the official
     critique template is fetched by a rule and checked when read) and fills `kind`'s placeholders."""
-    from .plan.critics import OFFICIAL_CRITIC_TEMPLATE  # plan imports this module
-
     if not Path(path).is_file():
         if Path(path) == Path(OFFICIAL_CRITIC_TEMPLATE):
             return

@@ -12,6 +12,10 @@ import re
 import string
 from pathlib import Path
 
+# where rule critique_template puts ProcessBench's official critique template (fetched at a pinned
+# commit, so it is checked when a critic job reads it, not at config validation)
+OFFICIAL_CRITIC_TEMPLATE = "resources/templates/critique_template.txt"
+
 # kind -> (the placeholders its renderer fills, groups of which the template needs one each)
 TEMPLATE_KINDS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]] = {
     # labels.judge.render_judge_prompt (judge labels, label audit, critics)
