@@ -397,13 +397,16 @@ def _depth_ok(text: str) -> bool:
     return True
 
 
-def loads_strict(text: str):
-    """json.loads for input rows: a key repeated in one object, NaN / Infinity, or nesting deeper than
-    MAX_JSON_DEPTH raise RowError (json.loads would take the last key, accept the constants and, nested
-    deeply, end in a RecursionError); invalid JSON raises json.JSONDecodeError as before."""
+def loads_strict(text: str, constants: bool = True):
+    """json.loads for input rows: a key repeated in one object or nesting deeper than MAX_JSON_DEPTH
+    raise RowError (json.loads would take the last key and, nested deeply, end in a RecursionError);
+    invalid JSON raises json.JSONDecodeError as before. NaN / Infinity are read as floats unless
+    `constants` is false: a score file may hold them (each field's check decides, naming the row: a
+    NaN step score counts wrong, a NaN gold is refused)."""
     if not _depth_ok(text):
         raise RowError(f"nested more than {MAX_JSON_DEPTH} levels deep")
-    return json.loads(text, object_pairs_hook=_no_repeated_keys, parse_constant=_no_constant)
+    kwargs = {} if constants else {"parse_constant": _no_constant}
+    return json.loads(text, object_pairs_hook=_no_repeated_keys, **kwargs)
 
 
 def iter_records(path: str | Path):

@@ -377,11 +377,11 @@ def test_answers_of_every_shape_still_load(tmp_path, gold):
     assert len(load_problems("b", _local(f))) == 1
 
 
-@pytest.mark.parametrize("token", ["Infinity", "-Infinity", "NaN"])
-def test_a_json_constant_gold_names_the_file_and_line(tmp_path, token):
+@pytest.mark.parametrize("token", ["Infinity", "-Infinity", "NaN", "[Infinity]"])
+def test_a_json_constant_gold_names_its_row(tmp_path, token):
     f = tmp_path / "p.jsonl"
     f.write_text('{"question": "q?", "answer": "1"}\n{"question": "q?", "answer": %s}\n' % token)
-    with pytest.raises(ValueError, match=r"p\.jsonl: line 2: .*not a JSON value"):
+    with pytest.raises((InputError, ValueError), match=r"b-00001"):
         load_problems("b", _local(f))
 
 

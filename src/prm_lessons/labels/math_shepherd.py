@@ -162,7 +162,7 @@ def iter_rows(path: str | Path) -> Iterator:
             if not raw.strip():
                 continue
             try:  # loads_strict: a repeated key, NaN/Infinity or deep nesting is a malformed row too
-                yield loads_strict(raw.decode("utf-8"))
+                yield loads_strict(raw.decode("utf-8"), constants=False)
             except (UnicodeDecodeError, json.JSONDecodeError, RowError):
                 yield None
 
