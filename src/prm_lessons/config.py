@@ -81,7 +81,7 @@ def text_problem(text) -> str | None:
     if len(text) > TEXT_MAX:
         return f"{len(text)} characters (at most {TEXT_MAX}: it is printed on every table and figure)"
     for ch in text:
-        if not _TEXT_CHAR_RE.fullmatch(ch):
+        if not _TEXT_CHAR_RE.fullmatch(ch) or not ch.isprintable():  # no-break space, soft hyphen: not shown
             what = "a line break or control character" if ch.isspace() or not ch.isprintable() else "a character"
             return (f"{what} {ch!r} (U+{ord(ch):04X}) that the paper's LaTeX cannot set: one line of "
                     "Latin-script text, dashes and quotes")

@@ -58,7 +58,7 @@ def assert_inert(out: str, label: str) -> None:
 
 
 # what config validation lets through for run.label / run.name (config.text_problem)
-SETTABLE = [chr(c) for c in (*range(0x20, 0x7F), *range(0xA0, 0x180), *range(0x2010, 0x2028))]
+SETTABLE = [chr(c) for c in (*range(0x20, 0x7F), *range(0xA0, 0x180), *range(0x2010, 0x2028)) if chr(c).isprintable()]
 TEXT = st.text(alphabet=SETTABLE, max_size=60)
 pytestmark = pytest.mark.filterwarnings("ignore:Argument \"writer_name\":PendingDeprecationWarning")
 
