@@ -11,8 +11,22 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
-from prm_lessons.config import ConfigError, deep_update, load_config, validate_config
+from prm_lessons.config import (
+    MAX_CONFIG_NODES,
+    NAME_MAX,
+    ConfigError,
+    check_name,
+    deep_update,
+    ecma_pattern,
+    load_config,
+    name_problem,
+    output_dir_problem,
+    read_config_file,
+    validate_config,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((ROOT / "config/config.yaml").read_text())
@@ -166,6 +180,33 @@ def test_output_directory_stays_in_the_working_directory(value):
     cfg = base()
     cfg["hub"] = {"models_dir": value}
     rejects(cfg, "hub.models_dir", "relative path inside the working directory")
+
+
+# the working directory, its folders and the checkout's, a user's folder, or a folder other rules write
+NOT_DEDICATED = [".", "./", "results", "results/hub", "config", "logs", "paper", "resources", "resources/",
+                 "resources/data", "resources/data/hub", "resources/models", "resources/templates", "src",
+                 "workflow", "mydata", "mydata/hub", "resources/.hidden", "resources/a b", "resources/hub\n",
+                 "resources/./", ""]
+
+
+@pytest.mark.parametrize("value", NOT_DEDICATED)
+def test_output_directory_is_a_dedicated_folder(value):
+    """hub.models_dir "." (or results, config) passed: a Hub model named like a working-directory folder
+    then made that folder an output, which Snakemake empties before the job."""
+    cfg = base()
+    cfg["hub"] = {"models_dir": value}
+    rejects(cfg, "hub.models_dir", "dedicated folder|overlaps|each folder|relative path|non-empty|too short|should be")
+
+
+@given(first=st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True),
+       rest=st.lists(st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True), max_size=2))
+def test_an_output_directory_outside_resources_is_refused(first, rest):
+    value = "/".join([first, *rest])
+    problem = output_dir_problem(value)
+    if first == "resources" and rest and rest[0] not in ("data", "models", "templates"):
+        assert problem is None, value
+    else:
+        assert problem, value
 
 
 def test_relative_output_directory_and_outside_inputs_are_fine():
@@ -381,3 +422,243 @@ def test_sweep_names_checked_at_validation_are_the_planned_ones():
     assert {n for n in plan.variants(cfg) if n.startswith("mc_hard_t")} == {sweep_variant_name(t) for t in sweep if t}
     cfg["prms"]["models"]["mc_hard_t1of8"] = {"adapter": "qwen_prm", "model": cfg["roles"]["policy"]}
     rejects(cfg, "prms.models.mc_hard_t1of8", "trained PRM variant")
+
+
+# -- the name rule, by class (generated members) -------------------------------------------------------------
+
+
+GOOD_STEM = st.from_regex(r"[a-z][A-Za-z0-9_-]{0,30}", fullmatch=True).filter(lambda s: name_problem(s) is None)
+# a character a name may not hold: line breaks, controls, separators, dots, non-ASCII letters
+BAD_CHAR = st.one_of(st.sampled_from(["\n", "\r", "\t", " ", "/", "\\", ".", ":", "\x00", "\u2028", "é", "ß"]),
+                     st.characters(exclude_characters="".join(chr(c) for c in range(128))))
+
+
+@given(stem=GOOD_STEM, bad=BAD_CHAR, where=st.sampled_from(["end", "start", "middle"]))
+def test_a_name_with_any_foreign_character_is_refused(stem, bad, where):
+    name = {"end": stem + bad, "start": bad + stem, "middle": stem[:1] + bad + stem[1:]}[where]
+    assert name_problem(name), repr(name)
+
+
+@given(stem=GOOD_STEM, section=st.sampled_from(NAMED), newline=st.sampled_from(["\n", "\r\n", "\n\n"]))
+def test_a_name_ending_in_a_line_break_is_refused_in_every_section(stem, section, newline):
+    """The schema's `^...$` under re.search let "name\\n" through; the patterns now match whole strings."""
+    cfg, key = _named(section, stem + newline)
+    with pytest.raises(ConfigError, match="not allowed"):
+        validate_config(cfg)
+
+
+@given(length=st.integers(NAME_MAX + 1, 400))
+def test_a_name_longer_than_the_limit_is_refused(length):
+    assert "characters long" in name_problem("a" * length)
+    assert name_problem("a" * NAME_MAX) is None
+
+
+@given(word=st.sampled_from(["average", "_baselines", "_policy", "_x", "critic-a", "baseline_structure"]),
+       flips=st.lists(st.booleans(), min_size=20, max_size=20))
+def test_reserved_names_are_refused_in_any_letter_case(word, flips):
+    name = "".join(c.upper() if f else c for c, f in zip(word, flips + [False] * len(word)))
+    assert "reserved" in name_problem(name)
+
+
+@pytest.mark.parametrize("section", ["benchmarks", "processbench.constructed.subsets", "processbench.subsets"])
+def test_a_benchmark_or_subset_named_average_is_refused(section):
+    """The tables add an `average` row per PRM: a benchmark of that name doubled it."""
+    cfg, key = _named(section, "average")
+    rejects(cfg, key, "reserved")
+
+
+@pytest.mark.parametrize("key", [1, True, None, 1.5])
+def test_non_string_yaml_keys_are_reported_as_such(key):
+    cfg = base()
+    cfg["benchmarks"][key] = dict(RG)
+    rejects(cfg, f"benchmarks.{key}", f"YAML {type(key).__name__}, not a string")
+
+
+@given(stem=GOOD_STEM, flips=st.lists(st.booleans(), min_size=31, max_size=31),
+       section=st.sampled_from(["models", "problems", "benchmarks", "trainsets.variants", "critics.judges",
+                                "bon_judges.judges", "processbench.constructed.subsets"]))
+def test_names_that_differ_only_in_case_are_refused(stem, flips, section):
+    other = "".join(c.swapcase() if f else c for c, f in zip(stem, flips))
+    if other == stem:
+        other = stem.swapcase() if stem.swapcase() != stem else stem.upper() + "A"
+        if other.casefold() != stem.casefold():
+            return
+    cfg, _ = _named(section, stem)
+    cfg2, key = _named(section, other)
+    parent = section.split(".")
+    node, node2 = cfg, cfg2
+    for k in parent:
+        node, node2 = node[k], node2[k]
+    node[other] = node2[other]
+    with pytest.raises(ConfigError, match="differ only in letter case"):
+        validate_config(cfg)
+
+
+def test_problem_set_and_benchmark_differing_in_case_clash():
+    cfg = base()
+    cfg["benchmarks"]["TRAIN"] = dict(RG)
+    rejects(cfg, "benchmarks.TRAIN", "differ only in letter case")
+
+
+@given(stem=st.from_regex(r"[a-z]{1,12}", fullmatch=True), suffix=st.sampled_from(["\n", "\r\n"]),
+       org=st.booleans())
+def test_a_hub_id_ending_in_a_line_break_is_refused(stem, suffix, org):
+    cfg = base()
+    cfg["models"]["h"] = {"source": "hub", "id": (f"org/{stem}" if org else stem) + suffix, "revision": "a" * 40}
+    rejects(cfg, "models.h.id", "Hugging Face repository id")
+
+
+@pytest.mark.parametrize("pattern, good, bad", [
+    ("^[a-z]+$", "abc", "abc\n"),
+    ("^[0-9a-fA-F]{40}$", "a" * 40, "a" * 40 + "\n"),
+    ("\\.(py|json)$", "x.py", "x.py\n"),
+    ("^[$]+$", "$$", "$$\n"),
+    ("^a\\$$", "a$", "a$\n"),
+])
+def test_schema_patterns_match_like_ecma(pattern, good, bad):
+    """JSON Schema patterns are ECMA-262: `$` is the end of the string, not before a final newline."""
+    assert ecma_pattern(pattern).search(good) and not ecma_pattern(pattern).search(bad)
+
+
+def test_a_revision_or_sha_with_a_line_break_is_refused():
+    cfg = base()
+    cfg["benchmarks"]["arith"]["sha256"] = "a" * 64 + "\n"
+    with pytest.raises(ConfigError, match="benchmarks.arith.sha256"):
+        validate_config(cfg)
+
+
+def test_check_name_names_the_key():
+    assert check_name("ok-1", "x") == "ok-1"
+    with pytest.raises(ConfigError, match="config error at `cli.--name`"):
+        check_name("bad\n", "cli.--name")
+
+
+def test_the_key_path_of_a_name_with_a_line_break_stays_on_one_line():
+    cfg = base()
+    cfg["benchmarks"]["x\n"] = dict(RG)
+    text = rejects(cfg, "benchmarks.'x\\n'", "not allowed")
+    assert "\n" not in text
+
+
+# -- numbers within what the libraries take (generated) ------------------------------------------------------
+
+
+SEED_KEYS = ["sampling.seed", "mc.seed", "judge.seed", "training.seed", "bon.bootstrap.seed",
+             "processbench_eval.bootstrap.seed", "search.seed", "critics.seed", "benchmarks.arith.seed"]
+
+
+def _set(cfg: dict, dotted: str, value) -> dict:
+    *parents, last = dotted.split(".")
+    node = cfg
+    for k in parents:
+        node = node.setdefault(k, {})
+    node[last] = value
+    return cfg
+
+
+@given(key=st.sampled_from(SEED_KEYS), seed=st.one_of(st.integers(max_value=-1), st.integers(min_value=2**32)))
+def test_a_seed_numpy_refuses_is_refused_at_validation(key, seed):
+    """transformers.set_seed / numpy.random.seed take 0 ≤ seed < 2**32; a job found out hours later."""
+    with pytest.raises(ConfigError, match=f"config error at `{re.escape(key)}`: .*seeds numpy accepts"):
+        validate_config(_set(base(), key, seed))
+
+
+@given(key=st.sampled_from(SEED_KEYS), seed=st.integers(0, 2**32 - 1))
+def test_seeds_in_range_pass(key, seed):
+    validate_config(_set(base(), key, seed))
+
+
+@given(value=st.integers(min_value=2**63))
+def test_an_integer_beyond_64_bits_is_refused(value):
+    with pytest.raises(ConfigError, match="sampling.max_tokens.*64-bit"):
+        validate_config(_set(base(), "sampling.max_tokens", value))
+
+
+@pytest.mark.parametrize("key", ["bon.bootstrap.samples", "processbench_eval.bootstrap.samples"])
+def test_bootstrap_sizes_are_bounded(key):
+    rejects(_set(base(), key, 2_000_000_000), key, "maximum")
+
+
+# -- reading config files: repeated keys, YTE, alias bombs -------------------------------------------------
+
+@given(depth=st.integers(0, 3), key=st.sampled_from(["seed", "n", "a b", "1"]))
+def test_a_key_repeated_in_a_config_file_is_refused_with_its_line(tmp_path_factory, depth, key):
+    f = tmp_path_factory.mktemp("cfg") / "c.yaml"
+    pad = "  " * depth
+    head = "".join("  " * i + f"k{i}:\n" for i in range(depth))
+    f.write_text(f"{head}{pad}{key!s}: 1\n{pad}other: 2\n{pad}{key!s}: 3\n")
+    with pytest.raises(ConfigError, match=f"c.yaml: line {depth + 3}: key .* appears twice .*first at line {depth + 1}"):
+        read_config_file(f)
+
+
+def test_merge_keys_and_anchors_stay_allowed(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("a: &x {p: 1, q: 2}\nb:\n  <<: *x\n  q: 3\n")
+    assert read_config_file(f) == {"a": {"p": 1, "q": 2}, "b": {"p": 1, "q": 3}}
+
+
+@given(width=st.integers(5, 12), depth=st.integers(6, 10))
+def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path_factory, width, depth):
+    if width ** depth <= MAX_CONFIG_NODES:
+        return
+    lines = ["l0: &l0 [x]"]
+    for i in range(1, depth + 1):
+        lines.append(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * width) + "]")
+    f = tmp_path_factory.mktemp("bomb") / "bomb.yaml"
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError, match="bomb.yaml: expands to"):
+        read_config_file(f)
+    # the same tree handed over already loaded (Snakemake's loader) stops validation at once
+    cfg = base()
+    cfg["run"] = {"name": yaml.safe_load(f.read_text())}
+    with pytest.raises(ConfigError, match="expands to"):
+        validate_config(cfg)
+
+
+@pytest.mark.parametrize("text", ["__use_yte__: true\nrun:\n  name: ?str(1)\n", "__use_yte__: false\n"])
+def test_a_yte_template_is_refused(tmp_path, text):
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match="YTE templating, which runs Python"):
+        read_config_file(f)
+
+
+def test_the_workflow_reads_its_config_files_strictly(tmp_path):
+    """Snakemake's own loader keeps the last of two keys; common.smk reads each file again and stops."""
+    f = tmp_path / "dup.yaml"
+    f.write_text((ROOT / "config/config.yaml").read_text() + "\nsampling: {n: 2}\n")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path / "wd"),
+                           "-n", "--cores", "1", "--configfile", str(f)], capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "key 'sampling' appears twice" in out, out[-3000:]
+
+
+def test_config_strings_hold_every_file_the_user_names():
+    """tables.quarantine never moves these (workflow/scripts/run.py passes them)."""
+    from prm_lessons.config import config_strings
+
+    cfg = base()
+    cfg["benchmarks"]["mine"] = {"source": "local", "path": "results/mine.parquet"}
+    cfg["judge"]["template_path"] = "/data/t.txt"
+    strings = config_strings(cfg)
+    assert {"results/mine.parquet", "/data/t.txt"} <= strings
+
+
+@pytest.mark.parametrize("key", ["label", "name"])
+@pytest.mark.parametrize("bad", ["x\n\n.. raw:: html\n\n   <script>alert(1)</script>", "a\rb", "tab\there",
+                                 "中文", "😀", "x" * 301])
+def test_run_label_and_name_are_one_line_of_settable_text(key, bad):
+    """They reach the report's reStructuredText, paper/report.md and LaTeX (escaped there too)."""
+    cfg = base()
+    cfg["run"][key] = bad
+    rejects(cfg, f"run.{key}", "LaTeX cannot set|at most 300")
+
+
+@pytest.mark.parametrize("bad", ["main\n", "a" * 40 + "\n", "my branch", "\tmain", "ma\x00in"])
+def test_a_revision_with_whitespace_or_a_control_character_is_refused(bad):
+    cfg = base()
+    cfg["models"]["h"] = {"source": "hub", "id": "org/m", "revision": bad}
+    rejects(cfg, "models.h.revision", "does not match")
+    cfg = base()
+    cfg["benchmarks"]["hubset"] = {"source": "hub", "id": "org/d", "revision": bad}
+    rejects(cfg, "benchmarks.hubset.revision", "does not match")

@@ -179,8 +179,8 @@ def test_hub_models_load_from_the_models_dir():
     cfg = validate_config(paper())
     assert model_path(cfg, "policy") == "resources/hub/qwen25_math_7b_instruct"
     assert model_path(cfg, "judge") == "resources/hub/qwen25_72b_instruct"
-    cfg["hub"]["models_dir"] = "/shared/prm/hub/"
-    assert model_path(cfg, "policy") == "/shared/prm/hub/qwen25_math_7b_instruct"
+    cfg["hub"]["models_dir"] = "resources/hub_links/"
+    assert model_path(cfg, "policy") == "resources/hub_links/qwen25_math_7b_instruct"
     emb = load_config(ROOT / "config/config.yaml")
     assert model_path(emb, "policy") == "resources/models/smollm2"
 

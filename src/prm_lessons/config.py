@@ -6,8 +6,10 @@ at DAG-construction time, not hours later on a GPU node.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
+import re
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -18,6 +20,7 @@ import yaml
 from .embedded_model import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
 from .pooling import ARCHITECTURES as VLLM_ARCHITECTURES  # torch-free at import: cheap at DAG time
 from .scoring.options import check_token_classification_params  # torch-free
+from .templates import OFFICIAL_CRITIC_TEMPLATE, template_problem  # stdlib only
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -26,11 +29,94 @@ class ConfigError(ValueError):
     """A config value the schema rejects; the message starts with the key path."""
 
 
+# -- names ----------------------------------------------------------------------------------------------
+# Every user-chosen name becomes a wildcard value and a file or directory name, often with a prefix or
+# suffix (critic-<judge>, <name>_predictions.parquet.corrupt, a temporary .<name>.…, two names joined):
+# 64 ASCII characters keep every such file name far below the 255-byte limit of common file systems.
+NAME_CHARS = "A-Za-z0-9_-"
+NAME_MAX = 64
+NAME_RE = re.compile(f"[{NAME_CHARS}]{{1,{NAME_MAX}}}")
+# the wildcard constraint of the name wildcards (workflow/rules/common.smk): the same characters; no
+# length bound there, since `prm` also takes the critic-<judge> rows the workflow names itself
+NAME_WILDCARD = f"[{NAME_CHARS}]+"
+# rows the tables add beside the user's: benchmark / subset `average`; `_baselines` / `_policy` rows;
+# the ProcessBench rows of critics (critic-<judge>) and model-free baselines (baseline_<kind>), which
+# share the `prm` wildcard with the PRMs. Compared case-insensitively.
+RESERVED_NAMES = ("average",)
+RESERVED_PREFIXES = ("_", "critic-", "baseline_")
+
+
+def name_problem(name) -> str | None:
+    """Why `name` cannot be a user-chosen name (the one rule for config names, wildcard values and CLI
+    names), or None when it can."""
+    if not isinstance(name, str):
+        return (f"{name!r} is a YAML {type(name).__name__}, not a string: a name is text (quote it; YAML "
+                "reads unquoted 1, true, null or 1.5 as other types)")
+    if re.fullmatch(NAME_WILDCARD, name) and len(name) > NAME_MAX:
+        return f"name {name[:20]!r}… is {len(name)} characters long (at most {NAME_MAX}: it becomes file names)"
+    if not NAME_RE.fullmatch(name):
+        return (f"name {name!r} is not allowed: a name becomes a wildcard value and a file name, so it may hold "
+                f"only letters, digits, '_' and '-' (no '/', '.', spaces or line breaks), at most {NAME_MAX}")
+    low = name.lower()
+    if low in RESERVED_NAMES or low.startswith(RESERVED_PREFIXES):
+        return (f"name {name!r} is reserved: the tables add rows named {', '.join(RESERVED_NAMES)} and "
+                f"names starting with {', '.join(map(repr, RESERVED_PREFIXES))} (any letter case)")
+    return None
+
+
+# -- free text that reaches a renderer (run.label, run.name) -----------------------------------------------
+# They are printed in the HTML report's captions (reStructuredText), paper/report.md (Markdown) and the
+# LaTeX tables and main.tex; each renderer escapes them, and here they are held to one line of characters
+# pdflatex (utf8 inputenc, T1 fonts: paper/main.tex) can set: printable ASCII, Latin-1, Latin Extended-A
+# and the dashes, quotes, bullet and ellipsis of General Punctuation.
+TEXT_KEYS = (("run", "label"), ("run", "name"))
+TEXT_MAX = 300
+_TEXT_CHAR_RE = re.compile("[\x20-\x7e\u00a0-\u017f\u2010-\u2027]")
+
+
+def text_problem(text) -> str | None:
+    """Why `text` cannot be user text that renderers print (the rule above), or None."""
+    if not isinstance(text, str):
+        return None  # the schema reports the type
+    if len(text) > TEXT_MAX:
+        return f"{len(text)} characters (at most {TEXT_MAX}: it is printed on every table and figure)"
+    for ch in text:
+        if not _TEXT_CHAR_RE.fullmatch(ch) or not ch.isprintable():  # no-break space, soft hyphen: not shown
+            what = "a line break or control character" if ch.isspace() or not ch.isprintable() else "a character"
+            return (f"{what} {ch!r} (U+{ord(ch):04X}) that the paper's LaTeX cannot set: one line of "
+                    "Latin-script text, dashes and quotes")
+    return None
+
+
+def _check_texts(cfg: dict) -> None:
+    for keys in TEXT_KEYS:
+        node = cfg
+        for k in keys:
+            node = node.get(k) if isinstance(node, dict) else None
+        problem = text_problem(node)
+        if problem:
+            raise _err(".".join(keys), problem)
+
+
+def check_name(name, key: str) -> str:
+    """`name` when it is an allowed name, else a ConfigError naming `key`."""
+    problem = name_problem(name)
+    if problem:
+        raise _err(key, problem)
+    return name
+
+
+def _printable(part) -> str:
+    # a key with a line break or a control character is shown escaped, so the message stays one line
+    text = str(part)
+    return text if text.isprintable() else repr(text)
+
+
 def _key_path(error: jsonschema.ValidationError) -> str:
-    parts = [str(p) for p in error.absolute_path]
+    parts = [_printable(p) for p in error.absolute_path]
     if "propertyNames" in error.schema_path:
         # jsonschema reports the map; the offending key is the instance
-        parts.append(str(error.instance))
+        parts.append(_printable(error.instance))
     elif error.validator == "additionalProperties":
         # jsonschema reports the parent; name the unknown key itself
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
@@ -43,8 +129,44 @@ def _key_path(error: jsonschema.ValidationError) -> str:
     return ".".join(parts) or "<root>"
 
 
+@functools.lru_cache(maxsize=None)
+def ecma_pattern(pattern: str) -> re.Pattern:
+    """A JSON Schema `pattern` (an ECMA-262 regex) compiled for Python: ECMA's `$` (no multiline flag)
+    matches only at the end of the string, Python's also before a final newline (jsonschema's own
+    `pattern` check, re.search, lets "name\\n" through `^...$`); so each `$` outside a class becomes `\\Z`."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[":
+            in_class = True
+        elif c == "]":
+            in_class = False
+        elif c == "$" and not in_class:
+            c = r"\Z"
+        out.append(c)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _pattern(validator, patrn, instance, schema):
+    if validator.is_type(instance, "string") and not ecma_pattern(patrn).search(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
+
+
+def _name_keyword(validator, value, instance, schema):
+    """`x-name: true` ($defs/name): the one name rule, name_problem."""
+    problem = value and name_problem(instance)
+    if problem:
+        yield jsonschema.ValidationError(problem)
+
+
 def _defaulting_validator(schema: dict):
-    """A Draft 2020-12 validator that also fills `default:` values (as snakemake.utils.validate does)."""
+    """A Draft 2020-12 validator that also fills `default:` values (as snakemake.utils.validate does),
+    matches `pattern` with ECMA semantics (ecma_pattern) and applies the name rule (`x-name`)."""
     base = jsonschema.Draft202012Validator
 
     def set_defaults(validator, properties, instance, schema):
@@ -54,7 +176,8 @@ def _defaulting_validator(schema: dict):
                     instance[name] = copy.deepcopy(sub["default"])
         yield from base.VALIDATORS["properties"](validator, properties, instance, schema)
 
-    cls = jsonschema.validators.extend(base, {"properties": set_defaults})
+    cls = jsonschema.validators.extend(base, {"properties": set_defaults, "pattern": _pattern,
+                                              "x-name": _name_keyword})
     return cls(schema)
 
 
@@ -97,8 +220,8 @@ def _message(err: jsonschema.ValidationError, schema: dict) -> str:
     elif err.validator == "required":
         msg = "missing required value"
     elif err.schema == defs.get("name"):
-        msg = (f"name {err.instance!r} is not allowed: a name becomes a wildcard value and a file name, "
-               "so it may hold only letters, digits, '_' and '-' (no '/', '.', spaces)")
+        # every check of the name def gives the one rule's message (deduplicated per key)
+        msg = name_problem(err.instance) or err.message
     elif err.schema == defs.get("hub_id"):
         msg = (f"{err.instance!r} is not a Hugging Face repository id (`name` or `org/name`: letters, "
                "digits, '_', '-', '.'; no '..' or '--')")
@@ -112,8 +235,57 @@ def _message(err: jsonschema.ValidationError, schema: dict) -> str:
     return f"{msg} (with `{cond}`)" if cond else msg
 
 
+# A config of the shipped kind has ~2,000 nodes; a YAML alias bomb (each level naming the one below
+# many times) has billions once expanded, which a validator walking the tree would visit one by one.
+MAX_CONFIG_NODES = 200_000
+# numpy.random.seed (transformers.set_seed, hence training) takes 0 ≤ seed < 2**32; every seed key is
+# held to that, so a seed fails here, not in a job
+SEED_RANGE = (0, 2**32 - 1)
+INT64_MAX = 2**63 - 1  # pyarrow, numpy and torch hold integers in 64 bits
+
+
+def _expanded_nodes(value, memo: dict) -> int:
+    """Nodes of the tree as a validator walks it: a mapping or list named n times (a YAML alias) counts
+    n times; memoised by identity, so this costs the distinct nodes only."""
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1  # a cycle (not produced by YAML's safe loader) counts once
+    if isinstance(value, dict):
+        n = 1 + sum(_expanded_nodes(v, memo) for v in value.values()) + len(value)
+    elif isinstance(value, list):
+        n = 1 + sum(_expanded_nodes(v, memo) for v in value)
+    else:
+        n = 1
+    memo[key] = n
+    return n
+
+
+def _check_size(cfg) -> None:
+    n = _expanded_nodes(cfg, {})
+    if n > MAX_CONFIG_NODES:
+        raise _err("<root>", f"the config expands to {n:,} values (at most {MAX_CONFIG_NODES:,}): YAML aliases "
+                             "(*name) repeat a large block many times")
+
+
+def _check_integers(value, path: str = "") -> None:
+    """Every seed within what numpy accepts (SEED_RANGE); every other integer within 64 bits."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_integers(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_integers(v, f"{path}.{i}")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        low, high = SEED_RANGE if path.rsplit(".", 1)[-1] == "seed" else (-INT64_MAX - 1, INT64_MAX)
+        if not low <= value <= high:
+            raise _err(path, f"{value} is outside {low}..{high}" + (" (the seeds numpy accepts)" if high == SEED_RANGE[1]
+                                                                    else " (a 64-bit integer)"))
+
+
 def validate_config(config: dict, schema_path: str | Path | None = None) -> dict:
     """Validate (and fill defaults in) a config dict; raise ConfigError naming the first bad key path."""
+    _check_size(config)
     schema = load_schema(schema_path)
     cfg = copy.deepcopy(dict(config))
     validator = _defaulting_validator(schema)
@@ -124,6 +296,8 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
                                    for err in errors))[:10]
         raise ConfigError("\n".join(lines))
     _check_finite(cfg)
+    _check_integers(cfg)
+    _check_texts(cfg)
     _drop_disabled_benchmarks(cfg)
     _check_output_paths(cfg)
     _check_cross_references(cfg)
@@ -166,9 +340,36 @@ def _check_finite(value, path: str = "") -> None:
 
 
 # Config values that become Snakemake outputs: Snakemake empties an output directory before its job, so
-# such a path must stay inside the working directory whatever the config says. Input paths (data files,
-# local models, ../shared/...) may point anywhere.
+# such a folder must be the workflow's own. The rule: a sub-folder of resources/ (OUTPUT_PARENT) given as
+# a relative path of names (name rule characters: no '.', '..', '~', spaces or hidden folders), which is
+# neither resources/ itself nor inside or around a folder other rules write (WORKFLOW_OUTPUT_DIRS). So it
+# can never be the working directory, results/, config/, logs/, paper/, the checkout or a folder the user
+# keeps. Input paths (data files, local models, hub.cache_dir, ../shared/...) may point anywhere.
 OUTPUT_PATH_KEYS = (("hub", "models_dir"),)
+OUTPUT_PARENT = "resources"
+WORKFLOW_OUTPUT_DIRS = ("resources/data", "resources/models", "resources/templates")
+
+
+def output_dir_problem(value) -> str | None:
+    """Why `value` cannot be a configurable output folder (the rule above), or None."""
+    text = str(value)
+    p = PurePosixPath(text)
+    if p.is_absolute() or text.startswith("~") or ".." in p.parts:
+        return (f"{text!r} must be a relative path inside the working directory (no absolute path, no '~', "
+                "no '..'): rule outputs are written and deleted there")
+    bad = [part for part in p.parts if not NAME_RE.fullmatch(part)]
+    if bad or not text.strip():
+        return (f"{text!r}: each folder of the path is a name (letters, digits, '_', '-'; no '.', spaces or line "
+                "breaks)")
+    if len(p.parts) < 2 or p.parts[0] != OUTPUT_PARENT:
+        return (f"{text!r} is not a dedicated folder: an output folder is a sub-folder of {OUTPUT_PARENT}/ (e.g. "
+                f"{OUTPUT_PARENT}/hub), since Snakemake empties it, and so never the working directory, results/, "
+                "config/, logs/ or a folder you keep")
+    for other in WORKFLOW_OUTPUT_DIRS:
+        o = PurePosixPath(other)
+        if p == o or o in p.parents or p in o.parents:
+            return f"{text!r} overlaps {other}/, which other rules of the workflow write"
+    return None
 
 
 def _check_output_paths(cfg: dict) -> None:
@@ -178,11 +379,9 @@ def _check_output_paths(cfg: dict) -> None:
             value = (value or {}).get(k)
         if value is None:
             continue
-        p = PurePosixPath(str(value))
-        if p.is_absolute() or str(value).startswith("~") or ".." in p.parts:
-            raise _err(".".join(keys), f"{value!r} must be a relative path inside the working directory "
-                                       "(no absolute path, no '~', no '..'): rule outputs are written and "
-                                       "deleted there")
+        problem = output_dir_problem(value)
+        if problem:
+            raise _err(".".join(keys), problem)
 
 
 def _check_cross_references(cfg: dict) -> None:
@@ -252,6 +451,7 @@ def _check_cross_references(cfg: dict) -> None:
     _check_analysis(cfg)
     _check_scoring_backends(cfg)
     _check_token_classification(cfg)
+    _check_templates(cfg)
     for key in ("benchmarks",):
         for name in cfg.get("analysis", {}).get(key, []) or []:
             if name not in cfg.get("benchmarks", {}):
@@ -474,8 +674,8 @@ def _check_judge_template(judge: dict) -> None:
 
 
 def _check_bon_judges(bj: dict, models: dict, benchmarks: dict) -> None:
-    """bon_judges: judge models under `models`, benchmarks under `benchmarks`, template files that exist
-    (read by the judge jobs; relative to the working directory)."""
+    """bon_judges: judge models under `models`, benchmarks under `benchmarks` (its templates:
+    _check_templates)."""
     for name, j in (bj.get("judges") or {}).items():
         if j.get("model") not in models:
             raise _err(f"bon_judges.judges.{name}.model", f"model '{j.get('model')}' is not defined under `models`")
@@ -486,9 +686,39 @@ def _check_bon_judges(bj: dict, models: dict, benchmarks: dict) -> None:
     for i, b in enumerate(bj.get("benchmarks") or []):
         if b not in benchmarks:
             raise _err(f"bon_judges.benchmarks.{i}", f"'{b}' is not a benchmark (names under `benchmarks`)")
-    for key in ("pointwise_template", "pairwise_template"):
-        if bj.get(key) and not Path(bj[key]).is_file():
-            raise _err(f"bon_judges.{key}", f"no such file {bj[key]!r} (relative to the working directory)")
+
+
+def _check_template_file(path, kind: str, key: str) -> None:
+    """A template the config names: the file exists (relative to the working directory; the official
+    critique template is fetched by a rule and checked when read) and fills `kind`'s placeholders."""
+    if not Path(path).is_file():
+        if Path(path) == Path(OFFICIAL_CRITIC_TEMPLATE):
+            return
+        raise _err(key, f"no such file {path!r} (relative to the working directory)")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _err(key, f"{path}: cannot be read as UTF-8 text ({exc})") from None
+    problem = template_problem(text, kind)
+    if problem:
+        raise _err(key, f"{path}: {problem}")
+
+
+def _check_templates(cfg: dict) -> None:
+    """Every template the config can replace, checked before any job (so before any model loads)."""
+    judge = cfg.get("judge") or {}
+    if judge.get("template_path"):
+        _check_template_file(judge["template_path"], "judge", "judge.template_path")
+    critics = cfg.get("critics") or {}
+    if critics.get("template_path") and critics.get("template", "project") == "project":
+        _check_template_file(critics["template_path"], "judge", "critics.template_path")
+    for name, entry in (critics.get("judges") or {}).items():
+        if entry.get("template_path") and entry.get("template", critics.get("template", "project")) == "project":
+            _check_template_file(entry["template_path"], "judge", f"critics.judges.{name}.template_path")
+    bj = cfg.get("bon_judges") or {}
+    for key, kind in (("pointwise_template", "pointwise"), ("pairwise_template", "pairwise")):
+        if bj.get(key):
+            _check_template_file(bj[key], kind, f"bon_judges.{key}")
 
 
 def _fraction(t) -> Fraction:
@@ -513,10 +743,52 @@ def _is_sweep_spec(spec: dict, t) -> bool:
 RESERVED_PRM_PREFIXES = ("critic-", "baseline_")
 
 
+def _name_groups(cfg: dict) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Each namespace of names as (what, [(key path, name)]): the names of one group become files in
+    the same folders, so two of them must differ in more than letter case."""
+    def keys(where: str, mapping) -> list[tuple[str, str]]:
+        return [(f"{where}.{n}", n) for n in (mapping or {})]
+
+    def sub(*path):
+        node = cfg
+        for k in path:
+            node = node.get(k) if isinstance(node, dict) else None
+        return node
+
+    cons = sub("processbench", "constructed") or {}
+    return [
+        ("models", keys("models", cfg.get("models"))),
+        ("problem sets and benchmarks", keys("problems", cfg.get("problems")) + keys("benchmarks", cfg.get("benchmarks"))),
+        ("PRMs", keys("trainsets.variants", sub("trainsets", "variants")) + keys("prms.models", sub("prms", "models"))),
+        ("critics", keys("critics.judges", sub("critics", "judges"))),
+        ("Best-of-N judges", keys("bon_judges.judges", sub("bon_judges", "judges"))),
+        ("policies", keys("bon.policies", sub("bon", "policies"))),
+        ("ProcessBench subsets", [(f"processbench.subsets.{i}", n) for i, n in enumerate(sub("processbench", "subsets") or [])]
+         + keys("processbench.constructed.subsets", cons.get("subsets"))),
+        ("ProcessBench dev subsets", keys("processbench.constructed.dev.subsets", (cons.get("dev") or {}).get("subsets"))),
+        ("human construction problems", keys("human.construction.problems", sub("human", "construction", "problems"))),
+    ]
+
+
+def _check_case_clashes(cfg: dict) -> None:
+    """Two names of one namespace that differ only in letter case name the same file on a
+    case-insensitive file system (macOS, Windows, many shared mounts)."""
+    for what, names in _name_groups(cfg):
+        seen: dict[str, str] = {}
+        for key, name in names:
+            if not isinstance(name, str):
+                continue
+            other = seen.setdefault(name.casefold(), name)
+            if other != name:
+                raise _err(key, f"{name!r} and {other!r} ({what}) differ only in letter case: they name the same "
+                                "file on a case-insensitive file system")
+
+
 def _check_namespaces(cfg: dict) -> None:
     """Names that share a wildcard must not clash: problem sets and benchmarks (`dataset`:
     results/samples/<name>.parquet), and trained variants, released PRMs, critics and the ProcessBench
-    baselines (`prm`: results/scores/<prm>/, results/metrics/*/<prm>.json)."""
+    baselines (`prm`: results/scores/<prm>/, results/metrics/*/<prm>.json); nor differ only in case."""
+    _check_case_clashes(cfg)
     for name in cfg.get("benchmarks") or {}:
         if name in (cfg.get("problems") or {}):
             raise _err(f"benchmarks.{name}", "also defined under `problems`: problem sets and benchmarks "
@@ -545,12 +817,85 @@ def _check_namespaces(cfg: dict) -> None:
                             "ProcessBench rows of critics and baselines")
 
 
+# -- reading config files ---------------------------------------------------------------------------------
+# Snakemake reads --configfile itself (JSON, else YAML through YTE); its YAML keeps the last of two equal
+# keys silently. The workflow reads each file again with this loader (common.smk, before validation), so
+# a repeated key, a YTE template or an alias bomb is an error naming the file and line.
+
+class _StrictLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a key repeated in one mapping (YAML's last-wins would hide a typo)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: merging is what it is for
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key (a list): the schema reports it
+                continue
+            if first != key_node.start_mark.line + 1:
+                raise ConfigError(f"{self.name}: line {key_node.start_mark.line + 1}: key {key!r} appears twice in "
+                                  f"one mapping (first at line {first}); YAML would silently keep the last")
+        return super().construct_mapping(node, deep)
+
+
+def read_config_file(path: str | Path) -> dict:
+    """One config file, read strictly: no repeated key, no YTE template (`__use_yte__`), at most
+    MAX_CONFIG_NODES values with aliases expanded; errors name the file (and line)."""
+    text = Path(path).read_text(encoding="utf-8")
+    loader = _StrictLoader(text)
+    loader.name = str(path)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return {}
+        n = _expanded_nodes_yaml(node, {})
+        if n > MAX_CONFIG_NODES:
+            raise ConfigError(f"{path}: expands to {n:,} values (at most {MAX_CONFIG_NODES:,}): YAML aliases "
+                              "(*name) repeat a large block many times")
+        data = loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config file is a mapping of keys at the top level")
+    if "__use_yte__" in data:
+        # Snakemake has already run the template (and any Python in it) by now; this stops the run
+        raise ConfigError(f"{path}: `__use_yte__` turns on YTE templating, which runs Python from the config "
+                          "file; this workflow's configs are data only (write the values out)")
+    return data
+
+
+def _expanded_nodes_yaml(node, memo: dict) -> int:
+    """_expanded_nodes on a composed YAML node graph (an alias is the same node object)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1
+    if isinstance(node, yaml.MappingNode):
+        n = 1 + sum(_expanded_nodes_yaml(k, memo) + _expanded_nodes_yaml(v, memo) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        n = 1 + sum(_expanded_nodes_yaml(v, memo) for v in node.value)
+    else:
+        n = 1
+    memo[key] = n
+    return n
+
+
+def check_config_files(paths) -> None:
+    """Read every config file Snakemake was given strictly (read_config_file); raises ConfigError."""
+    for p in paths:
+        read_config_file(p)
+
+
 def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:
     """Merge YAML files left to right (later wins, nested dicts merged) and validate."""
     merged: dict[str, Any] = {}
     for p in paths:
-        with open(p) as fh:
-            deep_update(merged, yaml.safe_load(fh) or {})
+        deep_update(merged, read_config_file(p))
     if overrides:
         deep_update(merged, overrides)
     return validate_config(merged)
@@ -596,6 +941,16 @@ def used_models(cfg: dict) -> set[str]:
     if (cfg.get("search") or {}).get("prms") and cfg["search"].get("policy"):
         names.add(cfg["search"]["policy"])
     return {n for n in names if n in models}
+
+
+def config_strings(value) -> set[str]:
+    """Every string value of a config: the files the user named (`path`, `template_path`, a local model's
+    `id`, …) among them, which tables.quarantine never moves, wherever they lie."""
+    if isinstance(value, dict):
+        return set().union(*map(config_strings, value.values())) if value else set()
+    if isinstance(value, (list, tuple)):
+        return set().union(*map(config_strings, value)) if value else set()
+    return {value} if isinstance(value, str) and value else set()
 
 
 def hub_models_dir(config: dict) -> str:

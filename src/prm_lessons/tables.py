@@ -6,8 +6,9 @@ Integrity: every table is written with Parquet's own page checksums (CRC32 per d
 content checksum; pyarrow verifies them on read) and records its kind and row count in the file's
 metadata. A truncated file (no footer), a flipped byte in a data page, a row count or a kind that differs
 from what was recorded: read_table raises CorruptTableError naming the file and what is wrong. The rule
-adapter (workflow/scripts/run.py) then moves the corrupt input aside, so the next run regenerates it with
-its producer rule instead of feeding it to consumers.
+adapter (workflow/scripts/run.py) then moves a corrupt input that a rule wrote (under results/) aside, so
+the next run regenerates it with its producer rule instead of feeding it to consumers; a file of the
+user's (anywhere else, or one the config names) is never moved: the job stops naming it (quarantine).
 
 The CSV stage tables (results/tables/{bon,judge_bon,search,bon_baselines,processbench,trainsets,
 process_check,process_check_bon,label_audit}.csv) go through write_csv / read_csv: the same column and key checks plus
@@ -152,7 +153,7 @@ class CorruptTableError(TableError):
 
     def __init__(self, path: str | Path, what: str):
         self.path = str(path)
-        super().__init__(f"{path}: corrupt table ({what}); its producer rule must write it again")
+        super().__init__(f"{path}: corrupt table ({what})")
 
 
 def check_table(df: pd.DataFrame, kind: str, where: str = "") -> pd.DataFrame:
@@ -288,12 +289,25 @@ def read_csv(path: str | Path, kind: str) -> pd.DataFrame:
     return check_csv(df, kind, str(path))
 
 
-def quarantine(path: str | Path, inputs: list[str]) -> str:
-    """Move a corrupt table that is one of a job's inputs to `<path>.corrupt` (kept for inspection); what
-    was done, as a line for the job's log. A file that is no input of the job is left alone."""
+# The folder of the working directory that only rules write: a corrupt table in it is a rule's output,
+# which the next run writes again. Nothing outside it is ever moved (a user's `source: local` file, a
+# model directory, a downloaded set the user pointed a config key at).
+OWN_OUTPUT_DIR = "results"
+
+
+def quarantine(path: str | Path, inputs: list[str], user_files=(), workdir: str | Path = ".") -> str:
+    """Move a corrupt table to `<path>.corrupt` (kept for inspection) when it is one of the job's inputs,
+    lies under the working directory's results/ (OWN_OUTPUT_DIR, where only rules write) and is not a
+    file the config names (`user_files`: a user's file there is still the user's); what was done, as a
+    line for the job's log. Any other file is left untouched, and the line says whose it is."""
     path = Path(path)
-    if not any(Path(f).resolve() == path.resolve() for f in inputs) or not path.exists():
+    own = (Path(workdir) / OWN_OUTPUT_DIR).resolve()
+    resolved = path.resolve()
+    if not any(Path(f).resolve() == resolved for f in inputs) or not path.exists():
         return f"{path}: corrupt, not an input of this job: left in place"
+    if own not in resolved.parents or any((Path(workdir) / str(f)).resolve() == resolved for f in user_files):
+        return (f"{path}: corrupt, and not a table this workflow writes under {OWN_OUTPUT_DIR}/ (a file of yours "
+                "the config names): left untouched; repair or replace it, then run the same command again")
     dest = path.with_name(path.name + ".corrupt")
     os.replace(path, dest)
     return (f"{path}: corrupt input moved to {dest}; run the same command again and its producer rule "
@@ -350,6 +364,51 @@ def _suffix(path: Path) -> str:
     return "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
 
 
+class RowError(ValueError):
+    """A JSON row that parses but is not data: a repeated key, NaN / Infinity, nesting past the bound."""
+
+
+MAX_JSON_DEPTH = 100  # rows of every source nest a few levels; deeper is a damaged or hostile file
+
+
+def _no_repeated_keys(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise RowError(f"key {k!r} appears twice in one object (JSON would keep the last silently)")
+        out[k] = v
+    return out
+
+
+def _no_constant(name):
+    raise RowError(f"{name} is not a JSON value (a number must be finite)")
+
+
+def _depth_ok(text: str) -> bool:
+    """Whether brackets nest at most MAX_JSON_DEPTH deep (an upper bound: brackets inside strings count)."""
+    depth = 0
+    for c in text:
+        if c in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return False
+        elif c in "]}":
+            depth -= 1
+    return True
+
+
+def loads_strict(text: str, constants: bool = True):
+    """json.loads for input rows: a key repeated in one object or nesting deeper than MAX_JSON_DEPTH
+    raise RowError (json.loads would take the last key and, nested deeply, end in a RecursionError);
+    invalid JSON raises json.JSONDecodeError as before. NaN / Infinity are read as floats unless
+    `constants` is false: a score file may hold them (each field's check decides, naming the row: a
+    NaN step score counts wrong, a NaN gold is refused)."""
+    if not _depth_ok(text):
+        raise RowError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    kwargs = {} if constants else {"parse_constant": _no_constant}
+    return json.loads(text, object_pairs_hook=_no_repeated_keys, **kwargs)
+
+
 def iter_records(path: str | Path):
     """Rows of a .jsonl(.gz) file one at a time (PRM800K is too large to hold as dicts); a line that is not
     JSON, not UTF-8 or not an object names its file and line number."""
@@ -367,9 +426,11 @@ def iter_records(path: str | Path):
                                  f"{exc.start + 1})") from None
             if line.strip():
                 try:
-                    rec = json.loads(line)
+                    rec = loads_strict(line)
                 except json.JSONDecodeError as exc:
                     raise ValueError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
+                except RowError as exc:
+                    raise ValueError(f"{path}: line {n}: {exc}") from None
                 if not isinstance(rec, dict):
                     raise ValueError(f"{path}: line {n} is a JSON {type(rec).__name__}, not an object")
                 yield rec
@@ -391,9 +452,11 @@ def read_records(path: str | Path) -> list[dict]:
             line = path.read_bytes()[: exc.start].count(b"\n") + 1
             raise ValueError(f"{path}: line {line} is not UTF-8 (byte {exc.object[exc.start]:#x})") from None
         try:
-            data = json.loads(text)
+            data = loads_strict(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})") from None
+        except RowError as exc:
+            raise ValueError(f"{path}: {exc}") from None
         if isinstance(data, dict):
             data = data.get("data", data.get("rows"))
         if not isinstance(data, list):

@@ -56,13 +56,13 @@ from .metrics.bon import bon_metrics
 from .metrics.select import best_or_none
 from .shards import in_shard
 from .steps import join_steps
+from .templates import TEMPLATE_KINDS, read_template
 
 log = logging.getLogger(__name__)
 
 MODES = ("pointwise", "pairwise")
-# placeholders each template may use ({{ and }} for literal braces, as str.format)
-PLACEHOLDERS = {"pointwise": ("problem", "tagged_response", "n_steps"),
-                "pairwise": ("problem", "response_a", "response_b")}
+# placeholders each template may use ({{ and }} for literal braces, as str.format): templates.TEMPLATE_KINDS
+PLACEHOLDERS = {m: TEMPLATE_KINDS[m][0] for m in MODES}
 
 POINTWISE_FORCE = "\n\nVerdicts:\n"
 PAIRWISE_FORCE = "\n\nThe better response is \\boxed{"
@@ -82,15 +82,12 @@ def template_file(mode: str) -> Path:
 
 
 def load_template(mode: str, path: str | None = None) -> str:
-    """The prompt of a mode: the file at `path`, else the built-in one. A template that names an unknown
-    placeholder is an error naming it (str.format would fail only at the first prompt)."""
-    text = Path(path or template_file(mode)).read_text()
-    try:
-        text.format(**{k: "" for k in PLACEHOLDERS[mode]})
-    except (KeyError, IndexError, ValueError) as exc:
-        raise ValueError(f"{path or template_file(mode)}: not a {mode} judge template ({exc!r}); placeholders: "
-                         f"{', '.join('{' + k + '}' for k in PLACEHOLDERS[mode])}, literal braces doubled") from None
-    return text
+    """The prompt of a mode: the file at `path`, else the built-in one. A template with an unknown
+    placeholder or without a needed one is an error naming it (templates.read_template; config
+    validation checks the same before any job)."""
+    if mode not in MODES:
+        raise ValueError(f"judge mode must be one of {MODES}, not {mode!r}")
+    return read_template(path or template_file(mode), mode)
 
 
 def render_pointwise(question: str, steps: Sequence[str], template: str) -> str:

@@ -323,3 +323,70 @@ def test_long_questions_config_key():
                        overrides={"sampling": {"long_questions": "skip"}})["sampling"]["long_questions"] == "skip"
     with pytest.raises(ConfigError, match="sampling.long_questions"):
         load_config(ROOT / "config/config.yaml", overrides={"sampling": {"long_questions": "truncate"}})
+
+
+# ======================================================================================== golds (by class)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# values that are not answers: non-finite numbers, booleans, null, objects, and lists that are empty or
+# hold any of these or a blank string
+NOT_SCALAR_ANSWERS = st.one_of(st.sampled_from([float("inf"), float("-inf"), float("nan")]), st.booleans(),
+                               st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+BLANK = st.text(alphabet=" \t\n\r\u00a0\u3000", max_size=4)
+NOT_ANSWERS = st.one_of(
+    NOT_SCALAR_ANSWERS,
+    st.just([]),
+    st.lists(st.one_of(st.none(), BLANK, NOT_SCALAR_ANSWERS), min_size=1, max_size=3),
+    st.tuples(st.text(min_size=1, max_size=3).filter(str.strip), st.one_of(st.none(), BLANK)).map(list),
+    st.sampled_from(["nan", "NaN", "None", " null "]),
+)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(gold=NOT_ANSWERS, fmt=st.sampled_from(["jsonl", "parquet"]))
+def test_a_gold_that_is_not_an_answer_is_refused_with_its_row(tmp_path_factory, gold, fmt):
+    """`[null]`, `["", ""]`, Infinity (a Parquet float or a Python row) loaded as golds and could be graded
+    correct; each is an error naming the row."""
+    d = tmp_path_factory.mktemp("gold")
+    rows = [{"question": "1+1?", "answer": "2"}, {"question": "2+2?", "answer": gold}]
+    if fmt == "jsonl":
+        try:
+            text = "".join(json.dumps(r, allow_nan=True) + "\n" for r in rows)
+        except TypeError:
+            return
+        f = d / "p.jsonl"
+        f.write_text(text)
+    else:  # a number or boolean column as such; lists as the JSON text some exports store
+        f = d / "p.parquet"
+        if isinstance(gold, dict):
+            return
+        col = ([type(gold)(2), gold] if isinstance(gold, (bool, float)) else ["2", gold] if isinstance(gold, str)
+               else ["2", json.dumps(gold, allow_nan=True)])
+        pd.DataFrame({"question": ["1+1?", "2+2?"], "answer": col}).to_parquet(f)
+    with pytest.raises((InputError, ValueError)) as exc:
+        load_problems("b", _local(f))
+    text = str(exc.value)
+    assert "b-00001" in text or "line 2" in text, text
+
+
+@pytest.mark.parametrize("gold", ["2", 2, 2.5, ["1", "2"], [3, "x"], "\\infty"])
+def test_answers_of_every_shape_still_load(tmp_path, gold):
+    f = _jsonl(tmp_path / "p.jsonl", [{"question": "q?", "answer": gold}])
+    assert len(load_problems("b", _local(f))) == 1
+
+
+@pytest.mark.parametrize("token", ["Infinity", "-Infinity", "NaN", "[Infinity]"])
+def test_a_json_constant_gold_names_its_row(tmp_path, token):
+    f = tmp_path / "p.jsonl"
+    f.write_text('{"question": "q?", "answer": "1"}\n{"question": "q?", "answer": %s}\n' % token)
+    with pytest.raises((InputError, ValueError), match=r"b-00001"):
+        load_problems("b", _local(f))
+
+
+def test_a_row_with_a_repeated_key_names_the_file_and_line(tmp_path):
+    f = tmp_path / "p.jsonl"
+    f.write_text('{"question": "q?", "answer": "1"}\n{"question": "q?", "answer": "1", "answer": "2"}\n')
+    with pytest.raises(ValueError, match=r"line 2: key 'answer' appears twice"):
+        load_problems("b", _local(f))

@@ -176,3 +176,47 @@ def test_rule_human_prm800k_expanded_and_deduplicated_across_files(tmp_path):
     summary = table_meta(tmp_path / "h.parquet")["summary"]
     assert len(df) == 7 and summary["duplicates"] == 7 and summary["expand"] == "alternatives"
     assert summary["prm800k_sample.alternatives"] == 3
+
+
+# -- PRM800K integers are checked, never cast (generated members of the class) ----------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+NOT_INTEGERS = st.one_of(st.floats(allow_nan=True, allow_infinity=True).filter(lambda x: not float(x).is_integer()),
+                         st.booleans(), st.text(max_size=3), st.lists(st.integers(), max_size=2),
+                         st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
+
+
+@given(value=NOT_INTEGERS, field=st.sampled_from(["rating", "chosen_completion", "other_rating"]))
+def test_prm800k_ratings_and_indices_that_are_not_integers_are_refused(value, field):
+    """int(1.7) made a rating of 1.7 a positive label and a completion index of 0.5 the first completion."""
+    rec = records()[0]
+    step = rec["label"]["steps"][0]
+    if field == "rating":
+        step["completions"][step["chosen_completion"]]["rating"] = value
+    elif field == "chosen_completion":
+        step["chosen_completion"] = value
+    else:  # an alternative's rating, read when the chosen one is absent or with expand
+        step["chosen_completion"] = None
+        step["human_completion"] = None
+        step["completions"][0]["rating"] = value
+    with pytest.raises(ValueError, match="is not an integer") as exc:
+        convert_prm800k_record(rec, where="line 7")
+    assert "line 7 step 0" in str(exc.value)
+
+
+@pytest.mark.parametrize("steps", ["oops", [1], [{"completions": "x"}], [{"completions": [3]}]])
+def test_prm800k_steps_of_the_wrong_shape_name_the_record(steps):
+    rec = records()[0]
+    rec["label"]["steps"] = steps
+    with pytest.raises(ValueError, match="line 3"):
+        convert_prm800k_record(rec, where="line 3")
+
+
+def test_prm800k_integral_floats_are_integers():
+    """A Parquet copy stores integers beside a missing value as floats: 1.0 is the rating 1."""
+    rec = records()[0]
+    step = rec["label"]["steps"][0]
+    step["chosen_completion"] = float(step["chosen_completion"])
+    assert convert_prm800k_record(rec) == convert_prm800k_record(records()[0])

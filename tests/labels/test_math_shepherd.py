@@ -183,3 +183,13 @@ def test_rehearsal_standin_file_reads_with_one_malformed_row(tmp_path, shared_da
     assert rep["rows"] == n and rep["malformed"] == 1 and len(inst) == n - 1
     assert rep["malformed_ids"] == {"label_mismatch": [f"math_shepherd-{n - 1:07d}"]}
     assert rep["truncated"] > 0 and all(len(x["steps"]) == len(x["labels"]) for x in inst)
+
+
+@pytest.mark.parametrize("line", ['{"input": "a", "label": "b", "label": "c", "task": "GSM8K"}',
+                                  '{"input": NaN, "label": "b", "task": "GSM8K"}',
+                                  '{"x": ' * 200 + "1" + "}" * 200])
+def test_a_row_with_a_repeated_key_a_constant_or_deep_nesting_is_malformed(tmp_path, line):
+    """json.loads kept the last of two keys (and read NaN, or recursed); such a row is one malformed row."""
+    f = tmp_path / "ms.jsonl"
+    f.write_text(line + "\n")
+    assert list(iter_rows(f)) == [None]

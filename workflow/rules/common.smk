@@ -6,9 +6,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # works from a checkout without install
 from prm_lessons import codedeps, plan, where  # noqa: E402
-from prm_lessons.config import validate_config, model_entry, hub_models_dir, model_path  # noqa: E402
+from prm_lessons.config import (
+    NAME_WILDCARD,
+    check_config_files,
+    validate_config,
+    model_entry,
+    hub_models_dir,
+    model_path,
+)  # noqa: E402
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths  # noqa: E402
 
+check_config_files(workflow.configfiles)  # repeated keys, YTE, alias bombs: errors naming the file
 config = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 
 RUN = "../scripts/run.py"  # script: paths are relative to this .smk file
@@ -66,13 +74,13 @@ ANALYSIS_ARTIFACTS = [a for a in ARTIFACTS if a not in ANALYSIS_SKIPPED]
 # Names from the config are identifiers (the schema's $defs/name, checked before the DAG): a wildcard
 # never matches a slash or a dot, so no config name or request can reach outside its folder.
 wildcard_constraints:
-    dataset=r"[A-Za-z0-9_\-]+",
+    dataset=NAME_WILDCARD,
     shard=r"\d+",
     nshards=r"\d+",
-    variant=r"[A-Za-z0-9_\-]+",
-    prm=r"[A-Za-z0-9_\-]+",
-    model=r"[A-Za-z0-9_\-]+",
-    judge=r"[A-Za-z0-9_\-]+",
+    variant=NAME_WILDCARD,
+    prm=NAME_WILDCARD,
+    model=NAME_WILDCARD,
+    judge=NAME_WILDCARD,
     policy_dir=plan.policy_dir_regex(config),
 
 

@@ -61,7 +61,9 @@ def main() -> None:
         if isinstance(exc, CorruptTableError):
             # moved aside: the next run sees the input missing and regenerates it with its producer rule
             # (left in place, a corrupt input with a good mtime would be read again by every rerun)
-            msg = quarantine(exc.path, [str(f) for f in snakemake.input])
+            from prm_lessons.config import config_strings
+
+            msg = quarantine(exc.path, [str(f) for f in snakemake.input], user_files=config_strings(snakemake.config))
             for out in {stream, sys.__stderr__}:  # the job's log and the console
                 print(msg, file=out, flush=True)
         raise

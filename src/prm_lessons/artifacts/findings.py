@@ -20,6 +20,8 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 
 import pandas as pd
 
+from .render import md_escape
+
 log = logging.getLogger(__name__)
 
 HEADING = "## What this run found"
@@ -422,7 +424,7 @@ def _stale_note(frames: dict[str, pd.DataFrame | None], run_label: str) -> str |
         if has_columns(df, ("run",)) and run_label:
             runs = {str(x) for x in df["run"].dropna().unique()}
             if runs and runs != {run_label}:
-                other.append(f"`{name}` ({', '.join(sorted(runs))})")
+                other.append(f"`{name}` ({', '.join(md_escape(r) for r in sorted(runs))})")
     if not other:
         return None
     return "Note: these tables name another run than this report: " + "; ".join(other) + "."
@@ -439,7 +441,7 @@ def findings_markdown(processbench: pd.DataFrame | None, bon: pd.DataFrame | Non
     Best-of-N response score (analysis.aggregation; another prm_* metric when absent). `threshold_sweep`:
     [(threshold, variant)] (plan.threshold_sweep_variants); otherwise read from `trainsets`, then names."""
     md = [HEADING, ""]
-    md.append((f"Run: {run_label}. " if run_label else "")
+    md.append((f"Run: {md_escape(run_label)}. " if run_label else "")
               + "Generated from this run's tables: ProcessBench F1 and Best-of-N accuracy in %, differences in "
               "points, brackets are bootstrap intervals. “Beats” is said only where a paired interval lies "
               "above 0, “indistinguishable” where it contains 0; two PRMs' own intervals that overlap do not "

@@ -125,8 +125,41 @@ _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "
                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
+# characters outside what paper/main.tex's pdflatex (utf8 inputenc, T1) sets by default, written as
+# commands; config validation holds run.label to settable text (config.text_problem)
+_TEX_SYMBOLS = {"Δ": r"$\Delta$", "≤": r"$\leq$", "≥": r"$\geq$", "−": r"$-$", "→": r"$\rightarrow$",
+                "±": r"$\pm$", "≈": r"$\approx$", "×": r"$\times$"}
+
+
 def tex_escape(text: object) -> str:
-    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
+    """`text` as LaTeX that prints it: the ten special characters escaped, a few symbols as math,
+    line breaks and other control characters as spaces (a line break inside a table cell or a
+    \newcommand would end it), and a character pdflatex cannot set (CJK, emoji: beyond U+2FFF) as '?'
+    rather than a stopped PDF build."""
+    out = []
+    for ch in str(text):
+        if ch in _TEX_ESCAPES:
+            out.append(_TEX_ESCAPES[ch])
+        elif ch in _TEX_SYMBOLS:
+            out.append(_TEX_SYMBOLS[ch])
+        elif not ch.isprintable():
+            out.append(" ")
+        elif ord(ch) > 0x2FFF:
+            out.append("?")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+_MD_PUNCTUATION = set("\\`*_{}[]()<>#+-.!|~&^=:\"'$%@,;/?")
+
+
+def md_escape(text: object) -> str:
+    """User text (a run label) as Markdown that prints it: every ASCII punctuation character
+    backslash-escaped (CommonMark then shows it literally: no emphasis, link, HTML tag or entity),
+    line breaks and other control characters as spaces."""
+    return "".join(("\\" + ch) if ch in _MD_PUNCTUATION else (" " if not ch.isprintable() else ch)
+                   for ch in str(text))
 
 
 def latex_table(display, title: str, source: str, run: Mapping, label: str, notes: list[str] | None = None) -> str:
@@ -213,7 +246,7 @@ def report_markdown(pub: Mapping, run: Mapping, cells_of: Mapping[str, pd.DataFr
     md = [f"# Reproduction report: {pub['citation']['title']}", ""]
     if findings.strip():
         md += [findings.strip(), ""]
-    md += [f"**What produced these numbers:** {stamp(run)}.",
+    md += [f"**What produced these numbers:** {md_escape(stamp(run))}.",
           "",
           f"Published numbers: {pub['citation']['text']} <{pub['citation']['url']}>. "
           f"Paper setup: {pub['citation']['setup']}",

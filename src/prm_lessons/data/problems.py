@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import numbers
 import random
 import re
 from pathlib import Path
@@ -174,6 +175,33 @@ def decode_list(value):
     return value
 
 
+# how pandas, Python and JSON exports write a missing value as text; no benchmark's gold is one of these
+MISSING_WORDS = ("nan", "none", "null")
+
+
+def _not_an_answer(raw) -> str | None:
+    """Why a gold value is not an answer, or None: a gold is text or a finite number, or a non-empty list
+    of them (OlympiadBench); null, NaN, ±Infinity, true/false, objects, empty lists and lists holding
+    null or blank strings are not (`["", ""]` would join to ", " and be graded like an answer)."""
+    def scalar(v) -> str | None:
+        if isinstance(v, bool):
+            return f"{v!r} (a boolean)"
+        if isinstance(v, numbers.Real):  # numpy scalars from a parquet copy too
+            return None if math.isfinite(float(v)) else f"{v!r} (not a finite number)"
+        if isinstance(v, str):
+            if v.strip().lower() in MISSING_WORDS:
+                return f"{v!r} (what a missing value is written as)"
+            return None if v.strip() else f"{v!r} (blank)"
+        return f"{v!r} (a {type(v).__name__})"
+
+    if isinstance(raw, (list, tuple)):
+        if not raw:
+            return "an empty list"
+        bad = [b for b in map(scalar, raw) if b]
+        return f"a list holding {bad[0]}" if bad else None
+    return scalar(raw)
+
+
 def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
     """One source record → {question, answer, gold_steps, source_id}, per the spec's field mapping."""
     fields = {"question": "question", "answer": "answer", "gold_steps": None, "id": None, "choices": None,
@@ -191,6 +219,8 @@ def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
                     "source_id": None if source_id is None else str(source_id)}
         raise ValueError(f"row {row_id}: missing answer (field '{af}')")
     raw_answer = decode_list(rec[af])
+    if (why := _not_an_answer(raw_answer)):
+        raise ValueError(f"row {row_id}: the gold in field '{af}' is not an answer: {why}")
     try:
         if fmt == "gsm8k":
             answer = gsm8k_answer(raw_answer)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..corruption import CorruptionError, construction_plan, corrupt_solution
+from ..errors import as_int, json_type
 from ..tables import read_table
 from . import clean_steps
 
@@ -69,10 +70,19 @@ def decontaminate(instances: list[dict], eval_questions: Iterable[str]) -> tuple
 
 # -- PRM800K ---------------------------------------------------------------------------------------------
 
-def _rating_label(rating, neutral: str) -> float | None:
+def _integer(value, what: str, where: str) -> int:
+    """An integer field of a PRM800K record, checked, not cast: int(1.7) would make a rating of 1.7 a
+    positive label and a completion index of 0.5 the first completion."""
+    n = as_int(value)
+    if n is None:
+        raise ValueError(f"{where}: {what} {value!r} is not an integer (a JSON {json_type(value)})")
+    return n
+
+
+def _rating_label(rating, neutral: str, where: str = "") -> float | None:
     if rating is None:
         return None
-    r = int(rating)
+    r = _integer(rating, "rating", where)
     if r == 1:
         return 1.0
     if r == -1:
@@ -104,23 +114,31 @@ def _walk_prm800k(rec: dict, neutral: str, where: str, expand: bool = False):
     steps: list[str] = []
     labels: list[float] = []
     alternatives: list[tuple[int, int, str, float]] = []
+    if not isinstance(steps_in, (list, type(None))):
+        raise ValueError(f"{where}: label.steps is a {type(steps_in).__name__}, not a list")
     for i, st in enumerate(steps_in or []):
-        comps = st.get("completions") or []
+        at = f"{where} step {i}"
+        comps = st.get("completions") if isinstance(st, dict) else None
+        if not isinstance(st, dict) or not isinstance(comps or [], list) or not all(isinstance(c, dict) for c in comps or []):
+            raise ValueError(f"{at}: not a PRM800K step (an object whose completions are a list of objects)")
+        comps = comps or []
         chosen = st.get("chosen_completion")
         used = None  # the completion the trajectory takes at this step
         if chosen is not None:
-            if not 0 <= int(chosen) < len(comps):
+            chosen = _integer(chosen, "chosen_completion", at)
+            if not 0 <= chosen < len(comps):
                 raise ValueError(f"{where}: chosen_completion {chosen} out of range ({len(comps)} completions)")
-            used = int(chosen)
-            text, label = _text(comps[used]), _rating_label(comps[used].get("rating"), neutral)
+            used = chosen
+            text, label = _text(comps[used]), _rating_label(comps[used].get("rating"), neutral, f"{at} completion {used}")
         elif st.get("human_completion") is not None:
             text, label = _text(st["human_completion"]), 1.0
         else:
-            bad = [j for j, c in enumerate(comps) if c.get("rating") is not None and int(c["rating"]) == -1]
+            bad = [j for j, c in enumerate(comps)
+                   if _rating_label(c.get("rating"), "positive", f"{at} completion {j}") == 0.0]
             used = bad[0] if bad else None
             text, label = (_text(comps[used]), 0.0) if bad else (None, None)
         for j, c in enumerate(comps if expand else ()):
-            alt = _rating_label(c.get("rating"), neutral)
+            alt = _rating_label(c.get("rating"), neutral, f"{at} completion {j}")
             if j != used and alt is not None and _text(c) is not None:
                 alternatives.append((i, j, _text(c), alt))
         if label is None or text is None:

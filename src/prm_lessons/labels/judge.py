@@ -40,12 +40,12 @@ import logging
 import re
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Sequence
 
 from .. import as_paths
 from ..generation import Completion, SamplingSpec, derive_seed, render_chat
 from ..progress import vllm_bar
+from ..templates import read_template
 from . import clean_steps
 
 log = logging.getLogger(__name__)
@@ -218,12 +218,12 @@ def case_verdict(details: Sequence[tuple[int | None, str]], cut: Sequence[bool])
 
 
 def load_template(path) -> str | None:
-    """The prompt text of a template file: `path` a path, a rule's input list of at most one (the file
-    plan.judge_template_input names), or empty/None (the built-in text)."""
+    """A judge or critic template, checked (templates.read_template): `path` a path, a rule's input list of
+    at most one (the file plan.judge_template_input names), or empty/None (the built-in text)."""
     paths = as_paths(path)
     if len(paths) > 1:
         raise ValueError(f"judge template: {len(paths)} files given, expected at most one")
-    return Path(paths[0]).read_text() if paths else None
+    return read_template(paths[0], "judge") if paths else None
 
 
 def guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | Sequence[str] | None):

@@ -31,6 +31,8 @@ import re
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..tables import RowError, loads_strict
+
 TAG = "ки"
 LABEL_CHARS = {"+": 1.0, "-": 0.0}
 SOURCE = "math_shepherd"
@@ -159,9 +161,9 @@ def iter_rows(path: str | Path) -> Iterator:
         for raw in fh:
             if not raw.strip():
                 continue
-            try:
-                yield json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
+            try:  # loads_strict: a repeated key, NaN/Infinity or deep nesting is a malformed row too
+                yield loads_strict(raw.decode("utf-8"), constants=False)
+            except (UnicodeDecodeError, json.JSONDecodeError, RowError):
                 yield None
 
 

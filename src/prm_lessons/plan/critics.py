@@ -1,10 +1,11 @@
 """Plan stage: ProcessBench critics (critics.judges)."""
 from __future__ import annotations
 
+from ..templates import OFFICIAL_CRITIC_TEMPLATE  # noqa: F401  (plan's name for it; the file of rule critique_template)
+
 # every setting a critic takes from the `critics` section unless its own entry overrides it
 CRITIC_SETTINGS = ("n", "temperature", "top_p", "top_k", "max_tokens", "seed", "system_prompt", "template",
                    "template_path", "force_answer", "force_truncated", "parse")
-OFFICIAL_CRITIC_TEMPLATE = "resources/templates/critique_template.txt"  # rule critique_template
 # the labelling judge's prompt as the paper prints it (App. C), read from judge.paper_template by rule judge_template
 JUDGE_PAPER_TEMPLATE = "resources/templates/judge_paper_app_c.txt"
 JUDGE_TEMPLATES = ("project_paraphrase", "paper_app_c")

@@ -1,0 +1,140 @@
+"""User text is data in every renderer: hostile run labels (generated, plus the known injections) through
+the real renderers, the way the workflow uses them: Snakemake's report captions (jinja2 with Snakemake's
+settings, then docutils' HTML writer, as snakemake.report does), paper/report.md (rendered by a CommonMark
+renderer, markdown-it) and the LaTeX tables (pdflatex when TeX is installed)."""
+from __future__ import annotations
+
+import html
+import shutil
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from docutils.core import publish_parts
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jinja2 import Environment
+from markdown_it import MarkdownIt
+
+from conftest import ROOT
+from prm_lessons.artifacts import render as R
+from prm_lessons.config import text_problem
+
+CAPTIONS = sorted((ROOT / "workflow" / "report").glob("*.rst"))
+SECRET = "s3cr3t-file-content"
+
+
+def injections(secret_file: Path) -> list[str]:
+    return ["x\n\n.. raw:: html\n\n   <script>alert(1)</script>\n",
+            f"x\n\n.. include:: {secret_file}\n",
+            "see `here <javascript:alert(1)>`_", ":raw-html:`<b>x</b>`", "|sub| and name_ and [1]_",
+            "<script>alert(1)</script>", "**bold** _it_ `code` [l](javascript:alert(1)) &amp; <b>",
+            "a\\ b \\\\ c", ".. raw:: html", "* item", "1. item", "#", "::", "`", "``", "*", "_"]
+
+
+def render_caption(path: Path, run: dict) -> str:
+    """A caption as snakemake.report renders it (report/__init__.py: Environment(trim_blocks=True,
+    lstrip_blocks=True), then publish_parts(..., writer_name="html"))."""
+    env = Environment(trim_blocks=True, lstrip_blocks=True)
+    snakemake = SimpleNamespace(config={"run": run, "roles": {"policy": "smollm2"}, "benchmarks": {"arith": {}}})
+    text = env.from_string(path.read_text()).render(snakemake=snakemake, categories={}, files={})
+    return publish_parts(text, writer_name="html",
+                         settings_overrides={"report_level": 5, "halt_level": 5})["body"]
+
+
+def visible_text(html_text: str) -> str:
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", html_text))
+
+
+def assert_inert(out: str, label: str) -> None:
+    low = out.lower()
+    assert "<script" not in low, out
+    assert 'href="javascript' not in low, out
+    assert SECRET not in out, out
+    assert "system-message" not in low, out  # docutils reports a markup problem in the output
+
+
+# what config validation lets through for run.label / run.name (config.text_problem)
+SETTABLE = [chr(c) for c in (*range(0x20, 0x7F), *range(0xA0, 0x180), *range(0x2010, 0x2028)) if chr(c).isprintable()]
+TEXT = st.text(alphabet=SETTABLE, max_size=60)
+pytestmark = pytest.mark.filterwarnings("ignore:Argument \"writer_name\":PendingDeprecationWarning")
+
+
+@pytest.mark.parametrize("caption", CAPTIONS, ids=lambda p: p.stem)
+def test_known_injections_render_as_text_in_every_caption(tmp_path, caption):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    for label in injections(secret):
+        out = render_caption(caption, {"name": "run_1", "label": label})
+        assert_inert(out, label)
+        if "\n" not in label:
+            assert " ".join(label.split()) in " ".join(visible_text(out).split()), (label, out)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(label=TEXT, name=TEXT)
+def test_generated_labels_render_as_text_in_a_caption(label, name):
+    out = render_caption(ROOT / "workflow/report/table6_bon_main.rst", {"name": name, "label": label})
+    assert_inert(out, label)
+    shown = " ".join(visible_text(out).split())
+    assert " ".join(label.split()) in shown and " ".join(name.split()) in shown, (label, name, out)
+
+
+@given(label=TEXT)
+def test_generated_labels_render_as_text_in_markdown(label):
+    md = MarkdownIt("commonmark").enable("table")
+    out = md.render(f"**What produced these numbers:** {R.md_escape(label)}.")
+    assert "<script" not in out.lower() and 'href="javascript' not in out.lower()
+    assert " ".join(label.split()) in " ".join(visible_text(out).split()), (label, out)
+
+
+def test_known_injections_render_as_text_in_markdown(tmp_path):
+    md = MarkdownIt("commonmark")
+    for label in injections(tmp_path / "x"):
+        out = md.render("Run: " + R.md_escape(label))
+        assert "<script" not in out and "<b>" not in out and 'href="javascript' not in out, out
+
+
+_SPECIAL = set("\\&%$#_{}~^")
+
+
+@given(text=st.text(max_size=80))
+def test_tex_escape_leaves_no_special_or_unsettable_character(text):
+    out = R.tex_escape(text)
+    # every special character is escaped (a command or a backslash before it), no control character or
+    # character beyond pdflatex's default fonts is left
+    assert all(ch.isprintable() and ord(ch) <= 0x2FFF for ch in out), out
+    stripped = out
+    for cmd in (r"\textbackslash{}", r"\textasciitilde{}", r"\textasciicircum{}", r"$\Delta$", r"$\leq$",
+                r"$\geq$", r"$-$", r"$\rightarrow$", r"$\pm$", r"$\approx$", r"$\times$"):
+        stripped = stripped.replace(cmd, "")
+    for ch in "&%$#_{}":
+        stripped = stripped.replace("\\" + ch, "")
+    assert not (_SPECIAL & set(stripped)), (text, out)
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="needs pdflatex (TeX Live)")
+def test_hostile_labels_typeset_with_pdflatex(tmp_path):
+    labels = [l.replace("\n", " ") for l in injections(tmp_path / "x")] + ["Ünïcödé — “quotes” … 1 ≤ 2", "中文 😀"]
+    body = "\n\n".join(R.tex_escape(l) for l in labels)
+    (tmp_path / "t.tex").write_text("\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage[utf8]{inputenc}"
+                                    "\\begin{document}" + body + "\\end{document}\n")
+    res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout[-2000:]
+
+
+# -- config validation holds run.label / run.name to one line of settable text ------------------------------
+
+@given(text=TEXT.filter(lambda t: t.strip()))
+def test_labels_of_settable_text_pass(text):
+    assert text_problem(text) is None
+
+
+@given(prefix=TEXT, bad=st.one_of(st.sampled_from(["\n", "\r", "\t", "\x00", "\x1b", "\u2028", "\x85"]),
+                                  st.characters(min_codepoint=0x3000)), suffix=TEXT)
+def test_labels_with_a_line_break_control_or_unsettable_character_are_refused(prefix, bad, suffix):
+    assert text_problem(prefix + bad + suffix)
