@@ -399,7 +399,9 @@ def test_bon_math_verify_grouping_is_bounded_on_hostile_answers(tmp_path):
                                   "--output", str(out)])
     assert code == 0, err
     mc = json.loads(out.read_text())["maj_comparisons"]
-    assert mc["answers"] == 3 and mc["comparisons"] == 3 and mc["timeouts"] >= 2
+    # each power tower times out once, in its parse (a loaded machine) or in its comparisons (an idle one):
+    # at most the 3 pairs are compared, and the two hostile answers are counted as timeouts either way
+    assert mc["answers"] == 3 and mc["comparisons"] <= 3 and mc["timeouts"] >= 2
     assert "answer comparisons timed out after 0.5 s" in printed
 
 
