@@ -36,4 +36,4 @@ include: "workflow/rules/paper.smk"
 rule all:
     default_target: True
     input:
-        TARGETS,
+        run_in(TARGETS),

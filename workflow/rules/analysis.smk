@@ -75,14 +75,14 @@ for _aid in ANALYSIS_ARTIFACTS:
         input:
             code(f"analysis:{ARTIFACTS[_aid]['stem']}"),
             str(PKG / "published.yaml"),
-            **ANALYSIS_INPUTS[_aid],
+            **run_in(ANALYSIS_INPUTS[_aid]),
         output:
             **{
                 k: (report(v, **report_entry(_aid)[1]) if k == report_entry(_aid)[0] else v)
-                for k, v in artifact_paths(_aid).items()
+                for k, v in run_out(artifact_paths(_aid)).items()
             },
         log:
-            f"logs/analysis/{ARTIFACTS[_aid]['stem']}.log",
+            run_out(f"logs/analysis/{ARTIFACTS[_aid]['stem']}.log"),
         localrule: True
         conda:
             "../../envs/analysis.yaml"

@@ -10,11 +10,11 @@ AUDIT_SHARDS = [f"results/labels/audit/labels/shard{i}of{AUDIT['shards']}.parque
 rule audit_slice:
     input:
         code("audit:audit_slice"),
-        eval_sets=plan.eval_set_paths(config),  # no evaluation question enters the slice
+        eval_sets=run_in(plan.eval_set_paths(config)),  # no evaluation question enters the slice
     output:
-        table="results/labels/audit/slice.parquet",
+        table=run_out("results/labels/audit/slice.parquet"),
     log:
-        "logs/labels/audit/slice.log",
+        run_out("logs/labels/audit/slice.log"),
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -29,13 +29,13 @@ rule audit_slice:
 rule audit_labels:
     input:
         code("audit:audit_labels"),
-        slice="results/labels/audit/slice.parquet",
+        slice=run_in("results/labels/audit/slice.parquet"),
         model=model_input(COMPLETER),
-        template=([config["judge"]["template_path"]] if config["judge"].get("template_path") else []),
+        template=run_in(([config["judge"]["template_path"]] if config["judge"].get("template_path") else [])),
     output:
-        table="results/labels/audit/labels/shard{shard}of{nshards}.parquet",
+        table=run_out("results/labels/audit/labels/shard{shard}of{nshards}.parquet"),
     log:
-        "logs/labels/audit/labels/shard{shard}of{nshards}.log",
+        run_out("logs/labels/audit/labels/shard{shard}of{nshards}.log"),
     conda:
         "../../envs/sampling.yaml"
     threads: engine_threads(COMPLETER, pool=config["grading"]["workers"])
@@ -63,12 +63,12 @@ rule audit_labels:
 rule label_audit:
     input:
         code("audit:label_audit"),
-        slice="results/labels/audit/slice.parquet",
-        shards=AUDIT_SHARDS,
+        slice=run_in("results/labels/audit/slice.parquet"),
+        shards=run_in(AUDIT_SHARDS),
     output:
-        csv="results/tables/label_audit.csv",
+        csv=run_out("results/tables/label_audit.csv"),
     log:
-        "logs/labels/audit/label_audit.log",
+        run_out("logs/labels/audit/label_audit.log"),
     localrule: True
     conda:
         "../../envs/analysis.yaml"

@@ -9,7 +9,15 @@ from prm_lessons import codedeps, plan  # noqa: E402
 from prm_lessons.config import validate_config, model_entry, hub_models_dir, model_path  # noqa: E402
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths  # noqa: E402
 
-config = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+SCHEMA = Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
+config = validate_config(config, SCHEMA)
+# Named runs side by side (prm_lessons.plan.runs): a run whose run.name differs from the base run's (the
+# --configfile files before the one renaming it) writes under runs/<name>/ only, and reads the base run's
+# upstream results where the config that made them is the same. run_out: every output and log path;
+# run_in: every input (a path, list, dict or input function). Identity for the base run.
+RUNS = plan.RunPaths(config, plan.base_config(workflow.configfiles, config, SCHEMA))
+run_out = RUNS.out
+run_in = RUNS.inp
 
 RUN = "../scripts/run.py"  # script: paths are relative to this .smk file
 
@@ -32,7 +40,8 @@ COMPLETER = plan.role_model(config, "completer")
 JUDGE = plan.role_model(config, "judge")
 TRAIN = plan.training_settings(config, checkout_path("."))
 TRAIN_PARAMS = plan.training_params(TRAIN)  # what a trained PRM depends on
-PRM_SPECS = plan.resolve_prm_specs(config)  # name -> spec: trained variants + released models (prms.models)
+# name -> spec: trained variants + released models (prms.models); a trained PRM's directory as this run reads it
+PRM_SPECS = {n: {**s, "path": run_in(s["path"])} if s["trained"] else s for n, s in plan.resolve_prm_specs(config).items()}
 PRM_RE = plan.wildcard_alternatives(PRM_SPECS)
 BON_BENCHMARKS = list(config["benchmarks"])
 # Best-of-N policies (bon.policies, the primary first): the primary's files are results/samples/,

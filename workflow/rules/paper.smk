@@ -13,24 +13,28 @@ rule paper_report:
     input:
         code("paper:paper_report"),
         str(PKG / "published.yaml"),
-        **{f"{aid}_csv": artifact_paths(aid)["csv"] for aid in ANALYSIS_ARTIFACTS},
-        **({"trainsets_table": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {}),
-        **(
-            {"judge_processbench_table": "results/tables/judge_processbench.csv"}
-            if plan.judge_processbench_cases(config)
-            else {}
+        **run_in(
+            {
+                **{f"{aid}_csv": artifact_paths(aid)["csv"] for aid in ANALYSIS_ARTIFACTS},
+                **({"trainsets_table": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {}),
+                **(
+                    {"judge_processbench_table": "results/tables/judge_processbench.csv"}
+                    if plan.judge_processbench_cases(config)
+                    else {}
+                ),
+                **({"label_audit_table": "results/tables/label_audit.csv"} if config["audit"]["enabled"] else {}),
+                **({"process_check_bon_table": "results/tables/process_check_bon.csv"} if PROCESS_CHECK else {}),
+            }
         ),
-        **({"label_audit_table": "results/tables/label_audit.csv"} if config["audit"]["enabled"] else {}),
-        **({"process_check_bon_table": "results/tables/process_check_bon.csv"} if PROCESS_CHECK else {}),
-        figures=[artifact_paths(aid)["png"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
+        figures=run_in([artifact_paths(aid)["png"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"]),
         # the generated findings that open the report (artifacts.findings)
-        processbench_table="results/tables/processbench.csv",
-        bon_table="results/tables/bon.csv",
+        processbench_table=run_in("results/tables/processbench.csv"),
+        bon_table=run_in("results/tables/bon.csv"),
     output:
-        report="paper/report.md",
-        run_info="paper/tables/run_info.tex",
+        report=run_out("paper/report.md"),
+        run_info=run_out("paper/tables/run_info.tex"),
     log:
-        "logs/paper/report.log",
+        run_out("logs/paper/report.log"),
     localrule: True
     conda:
         "../../envs/analysis.yaml"
@@ -56,14 +60,14 @@ rule paper_report:
 rule paper_pdf:
     input:
         tex=checkout_path("paper/main.tex"),
-        run_info="paper/tables/run_info.tex",
-        tables=[artifact_paths(aid)["tex"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "table"],
-        figures=[artifact_paths(aid)["pdf"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
+        run_info=run_in("paper/tables/run_info.tex"),
+        tables=run_in([artifact_paths(aid)["tex"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "table"]),
+        figures=run_in([artifact_paths(aid)["pdf"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"]),
         code=code("paper:paper_pdf"),
     output:
-        pdf="paper/main.pdf",
+        pdf=run_out("paper/main.pdf"),
     log:
-        "logs/paper/main_pdf.log",
+        run_out("logs/paper/main_pdf.log"),
     localrule: True
     conda:
         "../../envs/analysis.yaml"

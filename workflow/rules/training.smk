@@ -10,14 +10,14 @@
 rule train_prm:
     input:
         code("training:train_prm"),
-        trainset="results/trainsets/{variant}.parquet",
+        trainset=run_in("results/trainsets/{variant}.parquet"),
         base=model_input(TRAIN["base"]),
-        deepspeed=[TRAIN["deepspeed"]] if TRAIN.get("deepspeed") else [],
+        deepspeed=run_in([TRAIN["deepspeed"]] if TRAIN.get("deepspeed") else []),
     output:
-        model=directory("results/prms/{variant}"),
-        metrics="results/prms/{variant}/train_metrics.json",
+        model=directory(run_out("results/prms/{variant}")),
+        metrics=run_out("results/prms/{variant}/train_metrics.json"),
     log:
-        "logs/training/{variant}.log",
+        run_out("logs/training/{variant}.log"),
     wildcard_constraints:
         variant=plan.wildcard_alternatives(TRAINSET_VARIANTS),
     conda:
@@ -40,7 +40,7 @@ rule train_prm:
         base_dir=model_dir_param(TRAIN["base"], "base"),
         label_type=lambda wc: TRAINSET_VARIANTS[wc.variant]["label_type"],
         # outside the output directory: Snakemake empties that before a (re)run, checkpoints must survive
-        checkpoint_dir=lambda wc: f"results/checkpoints/prms/{wc.variant}",
+        checkpoint_dir=lambda wc: run_out(f"results/checkpoints/prms/{wc.variant}"),
     script:
         RUN
 
