@@ -89,7 +89,7 @@ for _aid in ANALYSIS_ARTIFACTS:
         params:
             **{k: ARTIFACT_PARAM_VALUES[k] for k in ARTIFACT_PARAMS[_aid]},
             func=f"analysis:{ARTIFACTS[_aid]['stem']}",
-            run=config["run"],
+            run=RUN_ID,
         script:
             RUN
 

@@ -11,13 +11,15 @@ from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths  # noqa: E4
 
 SCHEMA = Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
 config = validate_config(config, SCHEMA)
-# Named runs side by side (prm_lessons.plan.runs): a run whose run.name differs from the base run's (the
-# --configfile files before the one renaming it) writes under runs/<name>/ only, and reads the base run's
+# Runs side by side (prm_lessons.plan.runs): an ablation overlay (run.ablation: true, its own run.name)
+# writes under runs/<name>/ only, and reads the base run's (the --configfile files before the overlay)
 # upstream results where the config that made them is the same. run_out: every output and log path;
 # run_in: every input (a path, list, dict or input function). Identity for the base run.
 RUNS = plan.RunPaths(config, plan.base_config(workflow.configfiles, config, SCHEMA))
 run_out = RUNS.out
 run_in = RUNS.inp
+# the run's identity as jobs record it (run.ablation / run.compare change no job's output)
+RUN_ID = {k: config["run"][k] for k in ("name", "label")}
 
 RUN = "../scripts/run.py"  # script: paths are relative to this .smk file
 
@@ -41,7 +43,9 @@ JUDGE = plan.role_model(config, "judge")
 TRAIN = plan.training_settings(config, checkout_path("."))
 TRAIN_PARAMS = plan.training_params(TRAIN)  # what a trained PRM depends on
 # name -> spec: trained variants + released models (prms.models); a trained PRM's directory as this run reads it
-PRM_SPECS = {n: {**s, "path": run_in(s["path"])} if s["trained"] else s for n, s in plan.resolve_prm_specs(config).items()}
+PRM_SPECS = {
+    n: {**s, "path": run_in(s["path"])} if s["trained"] else s for n, s in plan.resolve_prm_specs(config).items()
+}
 PRM_RE = plan.wildcard_alternatives(PRM_SPECS)
 BON_BENCHMARKS = list(config["benchmarks"])
 # Best-of-N policies (bon.policies, the primary first): the primary's files are results/samples/,

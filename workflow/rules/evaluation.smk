@@ -374,7 +374,9 @@ rule bon_table:
 rule processbench_table:
     input:
         code("evaluation:processbench_table"),
-        metrics=run_in(expand("results/metrics/processbench/{prm}.json", prm=PB_BASELINES + list(PRM_SPECS) + CRITIC_NAMES)),
+        metrics=run_in(
+            expand("results/metrics/processbench/{prm}.json", prm=PB_BASELINES + list(PRM_SPECS) + CRITIC_NAMES)
+        ),
     output:
         table=run_out("results/tables/processbench.csv"),
     log:

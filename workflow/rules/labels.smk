@@ -216,7 +216,7 @@ rule trainset:
         variant=lambda wc: wc.variant,
         spec=lambda wc: TRAINSET_VARIANTS[wc.variant],
         k=config["mc"]["completions"],
-        run=config["run"],
+        run=RUN_ID,
     script:
         RUN
 

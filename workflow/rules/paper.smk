@@ -40,7 +40,7 @@ rule paper_report:
         "../../envs/analysis.yaml"
     params:
         func="paper:paper_report",
-        run=config["run"],
+        run=RUN_ID,
         aggregation=config["analysis"]["aggregation"],
         threshold_sweep=[list(x) for x in THRESHOLD_SWEEP],
         # the findings read analysis.policy's rows at the main tables' N; unplanned artifacts → why
@@ -81,3 +81,31 @@ rule paper_pdf:
 TARGETS.append("paper/report.md")
 if PAPER_PDF:
     TARGETS.append("paper/main.pdf")
+
+
+# run.compare: the named runs' headline numbers side by side (prm_lessons.compare); each run's tables must
+# exist (the base run's results/tables/, an ablation's runs/<name>/results/tables/)
+COMPARE_RUNS = config["run"]["compare"]
+
+if COMPARE_RUNS:
+
+    rule compare_runs:
+        input:
+            code("paper:compare_runs"),
+            bon=[RUNS.of_run(n, "results/tables/bon.csv") for n in COMPARE_RUNS],
+            processbench=[RUNS.of_run(n, "results/tables/processbench.csv") for n in COMPARE_RUNS],
+        output:
+            csv="runs/comparison.csv",
+            md="runs/comparison.md",
+        log:
+            "logs/compare_runs.log",
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="paper:compare_runs",
+            runs=COMPARE_RUNS,
+        script:
+            RUN
+
+    TARGETS.extend(["runs/comparison.csv", "runs/comparison.md"])

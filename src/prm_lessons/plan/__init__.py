@@ -70,6 +70,7 @@ from .processbench import (
     judge_processbench_cases,
     processbench_dev,
 )
+from .runs import RunPaths, base_config
 from .sampling import (
     dataset_problems,
     dataset_spec,
@@ -82,7 +83,6 @@ from .sampling import (
     samples_per_problem,
     sized_shard_count,
 )
-from .runs import RunPaths, base_config
 from .search import (
     SEARCH_FLOOR,
     SEARCH_MINUTES,

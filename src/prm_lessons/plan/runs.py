@@ -264,6 +264,12 @@ class RunPaths:
             return new
         return self.prefix + x
 
+    def of_run(self, name: str, path: str) -> str:
+        """Where run `name` (this one, its base, or another ablation run here before) has `path`."""
+        if name == self.name:
+            return self.inp(path)
+        return path if name == self.base_name else f"{RUNS_DIR}/{name}/{path}"
+
     def own(self, path: str) -> bool:
         """Whether a named run reads its own copy of `path` (True: under runs/<name>/)."""
         if not self.named or SHARED.match(path) or not path.startswith(("results/", "figures/", "paper/", "logs/")):
