@@ -156,3 +156,22 @@ def test_ablation_overlay_beside_the_base_run(up_to_date, name):
     assert not reused & set(jobs), f"{name} must read these from the base run: {sorted(reused & set(jobs))}"
     assert jobs["paper_report"] == 1 and f"runs/{name}/paper/report.md" in paths
     assert any(p.startswith("results/scores/") for p in inputs), "unchanged scores are read from the base run"
+
+
+@pytest.mark.slow  # a dry run on the --summary/--touch state
+def test_compare_runs_reads_each_runs_tables(up_to_date):
+    """run.compare (off by default): one job reading the base run's and each ablation's own tables."""
+    own = up_to_date / "runs/aggregation/results/tables"
+    own.mkdir(parents=True, exist_ok=True)
+    made = [own / "bon.csv", own / "processbench.csv"]
+    for p in made:
+        p.touch()
+    try:
+        out = _smk(up_to_date, "-n", "compare_runs", "--config", "run={compare: [embedded, aggregation]}")
+    finally:
+        for p in made:
+            p.unlink()
+    inputs = [p.strip() for m in re.finditer(r"^\s+input: (.+)$", out, re.M) for p in m.group(1).split(",")]
+    assert {"results/tables/bon.csv", "runs/aggregation/results/tables/bon.csv",
+            "results/tables/processbench.csv", "runs/aggregation/results/tables/processbench.csv"} <= set(inputs)
+    assert re.search(r"^compare_runs\s+1$", out, re.M) and re.search(r"^total\s+1$", out, re.M)
