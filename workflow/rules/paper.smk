@@ -98,7 +98,7 @@ if COMPARE_RUNS:
             csv="runs/comparison.csv",
             md="runs/comparison.md",
         log:
-            "logs/compare_runs.log",
+            run_out("logs/compare_runs.log"),
         localrule: True
         conda:
             "../../envs/analysis.yaml"

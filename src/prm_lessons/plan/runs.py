@@ -17,12 +17,14 @@ import json
 import re
 from pathlib import Path
 
+import yaml
+
 from ..config import deep_update, model_entry, validate_config
 from .critics import critic_specs
 from .evaluation import resolve_prm_specs
 from .policies import bon_n, bon_policies, judge_sample_cap, policy_of_dir
 from .sampling import dataset_spec, samples_per_problem
-from .search import search_n, search_policy_entry, search_prms
+from .search import search_benchmarks, search_n, search_policy_entry, search_prms
 from .trainsets import eval_set_paths, label_needs, role_model, trainset_inputs, trl_variants, variants
 
 RUNS_DIR = "runs"
@@ -75,8 +77,6 @@ def base_config(configfiles: list, config: dict, schema_path: str | Path | None 
 
 
 def _read_yaml(path) -> dict:
-    import yaml
-
     with open(path) as fh:
         return yaml.safe_load(fh) or {}
 
@@ -208,8 +208,6 @@ class _Fingerprints:
         c = self.c
         s = c["search"]
         prms = [*search_prms(c, resolve_prm_specs(c)), *([s["orm"]] if s.get("orm") else [])]
-        from .search import search_benchmarks
-
         return [s, c["sampling"], c["grading"], search_n(c), search_policy_entry(c), c["bon"].get("maj_grouping"),
                 [self._prm_spec(p) for p in prms],
                 [self.of(f"results/problems/{b}.parquet") for b in search_benchmarks(c)],
