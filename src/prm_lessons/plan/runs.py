@@ -127,8 +127,12 @@ class _Fingerprints:
         c, d = self.c, m["d"]
         pol = policy_of_dir(c, m["pd"])
         spec = bon_policies(c).get(pol)
-        return [spec, self._model(spec["model"]) if spec else None, samples_per_problem(c, d, pol) if spec else None,
-                c["sampling"], c["grading"], self.of(f"results/problems/{d}.parquet")]
+        try:
+            n = samples_per_problem(c, d, pol)
+        except ValueError:  # a benchmark the policy does not sample (its score tables are empty)
+            n = None
+        return [spec, spec and self._model(spec["model"]), n, c["sampling"], c["grading"],
+                self.of(f"results/problems/{d}.parquet")]
 
     def _labels(self, m, path):
         c, d, kind = self.c, m["d"], m["kind"]
