@@ -85,6 +85,14 @@ def test_unchanged_upstream_is_read_from_the_base_run_and_changed_is_its_own():
     assert fn(_Wc(dataset=train)) == f"results/samples/{train}.parquet"
 
 
+def test_a_second_policy_has_its_own_metrics_and_reads_its_samples_from_the_base_run():
+    r = runs(ROOT / "config/all.yaml", ROOT / "config/ablations/aggregation.yaml")  # make run-all's second policy
+    pol = next(p for p in plan.bon_policies(load_config(BASE, ROOT / "config/all.yaml")) if "t1" in p)
+    bench = next(iter(load_config(BASE)["benchmarks"]))
+    assert r.inp(f"results/policies/{pol}/metrics/bon/mc_hard.json").startswith("runs/aggregation/")
+    assert r.inp(f"results/policies/{pol}/samples/{bench}.parquet") == f"results/policies/{pol}/samples/{bench}.parquet"
+
+
 def test_a_changed_label_source_moves_only_what_reads_it():
     r = runs(ROOT / "config/ablations/data_source.yaml")  # judge.style, human.neutral
     train = next(iter(load_config(BASE)["problems"]))

@@ -29,7 +29,7 @@ from .trainsets import eval_set_paths, label_needs, role_model, trainset_inputs,
 
 RUNS_DIR = "runs"
 # a named run's own files always (cheap, and what the run is for): metrics, tables, figures, the report
-PER_RUN = re.compile(r"^(results/(tables|metrics|checkpoints)/|figures/|paper/|logs/)")
+PER_RUN = re.compile(r"^(results/(policies/[A-Za-z0-9_\-]+/)?(tables|metrics|checkpoints)/|figures/|paper/|logs/)")
 SHARED = re.compile(r"^(resources/|\.snakemake/)")  # models, pinned data files, code fingerprints
 
 _D = r"[A-Za-z0-9_\-]+"
