@@ -1,14 +1,14 @@
-"""Plan stage: named runs side by side (ablations) in one working directory.
+"""Plan stage: runs side by side (ablations) in one working directory.
 
-The base run is the config of the --configfile files before the first one that renames the run
-(`run.name`); a run with another name (an ablation overlay) writes every file of its own under
-`runs/<name>/` (the base run's layout below it: results/, figures/, paper/, logs/), so no job of it can
-write a file of the base run. What it reads of the expensive upstream results (problems, samples,
+An ablation overlay (a --configfile that sets `run.ablation: true` and its own `run.name`) layers on the
+base run, the config of the files before it. Every file a job of the ablation writes is under
+`runs/<name>/` (the base run's layout below it: results/, figures/, paper/, logs/), so none of its jobs
+can write a file of the base run. What it reads of the expensive upstream results (problems, samples,
 labels, training sets, PRMs, features, scores, critiques, judgements, searches) is the base run's file
-when the config that produced that file is the same in both runs (fingerprint of the config values its
-job reads and of its inputs' fingerprints), else its own under runs/<name>/. Metrics, tables, figures and
-the report are always its own. Model directories and pinned data files (resources/) are shared: a run
-that changes what they are is refused (give it its own --directory).
+when the config that produced that file is the same in both runs (a fingerprint of the config values its
+job reads, broad, and of its inputs' fingerprints), else its own under runs/<name>/. Metrics, tables,
+figures and the report are always its own. Model directories and pinned data files (resources/) are
+shared: an ablation that changes what they are is refused (it needs its own --directory).
 """
 from __future__ import annotations
 
