@@ -41,4 +41,4 @@ onsuccess:
 rule all:
     default_target: True
     input:
-        TARGETS,
+        run_in(TARGETS),

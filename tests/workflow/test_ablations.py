@@ -112,3 +112,66 @@ def test_threshold_sweep_value_trains_only_the_new_variant(up_to_date, tmp_path)
     assert jobs["trainset"] == 1 and jobs["train_prm"] == 1
     # one job per Best-of-N policy scores every set (make run's embedded default has one policy)
     assert jobs["score_samples"] == 1 and jobs["score_processbench"] == 1
+
+
+# ---------------------------------------------------------------- side by side (named runs)
+
+def _planned_files(workdir, configfiles):
+    """The output and log paths, and the input paths, of the jobs a dry run plans, and {rule: count}."""
+    out = _smk(workdir, "-n", configfiles=configfiles)
+
+    def field(name):
+        return [p.strip() for m in re.finditer(rf"^\s+{name}: (.+)$", out, re.M) for p in m.group(1).split(",")]
+
+    return field("(?:output|log)"), field("input"), _planned_jobs(workdir, configfiles)
+
+
+# per shipped ablation: upstream rules it must rerun (its own copies) and those it must read from the base run
+SIDE_BY_SIDE = {
+    "aggregation": (set(), UPSTREAM),
+    "best_of_n": ({"sample", "score_samples"}, {"mc", "judge", "human_labels", "trainset", "train_prm",
+                                                "score_processbench", "critic_processbench"}),
+    "data_source": ({"judge", "human_labels", "consensus", "trainset", "train_prm", "score_samples"},
+                    {"sample", "grade_samples", "mc", "merge_mc"}),
+    "hard_vs_soft": ({"train_prm", "score_samples", "score_processbench"},
+                     {"sample", "mc", "judge", "human_labels", "consensus", "trainset"}),
+    "mc_threshold": ({"trainset", "train_prm", "score_samples"}, {"sample", "mc", "judge", "human_labels", "consensus"}),
+}
+
+
+@pytest.mark.slow  # dry runs on the --summary/--touch state (~15 s each)
+@pytest.mark.parametrize("name", sorted(SIDE_BY_SIDE))
+def test_ablation_overlay_beside_the_base_run(up_to_date, name):
+    """`--configfile config/config.yaml config/ablations/X.yaml` on a finished base run: every file a job
+    of it writes (outputs and logs) is under runs/X/, so no file of the base run changes, and it reruns
+    only what X changes (the upstream results it does not change are read from the base run)."""
+    abl = ROOT / "config/ablations" / f"{name}.yaml"
+    assert yaml.safe_load(abl.read_text())["run"] == {"name": name, "ablation": True}
+    paths, inputs, jobs = _planned_files(up_to_date, [abl])
+    assert paths and jobs
+    outside = [p for p in paths if not p.startswith(f"runs/{name}/")]
+    assert not outside, f"{name} writes files of the base run: {outside[:5]}"
+    rerun, reused = SIDE_BY_SIDE[name]
+    assert rerun <= set(jobs), f"{name} must recompute {sorted(rerun - set(jobs))}: {jobs}"
+    assert not reused & set(jobs), f"{name} must read these from the base run: {sorted(reused & set(jobs))}"
+    assert jobs["paper_report"] == 1 and f"runs/{name}/paper/report.md" in paths
+    assert any(p.startswith("results/") for p in inputs), "what it does not change is read from the base run"
+
+
+@pytest.mark.slow  # a dry run on the --summary/--touch state
+def test_compare_runs_reads_each_runs_tables(up_to_date):
+    """run.compare (off by default): one job reading the base run's and each ablation's own tables."""
+    own = up_to_date / "runs/aggregation/results/tables"
+    own.mkdir(parents=True, exist_ok=True)
+    made = [own / "bon.csv", own / "processbench.csv"]
+    for p in made:
+        p.touch()
+    try:
+        out = _smk(up_to_date, "-n", "compare_runs", "--config", "run={compare: [embedded, aggregation]}")
+    finally:
+        for p in made:
+            p.unlink()
+    inputs = [p.strip() for m in re.finditer(r"^\s+input: (.+)$", out, re.M) for p in m.group(1).split(",")]
+    assert {"results/tables/bon.csv", "runs/aggregation/results/tables/bon.csv",
+            "results/tables/processbench.csv", "runs/aggregation/results/tables/processbench.csv"} <= set(inputs)
+    assert re.search(r"^compare_runs\s+1$", out, re.M) and re.search(r"^total\s+1$", out, re.M)

@@ -2,6 +2,7 @@
 end (slow; a real model). Snakemake runs as a subprocess, as users run it."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -180,6 +181,20 @@ def test_tiny_config_end_to_end(tmp_path, embedded_model_dir):
         assert by_rule[rule]["prefill_tokens"] > 0 and by_rule[rule]["decode_tokens"] > 0, by_rule.get(rule)
     assert by_rule["step_features"]["prefill_tokens"] > 0 and by_rule["step_features"]["decode_tokens"] == 0
     assert not {r["rule"] for r in sidecars} & {"grade_samples", "bon_metrics", "paper_report"}  # no model
+    # an ablation beside the finished run: its own report under runs/<name>/, the base run's files unchanged
+    before = _file_digests(wd)
+    smk("--cores", "2", "--directory", str(wd), *TEST_CFG, str(ROOT / "config/ablations/aggregation.yaml"),
+        timeout=1200)
+    assert _file_digests(wd) == before, "the ablation changed a file of the base run"
+    assert (wd / "runs/aggregation/paper/report.md").exists()
+    assert (wd / "runs/aggregation/results/tables/table13_scoring_strategies.csv").exists()
+    assert not (wd / "runs/aggregation/results/samples").exists()  # sampling is the base run's
+
+
+def _file_digests(wd: Path) -> dict[str, str]:
+    """sha256 of every file of a run directory but Snakemake's own state and the ablations' runs/."""
+    return {str(p.relative_to(wd)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(wd.rglob("*"))
+            if p.is_file() and p.relative_to(wd).parts[0] not in (".snakemake", "runs")}
 
 
 def _truncate_keeping_mtime(path: Path) -> None:

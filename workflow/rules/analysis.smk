@@ -83,14 +83,14 @@ for _aid in ANALYSIS_ARTIFACTS:
         input:
             code(f"analysis:{ARTIFACTS[_aid]['stem']}"),
             str(PKG / "published.yaml"),
-            **ANALYSIS_INPUTS[_aid],
+            **run_in(ANALYSIS_INPUTS[_aid]),
         output:
             **{
                 k: (report(v, **report_entry(_aid)[1]) if k == report_entry(_aid)[0] else v)
-                for k, v in artifact_paths(_aid).items()
+                for k, v in run_out(artifact_paths(_aid)).items()
             },
         log:
-            f"logs/analysis/{ARTIFACTS[_aid]['stem']}.log",
+            run_out(f"logs/analysis/{ARTIFACTS[_aid]['stem']}.log"),
         benchmark:
             bench(ARTIFACTS[_aid]["stem"], f"logs/analysis/{ARTIFACTS[_aid]['stem']}.log")
         localrule: True
@@ -99,7 +99,7 @@ for _aid in ANALYSIS_ARTIFACTS:
         params:
             **{k: ARTIFACT_PARAM_VALUES[k] for k in ARTIFACT_PARAMS[_aid]},
             func=f"analysis:{ARTIFACTS[_aid]['stem']}",
-            run=config["run"],
+            run=RUN_ID,
         script:
             RUN
 
@@ -115,11 +115,11 @@ if ANALYSIS["fig6_annotation"]["per_benchmark"]:
     rule fig6_annotation_sheet:
         input:
             code("analysis:fig6_annotation_sheet"),
-            **{f"samples__{d}": f"results/samples/{d}.parquet" for d in FLAW_DATASETS},
+            **run_in({f"samples__{d}": f"results/samples/{d}.parquet" for d in FLAW_DATASETS}),
         output:
-            sheet=plan.FIG6_SHEET,
+            sheet=run_out(plan.FIG6_SHEET),
         log:
-            "logs/analysis/fig6_annotation_sheet.log",
+            run_out("logs/analysis/fig6_annotation_sheet.log"),
         benchmark:
             bench("fig6_annotation_sheet", "logs/analysis/fig6_annotation_sheet.log")
         localrule: True

@@ -10,11 +10,11 @@ AUDIT_SHARDS = [f"results/labels/audit/labels/shard{i}of{AUDIT['shards']}.parque
 rule audit_slice:
     input:
         code("audit:audit_slice"),
-        eval_sets=plan.eval_set_paths(config),  # no evaluation question enters the slice
+        eval_sets=run_in(plan.eval_set_paths(config)),  # no evaluation question enters the slice
     output:
-        table="results/labels/audit/slice.parquet",
+        table=run_out("results/labels/audit/slice.parquet"),
     log:
-        "logs/labels/audit/slice.log",
+        run_out("logs/labels/audit/slice.log"),
     benchmark:
         bench("audit_slice", "logs/labels/audit/slice.log")
     localrule: True
@@ -31,13 +31,13 @@ rule audit_slice:
 rule audit_labels:
     input:
         code("audit:audit_labels"),
-        slice="results/labels/audit/slice.parquet",
+        slice=run_in("results/labels/audit/slice.parquet"),
         model=model_input(COMPLETER),
-        template=plan.judge_template_input(config["judge"]),
+        template=run_in(plan.judge_template_input(config["judge"])),
     output:
-        table="results/labels/audit/labels/shard{shard}of{nshards}.parquet",
+        table=run_out("results/labels/audit/labels/shard{shard}of{nshards}.parquet"),
     log:
-        "logs/labels/audit/labels/shard{shard}of{nshards}.log",
+        run_out("logs/labels/audit/labels/shard{shard}of{nshards}.log"),
     benchmark:
         bench("audit_labels", "logs/labels/audit/labels/shard{shard}of{nshards}.log")
     conda:
@@ -67,12 +67,12 @@ rule audit_labels:
 rule label_audit:
     input:
         code("audit:label_audit"),
-        slice="results/labels/audit/slice.parquet",
-        shards=AUDIT_SHARDS,
+        slice=run_in("results/labels/audit/slice.parquet"),
+        shards=run_in(AUDIT_SHARDS),
     output:
-        csv="results/tables/label_audit.csv",
+        csv=run_out("results/tables/label_audit.csv"),
     log:
-        "logs/labels/audit/label_audit.log",
+        run_out("logs/labels/audit/label_audit.log"),
     benchmark:
         bench("label_audit", "logs/labels/audit/label_audit.log")
     localrule: True

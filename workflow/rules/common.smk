@@ -17,7 +17,17 @@ from prm_lessons.config import (
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths  # noqa: E402
 
 check_config_files(workflow.configfiles)  # repeated keys, YTE, alias bombs: errors naming the file
-config = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+SCHEMA = Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
+config = validate_config(config, SCHEMA)
+# Runs side by side (prm_lessons.plan.runs): an ablation overlay (run.ablation: true, its own run.name)
+# writes under runs/<name>/ only, and reads the base run's (the --configfile files before the overlay)
+# upstream results where the config that made them is the same. run_out: every output and log path;
+# run_in: every input (a path, list, dict or input function). Identity for the base run.
+RUNS = plan.RunPaths(config, plan.base_config(workflow.configfiles, config, SCHEMA))
+run_out = RUNS.out
+run_in = RUNS.inp
+# the run's identity as jobs record it (run.ablation / run.compare change no job's output)
+RUN_ID = {k: config["run"][k] for k in ("name", "label")}
 
 RUN = "../scripts/run.py"  # script: paths are relative to this .smk file
 
@@ -43,7 +53,10 @@ COMPLETER = plan.mc_completer(config)
 JUDGE = plan.role_model(config, "judge")
 TRAIN = plan.training_settings(config, checkout_path("."))
 TRAIN_PARAMS = plan.training_params(TRAIN)  # what a trained PRM depends on
-PRM_SPECS = plan.resolve_prm_specs(config)  # name -> spec: trained variants + released models (prms.models)
+# name -> spec: trained variants + released models (prms.models); a trained PRM's directory as this run reads it
+PRM_SPECS = {
+    n: {**s, "path": run_in(s["path"])} if s["trained"] else s for n, s in plan.resolve_prm_specs(config).items()
+}
 PRM_RE = plan.wildcard_alternatives(PRM_SPECS)
 BON_BENCHMARKS = list(config["benchmarks"])
 # Best-of-N policies (bon.policies, the primary first): the primary's files are results/samples/,
@@ -96,8 +109,8 @@ def code(func):
 def bench(rule, log):
     """A job's cost record, Snakemake's `benchmark:` TSV (wall seconds, max RSS, CPU time), under
     benchmarks/ in a folder per rule, named as the job's log from its first wildcard
-    (plan.benchmark_path). bench/rule_times.py sums them per rule."""
-    return plan.benchmark_path(rule, log)
+    (plan.benchmark_path); a named run's under runs/<name>/ (run_out). bench/rule_times.py sums them per rule."""
+    return run_out(plan.benchmark_path(rule, log))
 
 
 def model_dir(role_or_name):

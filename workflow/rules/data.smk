@@ -8,9 +8,9 @@
 # plain paths are copied, so an air-gapped site points `url` at its own copies.
 rule benchmark_file:
     output:
-        file="resources/data/benchmarks/{name}{ext}",
+        file=run_out("resources/data/benchmarks/{name}{ext}"),
     log:
-        "logs/benchmark_file/{name}{ext}.log",
+        run_out("logs/benchmark_file/{name}{ext}.log"),
     benchmark:
         bench("benchmark_file", "logs/benchmark_file/{name}{ext}.log")
     wildcard_constraints:
@@ -30,9 +30,9 @@ rule benchmark_file:
 # commit): its few-shot demonstrations go into the policy's user turn (prm_lessons.fewshot)
 rule fewshot_file:
     output:
-        file="resources/data/fewshot/{name}{ext}",
+        file=run_out("resources/data/fewshot/{name}{ext}"),
     log:
-        "logs/fewshot_file/{name}{ext}.log",
+        run_out("logs/fewshot_file/{name}{ext}.log"),
     benchmark:
         bench("fewshot_file", "logs/fewshot_file/{name}{ext}.log")
     wildcard_constraints:
@@ -50,9 +50,9 @@ rule fewshot_file:
 
 rule processbench_file:
     output:
-        file="resources/data/processbench/{subset}{ext}",
+        file=run_out("resources/data/processbench/{subset}{ext}"),
     log:
-        "logs/processbench_file/{subset}{ext}.log",
+        run_out("logs/processbench_file/{subset}{ext}.log"),
     benchmark:
         bench("processbench_file", "logs/processbench_file/{subset}{ext}.log")
     wildcard_constraints:
@@ -72,9 +72,9 @@ rule processbench_file:
 # a URL at a pinned commit and its checksums; the text is not shipped with the project)
 rule critique_template:
     output:
-        file=plan.OFFICIAL_CRITIC_TEMPLATE,
+        file=run_out(plan.OFFICIAL_CRITIC_TEMPLATE),
     log:
-        "logs/critique_template.log",
+        run_out("logs/critique_template.log"),
     benchmark:
         bench("critique_template", "logs/critique_template.log")
     localrule: True
@@ -94,9 +94,9 @@ rule judge_template:
     input:
         code("data:judge_template"),  # not a plain download: the prompt is read out of the source
     output:
-        file=plan.JUDGE_PAPER_TEMPLATE,
+        file=run_out(plan.JUDGE_PAPER_TEMPLATE),
     log:
-        "logs/judge_template.log",
+        run_out("logs/judge_template.log"),
     benchmark:
         bench("judge_template", "logs/judge_template.log")
     localrule: True
@@ -112,12 +112,12 @@ rule judge_template:
 rule problems:
     input:
         code("data:problems"),
-        source=lambda wc: plan.local_source_inputs(plan.dataset_spec(config, wc.dataset), wc.dataset),
-        fewshot=lambda wc: plan.fewshot_inputs(plan.dataset_spec(config, wc.dataset), wc.dataset),
+        source=run_in(lambda wc: plan.local_source_inputs(plan.dataset_spec(config, wc.dataset), wc.dataset)),
+        fewshot=run_in(lambda wc: plan.fewshot_inputs(plan.dataset_spec(config, wc.dataset), wc.dataset)),
     output:
-        problems="results/problems/{dataset}.parquet",
+        problems=run_out("results/problems/{dataset}.parquet"),
     log:
-        "logs/problems/{dataset}.log",
+        run_out("logs/problems/{dataset}.log"),
     benchmark:
         bench("problems", "logs/problems/{dataset}.log")
     localrule: True
@@ -133,11 +133,11 @@ rule problems:
 rule processbench:
     input:
         code("data:processbench"),
-        source=plan.local_source_inputs(config.get("processbench")),
+        source=run_in(plan.local_source_inputs(config.get("processbench"))),
     output:
-        cases="results/processbench/cases.parquet",
+        cases=run_out("results/processbench/cases.parquet"),
     log:
-        "logs/processbench.log",
+        run_out("logs/processbench.log"),
     benchmark:
         bench("processbench", "logs/processbench.log")
     localrule: True
@@ -159,9 +159,9 @@ if PB_DEV:
         input:
             code("data:processbench_dev"),
         output:
-            cases=plan.PROCESSBENCH_DEV,
+            cases=run_out(plan.PROCESSBENCH_DEV),
         log:
-            "logs/processbench_dev.log",
+            run_out("logs/processbench_dev.log"),
         benchmark:
             bench("processbench_dev", "logs/processbench_dev.log")
         localrule: True

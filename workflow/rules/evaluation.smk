@@ -18,12 +18,12 @@ SCORE_PB_TABLES = ["results/scores/{prm}/processbench"] + (["results/scores/{prm
 rule step_features:
     input:
         code("evaluation:step_features"),
-        texts=lambda wc: plan.features_texts(config, wc.source),
+        texts=run_in(lambda wc: plan.features_texts(config, wc.source)),
         base=model_input(TRAIN["base"]),
     output:
-        features="results/features/{source}.safetensors",
+        features=run_out("results/features/{source}.safetensors"),
     log:
-        "logs/step_features/{source}.log",
+        run_out("logs/step_features/{source}.log"),
     benchmark:
         bench("step_features", "logs/step_features/{source}.log")
     wildcard_constraints:
@@ -62,15 +62,17 @@ rule score_samples:
     # the ungraded responses: a grading fix rescores nothing; the tables hold keys and scores only
     input:
         code("evaluation:score_samples"),
-        responses=lambda wc: policy_responses(policy_of(wc)),
+        responses=run_in(lambda wc: policy_responses(policy_of(wc))),
         model=lambda wc: prm_model_input(wc.prm),
-        features=lambda wc: [
-            f for b in policy_benchmarks(wc) for f in features_input(wc.prm, f"{wc.policy_dir}responses/{b}")
-        ],
+        features=run_in(
+            lambda wc: [
+                f for b in policy_benchmarks(wc) for f in features_input(wc.prm, f"{wc.policy_dir}responses/{b}")
+            ]
+        ),
     output:
-        scores=plan.score_outputs(config, SCORE_SAMPLE_TABLES),
+        scores=run_out(plan.score_outputs(config, SCORE_SAMPLE_TABLES)),
     log:
-        plan.score_log(config, "score_samples", "{policy_dir}{prm}"),
+        run_out(plan.score_log(config, "score_samples", "{policy_dir}{prm}")),
     benchmark:
         bench("score_samples", plan.score_log(config, "score_samples", "{policy_dir}{prm}"))
     wildcard_constraints:
@@ -101,12 +103,12 @@ if plan.score_shards(config) > 1:
         # the shards of every table of one policy and PRM; each problem exactly once (prm_lessons.shards)
         input:
             code("evaluation:merge_sample_scores"),
-            responses=lambda wc: policy_responses(policy_of(wc)),
-            shards=lambda wc: plan.score_shard_paths(config, SCORE_SAMPLE_TABLES, dict(wc.items())),
+            responses=run_in(lambda wc: policy_responses(policy_of(wc))),
+            shards=run_in(lambda wc: plan.score_shard_paths(config, SCORE_SAMPLE_TABLES, dict(wc.items()))),
         output:
-            scores=[f"{t}.parquet" for t in SCORE_SAMPLE_TABLES],
+            scores=run_out([f"{t}.parquet" for t in SCORE_SAMPLE_TABLES]),
         log:
-            "logs/merge_sample_scores/{policy_dir}{prm}.log",
+            run_out("logs/merge_sample_scores/{policy_dir}{prm}.log"),
         benchmark:
             bench("merge_sample_scores", "logs/merge_sample_scores/{policy_dir}{prm}.log")
         wildcard_constraints:
@@ -124,16 +126,16 @@ rule score_processbench:
     # the evaluation cases and, when the run has one, the dev split (where thresholds are tuned)
     input:
         code("evaluation:score_processbench"),
-        cases="results/processbench/cases.parquet",
-        dev_cases=[plan.PROCESSBENCH_DEV] if PB_DEV else [],
+        cases=run_in("results/processbench/cases.parquet"),
+        dev_cases=run_in([plan.PROCESSBENCH_DEV] if PB_DEV else []),
         model=lambda wc: prm_model_input(wc.prm),
-        features=lambda wc: features_input(wc.prm, "processbench/cases"),
-        dev_features=lambda wc: features_input(wc.prm, "processbench/dev") if PB_DEV else [],
+        features=run_in(lambda wc: features_input(wc.prm, "processbench/cases")),
+        dev_features=run_in(lambda wc: features_input(wc.prm, "processbench/dev") if PB_DEV else []),
     output:
-        scores=plan.score_outputs(config, SCORE_PB_TABLES[:1]),
-        dev_scores=plan.score_outputs(config, SCORE_PB_TABLES[1:]),
+        scores=run_out(plan.score_outputs(config, SCORE_PB_TABLES[:1])),
+        dev_scores=run_out(plan.score_outputs(config, SCORE_PB_TABLES[1:])),
     log:
-        plan.score_log(config, "score_processbench", "{prm}"),
+        run_out(plan.score_log(config, "score_processbench", "{prm}")),
     benchmark:
         bench("score_processbench", plan.score_log(config, "score_processbench", "{prm}"))
     wildcard_constraints:
@@ -162,15 +164,15 @@ if plan.score_shards(config) > 1:
     rule merge_processbench_scores:
         input:
             code("evaluation:merge_processbench_scores"),
-            cases="results/processbench/cases.parquet",
-            dev_cases=[plan.PROCESSBENCH_DEV] if PB_DEV else [],
-            shards=lambda wc: plan.score_shard_paths(config, SCORE_PB_TABLES[:1], dict(wc.items())),
-            dev_shards=lambda wc: plan.score_shard_paths(config, SCORE_PB_TABLES[1:], dict(wc.items())),
+            cases=run_in("results/processbench/cases.parquet"),
+            dev_cases=run_in([plan.PROCESSBENCH_DEV] if PB_DEV else []),
+            shards=run_in(lambda wc: plan.score_shard_paths(config, SCORE_PB_TABLES[:1], dict(wc.items()))),
+            dev_shards=run_in(lambda wc: plan.score_shard_paths(config, SCORE_PB_TABLES[1:], dict(wc.items()))),
         output:
-            scores="results/scores/{prm}/processbench.parquet",
-            dev_scores=[f"{t}.parquet" for t in SCORE_PB_TABLES[1:]],
+            scores=run_out("results/scores/{prm}/processbench.parquet"),
+            dev_scores=run_out([f"{t}.parquet" for t in SCORE_PB_TABLES[1:]]),
         log:
-            "logs/merge_processbench_scores/{prm}.log",
+            run_out("logs/merge_processbench_scores/{prm}.log"),
         benchmark:
             bench("merge_processbench_scores", "logs/merge_processbench_scores/{prm}.log")
         wildcard_constraints:
@@ -195,13 +197,13 @@ rule critic_processbench:
     # one job per critic that generates (`judge` is the critic's name, CRITIC_SPECS its model and settings)
     input:
         code("evaluation:critic_processbench"),
-        cases="results/processbench/cases.parquet",
+        cases=run_in("results/processbench/cases.parquet"),
         model=lambda wc: model_input(CRITIC_SPECS[wc.judge]["model"]),
-        template=lambda wc: plan.critic_template_input(CRITIC_SPECS[wc.judge]),
+        template=run_in(lambda wc: plan.critic_template_input(CRITIC_SPECS[wc.judge])),
     output:
-        predictions=plan.shard_outputs([CRITIC_TABLE], CRITIC_SHARDS)[0],
+        predictions=run_out(plan.shard_outputs([CRITIC_TABLE], CRITIC_SHARDS)[0]),
     log:
-        plan.shard_log("critic_processbench", "{judge}", CRITIC_SHARDS),
+        run_out(plan.shard_log("critic_processbench", "{judge}", CRITIC_SHARDS)),
     benchmark:
         bench("critic_processbench", plan.shard_log("critic_processbench", "{judge}", CRITIC_SHARDS))
     wildcard_constraints:
@@ -233,12 +235,12 @@ if CRITIC_SHARDS > 1:
         # the case shards of one generating critic; every case exactly once, in the cases' order
         input:
             code("evaluation:merge_critic_processbench"),
-            cases="results/processbench/cases.parquet",
-            shards=plan.shard_files([CRITIC_TABLE], CRITIC_SHARDS),
+            cases=run_in("results/processbench/cases.parquet"),
+            shards=run_in(plan.shard_files([CRITIC_TABLE], CRITIC_SHARDS)),
         output:
-            predictions=f"{CRITIC_TABLE}.parquet",
+            predictions=run_out(f"{CRITIC_TABLE}.parquet"),
         log:
-            "logs/merge_critic_processbench/{judge}.log",
+            run_out("logs/merge_critic_processbench/{judge}.log"),
         benchmark:
             bench("merge_critic_processbench", "logs/merge_critic_processbench/{judge}.log")
         wildcard_constraints:
@@ -257,12 +259,12 @@ rule critic_reparse:
     # does, reads its critiques again (plan.critic_generation_sources): no second generation job
     input:
         code("evaluation:critic_reparse"),
-        cases="results/processbench/cases.parquet",
-        source=lambda wc: f"results/critics/{CRITIC_SOURCE[wc.judge]}/processbench.parquet",
+        cases=run_in("results/processbench/cases.parquet"),
+        source=run_in(lambda wc: f"results/critics/{CRITIC_SOURCE[wc.judge]}/processbench.parquet"),
     output:
-        predictions="results/critics/{judge}/processbench.parquet",
+        predictions=run_out("results/critics/{judge}/processbench.parquet"),
     log:
-        "logs/critic_reparse/{judge}.log",
+        run_out("logs/critic_reparse/{judge}.log"),
     benchmark:
         bench("critic_reparse", "logs/critic_reparse/{judge}.log")
     wildcard_constraints:
@@ -283,12 +285,12 @@ rule bon_metrics:
     # samples joined with the step scores by key, parallel lists
     input:
         code("evaluation:bon_metrics"),
-        samples=lambda wc: policy_samples(policy_of(wc)),
-        scores=lambda wc: [f"results/{wc.policy_dir}scores/{wc.prm}/{b}.parquet" for b in policy_benchmarks(wc)],
+        samples=run_in(lambda wc: policy_samples(policy_of(wc))),
+        scores=run_in(lambda wc: [f"results/{wc.policy_dir}scores/{wc.prm}/{b}.parquet" for b in policy_benchmarks(wc)]),
     output:
-        metrics="results/{policy_dir}metrics/bon/{prm}.json",
+        metrics=run_out("results/{policy_dir}metrics/bon/{prm}.json"),
     log:
-        "logs/bon_metrics/{policy_dir}{prm}.log",
+        run_out("logs/bon_metrics/{policy_dir}{prm}.log"),
     benchmark:
         bench("bon_metrics", "logs/bon_metrics/{policy_dir}{prm}.log")
     wildcard_constraints:
@@ -311,13 +313,13 @@ rule processbench_baseline:
     # best rule on (subset, number of steps) fitted on the dev split (cross-fitted without one)
     input:
         code("evaluation:processbench_baseline"),
-        cases="results/processbench/cases.parquet",
-        dev_cases=[plan.PROCESSBENCH_DEV] if PB_DEV else [],
+        cases=run_in("results/processbench/cases.parquet"),
+        dev_cases=run_in([plan.PROCESSBENCH_DEV] if PB_DEV else []),
     output:
-        metrics="results/metrics/processbench/baseline_{kind}.json",
-        predictions="results/metrics/processbench/baseline_{kind}_predictions.parquet",
+        metrics=run_out("results/metrics/processbench/baseline_{kind}.json"),
+        predictions=run_out("results/metrics/processbench/baseline_{kind}_predictions.parquet"),
     log:
-        "logs/processbench_baseline/{kind}.log",
+        run_out("logs/processbench_baseline/{kind}.log"),
     benchmark:
         bench("processbench_baseline", "logs/processbench_baseline/{kind}.log")
     wildcard_constraints:
@@ -336,23 +338,27 @@ rule processbench_baseline:
 rule processbench_metrics:
     input:
         code("evaluation:processbench_metrics"),
-        cases="results/processbench/cases.parquet",
-        scores=lambda wc: (
-            f"results/scores/{wc.prm}/processbench.parquet"
-            if wc.prm in PRM_SPECS
-            else f"results/critics/{wc.prm[len('critic-'):]}/processbench.parquet"
+        cases=run_in("results/processbench/cases.parquet"),
+        scores=run_in(
+            lambda wc: (
+                f"results/scores/{wc.prm}/processbench.parquet"
+                if wc.prm in PRM_SPECS
+                else f"results/critics/{wc.prm[len('critic-'):]}/processbench.parquet"
+            )
         ),
-        dev_cases=lambda wc: [plan.PROCESSBENCH_DEV] if PB_DEV and wc.prm in PRM_SPECS else [],
-        dev_scores=lambda wc: (
-            [f"results/scores/{wc.prm}/processbench_dev.parquet"] if PB_DEV and wc.prm in PRM_SPECS else []
+        dev_cases=run_in(lambda wc: [plan.PROCESSBENCH_DEV] if PB_DEV and wc.prm in PRM_SPECS else []),
+        dev_scores=run_in(
+            lambda wc: (
+                [f"results/scores/{wc.prm}/processbench_dev.parquet"] if PB_DEV and wc.prm in PRM_SPECS else []
+            )
         ),
         # the paired F1 difference against the structure-only baseline, case by case
-        structure="results/metrics/processbench/baseline_structure_predictions.parquet",
+        structure=run_in("results/metrics/processbench/baseline_structure_predictions.parquet"),
     output:
-        metrics="results/metrics/processbench/{prm}.json",
-        predictions="results/metrics/processbench/{prm}_predictions.parquet",
+        metrics=run_out("results/metrics/processbench/{prm}.json"),
+        predictions=run_out("results/metrics/processbench/{prm}_predictions.parquet"),
     log:
-        "logs/processbench_metrics/{prm}.log",
+        run_out("logs/processbench_metrics/{prm}.log"),
     benchmark:
         bench("processbench_metrics", "logs/processbench_metrics/{prm}.log")
     wildcard_constraints:
@@ -376,11 +382,11 @@ rule processbench_metrics:
 rule bon_table:
     input:
         code("evaluation:bon_table"),
-        metrics=[f"results/{d}metrics/bon/{prm}.json" for d in POLICY_DIRS.values() for prm in PRM_SPECS],
+        metrics=run_in([f"results/{d}metrics/bon/{prm}.json" for d in POLICY_DIRS.values() for prm in PRM_SPECS]),
     output:
-        table="results/tables/bon.csv",
+        table=run_out("results/tables/bon.csv"),
     log:
-        "logs/bon_table.log",
+        run_out("logs/bon_table.log"),
     benchmark:
         bench("bon_table", "logs/bon_table.log")
     localrule: True
@@ -396,11 +402,13 @@ rule bon_table:
 rule processbench_table:
     input:
         code("evaluation:processbench_table"),
-        metrics=expand("results/metrics/processbench/{prm}.json", prm=PB_BASELINES + list(PRM_SPECS) + CRITIC_NAMES),
+        metrics=run_in(
+            expand("results/metrics/processbench/{prm}.json", prm=PB_BASELINES + list(PRM_SPECS) + CRITIC_NAMES)
+        ),
     output:
-        table="results/tables/processbench.csv",
+        table=run_out("results/tables/processbench.csv"),
     log:
-        "logs/processbench_table.log",
+        run_out("logs/processbench_table.log"),
     benchmark:
         bench("processbench_table", "logs/processbench_table.log")
     localrule: True

@@ -9,12 +9,12 @@ HUMAN = config["human"]
 rule mc:
     input:
         code("labels:mc"),
-        samples="results/samples/{dataset}.parquet",
+        samples=run_in("results/samples/{dataset}.parquet"),
         model=model_input(COMPLETER),
     output:
-        table="results/labels/mc/{dataset}/shard{shard}of{nshards}.parquet",
+        table=run_out("results/labels/mc/{dataset}/shard{shard}of{nshards}.parquet"),
     log:
-        "logs/labels/mc/{dataset}/shard{shard}of{nshards}.log",
+        run_out("logs/labels/mc/{dataset}/shard{shard}of{nshards}.log"),
     benchmark:
         bench("mc", "logs/labels/mc/{dataset}/shard{shard}of{nshards}.log")
     conda:
@@ -44,15 +44,15 @@ rule judge:
     # the ungraded responses: the judge reads steps only, so a grading fix judges nothing again
     input:
         code("labels:judge"),
-        responses="results/responses/{dataset}.parquet",
+        responses=run_in("results/responses/{dataset}.parquet"),
         model=model_input(JUDGE),
-        template=plan.judge_template_input(config["judge"]),
+        template=run_in(plan.judge_template_input(config["judge"])),
         # judge.reference: the gold solutions of the responses' problems
-        problems=["results/problems/{dataset}.parquet"] if config["judge"].get("reference") else [],
+        problems=run_in(["results/problems/{dataset}.parquet"] if config["judge"].get("reference") else []),
     output:
-        table="results/labels/judge/{dataset}/shard{shard}of{nshards}.parquet",
+        table=run_out("results/labels/judge/{dataset}/shard{shard}of{nshards}.parquet"),
     log:
-        "logs/labels/judge/{dataset}/shard{shard}of{nshards}.log",
+        run_out("logs/labels/judge/{dataset}/shard{shard}of{nshards}.log"),
     benchmark:
         bench("judge", "logs/labels/judge/{dataset}/shard{shard}of{nshards}.log")
     conda:
@@ -77,11 +77,11 @@ rule judge:
 rule merge_mc:
     input:
         code("labels:merge_mc"),
-        shards=lambda wc: plan.label_shard_paths(config, "mc", wc.dataset),
+        shards=run_in(lambda wc: plan.label_shard_paths(config, "mc", wc.dataset)),
     output:
-        table="results/labels/mc/{dataset}.parquet",
+        table=run_out("results/labels/mc/{dataset}.parquet"),
     log:
-        "logs/labels/merge_mc/{dataset}.log",
+        run_out("logs/labels/merge_mc/{dataset}.log"),
     benchmark:
         bench("merge_mc", "logs/labels/merge_mc/{dataset}.log")
     localrule: True
@@ -96,11 +96,11 @@ rule merge_mc:
 rule merge_judge:
     input:
         code("labels:merge_judge"),
-        shards=lambda wc: plan.label_shard_paths(config, "judge", wc.dataset),
+        shards=run_in(lambda wc: plan.label_shard_paths(config, "judge", wc.dataset)),
     output:
-        table="results/labels/judge/{dataset}.parquet",
+        table=run_out("results/labels/judge/{dataset}.parquet"),
     log:
-        "logs/labels/merge_judge/{dataset}.log",
+        run_out("logs/labels/merge_judge/{dataset}.log"),
     benchmark:
         bench("merge_judge", "logs/labels/merge_judge/{dataset}.log")
     localrule: True
@@ -115,21 +115,21 @@ rule merge_judge:
 rule human_labels:
     input:
         code("labels:human_labels"),
-        problems=(
+        problems=run_in(
             [f"results/problems/{d}.parquet" for d in config.get("problems") or {}]
             if HUMAN["source"] == "construction" and not HUMAN["construction"]["problems"]
             else []
         ),
-        eval_sets=plan.eval_set_paths(config),
+        eval_sets=run_in(plan.eval_set_paths(config)),
         local=(
             [HUMAN["prm800k"]["path"]]
             if HUMAN["source"] == "prm800k" and HUMAN["prm800k"]["source"] == "local"
             else []
         ),
     output:
-        table="results/labels/human.parquet",
+        table=run_out("results/labels/human.parquet"),
     log:
-        "logs/labels/human.log",
+        run_out("logs/labels/human.log"),
     benchmark:
         bench("human_labels", "logs/labels/human.log")
     localrule: True
@@ -147,12 +147,12 @@ rule human_labels:
 rule math_shepherd_labels:
     input:
         code("labels:math_shepherd_labels"),
-        eval_sets=plan.eval_set_paths(config),
-        local=([config["math_shepherd"]["path"]] if config["math_shepherd"]["source"] == "local" else []),
+        eval_sets=run_in(plan.eval_set_paths(config)),
+        local=run_in(([config["math_shepherd"]["path"]] if config["math_shepherd"]["source"] == "local" else [])),
     output:
-        table="results/labels/math_shepherd.parquet",
+        table=run_out("results/labels/math_shepherd.parquet"),
     log:
-        "logs/labels/math_shepherd.log",
+        run_out("logs/labels/math_shepherd.log"),
     benchmark:
         bench("math_shepherd_labels", "logs/labels/math_shepherd.log")
     localrule: True
@@ -171,12 +171,12 @@ rule math_shepherd_labels:
 rule trl_labels:
     input:
         code("labels:trl_labels"),
-        eval_sets=plan.eval_set_paths(config),
-        local=lambda wc: plan.trl_local_files(TRL_VARIANTS[wc.variant]),
+        eval_sets=run_in(plan.eval_set_paths(config)),
+        local=run_in(lambda wc: plan.trl_local_files(TRL_VARIANTS[wc.variant])),
     output:
-        table="results/labels/trl/{variant}.parquet",
+        table=run_out("results/labels/trl/{variant}.parquet"),
     log:
-        "logs/labels/trl/{variant}.log",
+        run_out("logs/labels/trl/{variant}.log"),
     benchmark:
         bench("trl_labels", "logs/labels/trl/{variant}.log")
     wildcard_constraints:
@@ -195,12 +195,12 @@ rule trl_labels:
 rule consensus:
     input:
         code("labels:consensus"),
-        mc="results/labels/mc/{dataset}.parquet",
-        judge="results/labels/judge/{dataset}.parquet",
+        mc=run_in("results/labels/mc/{dataset}.parquet"),
+        judge=run_in("results/labels/judge/{dataset}.parquet"),
     output:
-        table="results/labels/consensus/{dataset}.parquet",
+        table=run_out("results/labels/consensus/{dataset}.parquet"),
     log:
-        "logs/labels/consensus/{dataset}.log",
+        run_out("logs/labels/consensus/{dataset}.log"),
     benchmark:
         bench("consensus", "logs/labels/consensus/{dataset}.log")
     localrule: True
@@ -217,12 +217,12 @@ rule consensus:
 rule trainset:
     input:
         code("labels:trainset"),
-        unpack(lambda wc: plan.trainset_inputs(config, wc.variant)),
+        unpack(run_in(lambda wc: plan.trainset_inputs(config, wc.variant))),
     output:
-        table="results/trainsets/{variant}.parquet",
-        stats="results/trainsets/{variant}.json",
+        table=run_out("results/trainsets/{variant}.parquet"),
+        stats=run_out("results/trainsets/{variant}.json"),
     log:
-        "logs/trainsets/{variant}.log",
+        run_out("logs/trainsets/{variant}.log"),
     benchmark:
         bench("trainset", "logs/trainsets/{variant}.log")
     wildcard_constraints:
@@ -235,7 +235,7 @@ rule trainset:
         variant=lambda wc: wc.variant,
         spec=lambda wc: TRAINSET_VARIANTS[wc.variant],
         k=config["mc"]["completions"],
-        run=config["run"],
+        run=RUN_ID,
     script:
         RUN
 
@@ -243,11 +243,11 @@ rule trainset:
 rule trainsets_table:
     input:
         code("labels:trainsets_table"),
-        stats=expand("results/trainsets/{variant}.json", variant=list(TRAINSET_VARIANTS)),
+        stats=run_in(expand("results/trainsets/{variant}.json", variant=list(TRAINSET_VARIANTS))),
     output:
-        csv="results/tables/trainsets.csv",
+        csv=run_out("results/tables/trainsets.csv"),
     log:
-        "logs/trainsets/table.log",
+        run_out("logs/trainsets/table.log"),
     benchmark:
         bench("trainsets_table", "logs/trainsets/table.log")
     localrule: True
@@ -269,11 +269,11 @@ if TRAINSET_VARIANTS:
 rule export_trl:
     input:
         code("labels:export_trl"),
-        table="results/trainsets/{variant}.parquet",
+        table=run_in("results/trainsets/{variant}.parquet"),
     output:
-        rows="results/trainsets/trl/{variant}.jsonl",
+        rows=run_out("results/trainsets/trl/{variant}.jsonl"),
     log:
-        "logs/trainsets/trl/{variant}.log",
+        run_out("logs/trainsets/trl/{variant}.log"),
     benchmark:
         bench("export_trl", "logs/trainsets/trl/{variant}.log")
     wildcard_constraints:
@@ -303,13 +303,13 @@ if JUDGE_PB_CASES:
     rule judge_processbench:
         input:
             code("labels:judge_processbench"),
-            cases="results/processbench/cases.parquet",
+            cases=run_in("results/processbench/cases.parquet"),
             model=model_input(JUDGE),
-            template=plan.judge_template_input(config["judge"]),
+            template=run_in(plan.judge_template_input(config["judge"])),
         output:
-            table="results/labels/judge_processbench/{setting}.parquet",
+            table=run_out("results/labels/judge_processbench/{setting}.parquet"),
         log:
-            "logs/labels/judge_processbench/{setting}.log",
+            run_out("logs/labels/judge_processbench/{setting}.log"),
         benchmark:
             bench("judge_processbench", "logs/labels/judge_processbench/{setting}.log")
         wildcard_constraints:
@@ -336,17 +336,19 @@ if JUDGE_PB_CASES:
     rule judge_processbench_table:
         input:
             code("labels:judge_processbench_table"),
-            cases="results/processbench/cases.parquet",
-            tables=expand(
-                "results/labels/judge_processbench/{setting}.parquet",
-                setting=plan.judge_processbench_settings(config),
+            cases=run_in("results/processbench/cases.parquet"),
+            tables=run_in(
+                expand(
+                    "results/labels/judge_processbench/{setting}.parquet",
+                    setting=plan.judge_processbench_settings(config),
+                )
             ),
-            structure="results/metrics/processbench/baseline_structure_predictions.parquet",
+            structure=run_in("results/metrics/processbench/baseline_structure_predictions.parquet"),
         output:
-            csv="results/tables/judge_processbench.csv",
-            metrics="results/metrics/judge_processbench.json",
+            csv=run_out("results/tables/judge_processbench.csv"),
+            metrics=run_out("results/metrics/judge_processbench.json"),
         log:
-            "logs/labels/judge_processbench_table.log",
+            run_out("logs/labels/judge_processbench_table.log"),
         benchmark:
             bench("judge_processbench_table", "logs/labels/judge_processbench_table.log")
         localrule: True

@@ -10,9 +10,9 @@ rule embedded_model:
     input:
         code("models:embedded_model"),
     output:
-        model_dir=directory("resources/models/{model}"),
+        model_dir=directory(run_out("resources/models/{model}")),
     log:
-        "logs/embedded_model/{model}.log",
+        run_out("logs/embedded_model/{model}.log"),
     benchmark:
         bench("embedded_model", "logs/embedded_model/{model}.log")
     wildcard_constraints:
@@ -35,9 +35,9 @@ rule download_model:
     input:
         code("models:download_model"),
     output:
-        model_dir=directory(f"{hub_models_dir(config)}/{{model}}"),
+        model_dir=directory(run_out(f"{hub_models_dir(config)}/{{model}}")),
     log:
-        "logs/download_model/{model}.log",
+        run_out("logs/download_model/{model}.log"),
     benchmark:
         bench("download_model", "logs/download_model/{model}.log")
     wildcard_constraints:

@@ -13,24 +13,28 @@ rule paper_report:
     input:
         code("paper:paper_report"),
         str(PKG / "published.yaml"),
-        **{f"{aid}_csv": artifact_paths(aid)["csv"] for aid in ANALYSIS_ARTIFACTS},
-        **({"trainsets_table": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {}),
-        **(
-            {"judge_processbench_table": "results/tables/judge_processbench.csv"}
-            if plan.judge_processbench_cases(config)
-            else {}
+        **run_in(
+            {
+                **{f"{aid}_csv": artifact_paths(aid)["csv"] for aid in ANALYSIS_ARTIFACTS},
+                **({"trainsets_table": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {}),
+                **(
+                    {"judge_processbench_table": "results/tables/judge_processbench.csv"}
+                    if plan.judge_processbench_cases(config)
+                    else {}
+                ),
+                **({"label_audit_table": "results/tables/label_audit.csv"} if config["audit"]["enabled"] else {}),
+                **({"process_check_bon_table": "results/tables/process_check_bon.csv"} if PROCESS_CHECK else {}),
+            }
         ),
-        **({"label_audit_table": "results/tables/label_audit.csv"} if config["audit"]["enabled"] else {}),
-        **({"process_check_bon_table": "results/tables/process_check_bon.csv"} if PROCESS_CHECK else {}),
-        figures=[artifact_paths(aid)["png"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
+        figures=run_in([artifact_paths(aid)["png"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"]),
         # the generated findings that open the report (artifacts.findings)
-        processbench_table="results/tables/processbench.csv",
-        bon_table="results/tables/bon.csv",
+        processbench_table=run_in("results/tables/processbench.csv"),
+        bon_table=run_in("results/tables/bon.csv"),
     output:
-        report="paper/report.md",
-        run_info="paper/tables/run_info.tex",
+        report=run_out("paper/report.md"),
+        run_info=run_out("paper/tables/run_info.tex"),
     log:
-        "logs/paper/report.log",
+        run_out("logs/paper/report.log"),
     benchmark:
         bench("paper_report", "logs/paper/report.log")
     localrule: True
@@ -38,7 +42,7 @@ rule paper_report:
         "../../envs/analysis.yaml"
     params:
         func="paper:paper_report",
-        run=config["run"],
+        run=RUN_ID,
         aggregation=config["analysis"]["aggregation"],
         threshold_sweep=[list(x) for x in THRESHOLD_SWEEP],
         # the findings read analysis.policy's rows at the main tables' N; unplanned artifacts → why
@@ -58,14 +62,14 @@ rule paper_report:
 rule paper_pdf:
     input:
         tex=checkout_path("paper/main.tex"),
-        run_info="paper/tables/run_info.tex",
-        tables=[artifact_paths(aid)["tex"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "table"],
-        figures=[artifact_paths(aid)["pdf"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"],
+        run_info=run_in("paper/tables/run_info.tex"),
+        tables=run_in([artifact_paths(aid)["tex"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "table"]),
+        figures=run_in([artifact_paths(aid)["pdf"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"]),
         code=code("paper:paper_pdf"),
     output:
-        pdf="paper/main.pdf",
+        pdf=run_out("paper/main.pdf"),
     log:
-        "logs/paper/main_pdf.log",
+        run_out("logs/paper/main_pdf.log"),
     benchmark:
         bench("paper_pdf", "logs/paper/main_pdf.log")
     localrule: True
@@ -81,3 +85,31 @@ rule paper_pdf:
 TARGETS.append("paper/report.md")
 if PAPER_PDF:
     TARGETS.append("paper/main.pdf")
+
+
+# run.compare: the named runs' headline numbers side by side (prm_lessons.compare); each run's tables must
+# exist (the base run's results/tables/, an ablation's runs/<name>/results/tables/)
+COMPARE_RUNS = config["run"]["compare"]
+
+if COMPARE_RUNS:
+
+    rule compare_runs:
+        input:
+            code("paper:compare_runs"),
+            bon=[RUNS.of_run(n, "results/tables/bon.csv") for n in COMPARE_RUNS],
+            processbench=[RUNS.of_run(n, "results/tables/processbench.csv") for n in COMPARE_RUNS],
+        output:
+            csv="runs/comparison.csv",
+            md="runs/comparison.md",
+        log:
+            run_out("logs/compare_runs.log"),
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="paper:compare_runs",
+            runs=COMPARE_RUNS,
+        script:
+            RUN
+
+    TARGETS.extend(["runs/comparison.csv", "runs/comparison.md"])

@@ -9,11 +9,11 @@ if PROCESS_CHECK:
     rule process_check_labels:
         input:
             code("process_check:process_check_labels"),
-            samples="results/samples/{dataset}.parquet",
+            samples=run_in("results/samples/{dataset}.parquet"),
         output:
-            table="results/labels/checker/{dataset}.parquet",
+            table=run_out("results/labels/checker/{dataset}.parquet"),
         log:
-            "logs/labels/checker/{dataset}.log",
+            run_out("logs/labels/checker/{dataset}.log"),
         benchmark:
             bench("process_check_labels", "logs/labels/checker/{dataset}.log")
         localrule: True
@@ -27,11 +27,11 @@ if PROCESS_CHECK:
     rule process_check_validation:
         input:
             code("process_check:process_check_validation"),
-            cases="results/processbench/cases.parquet",
+            cases=run_in("results/processbench/cases.parquet"),
         output:
-            csv="results/tables/process_check.csv",
+            csv=run_out("results/tables/process_check.csv"),
         log:
-            "logs/process_check/validation.log",
+            run_out("logs/process_check/validation.log"),
         benchmark:
             bench("process_check_validation", "logs/process_check/validation.log")
         localrule: True
@@ -46,12 +46,12 @@ if PROCESS_CHECK:
     rule process_check_bon:
         input:
             code("process_check:process_check_bon"),
-            samples=[f"results/samples/{b}.parquet" for b in BON_BENCHMARKS],
-            checks=[f"results/labels/checker/{b}.parquet" for b in BON_BENCHMARKS],
+            samples=run_in([f"results/samples/{b}.parquet" for b in BON_BENCHMARKS]),
+            checks=run_in([f"results/labels/checker/{b}.parquet" for b in BON_BENCHMARKS]),
         output:
-            csv="results/tables/process_check_bon.csv",
+            csv=run_out("results/tables/process_check_bon.csv"),
         log:
-            "logs/process_check/bon.log",
+            run_out("logs/process_check/bon.log"),
         benchmark:
             bench("process_check_bon", "logs/process_check/bon.log")
         localrule: True

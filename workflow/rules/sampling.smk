@@ -10,12 +10,12 @@
 rule sample:
     input:
         code("sampling:sample"),
-        problems="results/problems/{dataset}.parquet",
+        problems=run_in("results/problems/{dataset}.parquet"),
         model=lambda wc: model_input(policy_model(wc)),
     output:
-        responses="results/{policy_dir}responses/{dataset}/shard{shard}of{nshards}.parquet",
+        responses=run_out("results/{policy_dir}responses/{dataset}/shard{shard}of{nshards}.parquet"),
     log:
-        "logs/sample/{policy_dir}{dataset}/shard{shard}of{nshards}.log",
+        run_out("logs/sample/{policy_dir}{dataset}/shard{shard}of{nshards}.log"),
     benchmark:
         bench("sample", "logs/sample/{policy_dir}{dataset}/shard{shard}of{nshards}.log")
     conda:
@@ -41,11 +41,11 @@ rule sample:
 rule merge_samples:
     input:
         code("sampling:merge_samples"),
-        shards=sample_shards,
+        shards=run_in(sample_shards),
     output:
-        responses="results/{policy_dir}responses/{dataset}.parquet",
+        responses=run_out("results/{policy_dir}responses/{dataset}.parquet"),
     log:
-        "logs/merge_samples/{policy_dir}{dataset}.log",
+        run_out("logs/merge_samples/{policy_dir}{dataset}.log"),
     benchmark:
         bench("merge_samples", "logs/merge_samples/{policy_dir}{dataset}.log")
     localrule: True
@@ -61,12 +61,12 @@ rule grade_samples:
     # the dataset's answer format is the problems table's metadata (its config entry)
     input:
         code("sampling:grade_samples"),
-        responses="results/{policy_dir}responses/{dataset}.parquet",
-        problems="results/problems/{dataset}.parquet",
+        responses=run_in("results/{policy_dir}responses/{dataset}.parquet"),
+        problems=run_in("results/problems/{dataset}.parquet"),
     output:
-        samples="results/{policy_dir}samples/{dataset}.parquet",
+        samples=run_out("results/{policy_dir}samples/{dataset}.parquet"),
     log:
-        "logs/grade_samples/{policy_dir}{dataset}.log",
+        run_out("logs/grade_samples/{policy_dir}{dataset}.log"),
     benchmark:
         bench("grade_samples", "logs/grade_samples/{policy_dir}{dataset}.log")
     localrule: True
@@ -83,11 +83,11 @@ rule grade_samples:
 rule bon_baselines:
     input:
         code("sampling:bon_baselines"),
-        samples=[plan.policy_path(config, p, f"samples/{b}.parquet") for p, b, _ in BON_EVALUATIONS],
+        samples=run_in([plan.policy_path(config, p, f"samples/{b}.parquet") for p, b, _ in BON_EVALUATIONS]),
     output:
-        table="results/tables/bon_baselines.csv",
+        table=run_out("results/tables/bon_baselines.csv"),
     log:
-        "logs/bon_baselines.log",
+        run_out("logs/bon_baselines.log"),
     benchmark:
         bench("bon_baselines", "logs/bon_baselines.log")
     localrule: True

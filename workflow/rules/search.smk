@@ -20,13 +20,13 @@ if SEARCH_PRMS:
     rule search_greedy:
         input:
             code("search:search_greedy"),
-            problems=expand("results/problems/{dataset}.parquet", dataset=SEARCH_BENCHMARKS),
+            problems=run_in(expand("results/problems/{dataset}.parquet", dataset=SEARCH_BENCHMARKS)),
             policy=model_input(SEARCH_POLICY),
             prm=lambda wc: prm_model_input(wc.prm),
         output:
-            search=plan.search_outputs(config, SEARCH_BENCHMARKS),
+            search=run_out(plan.search_outputs(config, SEARCH_BENCHMARKS)),
         log:
-            plan.search_log(config),
+            run_out(plan.search_log(config)),
         benchmark:
             bench("search_greedy", plan.search_log(config))
         wildcard_constraints:
@@ -59,12 +59,12 @@ if SEARCH_PRMS:
             # the shards of every benchmark of one PRM; each searched problem exactly once (rules.search)
             input:
                 code("search:merge_search"),
-                problems=expand("results/problems/{dataset}.parquet", dataset=SEARCH_BENCHMARKS),
-                shards=plan.search_shard_paths(config, SEARCH_BENCHMARKS),
+                problems=run_in(expand("results/problems/{dataset}.parquet", dataset=SEARCH_BENCHMARKS)),
+                shards=run_in(plan.search_shard_paths(config, SEARCH_BENCHMARKS)),
             output:
-                search=expand("results/search/{{prm}}/{dataset}.parquet", dataset=SEARCH_BENCHMARKS),
+                search=run_out(expand("results/search/{{prm}}/{dataset}.parquet", dataset=SEARCH_BENCHMARKS)),
             log:
-                "logs/merge_search/{prm}.log",
+                run_out("logs/merge_search/{prm}.log"),
             benchmark:
                 bench("merge_search", "logs/merge_search/{prm}.log")
             wildcard_constraints:
@@ -84,12 +84,12 @@ if SEARCH_PRMS:
             # the baselines' N responses of a search policy other than the Best-of-N one (or another N)
             input:
                 code("search:search_samples"),
-                problems="results/problems/{dataset}.parquet",
+                problems=run_in("results/problems/{dataset}.parquet"),
                 model=model_input(SEARCH_POLICY),
             output:
-                samples="results/search/samples/{dataset}.parquet",
+                samples=run_out("results/search/samples/{dataset}.parquet"),
             log:
-                "logs/search_samples/{dataset}.log",
+                run_out("logs/search_samples/{dataset}.log"),
             benchmark:
                 bench("search_samples", "logs/search_samples/{dataset}.log")
             conda:
@@ -116,14 +116,16 @@ if SEARCH_PRMS:
             rule search_orm_scores:
                 input:
                     code("search:search_orm_scores"),
-                    samples=expand("results/search/samples/{dataset}.parquet", dataset=SEARCH_BENCHMARKS),
+                    samples=run_in(expand("results/search/samples/{dataset}.parquet", dataset=SEARCH_BENCHMARKS)),
                     model=prm_model_input(SEARCH_ORM),
                 output:
-                    scores=expand(
-                        "results/search/scores/{orm}/{dataset}.parquet", orm=SEARCH_ORM, dataset=SEARCH_BENCHMARKS
+                    scores=run_out(
+                        expand(
+                            "results/search/scores/{orm}/{dataset}.parquet", orm=SEARCH_ORM, dataset=SEARCH_BENCHMARKS
+                        )
                     ),
                 log:
-                    f"logs/search_orm_scores/{SEARCH_ORM}.log",
+                    run_out(f"logs/search_orm_scores/{SEARCH_ORM}.log"),
                 benchmark:
                     bench("search_orm_scores", f"logs/search_orm_scores/{SEARCH_ORM}.log")
                 conda:
@@ -148,12 +150,12 @@ if SEARCH_PRMS:
             # search_samples' function at temperature 0 and N 1
             input:
                 code("search:search_greedy_samples"),
-                problems="results/problems/{dataset}.parquet",
+                problems=run_in("results/problems/{dataset}.parquet"),
                 model=model_input(SEARCH_POLICY),
             output:
-                samples="results/search/greedy/{dataset}.parquet",
+                samples=run_out("results/search/greedy/{dataset}.parquet"),
             log:
-                "logs/search_greedy_samples/{dataset}.log",
+                run_out("logs/search_greedy_samples/{dataset}.log"),
             benchmark:
                 bench("search_greedy_samples", "logs/search_greedy_samples/{dataset}.log")
             conda:
@@ -178,16 +180,16 @@ if SEARCH_PRMS:
     rule search_table:
         input:
             code("search:search_table"),
-            search=expand("results/search/{prm}/{dataset}.parquet", prm=SEARCH_PRMS, dataset=SEARCH_BENCHMARKS),
-            samples=[plan.search_samples_path(config, b) for b in SEARCH_BENCHMARKS],
-            orm=[plan.search_orm_path(config, b) for b in SEARCH_BENCHMARKS] if SEARCH_ORM else [],
-            greedy=(
+            search=run_in(expand("results/search/{prm}/{dataset}.parquet", prm=SEARCH_PRMS, dataset=SEARCH_BENCHMARKS)),
+            samples=run_in([plan.search_samples_path(config, b) for b in SEARCH_BENCHMARKS]),
+            orm=run_in([plan.search_orm_path(config, b) for b in SEARCH_BENCHMARKS] if SEARCH_ORM else []),
+            greedy=run_in(
                 [plan.search_greedy_path(config, b) for b in SEARCH_BENCHMARKS] if SEARCH["pass1"] == "greedy" else []
             ),
         output:
-            table="results/tables/search.csv",
+            table=run_out("results/tables/search.csv"),
         log:
-            "logs/search_table.log",
+            run_out("logs/search_table.log"),
         benchmark:
             bench("search_table", "logs/search_table.log")
         localrule: True

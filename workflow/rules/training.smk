@@ -10,17 +10,17 @@
 rule train_prm:
     input:
         code("training:train_prm"),
-        trainset="results/trainsets/{variant}.parquet",
+        trainset=run_in("results/trainsets/{variant}.parquet"),
         base=model_input(TRAIN["base"]),
-        deepspeed=[TRAIN["deepspeed"]] if TRAIN.get("deepspeed") else [],
+        deepspeed=run_in([TRAIN["deepspeed"]] if TRAIN.get("deepspeed") else []),
         # head mode, variants labelled on the sampled responses: the frozen base's features of those
         # responses, computed once for all of them (rule step_features), instead of each job's own pass
-        features=lambda wc: plan.training_features_input(config, wc.variant),
+        features=run_in(lambda wc: plan.training_features_input(config, wc.variant)),
     output:
-        model=directory("results/prms/{variant}"),
-        metrics="results/prms/{variant}/train_metrics.json",
+        model=directory(run_out("results/prms/{variant}")),
+        metrics=run_out("results/prms/{variant}/train_metrics.json"),
     log:
-        "logs/training/{variant}.log",
+        run_out("logs/training/{variant}.log"),
     benchmark:
         bench("train_prm", "logs/training/{variant}.log")
     wildcard_constraints:
@@ -47,7 +47,7 @@ rule train_prm:
         base_model=plan.training_base_model(config),
         label_type=lambda wc: TRAINSET_VARIANTS[wc.variant]["label_type"],
         # outside the output directory: Snakemake empties that before a (re)run, checkpoints must survive
-        checkpoint_dir=lambda wc: f"results/checkpoints/prms/{wc.variant}",
+        checkpoint_dir=lambda wc: run_out(f"results/checkpoints/prms/{wc.variant}"),
     script:
         RUN
 
@@ -64,14 +64,14 @@ if UPLOADS:
 
     rule upload_prm:
         input:
-            unpack(lambda wc: plan.upload_evaluation(config, wc.variant)),
+            unpack(run_in(lambda wc: plan.upload_evaluation(config, wc.variant))),
             code("training:upload_prm"),
-            model="results/prms/{variant}",
-            trainset="results/trainsets/{variant}.parquet",
+            model=run_in("results/prms/{variant}"),
+            trainset=run_in("results/trainsets/{variant}.parquet"),
         output:
-            receipt="results/uploads/{variant}.json",
+            receipt=run_out("results/uploads/{variant}.json"),
         log:
-            "logs/upload_prm/{variant}.log",
+            run_out("logs/upload_prm/{variant}.log"),
         benchmark:
             bench("upload_prm", "logs/upload_prm/{variant}.log")
         wildcard_constraints:

@@ -18,14 +18,14 @@ JUDGE_POLICIES = plan.bon_judge_policies(config)
 rule bon_judge:
     input:
         code("verifiers:bon_judge"),
-        responses=lambda wc: judged_samples(wc, "responses"),
+        responses=run_in(lambda wc: judged_samples(wc, "responses")),
         model=lambda wc: model_input(plan.bon_judge_model(config, wc.judge)),
         # the prompt is data, not code: declared so that editing it judges again
-        template=lambda wc: plan.bon_judge_template(config, wc.mode, PKG),
+        template=run_in(lambda wc: plan.bon_judge_template(config, wc.mode, PKG)),
     output:
-        judged=plan.shard_outputs(JUDGE_TABLES, JUDGE_SHARDS),
+        judged=run_out(plan.shard_outputs(JUDGE_TABLES, JUDGE_SHARDS)),
     log:
-        plan.shard_log("bon_judge", "{policy_dir}{judge}/{mode}", JUDGE_SHARDS),
+        run_out(plan.shard_log("bon_judge", "{policy_dir}{judge}/{mode}", JUDGE_SHARDS)),
     benchmark:
         bench("bon_judge", plan.shard_log("bon_judge", "{policy_dir}{judge}/{mode}", JUDGE_SHARDS))
     wildcard_constraints:
@@ -61,12 +61,12 @@ if JUDGE_SHARDS > 1:
         # the shards of every benchmark of one (policy, judge, mode); each judged problem exactly once
         input:
             code("verifiers:merge_bon_judge"),
-            responses=lambda wc: judged_samples(wc, "responses"),
-            shards=plan.shard_files(JUDGE_TABLES, JUDGE_SHARDS),
+            responses=run_in(lambda wc: judged_samples(wc, "responses")),
+            shards=run_in(plan.shard_files(JUDGE_TABLES, JUDGE_SHARDS)),
         output:
-            judged=[f"{t}.parquet" for t in JUDGE_TABLES],
+            judged=run_out([f"{t}.parquet" for t in JUDGE_TABLES]),
         log:
-            "logs/merge_bon_judge/{policy_dir}{judge}/{mode}.log",
+            run_out("logs/merge_bon_judge/{policy_dir}{judge}/{mode}.log"),
         benchmark:
             bench("merge_bon_judge", "logs/merge_bon_judge/{policy_dir}{judge}/{mode}.log")
         wildcard_constraints:
@@ -87,16 +87,18 @@ if JUDGE_SHARDS > 1:
 rule bon_judge_metrics:
     input:
         code("verifiers:bon_judge_metrics"),
-        samples=judged_samples,
-        judged=lambda wc: [
-            f"results/{wc.policy_dir}bon_judges/{wc.judge}/{wc.mode}/{b}.parquet"
-            for b in JUDGE_BENCHMARKS
-            if b in policy_benchmarks(wc)
-        ],
+        samples=run_in(judged_samples),
+        judged=run_in(
+            lambda wc: [
+                f"results/{wc.policy_dir}bon_judges/{wc.judge}/{wc.mode}/{b}.parquet"
+                for b in JUDGE_BENCHMARKS
+                if b in policy_benchmarks(wc)
+            ]
+        ),
     output:
-        metrics="results/{policy_dir}metrics/bon_judges/{judge}/{mode}.json",
+        metrics=run_out("results/{policy_dir}metrics/bon_judges/{judge}/{mode}.json"),
     log:
-        "logs/bon_judge_metrics/{policy_dir}{judge}/{mode}.log",
+        run_out("logs/bon_judge_metrics/{policy_dir}{judge}/{mode}.log"),
     benchmark:
         bench("bon_judge_metrics", "logs/bon_judge_metrics/{policy_dir}{judge}/{mode}.log")
     wildcard_constraints:
@@ -119,13 +121,13 @@ rule bon_judge_metrics:
 rule bon_judge_table:
     input:
         code("verifiers:bon_judge_table"),
-        metrics=[
-            f"results/{POLICY_DIRS[p]}metrics/bon_judges/{j}/{m}.json" for p in JUDGE_POLICIES for j, m in JUDGE_RUNS
-        ],
+        metrics=run_in(
+            [f"results/{POLICY_DIRS[p]}metrics/bon_judges/{j}/{m}.json" for p in JUDGE_POLICIES for j, m in JUDGE_RUNS]
+        ),
     output:
-        table="results/tables/judge_bon.csv",
+        table=run_out("results/tables/judge_bon.csv"),
     log:
-        "logs/bon_judge_table.log",
+        run_out("logs/bon_judge_table.log"),
     benchmark:
         bench("bon_judge_table", "logs/bon_judge_table.log")
     localrule: True

@@ -4,7 +4,7 @@ Runs only while Snakemake builds the DAG (workflow/rules/common.smk computes the
 once; the stage files read only those), so editing it reruns no job: jobs get config values through
 their params. Every `results/...` path outside the .smk files is written here. One module per stage
 (lower stages first: base, models, policies, data_policies, sampling, processbench, trainsets, training, evaluation,
-critics, search, judges, analysis; a module imports only from those before it); this package
+critics, search, judges, analysis, runs; a module imports only from those before it); this package
 re-exports every public name, which no job's code can see (plan is never in a job's closure).
 """
 from __future__ import annotations
@@ -92,6 +92,7 @@ from .processbench import (
     processbench_dev,
 )
 from .publish import upload_evaluation, upload_repos
+from .runs import RunPaths, base_config
 from .sampling import (
     dataset_problems,
     dataset_spec,
@@ -183,4 +184,5 @@ __all__ = [
     "bon_judge_benchmarks", "bon_judge_policies", "bon_judge_model", "bon_judge_settings", "bon_judge_template",
     "bon_judge_names", "bon_judge_runs", "bon_judge_shards", "bon_judge_minutes", "shard_outputs", "shard_files",
     "BENCHMARKS", "benchmark_path", "shard_log", "shard_minutes", "FIG6_SHEET", "analysis_settings", "analysis_skipped",
+    "RunPaths", "base_config",
 ]

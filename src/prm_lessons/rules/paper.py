@@ -13,6 +13,7 @@ from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.registry import ARTIFACTS
 from prm_lessons.artifacts.render import latexmk_pdf, report_markdown, run_info_tex
 from prm_lessons.artifacts.verdicts import verdict_rows, verdicts_markdown
+from prm_lessons.compare import comparison, comparison_markdown
 from prm_lessons.labels.audit import render_markdown as render_audit
 from prm_lessons.tables import CorruptTableError, read_csv
 
@@ -96,3 +97,14 @@ def paper_pdf(*, inputs, outputs, params, wildcards, threads) -> None:
     is copied next to the generated paper/tables/ when the working directory is not the repository
     (e.g. `snakemake --directory /tmp/run`)."""
     latexmk_pdf(inputs["tex"], outputs["pdf"], int(params.get("timeout_s", 600)))
+
+
+def compare_runs(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `compare_runs` (run.compare): each named run's bon.csv and processbench.csv → one table with a
+    column per run, runs/comparison.csv and .md."""
+    names = list(params["runs"])
+    bon, pb = list(inputs["bon"]), list(inputs["processbench"])
+    table = comparison({n: (read_csv(b, "bon"), read_csv(p, "processbench")) for n, b, p in zip(names, bon, pb)})
+    table.to_csv(outputs["csv"], index=False)
+    Path(outputs["md"]).write_text(comparison_markdown(table))
+    log.info("compared runs %s: %d rows", ", ".join(names), len(table))

@@ -1,0 +1,121 @@
+"""Named runs side by side (prm_lessons.plan.runs): which config is the base run, which files an ablation
+writes (all under runs/<name>/) and which it reads from the base run (those whose producing config is the
+same), and the refusal of an ablation that would change shared files."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prm_lessons import plan
+from prm_lessons.config import load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = ROOT / "config/config.yaml"
+
+
+def runs(*overlays: Path) -> plan.RunPaths:
+    files = [BASE, *overlays]
+    return plan.RunPaths(load_config(*files), plan.base_config(files, load_config(*files)))
+
+
+def overlay(tmp_path, text: str) -> Path:
+    p = tmp_path / "overlay.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_the_base_run_is_itself_without_an_ablation_file():
+    cfg = load_config(BASE, ROOT / "config/all.yaml")  # all.yaml extends the base run, it is no ablation
+    assert plan.base_config([BASE, ROOT / "config/all.yaml"], cfg) is cfg
+    r = plan.RunPaths(cfg, cfg)
+    assert not r.named and r.out("results/tables/bon.csv") == "results/tables/bon.csv"
+    assert r.inp(["results/samples/gsm8k.parquet"]) == ["results/samples/gsm8k.parquet"]
+
+
+def test_the_base_run_of_an_ablation_is_the_files_before_it():
+    abl = ROOT / "config/ablations/best_of_n.yaml"
+    base = plan.base_config([BASE, abl], load_config(BASE, abl))
+    assert base["run"]["name"] == "embedded" and base["bon"]["n"] == load_config(BASE)["bon"]["n"]
+
+
+def test_every_shipped_ablation_names_its_own_run():
+    for p in sorted((ROOT / "config/ablations").glob("*.yaml")):
+        assert yaml.safe_load(p.read_text())["run"] == {"name": p.stem, "ablation": True}, p.name
+
+
+def test_an_ablation_keeping_the_base_name_is_refused(tmp_path):
+    abl = overlay(tmp_path, "run: {ablation: true}\nbon: {n: 8}\n")
+    with pytest.raises(ValueError, match="sets its own `run.name`"):
+        runs(abl)
+
+
+def test_an_ablation_alone_is_refused(tmp_path):
+    abl = overlay(tmp_path, "run: {name: x, ablation: true}\n")
+    with pytest.raises(ValueError, match="layered on a base profile"):
+        plan.base_config([abl], {"run": {"name": "x"}})
+
+
+def test_an_ablation_writes_only_under_its_run_directory():
+    r = runs(ROOT / "config/ablations/aggregation.yaml")
+    assert r.named and r.prefix == "runs/aggregation/"
+    for p in ("results/samples/gsm8k.parquet", "results/tables/bon.csv", "figures/fig1_overview.png",
+              "paper/report.md", "logs/sample/x.log"):
+        assert r.out(p) == f"runs/aggregation/{p}"
+    assert r.out(["results/prms/mc_hard", {"k": "paper/main.pdf"}]) == [
+        "runs/aggregation/results/prms/mc_hard", {"k": "runs/aggregation/paper/main.pdf"}]
+    assert r.out("resources/models/smollm2") == "resources/models/smollm2"  # shared, never rewritten
+
+
+def test_unchanged_upstream_is_read_from_the_base_run_and_changed_is_its_own():
+    r = runs(ROOT / "config/ablations/best_of_n.yaml")  # bon.n: the benchmarks' samples, not the training set's
+    cfg = load_config(BASE)
+    train, bench = next(iter(cfg["problems"])), next(iter(cfg["benchmarks"]))
+    assert r.inp(f"results/samples/{train}.parquet") == f"results/samples/{train}.parquet"
+    assert r.inp(f"results/labels/mc/{train}.parquet") == f"results/labels/mc/{train}.parquet"
+    assert r.inp("results/prms/mc_hard") == "results/prms/mc_hard"
+    assert r.inp(f"results/samples/{bench}.parquet") == f"runs/best_of_n/results/samples/{bench}.parquet"
+    # a score of a changed sample set is its own; metrics and tables always are
+    assert r.inp(f"results/scores/mc_hard/{bench}.parquet").startswith("runs/best_of_n/")
+    assert r.inp("results/tables/bon.csv") == "runs/best_of_n/results/tables/bon.csv"
+    # input patterns resolve per job
+    fn = r.inp("results/samples/{dataset}.parquet")
+    assert fn(_Wc(dataset=bench)) == f"runs/best_of_n/results/samples/{bench}.parquet"
+    assert fn(_Wc(dataset=train)) == f"results/samples/{train}.parquet"
+
+
+def test_a_second_policy_has_its_own_metrics_and_reads_its_samples_from_the_base_run():
+    r = runs(ROOT / "config/all.yaml", ROOT / "config/ablations/aggregation.yaml")  # make run-all's second policy
+    pol = next(p for p in plan.bon_policies(load_config(BASE, ROOT / "config/all.yaml")) if "t1" in p)
+    bench = next(iter(load_config(BASE)["benchmarks"]))
+    assert r.inp(f"results/policies/{pol}/metrics/bon/mc_hard.json").startswith("runs/aggregation/")
+    assert r.inp(f"results/policies/{pol}/samples/{bench}.parquet") == f"results/policies/{pol}/samples/{bench}.parquet"
+
+
+def test_a_changed_label_source_moves_only_what_reads_it():
+    r = runs(ROOT / "config/ablations/data_source.yaml")  # judge.style, human.neutral
+    train = next(iter(load_config(BASE)["problems"]))
+    assert r.inp(f"results/labels/mc/{train}.parquet") == f"results/labels/mc/{train}.parquet"
+    assert r.own(f"results/labels/judge/{train}.parquet") and r.own(f"results/labels/consensus/{train}.parquet")
+    assert r.own("results/trainsets/judge.parquet") and r.own("results/prms/judge")
+    assert not r.own("results/trainsets/mc_hard.parquet") and not r.own("results/prms/mc_soft")
+
+
+def test_an_ablation_changing_shared_files_is_refused(tmp_path):
+    abl = overlay(tmp_path, "run: {name: x, ablation: true}\nmodels: {smollm2: {dtype: float32}}\n")
+    with pytest.raises(ValueError, match="own working directory"):
+        runs(abl)
+
+
+def test_an_unknown_result_path_is_an_error():
+    r = runs(ROOT / "config/ablations/aggregation.yaml")
+    with pytest.raises(ValueError, match="FAMILIES"):
+        r.own("results/new_kind/x.parquet")
+
+
+class _Wc(dict):
+    """Snakemake's wildcards object as an input function sees it (items())."""
+
+    def __init__(self, **kw):
+        super().__init__(kw)
