@@ -18,3 +18,16 @@ def test_a_finished_run_is_told_where_its_report_and_logs_are(tmp_path):
 def test_a_run_of_a_few_targets_points_at_results(tmp_path):
     msg = finish_message(tmp_path)
     assert "no report yet" in msg and "paper/report.md" not in msg and "logs/<rule>/" in msg
+
+
+def test_a_named_run_points_at_its_own_folder(tmp_path):
+    """An ablation's message names runs/<name>/paper/report.md, not the base run's report."""
+    from prm_lessons.where import finish_message
+
+    (tmp_path / "paper").mkdir()
+    (tmp_path / "paper/report.md").write_text("base")
+    (tmp_path / "runs/aggregation/paper").mkdir(parents=True)
+    (tmp_path / "runs/aggregation/paper/report.md").write_text("ablation")
+    msg = finish_message(tmp_path, prefix="runs/aggregation/")
+    assert "runs/aggregation/paper/report.md" in msg and "runs/aggregation/logs/<rule>/" in msg
+    assert "\n  paper/report.md" not in msg

@@ -12,13 +12,14 @@ PLACES = [
 ]
 
 
-def finish_message(root: str | Path = ".") -> str:
-    """The lines printed after a successful run in `root` (the working directory)."""
+def finish_message(root: str | Path = ".", prefix: str = "") -> str:
+    """The lines printed after a successful run in `root` (the working directory); `prefix`: a named
+    run's folder (`runs/<name>/`, what run_out adds to its paths)."""
     root = Path(root)
-    found = [(p, what) for p, what in PLACES if (root / p).exists()]
+    found = [(prefix + p, what) for p, what in PLACES if (root / prefix / p).exists()]
     lines = ["", "prm-lessons: done. Open:"] if found else ["", "prm-lessons: done (no report yet: results/ so far)."]
     lines += [f"  {p:18s} {what}" for p, what in found]
     lines += [f"  {'make report':18s} report.html: Snakemake's HTML report of every figure and table, with provenance",
-              f"  {'logs/<rule>/':18s} one log per job (progress lines of long jobs, errors)",
-              f"  {'benchmarks/':18s} each job's time and memory: python bench/rule_times.py sums them per rule", ""]
+              f"  {prefix + 'logs/<rule>/':18s} one log per job (progress lines of long jobs, errors)",
+              f"  {prefix + 'benchmarks/':18s} each job's time and memory: python bench/rule_times.py sums them per rule", ""]
     return "\n".join(lines)
