@@ -7,6 +7,7 @@
 #                 SMK_ARGS="--configfile config/config.yaml config/ablations/aggregation.yaml" (an ablation)
 #                 or SMK_ARGS="results/tables/bon.csv" (one target)
 #   PYTEST_ARGS=  extra pytest arguments for test / test-all
+#   TEST_WORKERS=N  pytest-xdist workers of make test (default CORES; 0: one process)
 # Calling snakemake by hand: `source .venv/bin/activate` first (make puts .venv/bin on its own PATH only).
 SHELL := /bin/bash
 VENV ?= .venv
