@@ -129,6 +129,12 @@ REPOS: dict[str, RepoSpec] = {
                   "(hf.co/Qwen/Qwen2.5-Math-PRM-7B/blame/main/config.json)",
                   "files: model-0000{1..4}-of-00004.safetensors + index, generation_config.json (tree 98218b1)",
                   "head score = Linear(h,h)+bias, ReLU, Linear(h,2)+bias (vLLM qwen2_rm.py)")),
+    "Qwen/Qwen2.5-Math-7B-PRM800K": RepoSpec(
+        "Qwen2ForProcessRewardModel", "qwen2", 152064, tokenizer="qwen2_prm", shards=4, head="qwen_prm",
+        bos_token_id=151643, eos_token_id=151645,
+        auto_map={**_QWEN_RM_AUTO_MAP, "AutoModel": "modeling_qwen2_rm.Qwen2ForProcessRewardModel"},
+        unverified=("config.json, head and files as Qwen2.5-Math-PRM-7B's (released beside it with the same "
+                    "card code; this repo's config.json was not read)", "shard count (stand-in: 4)")),
     "Qwen/Qwen2.5-Math-PRM-72B": RepoSpec(
         "Qwen2ForProcessRewardModel", "qwen2", 152064, tokenizer="qwen2_prm", shards=4, head="qwen_prm",
         bos_token_id=151643, eos_token_id=151645,
