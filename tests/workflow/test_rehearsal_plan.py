@@ -128,3 +128,10 @@ def test_training_problems_are_sampled_by_the_data_policy_and_completed_by_its_c
         want = data_dir if j.wildcards["dataset"] in train else bon_dir
         assert want in j.input, (j.wildcards, j.input)
     assert p.of("mc") and all(model_path(cfg, data["completer"]) in j.input for j in p.of("mc"))
+
+
+def test_every_model_of_the_paper_config_runs_on_cpu_in_the_rehearsal():
+    """A model config/paper.yaml adds must get gpus: 0 here, else its jobs stop on the CPU host
+    (GPUNotFoundError) after the dry run passed."""
+    cfg = load_config(*(ROOT / c for c in CONFIGS))
+    assert {name: plan.gpus(cfg, name) for name in cfg["models"] if plan.gpus(cfg, name)} == {}
