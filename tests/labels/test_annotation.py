@@ -31,6 +31,16 @@ def test_sheet_draws_correct_answers_of_the_first_n_seeded_and_order_free():
     assert set(other["id"]) != set(shuffled["id"])  # the seed changes the draw (6 candidates, 3 drawn)
 
 
+def test_a_set_without_a_correct_answer_gives_no_rows():
+    """A benchmark where the policy got nothing right (the rehearsal's random weights) adds no row; the
+    other benchmarks' rows stay."""
+    s = _samples()
+    none_right = s.assign(correct=False)
+    sheet = A.sample_sheet({"gsm8k": none_right, "math": s}, per_benchmark=3, seed=0, n=2)
+    assert set(sheet["benchmark"]) == {"math"} and len(sheet) == 3
+    assert A.sample_sheet({"gsm8k": none_right}, 3, 0, 2).empty
+
+
 def test_sheet_round_trip_and_labels(tmp_path):
     sheet = A.sample_sheet({"gsm8k": _samples()}, 4, 0, None)
     path = tmp_path / "sheet.csv"

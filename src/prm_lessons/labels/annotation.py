@@ -47,7 +47,8 @@ def sample_sheet(samples: Mapping[str, pd.DataFrame], per_benchmark: int, seed: 
         d = df[df["correct"].fillna(False).astype(bool)]
         if n is not None:
             d = d[d["sample_idx"] < int(n)]
-        d = d[[bool(clean_steps(s)) for s in d["steps"]]]
+        # a boolean Series, not a list: an empty list would select no columns (a set with no correct answer)
+        d = d[d["steps"].map(lambda s: bool(clean_steps(s))).astype(bool)]
         keys = [_order(seed, bench, p, i) for p, i in zip(d["problem_id"], d["sample_idx"])]
         d = d.assign(_key=keys).sort_values("_key").head(per_benchmark)
         for r in d.itertuples():
