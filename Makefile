@@ -3,6 +3,7 @@
 #   make test  - the same set-up plus test dependencies, then the fast test tier (not slow, not integration)
 # More: make help. Variables (on the command line: make run CORES=8 SMK_ARGS="..."):
 #   CORES=N       cores Snakemake may use (default 2); jobs run side by side up to that
+#   PYTHON=...    the Python 3.11 or 3.12 that creates .venv (default python3), e.g. PYTHON=python3.12
 #   SMK_ARGS=...  extra Snakemake arguments for run / run-all / dryrun / dryrun-all / report, e.g.
 #                 SMK_ARGS="--configfile config/config.yaml config/ablations/aggregation.yaml" (an ablation)
 #                 or SMK_ARGS="results/tables/bon.csv" (one target)
@@ -12,6 +13,7 @@
 # Calling snakemake by hand: `source .venv/bin/activate` first (make puts .venv/bin on its own PATH only).
 SHELL := /bin/bash
 VENV ?= .venv
+PYTHON ?= python3
 PY := $(VENV)/bin/python
 CORES ?= 2
 REPORT ?= report.html
@@ -42,7 +44,7 @@ help:
 
 # Idempotent: re-running is a no-op until pyproject.toml or the lock changes.
 $(STAMP): pyproject.toml requirements/lock.txt
-	test -x $(PY) || python3 -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0            # the CPU build (a local wheel on this machine kind)
 	$(PY) -m pip install -q -c requirements/lock.txt -e ".[test]"
@@ -105,7 +107,7 @@ rehearsal: setup
 # and follow docs/cluster.md.
 GPU_VENV ?= .venv-gpu
 setup-gpu:
-	test -x $(GPU_VENV)/bin/python || python3 -m venv $(GPU_VENV)
+	test -x $(GPU_VENV)/bin/python || $(PYTHON) -m venv $(GPU_VENV)
 	$(GPU_VENV)/bin/python -m pip install -q --upgrade pip
 	$(GPU_VENV)/bin/python -m pip install -q torch==2.13.0    # first: DeepSpeed's build reads the installed torch
 	$(GPU_VENV)/bin/python -m pip install -q -r requirements/gpu.txt
