@@ -168,7 +168,8 @@ def test_the_html_report_holds_every_paper_figure_and_table_with_its_caption(htm
         assert entry["job_properties"]["rule"] == a["stem"], path
         head, _, data = entry["data_uri"].partition(";base64,")
         assert head.startswith("data:image/png" if key == "png" else "data:text/csv"), path
-        assert base64.b64decode(data) == (WORK / path).read_bytes(), f"{path}: not the run's file"
+        assert base64.b64decode(data) == (WORK / path).read_bytes(), (
+            f"{path}: not the run's file (a report older than the run? make report again)")
         caption = entry["caption"]
         assert f"{a['source']} of Zhang et al. (2025), reproduced" in caption, path
         # the run label as written: its RST escapes (workflow/report/*.rst) leave no backslash behind
