@@ -3,16 +3,20 @@
 #   make test  - the same set-up plus test dependencies, then the fast test tier (not slow, not integration)
 # More: make help. Variables (on the command line: make run CORES=8 SMK_ARGS="..."):
 #   CORES=N       cores Snakemake may use (default 2); jobs run side by side up to that
-#   SMK_ARGS=...  extra Snakemake arguments for run / run-all / dryrun / dryrun-all, e.g.
+#   PYTHON=...    the Python 3.11 or 3.12 that creates .venv (default python3), e.g. PYTHON=python3.12
+#   SMK_ARGS=...  extra Snakemake arguments for run / run-all / dryrun / dryrun-all / report, e.g.
 #                 SMK_ARGS="--configfile config/config.yaml config/ablations/aggregation.yaml" (an ablation)
 #                 or SMK_ARGS="results/tables/bon.csv" (one target)
+#   REPORT=FILE   where make report writes Snakemake's HTML report (default report.html; relative to here)
 #   PYTEST_ARGS=  extra pytest arguments for test / test-all
 #   TEST_WORKERS=N  pytest-xdist workers of make test (default CORES; 0: one process)
 # Calling snakemake by hand: `source .venv/bin/activate` first (make puts .venv/bin on its own PATH only).
 SHELL := /bin/bash
 VENV ?= .venv
+PYTHON ?= python3
 PY := $(VENV)/bin/python
 CORES ?= 2
+REPORT ?= report.html
 SETUP_HASH := $(shell cat pyproject.toml requirements/lock.txt | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.installed-$(SETUP_HASH)
 export PATH := $(abspath $(VENV))/bin:$(PATH)
@@ -27,7 +31,7 @@ help:
 	@echo "make run          set-up (once) + the embedded default end to end (CORES=N, SMK_ARGS=...)"
 	@echo "make test         set-up (once) + the fast test tier (PYTEST_ARGS=...)"
 	@echo "make dryrun       what make run would do, nothing run (snakemake -n; SMK_ARGS=...)"
-	@echo "make report       report.html: Snakemake's HTML report of a finished run's figures and tables"
+	@echo "make report       report.html: Snakemake's HTML report of a finished run's figures and tables (REPORT=, SMK_ARGS=)"
 	@echo "make run-all      make run + config/all.yaml (second policy, LLM judges, greedy search, critics)"
 	@echo "make dryrun-all   what make run-all would do"
 	@echo "make test-all     every test but SLURM integration (real Snakemake runs, vLLM, trainings)"
@@ -35,12 +39,12 @@ help:
 	@echo "make rehearsal    config/paper.yaml on CPU with random-weight stand-ins (needs ../shared)"
 	@echo "make setup-gpu    the GPU venv .venv-gpu (cluster login node); make preflight-gpu: GPU checks"
 	@echo "make clean-results  delete results, figures, logs, benchmarks, the converted model, the report"
-	@echo "Variables: CORES=$(CORES)  SMK_ARGS=$(SMK_ARGS)  PYTEST_ARGS=$(PYTEST_ARGS)"
+	@echo "Variables: CORES=$(CORES)  SMK_ARGS=$(SMK_ARGS)  REPORT=$(REPORT)  PYTEST_ARGS=$(PYTEST_ARGS)"
 	@echo "By hand: source $(VENV)/bin/activate, then snakemake ... (see README.md)"
 
 # Idempotent: re-running is a no-op until pyproject.toml or the lock changes.
 $(STAMP): pyproject.toml requirements/lock.txt
-	test -x $(PY) || python3 -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0            # the CPU build (a local wheel on this machine kind)
 	$(PY) -m pip install -q -c requirements/lock.txt -e ".[test]"
@@ -75,8 +79,11 @@ lint: setup
 	$(VENV)/bin/ruff check src tests bench workflow/scripts
 	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
 
+# The HTML report of the run SMK_ARGS names (the embedded default without it; an ablation's
+# --configfile ..., or --directory DIR --configfile ... for a run elsewhere, as CI does for the
+# rehearsal). abspath: Snakemake reads a relative REPORT inside --directory.
 report: setup
-	$(VENV)/bin/snakemake --report report.html
+	$(VENV)/bin/snakemake --report $(abspath $(REPORT)) $(SMK_ARGS)
 
 # the fast tier (pyproject addopts: -m "not slow and not integration"); a -m in PYTEST_ARGS replaces it.
 # TEST_WORKERS pytest-xdist processes (one per core; its tests are single-threaded Python), a module's
@@ -100,7 +107,7 @@ rehearsal: setup
 # and follow docs/cluster.md.
 GPU_VENV ?= .venv-gpu
 setup-gpu:
-	test -x $(GPU_VENV)/bin/python || python3 -m venv $(GPU_VENV)
+	test -x $(GPU_VENV)/bin/python || $(PYTHON) -m venv $(GPU_VENV)
 	$(GPU_VENV)/bin/python -m pip install -q --upgrade pip
 	$(GPU_VENV)/bin/python -m pip install -q torch==2.13.0    # first: DeepSpeed's build reads the installed torch
 	$(GPU_VENV)/bin/python -m pip install -q -r requirements/gpu.txt

@@ -35,7 +35,7 @@ include: "workflow/rules/paper.smk"
 
 onsuccess:
     # where the report, the HTML report and the logs are (only in the run's own process, not in jobs)
-    print(where.finish_message(prefix=RUNS.prefix))
+    print(where.finish_message(prefix=RUNS.prefix, configfiles=workflow.configfiles))
 
 
 rule all:

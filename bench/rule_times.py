@@ -11,6 +11,7 @@ more than the span. A job rerun later replaces its file: the table is of the new
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import re
 import sys
@@ -109,12 +110,18 @@ def from_log(path: Path) -> list[JobCost]:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--log"]:
-        path = Path(argv[1]) if len(argv) > 1 else max(Path(".snakemake/log").glob("*.snakemake.log"),
-                                                          key=lambda p: p.stat().st_mtime)
+    ap = argparse.ArgumentParser(prog="python bench/rule_times.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("benchmarks", nargs="?", default="benchmarks", help="benchmark folder (default: benchmarks)")
+    ap.add_argument("--log", nargs="?", const="", metavar="LOG",
+                    help="read Snakemake's text log instead (default: the newest .snakemake/log/*.snakemake.log)")
+    args = ap.parse_args(argv)
+    if args.log is not None:
+        path = Path(args.log) if args.log else max(Path(".snakemake/log").glob("*.snakemake.log"),
+                                                   key=lambda p: p.stat().st_mtime)
         jobs = from_log(path)
     else:
-        path = Path(argv[0]) if argv else Path("benchmarks")
+        path = Path(args.benchmarks)
         jobs = read_benchmarks(path) if path.is_dir() else []
     if not jobs:
         print(f"{path}: no finished jobs")

@@ -31,3 +31,15 @@ def test_a_named_run_points_at_its_own_folder(tmp_path):
     msg = finish_message(tmp_path, prefix="runs/aggregation/")
     assert "runs/aggregation/paper/report.md" in msg and "runs/aggregation/logs/<rule>/" in msg
     assert "\n  paper/report.md" not in msg
+
+
+def test_a_named_run_is_told_how_to_build_its_own_html_report(tmp_path, monkeypatch):
+    """`make report` alone reports the base run: an ablation's message gives its config files and its
+    own report file."""
+    monkeypatch.chdir(tmp_path)
+    files = [str(tmp_path / "config/config.yaml"), "config/ablations/aggregation.yaml"]
+    msg = finish_message(tmp_path, prefix="runs/aggregation/", configfiles=files)
+    assert ('make report REPORT=runs/aggregation/report.html SMK_ARGS="--configfile config/config.yaml '
+            'config/ablations/aggregation.yaml"') in msg
+    base = finish_message(tmp_path, configfiles=files[:1])
+    assert "make report\n" in base and "SMK_ARGS" not in base

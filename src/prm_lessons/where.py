@@ -2,6 +2,7 @@
 `onsuccess`), naming only what this run's directory has (a run of a few targets made no report)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 # (path, what it is), in the order a reader opens them
@@ -12,14 +13,24 @@ PLACES = [
 ]
 
 
-def finish_message(root: str | Path = ".", prefix: str = "") -> str:
+def report_command(prefix: str = "", configfiles=()) -> str:
+    """The `make report` call that builds this run's HTML report: a named run's (an ablation) needs its
+    config files, else the base run's figures and tables would be reported."""
+    if not prefix:
+        return "make report"
+    files = " ".join(os.path.relpath(f) if not os.path.relpath(f).startswith("..") else str(f) for f in configfiles)
+    return f'make report REPORT={prefix}report.html SMK_ARGS="--configfile {files}"'
+
+
+def finish_message(root: str | Path = ".", prefix: str = "", configfiles=()) -> str:
     """The lines printed after a successful run in `root` (the working directory); `prefix`: a named
-    run's folder (`runs/<name>/`, what run_out adds to its paths)."""
+    run's folder (`runs/<name>/`, what run_out adds to its paths); `configfiles`: the run's config files."""
     root = Path(root)
     found = [(prefix + p, what) for p, what in PLACES if (root / prefix / p).exists()]
     lines = ["", "prm-lessons: done. Open:"] if found else ["", "prm-lessons: done (no report yet: results/ so far)."]
     lines += [f"  {p:18s} {what}" for p, what in found]
-    lines += [f"  {'make report':18s} report.html: Snakemake's HTML report of every figure and table, with provenance",
+    lines += [f"  {prefix + 'report.html':18s} Snakemake's HTML report of every figure and table (with provenance), made by",
+              f"  {'':18s} {report_command(prefix, configfiles)}",
               f"  {prefix + 'logs/<rule>/':18s} one log per job (progress lines of long jobs, errors)",
               f"  {prefix + 'benchmarks/':18s} each job's time and memory: python bench/rule_times.py sums them per rule", ""]
     return "\n".join(lines)

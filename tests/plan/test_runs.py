@@ -102,6 +102,16 @@ def test_a_changed_label_source_moves_only_what_reads_it():
     assert not r.own("results/trainsets/mc_hard.parquet") and not r.own("results/prms/mc_soft")
 
 
+def test_an_ablation_before_its_base_run_is_told_to_run_the_base_first(tmp_path):
+    r = runs(ROOT / "config/ablations/aggregation.yaml")
+    msg = r.base_unfinished(tmp_path)
+    assert "'aggregation'" in msg and "base run 'embedded'" in msg and "make run" in msg
+    (tmp_path / "paper").mkdir()
+    (tmp_path / "paper/report.md").write_text("base report")
+    assert r.base_unfinished(tmp_path) is None
+    assert runs().base_unfinished(tmp_path / "empty") is None  # the base run itself
+
+
 def test_an_ablation_changing_shared_files_is_refused(tmp_path):
     abl = overlay(tmp_path, "run: {name: x, ablation: true}\nmodels: {smollm2: {dtype: float32}}\n")
     with pytest.raises(ValueError, match="own working directory"):

@@ -86,3 +86,10 @@ def test_rule_times_still_reads_a_snakemake_text_log(tmp_path):
     jobs = rt.from_log(log)
     assert [(j.rule, j.seconds) for j in jobs] == [("mc", 90.0)]
     assert rt.main(["--log", str(log)]) == 0
+
+
+def test_rule_times_help_is_its_usage_not_a_folder(capsys):
+    rt = _rule_times()
+    with pytest.raises(SystemExit) as done:
+        rt.main(["--help"])
+    assert done.value.code == 0 and "--log" in capsys.readouterr().out

@@ -1,20 +1,32 @@
-"""The rehearsal's report (results/rehearsal/report.json, written by `make rehearsal`).
+"""The rehearsal's report (results/rehearsal/report.json, written by `make rehearsal`) and Snakemake's
+HTML report of the same run (results/rehearsal/report.html, written by `make report` in `.ci/run`).
 
-`.ci/run` runs `make rehearsal` and then this file with REHEARSAL_REQUIRED=1: a missing report is then
-a failure. In `make test` (which runs before the rehearsal) the report-dependent tests skip when there
-is none; the parsing helpers are tested on their own.
+`.ci/run` runs `make rehearsal`, `make report` on it, then this file with REHEARSAL_REQUIRED=1: a
+missing report is then a failure. In `make test` (which runs before the rehearsal) the report-dependent
+tests skip when there is none; the parsing helpers are tested on their own.
 """
 from __future__ import annotations
 
+import base64
+import html
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
+from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths, report_entry
+from prm_lessons.config import load_config
+from prm_lessons.plan import analysis_skipped
 from prm_lessons.rehearsal.report import parse_job_table, rules_from_summary
 
-REPORT = Path(os.environ.get("REHEARSAL_REPORT", Path(__file__).resolve().parents[2] / "results/rehearsal/report.json"))
+ROOT = Path(__file__).resolve().parents[2]
+REPORT = Path(os.environ.get("REHEARSAL_REPORT", ROOT / "results/rehearsal/report.json"))
+HTML_REPORT = REPORT.with_name("report.html")
+WORK = REPORT.with_name("work")  # the rehearsal's working directory
+# the rehearsal's configs (prm_lessons.rehearsal.run; .ci/run passes the same to make report)
+REHEARSAL_CONFIGS = (ROOT / "config/paper.yaml", ROOT / "config/rehearsal.yaml")
 
 # label-token ids as each model's own inference code computes them with its real tokenizer
 EXPECTED_IDS = {
@@ -36,13 +48,46 @@ def test_rules_from_summary_counts_present_outputs_only():
     assert rules_from_summary(text) == {"sample": 1}
 
 
+def snakemake_report_data(text: str) -> tuple[str, dict]:
+    """(the workflow description as HTML, {path: entry}) of a Snakemake HTML report: the two JSON values
+    its template embeds as `<script id="workflow-desc">var workflow_desc = ...` and `<script
+    id="results">var results = ...` (Snakemake 9's single-file report)."""
+    values = []
+    for script, var in (("workflow-desc", "workflow_desc"), ("results", "results")):
+        m = re.search(rf'<script id="{script}">\s*var {var} = ', text)
+        assert m, f"no `var {var}` in the HTML report: has Snakemake's report template changed?"
+        values.append(json.JSONDecoder().raw_decode(text, m.end())[0])
+    return values[0], values[1]
+
+
+def test_snakemake_report_data_reads_the_embedded_description_and_results():
+    text = ('<script>var results = new Array();</script>\n<script id="workflow-desc">\n    var workflow_desc = '
+            '"<p>Run: a \\u2014 b</p>";\n    </script>\n<script id="results">\n    var results = '
+            '{"figures/f.png": {"caption": "<p>c;</p>", "labels": {}}};\n    </script>')
+    desc, results = snakemake_report_data(text)
+    assert desc == "<p>Run: a \u2014 b</p>"
+    assert results == {"figures/f.png": {"caption": "<p>c;</p>", "labels": {}}}
+    with pytest.raises(AssertionError, match="var results"):
+        snakemake_report_data(text.replace('id="results"', 'id="other"'))
+
+
+def _required(path: Path, made_by: str):
+    if not path.exists():
+        if os.environ.get("REHEARSAL_REQUIRED") == "1":
+            pytest.fail(f"{path} is missing: `{made_by}` did not write it")
+        pytest.skip(f"no {path.name} of a rehearsal (run `{made_by}`)")
+
+
 @pytest.fixture(scope="module")
 def report():
-    if not REPORT.exists():
-        if os.environ.get("REHEARSAL_REQUIRED") == "1":
-            pytest.fail(f"{REPORT} is missing: `make rehearsal` did not write its report")
-        pytest.skip("no rehearsal report (run `make rehearsal`)")
+    _required(REPORT, "make rehearsal")
     return json.loads(REPORT.read_text())
+
+
+@pytest.fixture(scope="module")
+def html_report():
+    _required(HTML_REPORT, "make report")
+    return snakemake_report_data(HTML_REPORT.read_text())
 
 
 def test_the_run_succeeded_and_every_rule_of_the_paper_dag_ran(report):
@@ -100,3 +145,43 @@ def test_training_ran_multi_process_and_rank0_saved_and_the_prm_loads_in_scoring
         assert row["scored"] and row["scores_finite"], variant
         # training.deepspeed_on_cpu: the GPU jobs' ZeRO-3 path (paper.yaml's zero3.json) ran, not plain DDP
         assert row["deepspeed"] and row["deepspeed"].endswith("zero3.json"), variant
+
+
+def test_the_html_report_holds_every_paper_figure_and_table_with_its_caption(html_report):
+    """Each artifact the paper config makes is in the report under its own file name (a figure's PNG, a
+    table's CSV), with the run's file byte for byte and its caption (workflow/report/<stem>.rst: the paper's figure or
+    table it reproduces, and the run it comes from), and nothing else is."""
+    _, results = html_report
+    config = load_config(*REHEARSAL_CONFIGS)
+    made = [aid for aid in ARTIFACTS if aid not in analysis_skipped(config)]
+    assert len(made) == len(ARTIFACTS), f"the paper config skips {sorted(set(ARTIFACTS) - set(made))}"
+    label = html.escape(config["run"]["label"], quote=False)
+    expected = {}
+    for aid in made:
+        key, kwargs = report_entry(aid)
+        expected[artifact_paths(aid)[key]] = (aid, key, kwargs)
+    assert set(results) == set(expected)
+    for path, (aid, key, kwargs) in expected.items():
+        entry, a = results[path], ARTIFACTS[aid]
+        assert entry["filename"] == Path(path).name, path
+        assert entry["labels"] == {"artifact": a["source"]}, path
+        assert entry["job_properties"]["rule"] == a["stem"], path
+        head, _, data = entry["data_uri"].partition(";base64,")
+        assert head.startswith("data:image/png" if key == "png" else "data:text/csv"), path
+        assert base64.b64decode(data) == (WORK / path).read_bytes(), (
+            f"{path}: not the run's file (a report older than the run? make report again)")
+        caption = entry["caption"]
+        assert f"{a['source']} of Zhang et al. (2025), reproduced" in caption, path
+        # the run label as written: its RST escapes (workflow/report/*.rst) leave no backslash behind
+        assert f"<em>{config['run']['name']}</em>: {label}" in caption, path
+        assert "\\" not in caption, path
+
+
+def test_the_html_report_names_the_run_and_its_benchmarks(html_report):
+    desc, _ = html_report
+    config = load_config(*REHEARSAL_CONFIGS)
+    label = html.escape(config["run"]["label"], quote=False)
+    assert f"<strong>Run:</strong> {config['run']['name']} \u2014 {label}</p>" in desc
+    assert "\\" not in desc
+    for name in config["benchmarks"]:
+        assert f'<tt class="docutils literal">{name}</tt>' in desc, name

@@ -24,6 +24,8 @@ config = validate_config(config, SCHEMA)
 # upstream results where the config that made them is the same. run_out: every output and log path;
 # run_in: every input (a path, list, dict or input function). Identity for the base run.
 RUNS = plan.RunPaths(config, plan.base_config(workflow.configfiles, config, SCHEMA))
+if RUNS.base_unfinished():
+    print(f"prm-lessons: {RUNS.base_unfinished()}", file=sys.stderr)
 run_out = RUNS.out
 run_in = RUNS.inp
 # the run's identity as jobs record it (run.ablation / run.compare change no job's output)

@@ -261,6 +261,15 @@ class RunPaths:
                                  "directory (--directory)")
         self._run, self._base = _Fingerprints(config), _Fingerprints(base)
 
+    def base_unfinished(self, root: str | Path = ".") -> str | None:
+        """A named run started before its base run finished here (no base paper/report.md): the reason
+        Snakemake will name base files as missing input, with what to run first; None otherwise."""
+        if not self.named or (Path(root) / "paper" / "report.md").exists():
+            return None
+        return (f"run '{self.name}' reads the upstream results of the base run '{self.base_name}' (samples, labels, "
+                f"PRMs, scores), which has not finished in this directory (no paper/report.md): run the base "
+                f"first (make run, or the same command without the ablation file); missing files are named below")
+
     def out(self, x):
         """What a job writes (a path, a list or dict of them; a directory() or report() flag kept)."""
         if isinstance(x, dict):
