@@ -14,8 +14,8 @@ or a crash stays inside the part; every part writes a JSON the parent collects):
   train_zero3  full fine-tuning through torchrun (train_launch.distributed_command, 1 process, nccl),
                DeepSpeed ZeRO-3 (config/deepspeed/zero3.json, "auto" filled by the Trainer), bf16; the PRM
                saved in the released layout
-  train_zero3_inprocess   the same through train_launch.run_training with gpus: 1, which trains a
-               1-GPU job in its own process (no torchrun) -- the workflow's own 1-GPU path (GPU only)
+  train_zero3_inprocess   (GPU only, run last) the same through train_launch.run_training with gpus: 1,
+               which trains a 1-GPU job in its own process, no torchrun: the workflow's own 1-GPU path
   train_plain  the same without DeepSpeed at max_length 2048: steady tokens/s after 2 warm-up steps and
                MFU = 6 N tokens/s / 989 TFLOP/s (H100/H200 dense bf16); N = all parameters, and
                N without the embeddings beside it
@@ -37,6 +37,7 @@ import json
 import math
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -58,12 +59,15 @@ SHAPE = {"gpu": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=
          "cpu": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
                      num_key_value_heads=1)}
 # per size: trainset rows, steps per row, words per step, training max_length / batch / optimizer steps
-SIZE = {"gpu": dict(rows=160, steps=(8, 14), words=(45, 90), max_length=2048, batch=8, zero3_steps=4,
+SIZE = {"gpu": dict(rows=160, steps=(8, 14), words=(40, 80), max_length=2048, batch=8, zero3_steps=4,
                     plain_steps=12, score_rows=256, cmp_rows=8),
         "cpu": dict(rows=12, steps=(2, 4), words=(5, 12), max_length=256, batch=2, zero3_steps=2,
                     plain_steps=4, score_rows=8, cmp_rows=4)}
 TOL = {"fp32": 2e-3, "bf16": 5e-2}  # max |P(good) GPU - P(good) CPU fp32| per step
-PHASE_TIMEOUT_S = 420
+# seconds per phase: a hung phase must leave the rest of a 10-minute device call; the in-process ZeRO-3
+# run goes last (DeepSpeed may look for MPI there: no torchrun environment)
+PHASE_TIMEOUT_S = {"train_zero3_inprocess": 180}
+DEFAULT_TIMEOUT_S = 300
 
 
 def log(msg: str) -> None:
@@ -101,11 +105,11 @@ def phase_env(a) -> dict:
     """Checks the CPU rehearsal cannot make: run before anything here touches CUDA."""
     import multiprocessing as mp
 
+    import torch
+
     from prm_lessons import gpu_env
     from prm_lessons.hardware import MP_METHOD_ENV, GPUNotFoundError, cuda_device_count, gpu_job_env, require_gpus
     from prm_lessons.train_launch import distributed_command, free_port, launcher_env
-
-    import torch
 
     res: dict = {"checks": []}
 
@@ -162,7 +166,6 @@ def phase_env(a) -> dict:
     check("launcher_env(cpu) hides GPUs", env_cpu["CUDA_VISIBLE_DEVICES"] == "", "CUDA_VISIBLE_DEVICES=''")
     try:
         import deepspeed
-
         from deepspeed.accelerator import get_accelerator
 
         check("deepspeed imports", True, f"{deepspeed.__version__}, accelerator {get_accelerator()._name}")
@@ -193,11 +196,10 @@ def _version(m: str) -> str | None:
 
 
 def phase_build(a) -> dict:
+    import pandas as pd
     import torch
     from safetensors.torch import save_file
     from transformers import AutoModel, AutoModelForCausalLM, Qwen2Config
-
-    import pandas as pd
 
     from prm_lessons.rehearsal.tokenizers import save_tokenizer
     from prm_lessons.scoring.heads import build_head_model
@@ -411,9 +413,13 @@ def run_phase(a, name: str, extra: list[str] | None = None, tag: str | None = No
         env["CUDA_VISIBLE_DEVICES"] = ""
     log(f"phase {tag}: start")
     t0 = time.time()
+    # own process group: a timeout ends torchrun and its ranks too, not only the phase's process
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     try:
-        rc = subprocess.run(cmd, env=env, timeout=PHASE_TIMEOUT_S).returncode
+        rc = proc.wait(timeout=PHASE_TIMEOUT_S.get(tag, DEFAULT_TIMEOUT_S))
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
         rc = "timeout"
     wall = time.time() - t0
     log(f"phase {tag}: rc={rc} in {wall:.0f} s")
@@ -469,10 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     skip = {x for x in a.skip.split(",") if x}
     t0 = time.time()
     report: dict = {"mode": "cpu-smoke" if a.cpu_smoke else "gpu", "work": str(a.work), "phases": {}}
-    plan = ["env", "build", "train_zero3", "train_plain"]
-    if not a.cpu_smoke:  # on CPU a 1-process run_training with DeepSpeed goes through torchrun: train_zero3
-        plan.insert(3, "train_zero3_inprocess")
-    for name in plan:
+    for name in ["env", "build", "train_zero3", "train_plain"]:
         if name in skip:
             continue
         report["phases"][name] = run_phase(a, name)
@@ -500,14 +503,16 @@ def main(argv: list[str] | None = None) -> int:
                     prec = "fp32" if dt == "float32" else "bf16"
                     c = compare(f"scores {adapter} {got['device']} {got['dtype']} vs cpu float32",
                                 got["scores"], ref["scores"], TOL[prec])
-                    if adapter == "trained" and got.get("tokens_per_second"):
-                        c["detail"] += f"; {got['tokens_per_second']:.0f} scoring tokens/s"
-                    if adapter == "qwen_prm" and got.get("tokens_per_second"):
+                    if got.get("tokens_per_second"):
                         c["detail"] += f"; {got['tokens_per_second']:.0f} scoring tokens/s"
                     checks_extra.append(c)
                     if not a.cpu_smoke and not got["device"].startswith("cuda"):
                         checks_extra.append({"name": f"{tag} on the GPU", "status": "FAIL",
                                              "detail": f"scored on {got['device']}"})
+    # last: a hang here costs only its own timeout. On CPU a 1-process run_training with DeepSpeed goes
+    # through torchrun, which train_zero3 already ran
+    if not a.cpu_smoke and "train_zero3_inprocess" not in skip and (work / "trainset.parquet").exists():
+        report["phases"]["train_zero3_inprocess"] = run_phase(a, "train_zero3_inprocess")
     report["comparisons"] = checks_extra
     report["wall_seconds"] = time.time() - t0
     lines = [c for p in report["phases"].values() for c in p.get("checks", [])] + checks_extra
