@@ -66,8 +66,8 @@ SIZE = {"gpu": dict(rows=160, steps=(8, 14), words=(40, 80), max_length=2048, ba
 TOL = {"fp32": 2e-3, "bf16": 5e-2}  # max |P(good) GPU - P(good) CPU fp32| per step
 # seconds per phase: a hung phase must leave the rest of a 10-minute device call; the in-process ZeRO-3
 # run goes last (DeepSpeed may look for MPI there: no torchrun environment)
-PHASE_TIMEOUT_S = {"train_zero3_inprocess": 180}
-DEFAULT_TIMEOUT_S = 300
+PHASE_TIMEOUT_S = {"train_zero3_inprocess": 150}
+DEFAULT_TIMEOUT_S = 240
 
 
 def log(msg: str) -> None:
@@ -475,10 +475,15 @@ def main(argv: list[str] | None = None) -> int:
     skip = {x for x in a.skip.split(",") if x}
     t0 = time.time()
     report: dict = {"mode": "cpu-smoke" if a.cpu_smoke else "gpu", "work": str(a.work), "phases": {}}
+
+    def dump() -> None:  # after each phase: a call killed at its time limit still brings numbers back
+        (out / "gpu_check.json").write_text(json.dumps({**report, "verdict": "INCOMPLETE"}, indent=2, default=str))
+
     for name in ["env", "build", "train_zero3", "train_plain"]:
         if name in skip:
             continue
         report["phases"][name] = run_phase(a, name)
+        dump()
         if name == "build" and report["phases"][name]["checks"][0]["status"] == "FAIL":
             break
     # scoring: the GPU (or, in the smoke run, the same CPU) against float32 on the CPU with CUDA hidden
@@ -493,12 +498,14 @@ def main(argv: list[str] | None = None) -> int:
             ref = run_phase(a, "score", ["--prm", str(path), "--adapter", adapter, "--dtype", "float32"],
                             tag=f"score_{adapter}_cpu_fp32", hide_gpu=True)
             report["phases"][f"score_{adapter}_cpu_fp32"] = ref
+            dump()
             for dt in dtypes:
                 tag = f"score_{adapter}_dev_{dt or 'default'}"
                 got = run_phase(a, "score", ["--prm", str(path), "--adapter", adapter,
                                              *(["--dtype", dt] if dt else []),
                                              *(["--throughput"] if dt != "float32" else [])], tag=tag)
                 report["phases"][tag] = got
+                dump()
                 if "scores" in got and "scores" in ref:
                     prec = "fp32" if dt == "float32" else "bf16"
                     c = compare(f"scores {adapter} {got['device']} {got['dtype']} vs cpu float32",

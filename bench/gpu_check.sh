@@ -10,7 +10,7 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     || { echo "FAIL wheels: pip install of .whl/*.whl"; exit 1; }
   export PYTHONPATH="/tmp/site:$PYTHONPATH"
 fi
-export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 PYTHONWARNINGS=ignore::FutureWarning
 OUT="${OUT:-/tmp/gpu_check_out}"
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
