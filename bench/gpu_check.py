@@ -19,6 +19,8 @@ or a crash stays inside the part; every part writes a JSON the parent collects):
   train_plain  the same without DeepSpeed at max_length 2048: steady tokens/s after 2 warm-up steps and
                MFU = 6 N tokens/s / 989 TFLOP/s (H100/H200 dense bf16); N = all parameters, and
                N without the embeddings beside it
+  bench_train_throughput  bench/train_throughput.py beside it: the bare bf16 loop (no Trainer) on the
+               same shape, gradient checkpointing on (docs/preflight.md's MFU goal is stated for it)
   score_*      the saved PRM with adapter `trained`, and the qwen_prm stand-in with adapter `qwen_prm`
                (transformers backend): on the GPU (bf16; qwen_prm also float32) against float32 on the CPU
                (CUDA hidden), same inputs; scoring tokens/s on the GPU
@@ -66,7 +68,7 @@ SIZE = {"gpu": dict(rows=160, steps=(8, 14), words=(40, 80), max_length=2048, ba
 TOL = {"fp32": 2e-3, "bf16": 5e-2}  # max |P(good) GPU - P(good) CPU fp32| per step
 # seconds per phase: a hung phase must leave the rest of a 10-minute device call; the in-process ZeRO-3
 # run goes last (DeepSpeed may look for MPI there: no torchrun environment)
-PHASE_TIMEOUT_S = {"train_zero3_inprocess": 150}
+PHASE_TIMEOUT_S = {"train_zero3_inprocess": 150, "bench_train_throughput": 150}
 DEFAULT_TIMEOUT_S = 240
 
 
@@ -395,6 +397,38 @@ def phase_score(a) -> dict:
     return res
 
 
+def bare_loop_throughput(a) -> dict:
+    """bench/train_throughput.py beside the Trainer's number: its bare bf16 loop (torch AdamW, no Trainer,
+    gradient checkpointing on, as the paper config trains) on the same ~0.5B shape; docs/preflight.md's
+    MFU goal is stated for it."""
+    work = Path(a.work)
+    result = work / "train_throughput.json"
+    result.unlink(missing_ok=True)
+    cmd = [sys.executable, str(ROOT / "bench" / "train_throughput.py"), "--steps", "10", "--warmup", "2",
+           "--batch", "8", "--seq", "1024", "--grad-ckpt", "--json", str(result), *(["--tiny"] if a.cpu_smoke else [])]
+    log("phase bench_train_throughput: start")
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    try:
+        rc = proc.wait(timeout=PHASE_TIMEOUT_S.get("bench_train_throughput", DEFAULT_TIMEOUT_S))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        rc = "timeout"
+    log(f"phase bench_train_throughput: rc={rc} in {time.time() - t0:.0f} s")
+    if rc != 0 or not result.exists():
+        return {"checks": [{"name": "bench/train_throughput.py", "status": "FAIL", "detail": f"rc={rc}"}]}
+    res = json.loads(result.read_text())
+    gpu = res.get("gpu") or res  # the script's JSON nests the GPU numbers or holds them at the top
+    mfu = gpu.get("mfu")
+    res["checks"] = [{"name": "bench/train_throughput.py (bare bf16 loop, grad ckpt)", "status": "PASS",
+                      "detail": f"{gpu.get('tokens_per_second') or 0:.0f} tokens/s, MFU "
+                                + (f"{100 * mfu:.1f}%" if mfu is not None else "n/a")
+                                + f" (6N + attention) on {gpu.get('device')}"}]
+    res["phase_wall_seconds"] = time.time() - t0
+    return res
+
+
 PHASES = {"env": phase_env, "build": phase_build, "train_zero3": phase_train_zero3,
           "train_zero3_inprocess": phase_train_zero3_inprocess, "train_plain": phase_train_plain,
           "score": phase_score}
@@ -486,6 +520,9 @@ def main(argv: list[str] | None = None) -> int:
         dump()
         if name == "build" and report["phases"][name]["checks"][0]["status"] == "FAIL":
             break
+    if "bench_train_throughput" not in skip:
+        report["phases"]["bench_train_throughput"] = bare_loop_throughput(a)
+        dump()
     # scoring: the GPU (or, in the smoke run, the same CPU) against float32 on the CPU with CUDA hidden
     checks_extra = []
     work = Path(a.work)
@@ -532,6 +569,8 @@ def main(argv: list[str] | None = None) -> int:
     report["summary"] = {
         "device": env.get("device"), "train_plain_tokens_per_second": plain.get("steady_tokens_per_second"),
         "train_plain_mfu": plain.get("mfu"), "train_plain_mfu_non_embedding": plain.get("mfu_non_embedding"),
+        "bare_loop_tokens_per_second": report["phases"].get("bench_train_throughput", {}).get("tokens_per_second"),
+        "bare_loop_mfu": report["phases"].get("bench_train_throughput", {}).get("mfu"),
         "train_zero3_tokens_per_second": report["phases"].get("train_zero3", {}).get("metrics", {}).get("tokens_per_second"),
         "score_qwen_prm_bf16_tokens_per_second":
             report["phases"].get("score_qwen_prm_dev_bfloat16", {}).get("tokens_per_second"),
