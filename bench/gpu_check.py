@@ -62,7 +62,7 @@ SHAPE = {"gpu": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=
                      num_key_value_heads=1)}
 # per size: trainset rows, steps per row, words per step, training max_length / batch / optimizer steps
 SIZE = {"gpu": dict(rows=160, steps=(8, 14), words=(40, 80), max_length=2048, batch=8, zero3_steps=4,
-                    plain_steps=12, score_rows=256, cmp_rows=8),
+                    plain_steps=20, score_rows=256, cmp_rows=4),
         "cpu": dict(rows=12, steps=(2, 4), words=(5, 12), max_length=256, batch=2, zero3_steps=2,
                     plain_steps=4, score_rows=8, cmp_rows=4)}
 TOL = {"fp32": 2e-3, "bf16": 5e-2}  # max |P(good) GPU - P(good) CPU fp32| per step
@@ -148,14 +148,15 @@ def phase_env(a) -> dict:
     ctx = mp.get_context(method or "spawn")
     with ctx.Pool(1) as pool:
         try:
-            child = pool.apply(_child_cuda, ())
+            child = pool.apply_async(_child_cuda, ()).get(timeout=120)
             check("spawned child uses CUDA after parent init", (child.get("name") is not None) == gpu, child)
         except Exception as e:  # noqa: BLE001 - the point is to see it
             check("spawned child uses CUDA after parent init", False, repr(e))
     if gpu:
         with mp.get_context("fork").Pool(1) as pool:
             try:
-                check("forked child after CUDA init (why spawn)", True, pool.apply(_child_cuda, ()), info=True)
+                check("forked child after CUDA init (why spawn)", True,
+                      pool.apply_async(_child_cuda, ()).get(timeout=60), info=True)
             except Exception as e:  # noqa: BLE001
                 check("forked child after CUDA init (why spawn)", True, f"fails as expected: {e!r}"[:200], info=True)
     cmd = distributed_command("/tmp/spec.json", 1, free_port())
