@@ -279,3 +279,24 @@ def test_a_declared_entry_keeps_its_params_as_written(local_dirs):
     params = {**LM, "prompt": "chat_turns", "readout": {"label_ids": ["+", "-"], "position": "before_tag"}}
     spec = resolve_prm_specs(load_config(ROOT / "config/config.yaml", overrides=_overlay(local_dirs["lm"], **params)))
     assert spec["my_prm"]["adapter"] == "declared" and spec["my_prm"]["params"] == params
+
+
+def test_the_guide_entries_are_valid_and_are_the_families(local_dirs):
+    """docs/evaluate-your-prm.md: its declared entry passes validation, and its table of the families'
+    parameter sets says what the scoring test above runs."""
+    import re
+
+    import yaml
+
+    from prm_lessons.scoring.options import check_declared_params
+
+    guide = (ROOT / "docs/evaluate-your-prm.md").read_text()
+    section = guide.split("## My PRM is none of these", 1)[1].split("\n## ", 1)[0]
+    entry = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))["prms"]["models"]["my_prm"]
+    assert entry["adapter"] == "declared"
+    cfg = load_config(ROOT / "config/config.yaml", overrides=_overlay(local_dirs["lm"], **entry["params"]))
+    assert resolve_prm_specs(cfg)["my_prm"]["params"] == entry["params"]
+    rows = dict(re.findall(r"^\| `(\w+)` \| `(\{.*?\})`", section, re.M))
+    assert sorted(rows) == sorted(FAMILY_PARAMS)
+    for family, text in rows.items():
+        assert check_declared_params(yaml.safe_load(text)) == check_declared_params(FAMILY_PARAMS[family][1])
