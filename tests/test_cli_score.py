@@ -15,7 +15,7 @@ from _prm_tiny import qwen2_prm, score_steps, signal_rows, tiny_base, write_trai
 from prm_lessons import cli  # noqa: E402
 from prm_lessons import prm as P  # noqa: E402
 from prm_lessons import training as T  # noqa: E402
-from prm_lessons.steps import build_prm_input  # noqa: E402
+from prm_lessons.steps import COT_SYSTEM_PROMPT, build_prm_input  # noqa: E402
 
 FAST = {"epochs": 2, "batch_size": 4, "learning_rate": 3e-3, "save_steps": 0, "max_length": 256, "logging_steps": 1,
         "precision": "fp32"}
@@ -107,9 +107,16 @@ def test_score_a_released_format_prm(tmp_path, capsys):
     assert "--adapter" in capsys.readouterr().err and not out.exists()  # a released format must be named
     _run(["score", "--prm", str(path), "--adapter", "qwen_prm", "--dtype", "float32", "--input", str(inp),
           "--output", str(out)])
-    for got, r in zip(_read(out), rows):
-        assert got["id"] == r["id"]
-        assert got["step_scores"] == pytest.approx(_card_qwen_prm_scores(path, r["problem"], r["steps"]), abs=1e-4)
+    # the same PRM described by its options (adapter declared) gives the card's scores too
+    declared = {"model_class": "process_reward", "prompt": "chat", "step_tag": "<extra_0>", "system_prompt": COT_SYSTEM_PROMPT}
+    out2 = tmp_path / "o2.jsonl"
+    _run(["score", "--prm", str(path), "--adapter", "declared", "--params", json.dumps(declared), "--dtype", "float32",
+          "--input", str(inp), "--output", str(out2)])
+    for got, got2, r in zip(_read(out), _read(out2), rows):
+        assert got["id"] == got2["id"] == r["id"]
+        card = _card_qwen_prm_scores(path, r["problem"], r["steps"])
+        assert got["step_scores"] == pytest.approx(card, abs=1e-4)
+        assert got2["step_scores"] == pytest.approx(card, abs=1e-4)
 
 
 def test_bad_rows_stop_before_the_model_is_loaded(tmp_path, capsys):

@@ -198,7 +198,8 @@ def _add_score(subparsers) -> None:
     p.add_argument("--output", required=True, help="JSONL file to write")
     p.add_argument("--adapter", default=None,
                    help="the PRM's family, as prms.models.<name>.adapter (config/README.md): qwen_prm, "
-                        "math_shepherd, rlhflow, skywork, eurus, qwen_orm, token_classification, ...; leave it out for a "
+                        "math_shepherd, rlhflow, skywork, eurus, qwen_orm, token_classification, declared (any other PRM, "
+                        "described by --params); leave it out for a "
                         "PRM trained by this workflow (its prm.json says so); required otherwise")
     p.add_argument("--params", default=None,
                    help='adapter options as a JSON object, e.g. \'{"step_separator": "\\n\\n"}\' for '

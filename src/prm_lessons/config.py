@@ -19,7 +19,7 @@ import yaml
 
 from .embedded_model import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
 from .pooling import ARCHITECTURES as VLLM_ARCHITECTURES  # torch-free at import: cheap at DAG time
-from .scoring.options import check_token_classification_params  # torch-free
+from .scoring.options import check_declared_params, check_token_classification_params  # torch-free
 from .templates import OFFICIAL_CRITIC_TEMPLATE, template_problem  # stdlib only
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
@@ -450,7 +450,7 @@ def _check_cross_references(cfg: dict) -> None:
     _check_shard_prms(cfg)
     _check_analysis(cfg)
     _check_scoring_backends(cfg)
-    _check_token_classification(cfg)
+    _check_adapter_params(cfg)
     _check_templates(cfg)
     for key in ("benchmarks",):
         for name in cfg.get("analysis", {}).get(key, []) or []:
@@ -480,34 +480,68 @@ def _check_scoring_backends(cfg: dict) -> None:
                                                "layout, which vLLM does not serve; use transformers")
 
 
-def _checkpoint_num_labels(model_dir: str) -> int | None:
-    """Labels of a local checkpoint's head as transformers reads its config.json: id2label, else
-    num_labels, else 2 (PretrainedConfig's default, which transformers 5 does not write); None when there
-    is no transformers config (no model_type) to read."""
+def _checkpoint_config(model_dir: str) -> dict | None:
+    """A local checkpoint's transformers config.json (None: none, unreadable, or no model_type)."""
     try:
         c = json.loads((Path(model_dir) / "config.json").read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(c, dict) or "model_type" not in c:
+    return c if isinstance(c, dict) and "model_type" in c else None
+
+
+def _checkpoint_num_labels(model_dir: str) -> int | None:
+    """Labels of a local checkpoint's head as transformers reads its config.json: id2label, else
+    num_labels, else 2 (PretrainedConfig's default, which transformers 5 does not write); None when there
+    is no transformers config (no model_type) to read."""
+    c = _checkpoint_config(model_dir)
+    if c is None:
         return None
     n = len(c["id2label"]) if isinstance(c.get("id2label"), dict) else c.get("num_labels", 2)
     return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
-def _check_token_classification(cfg: dict) -> None:
-    """Adapter token_classification: its params (scoring.options), and for a local model the label index
-    against the checkpoint's labels now rather than in the scoring job (a Hub model: checked when loaded)."""
+def _checkpoint_vocab_size(model_dir: str) -> int | None:
+    c = _checkpoint_config(model_dir) or {}
+    n = c.get("vocab_size", (c.get("text_config") or {}).get("vocab_size"))
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def _declared_bounds(params: dict, m: dict) -> tuple[int | None, int | None]:
+    """(num_labels, vocab_size) adapter declared's readout can be checked against before any job runs: the
+    Qwen-style process_reward head built here has 2 labels; a local checkpoint's config.json says the rest."""
+    local = m.get("source") == "local"
+    mc = params.get("model_class")
+    if mc == "process_reward":
+        return (None if m.get("trust_remote_code") else 2), None
+    if mc == "token_classification":
+        return (_checkpoint_num_labels(m["id"]) if local else None), None
+    return None, (_checkpoint_vocab_size(m["id"]) if local else None)
+
+
+def _check_adapter_params(cfg: dict) -> None:
+    """The params of adapters token_classification and declared (scoring.options), and for a local model
+    the label index (or label token id) against the checkpoint now rather than in the scoring job (a Hub
+    model: checked when loaded)."""
     models = cfg.get("models") or {}
     for name, e in ((cfg.get("prms") or {}).get("models") or {}).items():
-        if e.get("adapter") != "token_classification":
+        if e.get("adapter") not in ("token_classification", "declared"):
             continue
         m = models.get(e["model"]) or {}
-        n = _checkpoint_num_labels(m["id"]) if m.get("source") == "local" else None
+        params = e.get("params") or {}
         try:
-            check_token_classification_params(e.get("params") or {}, n)
+            if e["adapter"] == "declared":
+                n, vocab = _declared_bounds(params, m)
+                check_declared_params(params, n, vocab)
+            else:
+                n = _checkpoint_num_labels(m["id"]) if m.get("source") == "local" else None
+                check_token_classification_params(params, n)
         except ValueError as err:
             key, _, msg = str(err).partition(": ")
-            raise _err(f"prms.models.{name}.{key}", msg + (f" ({m['id']}/config.json)" if n is not None else "")) from None
+            # the checkpoint's own count said so: name the file it was read from
+            read = m.get("source") == "local" and (
+                (e["adapter"] == "token_classification" and n is not None)
+                or (params.get("model_class") != "process_reward" and ("num_labels" in msg or "vocab_size" in msg)))
+            raise _err(f"prms.models.{name}.{key}", msg + (f" ({m['id']}/config.json)" if read else "")) from None
 
 
 def _check_analysis(cfg: dict) -> None:

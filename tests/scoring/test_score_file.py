@@ -62,6 +62,21 @@ def test_adapter_of_a_directory(tmp_path):
         SF.prm_spec(str(released), "eurus")
 
 
+def test_declared_options_are_checked_before_loading(tmp_path):
+    released = tmp_path / "r"
+    released.mkdir()
+    (released / "config.json").write_text(json.dumps({"num_labels": 2}))
+    ok = {"model_class": "token_classification", "step_tag": "\n", "readout": {"class_index": 0}}
+    assert SF.prm_spec(str(released), "declared", ok)["params"] == ok
+    with pytest.raises(ValueError, match=r"--params\.readout\.class_index: 2 is not a label of this head"):
+        SF.prm_spec(str(released), "declared", {**ok, "readout": {"class_index": 2}})
+    with pytest.raises(ValueError, match=r"--params\.readout\.class_index: 2 .*num_labels 2"):  # the head built here
+        SF.prm_spec(str(released), "declared", {"model_class": "process_reward", "prompt": "chat",
+                                                "step_tag": "<extra_0>", "readout": {"class_index": 2}})
+    with pytest.raises(ValueError, match=r"--params\.model_class: required"):
+        SF.prm_spec(str(released), "declared", {"step_tag": "\n"})
+
+
 def test_a_path_that_is_neither_a_directory_nor_a_hub_id(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a Hub id"):
         SF.resolve_prm(str(tmp_path / "a" / "b" / "c"))

@@ -1,5 +1,6 @@
 """A PRM of a format the project has no family for enters the embedded workflow through one overlay file:
-a TRL token-classification PRM (adapter token_classification) in a dry run."""
+a TRL token-classification PRM (adapter token_classification) and a PRM described by its options (adapter
+declared) in a dry run."""
 from __future__ import annotations
 
 import json
@@ -23,14 +24,19 @@ def test_embedded_dry_run_scores_the_declared_prm(tmp_path):
     (model / "config.json").write_text(json.dumps({"model_type": "qwen2",
                                                    "architectures": ["Qwen2ForTokenClassification"]}))
     overlay = tmp_path / "trl_prm.yaml"
-    overlay.write_text(yaml.safe_dump(_overlay(model, step_separator="\n\n")))
+    entries = _overlay(model, step_separator="\n\n")
+    entries["prms"]["models"]["my_prm"] = {"adapter": "declared", "model": "tc_model", "params": {
+        "model_class": "token_classification", "step_template": "Step {k}: {step}", "step_tag": " <step>",
+        "readout": {"class_index": 0, "activation": "sigmoid"}}}
+    overlay.write_text(yaml.safe_dump(entries))
     p = plan(("config/config.yaml", str(overlay)))
-    scoring = [j for j in p.jobs if j.rule in ("score_samples", "score_processbench")
-               and j.wildcards.get("prm") == "trl_prm"]
-    assert {j.rule for j in scoring} == {"score_samples", "score_processbench"}
     by_rule = {j.rule: j for j in p.jobs}
-    assert "results/metrics/bon/trl_prm.json" in by_rule["bon_table"].input
-    assert "results/metrics/processbench/trl_prm.json" in by_rule["processbench_table"].input
+    for prm in ("trl_prm", "my_prm"):
+        scoring = [j for j in p.jobs if j.rule in ("score_samples", "score_processbench")
+                   and j.wildcards.get("prm") == prm]
+        assert {j.rule for j in scoring} == {"score_samples", "score_processbench"}
+        assert f"results/metrics/bon/{prm}.json" in by_rule["bon_table"].input
+        assert f"results/metrics/processbench/{prm}.json" in by_rule["processbench_table"].input
     # Tables 6, 13 and Figure 1 read bon.csv, Table 7 and Figure 1 processbench.csv: one row per PRM there
     reads = {r: set(by_rule[r].input) for r in ("table6_bon_main", "table13_scoring_strategies",
                                                  "table7_processbench_main", "fig1_overview")}

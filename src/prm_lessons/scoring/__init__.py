@@ -13,6 +13,7 @@ score, and reads the score there. Adapters (the `adapter` key of a `prms.models`
 | `eurus`        | PRIME-RL/EurusPRM-Stage1/2           | chat (user, assistant = steps joined by "\\n\\n"); implicit PRM: β·(log π − log π_ref) per token, cumulated and gathered at the card's `step_last_tokens` (raw values, as the card prints; `sigmoid` optional) or per step |
 | `qwen_orm`     | Qwen2.5-Math-RM-72B (outcome RM)     | chat (system, user, assistant = steps joined by "\\n\\n"); score head at the last token: ONE score per response; on ProcessBench one instance per prefix |
 | `token_classification` | TRL / axolotl PRMs (`AutoModelForTokenClassification`, any architecture) | as TRL's PRMTrainer.tokenize_row: [BOS] + question ids, then each step's ids + the `step_separator` ids (params; "\\n"); softmax over the labels at `positive_label` (1), or sigmoid of that logit, at the separator's last token |
+| `declared`     | any other PRM, described by `params` (options: scoring.options) | `model_class` (causal_lm: softmax over two `label_ids`; token_classification / process_reward: `class_index`, softmax or sigmoid), `step_tag` after each step, `prompt` plain (templates) / chat (`build_prm_input`) / chat_turns, `tokenize` alone / in_context, read at the tag's last token or the one before it. `math_shepherd`, `rlhflow` and `token_classification` are parameter sets of it |
 
 Released checkpoints whose class lives in Hub code (Qwen PRM/ORM, Skywork) are loaded WITHOUT running
 that code unless the model entry sets `trust_remote_code: true`: the transformer body loads through
@@ -35,8 +36,9 @@ this file imports nothing):
   whole leading steps, the model cards' label tokens (no torch);
 - `heads`: the heads built here, their weights read from the checkpoint, `load_head_model`, and the
   loading options (local directory, dtype, GPU placement);
-- `adapters`: `Adapter` and the adapters of the table (`ADAPTER_CLASSES`);
-- `options`: adapter options checked while the DAG is built (token_classification's; torch-free);
+- `adapters`: `Adapter` and the adapters of the table (`ADAPTER_CLASSES`), `DeclaredAdapter` and the families
+  that are its parameter sets;
+- `options`: adapter options checked while the DAG is built (token_classification's, declared's; torch-free);
 - `batch`: `score_encoded` (length-sorted batches, or vLLM), `score_responses`, `score_prefixes`,
   `score_naive_per_prefix`, `ScoreStats`;
 - `load`: `load_adapter` from a resolved spec, on either backend;

@@ -11,11 +11,12 @@ import torch
 
 from ..steps import COT_SYSTEM_PROMPT, StepFormat, build_prm_input
 from .encode import Encoded, chat_text, encode_marked, math_shepherd_tokens, rlhflow_tokens, truncate
-from .options import check_token_classification_params
+from .options import check_declared_params, check_token_classification_params
 
 log = logging.getLogger(__name__)
 
-ADAPTERS = ("trained", "qwen_prm", "math_shepherd", "rlhflow", "skywork", "eurus", "qwen_orm", "token_classification")
+ADAPTERS = ("trained", "qwen_prm", "math_shepherd", "rlhflow", "skywork", "eurus", "qwen_orm", "token_classification",
+            "declared")
 
 
 class Adapter(abc.ABC):
@@ -64,6 +65,10 @@ class Adapter(abc.ABC):
         return t.pad_token_id if t.pad_token_id is not None else (t.eos_token_id or 0)
 
 
+# Not a preset of DeclaredAdapter: this class IS the step-format contract's adapter, shared with the trained
+# PRMs (whose plain, non-chat form the declared `plain` prompt does not reproduce), the vLLM pooling path and
+# the incremental search scorer (search_scorers: isinstance). Declared `process_reward` + `prompt: chat` reads
+# the same contract and gives its scores (tests/scoring/test_adapters_declared.py).
 class StepHeadAdapter(Adapter):
     """PRMs with a 2-class head at step-token positions, input from THE step-format contract."""
 
@@ -91,35 +96,174 @@ class StepHeadAdapter(Adapter):
         return torch.softmax(logits, dim=-1)[..., 1]
 
 
+# Not declared: the step format and the head travel with the checkpoint (prm.json, prm.load_prm).
 class TrainedAdapter(StepHeadAdapter):
     kind = "trained"
 
 
-class MathShepherdAdapter(Adapter):
+class DeclaredAdapter(Adapter):
+    """A PRM described by its parameters alone (`params` of a prms.models entry, scoring.options
+    check_declared_params): the model class, the text around each step and the step tag appended after
+    it, how that text is tokenised, and how the step score is read.
+
+    - `model_class`: causal_lm (AutoModelForCausalLM: softmax over the logits of two label tokens,
+      `readout.label_ids` [good, bad], P(good)); token_classification (AutoModelForTokenClassification);
+      process_reward (a Qwen2ForProcessRewardModel-style body + `score` head, built here unless the model
+      entry allows its remote code); the two classification heads read `readout.class_index` through
+      softmax over the labels or sigmoid of that logit (`readout.activation`).
+    - `prompt: plain`: question_template, then per step step_template + step_tag, step_join between;
+      `tokenize: alone` tokenises each piece on its own (TRL's PRMTrainer.tokenize_row; BOS first if `bos`
+      and the tokenizer has one), `in_context` the whole text once (Math-Shepherd's card).
+      `prompt: chat`: THE step-format contract (steps.build_prm_input): system + user turns through the
+      chat template, then each step followed by step_tag, a single vocabulary token (Qwen PRMs).
+      `prompt: chat_turns`: one user turn per step (the first: question_template + the step), each answered
+      by an assistant turn holding step_tag, rendered and tokenised once (RLHFlow).
+    - `readout.position`: tag_last (the tag's last token) or before_tag (the token before the tag: a causal
+      LM's logits there predict it, RLHFlow's assistant "+").
+    """
+
+    kind = "declared"
+
+    def __init__(self, model, tokenizer, max_length=None, **params):
+        super().__init__(model, tokenizer, max_length, **params)
+        self.declare(params)
+
+    def declare(self, params: dict) -> None:
+        """Check and resolve the parameters against this model and tokenizer; set the token ids read."""
+        tok, mc = self.tokenizer, params.get("model_class")
+        p = self.declared = check_declared_params(params, _head_labels(self.model, mc), _vocab_size(self.model, mc))
+        r = p["readout"]
+        if p["prompt"] == "chat":
+            self.fmt = StepFormat(p["step_tag"], p["system_prompt"], True)
+            sid = tok.convert_tokens_to_ids(p["step_tag"])
+            if sid is None or sid == tok.unk_token_id:
+                raise ValueError(f"params.step_tag: {p['step_tag']!r} is not one token of this tokenizer's "
+                                 "vocabulary (prompt chat reads a single step token)")
+            self.tag_ids = [sid]
+        else:
+            self.tag_ids = list(tok.encode(p["step_tag"], add_special_tokens=False))
+            if not self.tag_ids:
+                raise ValueError(f"params.step_tag {p['step_tag']!r} encodes to no token with this tokenizer")
+        self.step_tag_id = self.tag_ids[-1] if r["position"] == "tag_last" else None
+        if p["model_class"] == "causal_lm":
+            self.label_token_ids = tuple(_token_id(tok, x) for x in r["label_ids"])
+            self.good, self.bad = self.label_token_ids
+
+    def encode(self, question, steps):
+        p, tok = self.declared, self.tokenizer
+        before = p["readout"]["position"] == "before_tag"
+        if p["prompt"] == "chat":
+            x = build_prm_input(tok, question, steps, self.fmt, self.max_length)
+            return Encoded(x.input_ids, [i - 1 for i in x.step_positions] if before else x.step_positions, x.n_steps)
+        q = p["question_template"].format(question=question)
+        texts = [p["step_template"].format(step=s, k=k + 1) for k, s in enumerate(steps)]
+        if p["prompt"] == "chat_turns":
+            ids, pos = self._chat_turns(q, texts, before)
+        elif p["tokenize"] == "alone":
+            ids = ([tok.bos_token_id] if p["bos"] and tok.bos_token_id is not None else []) + _ids(tok, q)
+            join, pos = _ids(tok, p["step_join"]) if p["step_join"] else [], []
+            for k, s in enumerate(texts):
+                ids += (join if k else []) + _ids(tok, s)
+                pos.append(len(ids) - 1 if before else len(ids) + len(self.tag_ids) - 1)
+                ids += self.tag_ids
+        else:
+            text, marks, tag = q, [], p["step_tag"]
+            for k, s in enumerate(texts):
+                text += (p["step_join"] if k else "") + s
+                marks.append(len(text) if before else len(text) + len(tag) - 1)
+                text += tag
+            ids, pos = encode_marked(tok, text, marks, add_special_tokens=p["bos"])
+            pos = [i - 1 for i in pos] if before else pos
+            if not before and any(ids[i] != self.step_tag_id for i in pos):
+                # the model cards read where input_ids == the tag's id: a tag that did not become that
+                # token in context would be skipped there
+                log.warning("%s: a step tag %r did not tokenise to id %d in context", self.kind, tag, self.step_tag_id)
+        return truncate(Encoded(ids, pos, len(steps)), self.max_length)
+
+    def _chat_turns(self, q: str, texts: list[str], before: bool):
+        p, tok, tag = self.declared, self.tokenizer, self.declared["step_tag"]
+        msgs = [{"role": "system", "content": p["system_prompt"]}] if p["system_prompt"] is not None else []
+        marks = []
+        for k, s in enumerate(texts):
+            msgs.append({"role": "user", "content": (q + s) if k == 0 else s})
+            marks.append(len(chat_text(tok, msgs, True)))
+            msgs.append({"role": "assistant", "content": tag})
+        text = chat_text(tok, msgs, False)
+        for m in marks:
+            if not text[m:].startswith(tag):
+                raise ValueError("the chat template does not render conversation prefixes as prefixes; "
+                                 "cannot locate the assistant turns in one pass")
+        ids, pos = encode_marked(tok, text, marks if before else [m + len(tag) - 1 for m in marks])
+        return ids, [i - 1 for i in pos] if before else pos
+
+    def forward(self, input_ids, attention_mask):
+        if self.declared["model_class"] == "causal_lm":
+            return _pair_probability(self.model, input_ids, attention_mask, self.good, self.bad)
+        r = self.declared["readout"]
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
+        logits = (out if torch.is_tensor(out) else (out.logits if hasattr(out, "logits") else out[0])).float()
+        if r["activation"] == "sigmoid":
+            return torch.sigmoid(logits[..., r["class_index"]])
+        return torch.softmax(logits, dim=-1)[..., r["class_index"]]
+
+    def token_info(self):
+        info = super().token_info()
+        if self.declared["model_class"] != "causal_lm":
+            info.update(class_index=self.declared["readout"]["class_index"],
+                        activation=self.declared["readout"]["activation"])
+        return info
+
+
+def _ids(tokenizer, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _token_id(tokenizer, x) -> int:
+    """A label token given as an id, or as text: its last token tokenised alone (RLHFlow's encode(t)[-1])."""
+    if isinstance(x, int):
+        return x
+    ids = tokenizer.encode(x, add_special_tokens=False)
+    if not ids:
+        raise ValueError(f"params.readout.label_ids: {x!r} encodes to no token with this tokenizer")
+    if len(ids) > 1:
+        log.warning("label token %r is %d tokens with this tokenizer; its last one is read", x, len(ids))
+    return ids[-1]
+
+
+def _head_labels(model, model_class) -> int | None:
+    """Labels of a classification head, where the loaded model says (None: unknown, e.g. the vLLM path)."""
+    if model is None or model_class == "causal_lm":
+        return None
+    if model_class == "process_reward":
+        head = getattr(model, "score", None)  # heads.build_head_model's Linear·ReLU·Linear
+        return getattr(head[-1], "out_features", None) if isinstance(head, torch.nn.Sequential) else None
+    return _num_labels(model)
+
+
+def _vocab_size(model, model_class) -> int | None:
+    if model is None or model_class != "causal_lm" or not hasattr(model, "get_output_embeddings"):
+        return None
+    head = model.get_output_embeddings()
+    return int(head.weight.shape[0]) if head is not None else None
+
+
+class MathShepherdAdapter(DeclaredAdapter):
+    """Math-Shepherd's card, as declared parameters: "{question} Step 1: s1 ки\nStep 2: s2 ки" tokenised
+    once with the tokenizer's special tokens, P(+) of softmax over the card's encode("+ -")[1:] at each ки."""
+
     kind = "math_shepherd"
 
     def __init__(self, model, tokenizer, max_length=None, step_tag="ки", good_token="+", bad_token="-", **params):
-        super().__init__(model, tokenizer, max_length, **params)
-        self.step_tag = step_tag
-        self.label_token_ids, self.step_tag_id = math_shepherd_tokens(tokenizer, good_token, bad_token, step_tag)
-        self.good, self.bad = self.label_token_ids
+        Adapter.__init__(self, model, tokenizer, max_length, **params)
+        label_ids, step_tag_id = math_shepherd_tokens(tokenizer, good_token, bad_token, step_tag)
+        self.declare(math_shepherd_params(label_ids, step_tag))
+        self.step_tag, self.step_tag_id = step_tag, step_tag_id  # the card's id: encode(step_tag)[-1]
 
-    def encode(self, question, steps):
-        text, marks = f"{question} ", []
-        for i, s in enumerate(steps):
-            text += f"Step {i + 1}: {s} "
-            marks.append(len(text))
-            text += self.step_tag + ("\n" if i < len(steps) - 1 else "")
-        # the card tokenises with tokenizer.encode(text): the tokenizer's own special tokens (BOS)
-        ids, pos = encode_marked(self.tokenizer, text, marks, add_special_tokens=True)
-        if any(ids[p] != self.step_tag_id for p in pos):
-            # the card reads where input_ids == step_tag_id: a step tag that did not become that token
-            # would be skipped there
-            log.warning("math_shepherd: a step tag %r did not tokenise to id %d", self.step_tag, self.step_tag_id)
-        return truncate(Encoded(ids, pos, len(steps)), self.max_length)
 
-    def forward(self, input_ids, attention_mask):
-        return _pair_probability(self.model, input_ids, attention_mask, self.good, self.bad)
+def math_shepherd_params(label_ids, step_tag: str = "ки") -> dict:
+    return {"model_class": "causal_lm", "prompt": "plain", "tokenize": "in_context", "bos": True,
+            "question_template": "{question} ", "step_template": "Step {k}: {step} ", "step_tag": step_tag,
+            "step_join": "\n", "readout": {"label_ids": [int(i) for i in label_ids]}}
 
 
 def _pair_probability(model, input_ids, attention_mask, good: int, bad: int):
@@ -134,37 +278,26 @@ def _pair_probability(model, input_ids, attention_mask, good: int, bad: int):
     return torch.softmax(logits.float(), dim=-1)[..., 0]
 
 
-class RLHFlowAdapter(Adapter):
-    """One pass over the full multi-turn conversation; P(+) at the token before each assistant "+"."""
+class RLHFlowAdapter(DeclaredAdapter):
+    """RLHFlow's PRMs, as declared parameters: one pass over the full multi-turn conversation (user =
+    question + "\n\n" + step 1, then one user turn per step, each answered "+"); P(+) of
+    (encode('+')[-1], encode('-')[-1]) at the token before each assistant "+"."""
 
     kind = "rlhflow"
 
     def __init__(self, model, tokenizer, max_length=None, good_token="+", bad_token="-", **params):
-        super().__init__(model, tokenizer, max_length, **params)
+        Adapter.__init__(self, model, tokenizer, max_length, **params)
         self.good_text = good_token
-        self.label_token_ids = rlhflow_tokens(tokenizer, good_token, bad_token)
-        self.good, self.bad = self.label_token_ids
-
-    def encode(self, question, steps):
-        msgs, marks = [], []
-        for i, s in enumerate(steps):
-            msgs.append({"role": "user", "content": (question + "\n\n" + s) if i == 0 else s})
-            prompt = chat_text(self.tokenizer, msgs, True)
-            marks.append(len(prompt))
-            msgs.append({"role": "assistant", "content": self.good_text})
-        text = chat_text(self.tokenizer, msgs, False)
-        for m in marks:
-            if not text[m:].startswith(self.good_text):
-                raise ValueError("the chat template does not render conversation prefixes as prefixes; "
-                                 "cannot locate the assistant turns in one pass")
-        ids, pos = encode_marked(self.tokenizer, text, marks)
-        pos = [p - 1 for p in pos]  # the logits that predict the assistant's "+"
-        return truncate(Encoded(ids, pos, len(steps)), self.max_length)
-
-    def forward(self, input_ids, attention_mask):
-        return _pair_probability(self.model, input_ids, attention_mask, self.good, self.bad)
+        self.declare(rlhflow_params(rlhflow_tokens(tokenizer, good_token, bad_token), good_token))
 
 
+def rlhflow_params(label_ids, good_token: str = "+") -> dict:
+    return {"model_class": "causal_lm", "prompt": "chat_turns", "question_template": "{question}\n\n",
+            "step_tag": good_token, "readout": {"label_ids": [int(i) for i in label_ids], "position": "before_tag"}}
+
+
+# Not declared: its value head (v_head.summary, one logit) is no transformers class, and its prompt puts the
+# BOS in as text before tokenising the question with "\n" in context.
 class SkyworkAdapter(Adapter):
     kind = "skywork"
 
@@ -187,6 +320,7 @@ class SkyworkAdapter(Adapter):
         return torch.sigmoid(self.model(input_ids=input_ids, attention_mask=attention_mask)[..., 0])
 
 
+# Not declared: an outcome RM, one score per response from the last token of a closed chat; no step tag.
 class QwenORMAdapter(Adapter):
     """Outcome RM: one score (the head at the last token) per response."""
 
@@ -214,6 +348,7 @@ class QwenORMAdapter(Adapter):
         return [1 / (1 + math.exp(-v)) if self.params.get("sigmoid", False) else v]
 
 
+# Not declared: an implicit PRM reads no tag: cumulative log-ratios against a reference model.
 class EurusAdapter(Adapter):
     """Implicit PRM as the EurusPRM model card computes it: r_t = β·(log π(y_t|y<t) − log π_ref(y_t|y<t))
     (β = `beta`, the card's coef 0.001), cumulated over the response from the card's start index;
@@ -281,14 +416,14 @@ class EurusAdapter(Adapter):
         return [1 / (1 + math.exp(-v)) for v in vals] if self.sigmoid else vals
 
 
-class TokenClassificationAdapter(Adapter):
+class TokenClassificationAdapter(DeclaredAdapter):
     """TRL / axolotl token-classification PRMs (`AutoModelForTokenClassification`, any architecture
-    transformers has a token-classification class for). The input is built as TRL's PRMTrainer.tokenize_row
-    builds its training rows (huggingface/trl, trl/trainer/prm_trainer.py, now trl/experimental/prm/
-    prm_trainer.py; axolotl's prompt_strategies/stepwise_supervised.py does the same): the tokenizer's BOS
-    id when it has one, the question's ids, then for each step its own ids followed by the ids of
-    `step_separator` (each piece tokenised alone, no special tokens: not the joined text), the label of
-    a step sitting on the LAST token of its separator. Step score there: softmax over the labels at
+    transformers has a token-classification class for), as declared parameters. The input is built as TRL's
+    PRMTrainer.tokenize_row builds its training rows (huggingface/trl, trl/trainer/prm_trainer.py, now
+    trl/experimental/prm/prm_trainer.py; axolotl's prompt_strategies/stepwise_supervised.py does the same):
+    the tokenizer's BOS id when it has one, the question's ids, then for each step its own ids followed by
+    the ids of `step_separator` (each piece tokenised alone, no special tokens: not the joined text), the
+    label of a step sitting on the LAST token of its separator. Step score there: softmax over the labels at
     index `positive_label`, or sigmoid of that one logit (`score: sigmoid`, e.g. a 1-label head with
     positive_label 0). Options (`params`): scoring.options. Truncation keeps whole leading
     steps (as every adapter): exact for causal bodies; a bidirectional encoder sees the cut input."""
@@ -297,37 +432,25 @@ class TokenClassificationAdapter(Adapter):
 
     def __init__(self, model, tokenizer, max_length=None, step_separator="\n", positive_label=1, score="softmax",
                  **params):
-        super().__init__(model, tokenizer, max_length, **params)
+        Adapter.__init__(self, model, tokenizer, max_length, **params)
         check_token_classification_params({"step_separator": step_separator, "positive_label": positive_label,
                                            "score": score}, _num_labels(model))
-        self.step_separator, self.positive_label, self.score = step_separator, int(positive_label), score
-        self.separator_ids = list(tokenizer.encode(step_separator, add_special_tokens=False))
-        if not self.separator_ids:
+        if not tokenizer.encode(step_separator, add_special_tokens=False):
             raise ValueError(f"params.step_separator {step_separator!r} encodes to no token with this tokenizer")
-        self.step_tag_id = self.separator_ids[-1]  # the token whose label is the step's
-
-    def encode(self, question, steps):
-        tok = self.tokenizer
-        ids = ([tok.bos_token_id] if tok.bos_token_id is not None else []) + list(
-            tok(question, add_special_tokens=False)["input_ids"])
-        pos = []
-        for s in steps:
-            ids += list(tok(s, add_special_tokens=False)["input_ids"]) + self.separator_ids
-            pos.append(len(ids) - 1)
-        return truncate(Encoded(ids, pos, len(steps)), self.max_length)
-
-    def forward(self, input_ids, attention_mask):
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
-        logits = (out.logits if hasattr(out, "logits") else out[0]).float()
-        if self.score == "sigmoid":
-            return torch.sigmoid(logits[..., self.positive_label])
-        return torch.softmax(logits, dim=-1)[..., self.positive_label]
+        self.declare(token_classification_params(step_separator, positive_label, score))
+        self.step_separator, self.positive_label, self.score = step_separator, int(positive_label), score
+        self.separator_ids = self.tag_ids
 
     def token_info(self):
-        info = super().token_info()
+        info = Adapter.token_info(self)
         info.update(separator_ids=[int(i) for i in self.separator_ids], positive_label=self.positive_label,
                     score=self.score)
         return info
+
+
+def token_classification_params(step_separator: str = "\n", positive_label: int = 1, score: str = "softmax") -> dict:
+    return {"model_class": "token_classification", "prompt": "plain", "tokenize": "alone", "bos": True,
+            "step_tag": step_separator, "readout": {"class_index": int(positive_label), "activation": score}}
 
 
 def _num_labels(model) -> int | None:
@@ -337,4 +460,5 @@ def _num_labels(model) -> int | None:
 
 ADAPTER_CLASSES = {"trained": TrainedAdapter, "qwen_prm": StepHeadAdapter, "math_shepherd": MathShepherdAdapter,
                    "rlhflow": RLHFlowAdapter, "skywork": SkyworkAdapter, "eurus": EurusAdapter,
-                   "qwen_orm": QwenORMAdapter, "token_classification": TokenClassificationAdapter}
+                   "qwen_orm": QwenORMAdapter, "token_classification": TokenClassificationAdapter,
+                   "declared": DeclaredAdapter}

@@ -13,7 +13,8 @@ from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 from .. import pooling
 from ..prm import FORMAT_FILE, load_prm
 from .adapters import ADAPTER_CLASSES, ADAPTERS, Adapter, TrainedAdapter
-from .heads import load_head_model, on_gpu, placement, pretrained_dtype, resolve_dir
+from .heads import HEAD_PREFIX, load_head_model, on_gpu, placement, pretrained_dtype, resolve_dir
+from .options import check_declared_params
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,16 @@ def _causal_lm(path: str, dtype, trust_remote_code: bool = False):
                                                 trust_remote_code=trust_remote_code, **placement())
 
 
+def model_class(kind: str, params: dict) -> str:
+    """What a checkpoint is loaded as: a head built here (`heads.HEAD_PREFIX`: qwen_prm, qwen_orm, skywork),
+    token_classification, or causal_lm. Adapter declared names it (`model_class`; process_reward is the
+    Qwen PRM head)."""
+    if kind == "declared":
+        mc = params.get("model_class")
+        return "qwen_prm" if mc == "process_reward" else mc
+    return kind if kind in HEAD_PREFIX or kind == "token_classification" else "causal_lm"
+
+
 def load_adapter(spec: dict, backend: str | None = None) -> Adapter:
     """Build an adapter from a resolved spec (`plan.resolve_prm_specs`): adapter, path, dtype,
     trust_remote_code, max_length, params (+ ref_path/ref_dtype for eurus), and `backend` (absent:
@@ -69,10 +80,16 @@ def load_adapter(spec: dict, backend: str | None = None) -> Adapter:
         model, tok, fmt = load_prm(path)  # on its device
         max_length = spec.get("max_length") or getattr(model, "max_length", None)
         return TrainedAdapter(model.eval(), tok, max_length, step_format=fmt, **params)
+    if kind == "declared":  # a wrong option fails before any weight is read
+        try:
+            check_declared_params(params)
+        except ValueError as e:
+            raise ValueError(f"{path}: adapter {kind}: {e}") from e
     tok = _tokenizer(path, trc)
-    if kind in ("qwen_prm", "qwen_orm", "skywork"):
-        model = load_head_model(path, kind, dtype, trc)
-    elif kind == "token_classification":  # the class of the checkpoint's config.json, whatever its architecture
+    mc = model_class(kind, params)
+    if mc in ("qwen_prm", "qwen_orm", "skywork"):
+        model = load_head_model(path, mc, dtype, trc)
+    elif mc == "token_classification":  # the class of the checkpoint's config.json, whatever its architecture
         model = AutoModelForTokenClassification.from_pretrained(
             resolve_dir(path, trc), dtype=pretrained_dtype(dtype), trust_remote_code=trc, **placement())
     else:

@@ -24,7 +24,7 @@ from .adapters import ADAPTERS
 from .batch import ScoreStats, score_responses
 from .heads import resolve_dir
 from .load import load_adapter
-from .options import check_token_classification_params
+from .options import check_declared_params, check_token_classification_params
 
 ROW_FORMS = "{id?, problem, steps: [..]} or TRL's {prompt, completions: [..]}"
 # huggingface_hub's repo id rule (as the config schema's $defs/hub_id): [org/]name
@@ -117,9 +117,14 @@ def prm_spec(prm_dir: str, adapter: str | None = None, params: dict | None = Non
         raise ValueError(f"--adapter trained: {prm_dir} has no {FORMAT_FILE} (not a PRM trained by prm-lessons)")
     elif adapter not in ADAPTERS:
         raise ValueError(f"--adapter {adapter!r}: unknown (allowed: {', '.join(ADAPTERS)})")
-    if adapter == "token_classification":
+    if adapter in ("token_classification", "declared"):
         try:
-            check_token_classification_params(params, _num_labels(prm_dir))
+            if adapter == "declared":
+                mc = params.get("model_class")
+                check_declared_params(params, _num_labels(prm_dir) if mc == "token_classification" else
+                                      (2 if mc == "process_reward" and not trust_remote_code else None))
+            else:
+                check_token_classification_params(params, _num_labels(prm_dir))
         except ValueError as e:
             raise ValueError(f"--{e}") from None
     if adapter == "eurus" and not ref_model:
