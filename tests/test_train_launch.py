@@ -14,13 +14,22 @@ import yaml
 
 from conftest import ROOT
 from prm_lessons import plan
-from prm_lessons.train_launch import SHUTDOWN_TIMEOUT_S, distributed_command, run_launcher
+from prm_lessons.train_launch import SHUTDOWN_TIMEOUT_S, distributed_command, launcher_env, run_launcher
 
 
-def test_torchrun_waits_longer_than_the_paper_jobs_grace():
+def test_torchrun_waits_longer_than_the_paper_jobs_grace(monkeypatch):
     cmd = distributed_command("spec.json", 8, 29500)
-    assert cmd[cmd.index("--shutdown-timeout") + 1] == str(SHUTDOWN_TIMEOUT_S)
-    assert cmd.index("--shutdown-timeout") < cmd.index("-m", 3)  # a torchrun option, not the script's
+    # by the environment, not the flag: torchrun before torch 2.13 refuses --shutdown-timeout
+    assert not any(a.startswith("--shutdown") for a in cmd)
+    env = launcher_env(cpu=False, base={})
+    assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == str(SHUTDOWN_TIMEOUT_S)
+    # the installed torchrun reads it: its launch config of exactly this command
+    from torch.distributed.run import config_from_args, parse_args
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    config, _, _ = config_from_args(parse_args(cmd[3:]))
+    assert config.shutdown_timeout == SHUTDOWN_TIMEOUT_S
     train = yaml.safe_load((ROOT / "config/paper.yaml").read_text())["training"]
     train.setdefault("gpus", 8)
     assert SHUTDOWN_TIMEOUT_S > plan.jit_grace_seconds({**train, "max_length": train.get("max_length", 4096)})

@@ -49,10 +49,11 @@ SHUTDOWN_TIMEOUT_S = 3600
 
 def distributed_command(spec_path: str | Path, n_procs: int, port: int) -> list[str]:
     """`torchrun` of this module with `n_procs` processes on this node, one per GPU or (CPU) gloo ranks:
-    the same launcher either way; the Trainer picks the backend (nccl on GPU, gloo on CPU)."""
+    the same launcher either way; the Trainer picks the backend (nccl on GPU, gloo on CPU). Its shutdown
+    timeout is set by launcher_env, not by `--shutdown-timeout`: torchrun before torch 2.13 refuses that
+    flag (the job stopped at launch on a torch 2.11 GPU image)."""
     return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(n_procs),
             "--master_addr", "127.0.0.1", "--master_port", str(port),
-            "--shutdown-timeout", str(SHUTDOWN_TIMEOUT_S),
             "-m", "prm_lessons.train_launch", "--spec", str(spec_path)]
 
 
@@ -84,6 +85,7 @@ def launcher_env(cpu: bool, base: dict | None = None) -> dict:
     """Environment of the launched processes: they import this checkout's package (inside conda envs it
     is not installed and Snakemake does not pass PYTHONPATH); CPU runs hide any GPU."""
     env = checkout_env(base)
+    env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] = str(SHUTDOWN_TIMEOUT_S)  # torchrun's wait for the ranks (above)
     if cpu:
         env["CUDA_VISIBLE_DEVICES"] = ""
     return env

@@ -143,3 +143,21 @@ def training_arguments(settings: dict, ckpt: Path, on_gpu: bool, bf16: bool | No
         deepspeed=ds,
     )
 
+
+
+def zero3_init():
+    """The context a module built after the base must be built in under ZeRO-3: transformers' own
+    `deepspeed.zero.Init` with this run's DeepSpeed config (as it resizes embeddings), so the step head is
+    partitioned in the base's dtype. Built outside it, the head stays float32 beside a bf16 base and
+    DeepSpeed's stage-3 optimizer stops on the mix (AssertionError in zero.utils.defragment; seen on an
+    H100, not on CPU, where both are float32). Without ZeRO-3 nothing."""
+    import contextlib
+
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    if not is_deepspeed_zero3_enabled():
+        return contextlib.nullcontext()
+    import deepspeed
+    from transformers.integrations.deepspeed import deepspeed_config as hf_deepspeed_config
+
+    return deepspeed.zero.Init(config_dict_or_path=hf_deepspeed_config())

@@ -61,7 +61,7 @@ from .steps import StepFormat
 from .train_checkpoints import resume_checkpoint, run_fingerprint
 from .train_data import training_instances
 from .train_settings import LABEL_TYPES, TrainingError, settings_from
-from .train_setup import log_last_step_callback, progress_callback, trainer_class, training_arguments
+from .train_setup import log_last_step_callback, progress_callback, trainer_class, training_arguments, zero3_init
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +134,11 @@ def build_trainee(backbone, tokenizer, instances: list[dict], settings: dict, la
     `features.training_features`) and the head alone trained on them (a fixed standardisation of the
     features in front of the paper's head); lora / full: base + head on the instances (trainable_model)."""
     mode = settings["mode"]
-    head = StepHead(int(backbone.config.hidden_size),
-                    standardize=mode == "head" and bool(settings["standardize_features"]))
     if mode != "head":
+        with zero3_init():  # partitioned in the base's dtype under ZeRO-3 (train_setup.zero3_init)
+            head = StepHead(int(backbone.config.hidden_size))
         return Trainee(trainable_model(backbone, head, settings, label_type), instances, head)
+    head = StepHead(int(backbone.config.hidden_size), standardize=bool(settings["standardize_features"]))
     for p in backbone.parameters():
         p.requires_grad_(False)
     tf = time.time()
