@@ -24,7 +24,7 @@ from .metrics.bon import bon_metrics
 from .metrics.processbench import TUNE_PROTOCOLS, evaluate_processbench, predictions_from_rows
 from .metrics.rows import BON_COLUMNS
 from .metrics.select import AGGREGATIONS, MAJ_GROUPINGS
-from .tables import read_records, read_table, write_json
+from .tables import read_records, read_table, write_json, write_text_atomic
 
 # -- argument types: bad values are argparse errors (usage + one line, exit status 2) ------------------
 
@@ -61,7 +61,8 @@ def _positive_float(text: str) -> float:
 
 
 def _check_output(path: str) -> None:
-    """--output must be a file path whose parent is (or can be made) a directory."""
+    """--output must be a file path whose parent is (or can be made) a directory this user may write, checked
+    before any work (a full disk shows only when writing: tables.atomic_path names the file then)."""
     p = Path(path)
     if p.is_dir():
         raise ValueError(f"--output {path} is a directory; give a file path")
@@ -70,6 +71,8 @@ def _check_output(path: str) -> None:
         if up.exists():
             if not up.is_dir():
                 raise ValueError(f"--output {path}: {up} is not a directory")
+            if not os.access(up, os.W_OK | os.X_OK) and not (p.exists() and os.access(p, os.W_OK)):
+                raise ValueError(f"--output {path}: {up} is not writable")
             break
 
 
@@ -95,11 +98,9 @@ def _cmd_grade(args) -> int:
                                   answer_format=args.answer_format, grader=args.grader, keep_units=args.keep_units)
     except InputError as exc:
         raise exc.within(args.input) from None
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     nonfinite = [0]
     lines = [json.dumps(_json_safe(row, nonfinite), ensure_ascii=False, allow_nan=False) + "\n" for row in out]
-    with open(args.output, "w") as fh:
-        fh.writelines(lines)
+    write_text_atomic(args.output, "".join(lines))
     n = summary["n"]
     print(f"graded {n} responses in {len(rows)} rows: {summary['correct']} correct "
           f"({100.0 * summary['correct'] / max(n, 1):.1f}%), {summary['no_answer']} without an answer, "
@@ -440,8 +441,11 @@ def main(argv: list[str] | None = None) -> int:
         lines = exc.lines()
     except KeyError as exc:  # str(KeyError) would quote the message
         lines = [str(exc.args[0]) if exc.args else type(exc).__name__]
-    except (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+    except ValueError as exc:
         lines = str(exc).splitlines() or [type(exc).__name__]  # user errors: clear lines, no traceback
+    except OSError as exc:  # a missing input, an unwritable output, a full disk: one line naming the file
+        lines = [f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else
+                 (str(exc).splitlines() or [type(exc).__name__])[0]]
     for line in lines:
         print(f"prm-lessons: error: {line}", file=sys.stderr)
     return 2

@@ -40,6 +40,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, Generation
 from ..data.sources import git_blob_sha1
 from ..scoring.heads import HEAD_PREFIX, make_head
 from ..steps import split_steps
+from ..tables import write_text_atomic
 from .tokenizers import save_tokenizer
 
 log = logging.getLogger(__name__)
@@ -527,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
         report["prm800k"] = {"path": str(args.prm800k_dir), "files": write_prm800k(args.prm800k_dir, src)}
     text = json.dumps(report, indent=2)
     if args.report:
-        args.report.write_text(text + "\n")
+        write_text_atomic(args.report, text + "\n")
     print(text)
     return 0
 
