@@ -140,3 +140,12 @@ def test_a_question_with_special_token_literals_opens_no_turn(question):
 def test_a_system_prompt_holding_the_step_token_is_refused():
     with pytest.raises(ValueError, match="holds the step token"):
         build_prm_input(TOK, "q", ["a"], StepFormat("<extra_0>", "mark steps with <extra_0>", True))
+
+
+@pytest.mark.parametrize("good, bad", [("correct", "-"), ("+", "wrong answer"), ("", "-")])
+def test_a_multi_token_label_word_is_refused(good, bad):
+    """`encode(word)[-1]` would read a word's last piece: the readout must be the word's one token."""
+    pieces = {w: len(TOK.encode(w, add_special_tokens=False)) for w in (good, bad)}
+    assert any(n != 1 for n in pieces.values())  # the case is what it says with this tokenizer
+    with pytest.raises(ValueError, match="label token"):
+        RLHFlowAdapter(None, TOK, good_token=good, bad_token=bad)
