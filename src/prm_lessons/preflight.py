@@ -311,7 +311,11 @@ def main(argv: list[str] | None = None) -> int:
 
     specs = plan_checks(load_config(*CONFIGS))
     work = Path(args.out).resolve() / "work"
-    work.mkdir(parents=True, exist_ok=True)
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # an --out under a file, or where this user cannot write: one line, not a traceback
+        print(f"preflight: error: --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     cmd = snakemake_cmd(work, specs, smk_args, args.resume)
     print("preflight: " + " ".join(cmd), flush=True)
     t0 = time.time()
