@@ -88,7 +88,7 @@ GRADE_CASES = [
     ("timeout-0", GRADE_BASE, ["--timeout", "0"], 2, ["--timeout: expected a number of seconds > 0, got '0'"]),
     ("timeout-negative", GRADE_BASE, ["--timeout", "-1"], 2, ["--timeout: expected a number of seconds > 0"]),
     ("timeout-nan", GRADE_BASE, ["--timeout", "nan"], 2, ["--timeout: expected a finite number, got 'nan'"]),
-    ("workers-0", GRADE_BASE, ["--workers", "0"], 2, ["--workers: expected an integer ≥ 1, got 0"]),
+    ("workers-0", GRADE_BASE, ["--workers", "0"], 2, ["--workers: expected an integer in 1..64, got 0"]),
     ("output-is-a-directory", GRADE_BASE, ["OUTPUT_DIR"], 2, ["is a directory; give a file path"]),
 ]
 
