@@ -88,7 +88,7 @@ GRADE_CASES = [
     ("timeout-0", GRADE_BASE, ["--timeout", "0"], 2, ["--timeout: expected a number of seconds > 0, got '0'"]),
     ("timeout-negative", GRADE_BASE, ["--timeout", "-1"], 2, ["--timeout: expected a number of seconds > 0"]),
     ("timeout-nan", GRADE_BASE, ["--timeout", "nan"], 2, ["--timeout: expected a finite number, got 'nan'"]),
-    ("workers-0", GRADE_BASE, ["--workers", "0"], 2, ["--workers: expected an integer ≥ 1, got 0"]),
+    ("workers-0", GRADE_BASE, ["--workers", "0"], 2, ["--workers: expected an integer in 1..64, got 0"]),
     ("output-is-a-directory", GRADE_BASE, ["OUTPUT_DIR"], 2, ["is a directory; give a file path"]),
 ]
 
@@ -206,7 +206,7 @@ PB_CASES = [
     ("scores-not-a-list", _pb_rows(g1={"id": "g1", "step_scores": 0.2}), [], 2,
      ["id 'g1': step_scores must be a list of numbers, got a JSON number (0.2)"]),
     ("threshold-nan", _pb_rows(), ["--threshold", "nan"], 2, ["--threshold: expected a finite number, got 'nan'"]),
-    ("bootstrap-negative", _pb_rows(), ["--bootstrap", "-5"], 2, ["--bootstrap: expected an integer ≥ 0, got -5"]),
+    ("bootstrap-negative", _pb_rows(), ["--bootstrap", "-5"], 2, ["--bootstrap: expected an integer in 0..100,000, got -5"]),
     ("non-object-line", _pb_rows(g1=b'["g1", 1]'), [], 2, ["line 2 is a JSON list, not an object"]),
     ("unknown-id-without-quotes", _pb_rows() + [{"id": "zz", "prediction": 0}], [], 2,
      ["prm-lessons: error: prediction(s) for unknown ProcessBench id(s): zz"]),
@@ -334,7 +334,7 @@ BON_CASES = [
     ("every-bad-row-listed", _bon_rows(r0={"correct": "True"}, r5={"correct": "no"}, r7={"step_scores": "high"}), [], 2,
      ["row 1 (", "row 6 (", "row 8 ("]),
     ("n-0", _bon_rows(), ["--n", "0"], 2, ["--n: expected an integer ≥ 1, got 0"]),
-    ("bootstrap-negative", _bon_rows(), ["--bootstrap", "-5"], 2, ["--bootstrap: expected an integer ≥ 0, got -5"]),
+    ("bootstrap-negative", _bon_rows(), ["--bootstrap", "-5"], 2, ["--bootstrap: expected an integer in 0..100,000, got -5"]),
     ("maj-timeout-0", _bon_rows(), ["--maj-timeout", "0"], 2, ["--maj-timeout: expected a number of seconds > 0"]),
 ]
 

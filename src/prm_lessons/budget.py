@@ -3,14 +3,16 @@ tokens, decode = generated tokens) and every frozen-base forward (prefill only),
 in. workflow/scripts/run.py writes one sidecar per job beside its log (`<log stem>.tokens.json`) and
 logs one line; bench/token_budget.py sums the sidecars of a finished run per rule.
 
-Standard library only: run.py imports it in every job (analysis jobs have no torch).
+No torch (the standard library and tables, for its atomic JSON write): run.py imports it in every job
+(analysis jobs have no torch).
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
+
+from .tables import write_json
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +73,7 @@ def write_sidecar(log_path: str | Path, rule: str, wildcards: dict, wall_s: floa
     rec = {"rule": rule, "wildcards": dict(wildcards), "wall_seconds": round(wall_s, 3),
            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **rec}
     out = sidecar_path(log_path)
-    out.write_text(json.dumps(rec, indent=1) + "\n")
+    write_json(rec, out, indent=1)
     log.info("model tokens of rule %s: prefill %d, decode %d (%s; %.0f s at %g tokens/s) -> %s", rule,
              rec["prefill_tokens"], rec["decode_tokens"], "/".join(rec["dtypes"]),
              rec["tokens"] / SLOW_HOST_TOKENS_PER_S, SLOW_HOST_TOKENS_PER_S, out)

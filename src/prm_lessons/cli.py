@@ -15,32 +15,42 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
+from .config import SEED_RANGE
 from .data.processbench import load_processbench_cases
 from .errors import InputError, json_type
-from .grading.pool import GRADERS
+from .grading.pool import GRADERS, MAX_WORKERS
 from .grading.rows import grade_rows
 from .labels.stepwise import to_stepwise, write_stepwise
 from .metrics.bon import bon_metrics
 from .metrics.processbench import TUNE_PROTOCOLS, evaluate_processbench, predictions_from_rows
 from .metrics.rows import BON_COLUMNS
 from .metrics.select import AGGREGATIONS, MAJ_GROUPINGS
-from .tables import read_records, read_table, write_json
+from .metrics.stats import MAX_BOOTSTRAP
+from .tables import read_records, read_table, write_json, write_text_atomic
 
 # -- argument types: bad values are argparse errors (usage + one line, exit status 2) ------------------
 
-def _int_at_least(low: int):
+def _int_at_least(low: int, high: int | None = None):
+    want = f"an integer ≥ {low}" if high is None else f"an integer in {low}..{high:_}".replace("_", ",")
+
     def parse(text: str) -> int:
         try:
             v = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer ≥ {low}, got {text!r}") from None
-        if v < low:
-            raise argparse.ArgumentTypeError(f"expected an integer ≥ {low}, got {v}")
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}") from None
+        if v < low or (high is not None and v > high):
+            raise argparse.ArgumentTypeError(f"expected {want}, got {v}")
         return v
     return parse
 
 
-_positive_int, _nonnegative_int = _int_at_least(1), _int_at_least(0)
+_positive_int = _int_at_least(1)
+# resource arguments: the bounds the config's schema has for the same keys (config/README.md)
+_bootstrap = _int_at_least(0, MAX_BOOTSTRAP)
+_workers = _int_at_least(1, MAX_WORKERS)
+_seed = _int_at_least(*SEED_RANGE)
+_batch_rows = _int_at_least(1, 65_536)  # rows per forward pass: beyond any GPU's memory long before this
+_batch_tokens = _int_at_least(1, 2**24)  # padded tokens per forward pass: 16M, ~1,000x the default
 
 
 def _finite_float(text: str) -> float:
@@ -61,7 +71,8 @@ def _positive_float(text: str) -> float:
 
 
 def _check_output(path: str) -> None:
-    """--output must be a file path whose parent is (or can be made) a directory."""
+    """--output must be a file path whose parent is (or can be made) a directory this user may write, checked
+    before any work (a full disk shows only when writing: tables.atomic_path names the file then)."""
     p = Path(path)
     if p.is_dir():
         raise ValueError(f"--output {path} is a directory; give a file path")
@@ -70,6 +81,8 @@ def _check_output(path: str) -> None:
         if up.exists():
             if not up.is_dir():
                 raise ValueError(f"--output {path}: {up} is not a directory")
+            if not os.access(up, os.W_OK | os.X_OK) and not (p.exists() and os.access(p, os.W_OK)):
+                raise ValueError(f"--output {path}: {up} is not writable")
             break
 
 
@@ -95,11 +108,9 @@ def _cmd_grade(args) -> int:
                                   answer_format=args.answer_format, grader=args.grader, keep_units=args.keep_units)
     except InputError as exc:
         raise exc.within(args.input) from None
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     nonfinite = [0]
     lines = [json.dumps(_json_safe(row, nonfinite), ensure_ascii=False, allow_nan=False) + "\n" for row in out]
-    with open(args.output, "w") as fh:
-        fh.writelines(lines)
+    write_text_atomic(args.output, "".join(lines))
     n = summary["n"]
     print(f"graded {n} responses in {len(rows)} rows: {summary['correct']} correct "
           f"({100.0 * summary['correct'] / max(n, 1):.1f}%), {summary['no_answer']} without an answer, "
@@ -129,7 +140,7 @@ def _add_grade(subparsers) -> None:
                         "is read as a letter). Any row whose gold is a letter A-E is graded as a choice.")
     p.add_argument("--timeout", type=_positive_float, default=5.0,
                    help="seconds per response before it counts as incorrect (> 0)")
-    p.add_argument("--workers", type=_positive_int, default=2, help="grading processes (≥ 1)")
+    p.add_argument("--workers", type=_workers, default=2, help=f"grading processes (1..{MAX_WORKERS})")
     p.add_argument("--grader", default="math_verify", choices=list(GRADERS),
                    help="the comparison (config grading.grader): math-verify, or the Qwen2.5-Math harness's "
                         "math_equal on its normalised answers")
@@ -214,8 +225,9 @@ def _add_score(subparsers) -> None:
     p.add_argument("--trust-remote-code", action="store_true",
                    help="run the checkpoint's own Hub code (off: the body loads through transformers' class, "
                         "the head is built here)")
-    p.add_argument("--batch-tokens", type=_positive_int, default=16384, help="padded tokens per forward pass")
-    p.add_argument("--batch-size", type=_positive_int, default=64, help="rows per forward pass")
+    p.add_argument("--batch-tokens", type=_batch_tokens, default=16384,
+                   help="padded tokens per forward pass (1..16,777,216)")
+    p.add_argument("--batch-size", type=_batch_rows, default=64, help="rows per forward pass (1..65,536)")
     p.set_defaults(func=_cmd_score)
 
 
@@ -358,8 +370,9 @@ def _add_eval(subparsers) -> None:
                     help="the dev split's cases (as --data; no id shared with --data) for --tune-threshold")
     pb.add_argument("--dev-predictions", default=None,
                     help='JSONL rows {"id", "step_scores"} of the dev split for --tune-threshold')
-    pb.add_argument("--bootstrap", type=_nonnegative_int, default=0, help="bootstrap resamples for CIs (0 = none)")
-    pb.add_argument("--seed", type=_nonnegative_int, default=0)
+    pb.add_argument("--bootstrap", type=_bootstrap, default=0,
+                    help=f"bootstrap resamples for CIs (0 = none; at most {MAX_BOOTSTRAP:,})")
+    pb.add_argument("--seed", type=_seed, default=0, help="resampling seed (0..2**32-1)")
     pb.add_argument("--output", required=True, help="metrics JSON")
     pb.set_defaults(func=_cli_processbench)
 
@@ -384,10 +397,11 @@ def _add_eval(subparsers) -> None:
     bon.add_argument("--maj-timeout", type=_positive_float, default=5.0,
                      help="--maj-grouping math_verify: seconds per answer comparison, run in a grading worker "
                           "that is killed after it (a timed-out comparison counts as different answers)")
-    bon.add_argument("--workers", type=_positive_int, default=2,
-                     help="grading processes for --maj-grouping math_verify")
-    bon.add_argument("--bootstrap", type=_nonnegative_int, default=1000, help="bootstrap resamples (0 = none)")
-    bon.add_argument("--seed", type=_nonnegative_int, default=0)
+    bon.add_argument("--workers", type=_workers, default=2,
+                     help=f"grading processes for --maj-grouping math_verify (1..{MAX_WORKERS})")
+    bon.add_argument("--bootstrap", type=_bootstrap, default=1000,
+                     help=f"bootstrap resamples (0 = none; at most {MAX_BOOTSTRAP:,})")
+    bon.add_argument("--seed", type=_seed, default=0, help="resampling seed (0..2**32-1)")
     bon.add_argument("--output", required=True, help="metrics JSON")
     bon.set_defaults(func=_cli_bon)
 
@@ -441,8 +455,11 @@ def main(argv: list[str] | None = None) -> int:
         lines = exc.lines()
     except KeyError as exc:  # str(KeyError) would quote the message
         lines = [str(exc.args[0]) if exc.args else type(exc).__name__]
-    except (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+    except ValueError as exc:
         lines = str(exc).splitlines() or [type(exc).__name__]  # user errors: clear lines, no traceback
+    except OSError as exc:  # a missing input, an unwritable output, a full disk: one line naming the file
+        lines = [f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else
+                 (str(exc).splitlines() or [type(exc).__name__])[0]]
     for line in lines:
         print(f"prm-lessons: error: {line}", file=sys.stderr)
     return 2

@@ -297,6 +297,8 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
         raise ConfigError("\n".join(lines))
     _check_finite(cfg)
     _check_integers(cfg)
+    if ((cfg.get("training") or {}).get("max_steps")) == 0:
+        raise _err("training.max_steps", "0 optimizer steps: give a number ≥ 1, or -1 to train for `epochs`")
     _check_texts(cfg)
     _drop_disabled_benchmarks(cfg)
     _check_output_paths(cfg)
@@ -446,6 +448,7 @@ def _check_cross_references(cfg: dict) -> None:
                               "but names no revision (a 40-hex commit; `main` is resolved once by rule "
                               "download_model)")
     _check_search(cfg)
+    _check_token_room(cfg)
     _check_threshold_tuning(cfg)
     _check_shard_prms(cfg)
     _check_analysis(cfg)
@@ -636,6 +639,33 @@ def _check_search(cfg: dict) -> None:
     for i, name in enumerate(search.get("benchmarks") or []):
         if name not in (cfg.get("benchmarks") or {}):
             raise _err(f"search.benchmarks.{i}", f"unknown benchmark '{name}' (names under `benchmarks`)")
+
+
+def _check_token_room(cfg: dict) -> None:
+    """A generation budget that leaves no token of the model's max_model_len for a prompt: the sampling
+    jobs (every Best-of-N and data policy: prompt + max_tokens must fit, sampling.long_questions) and the
+    search (prompt + path + max_step_tokens) would refuse or skip every problem, hours in. MC, the judge,
+    the critics and the Best-of-N judges are not held to it: the engine stops their generations at
+    max_model_len (vLLM, as ProcessBench's own script runs its critics: 8,192 tokens on 4,096-token models)."""
+    models, sampling = cfg.get("models") or {}, cfg.get("sampling") or {}
+    roles = cfg.get("roles") or {}
+    budgets = []  # (key path of the budget, tokens, model name)
+    policies = (cfg.get("bon") or {}).get("policies") or {}
+    for name, p in (policies.items() if policies else [(roles.get("policy"), {})]):
+        key = f"bon.policies.{name}.max_tokens" if p.get("max_tokens") is not None else "sampling.max_tokens"
+        budgets.append((key, p.get("max_tokens") or sampling.get("max_tokens"), p.get("model") or roles.get("policy")))
+    for name, d in (cfg.get("data_policies") or {}).items():
+        key = f"data_policies.{name}.max_tokens" if d.get("max_tokens") is not None else "sampling.max_tokens"
+        budgets.append((key, d.get("max_tokens") or sampling.get("max_tokens"), d.get("model")))
+    search = cfg.get("search") or {}
+    if search.get("prms"):
+        budgets.append(("search.max_step_tokens", search.get("max_step_tokens"), search.get("policy") or roles.get("policy")))
+    for key, tokens, model in budgets:
+        limit = (models.get(model) or {}).get("max_model_len")
+        if isinstance(tokens, int) and isinstance(limit, int) and tokens >= limit:
+            raise _err(key, f"{tokens} tokens leave no room for a prompt in models.{model}.max_model_len {limit} "
+                            "(prompt + generated tokens must fit in it): lower it, or raise max_model_len to at "
+                            "most the model's own context length")
 
 
 # what the primary policy takes from `sampling` and `benchmarks` (its samples are the labels', search's

@@ -5,9 +5,10 @@ chat template) that vLLM and transformers both load offline.
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 from pathlib import Path
+
+from .tables import write_json
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "bfloa
         raise RuntimeError("the GGUF file carries no chat template")
     tokenizer.save_pretrained(out_dir)
     gen_cfg = {"bos_token_id": config.bos_token_id, "eos_token_id": config.eos_token_id}
-    (out_dir / "generation_config.json").write_text(json.dumps(gen_cfg))
+    write_json(gen_cfg, out_dir / "generation_config.json")
     (out_dir / "CONVERTED_FROM").write_text(f"{gguf_path.name}\n")
     log.info("converted %s -> %s (%d parameters)", gguf_path, out_dir, sum(p.numel() for p in fresh.parameters()))
     return out_dir

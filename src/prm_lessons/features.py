@@ -32,6 +32,7 @@ from safetensors.torch import save_file
 
 from . import prm
 from .steps import StepFormat, build_prm_input
+from .tables import read_json
 
 FEATURES_VERSION = 2  # 2: the token ids of every row (training checks its instances against them)
 
@@ -103,7 +104,7 @@ def score_with_features(prm_dir: str | Path, features_path: str | Path, row_ids:
     """P(good step) of every step from stored base features and the PRM's head; steps beyond max_length
     get NaN (as in full scoring). Returns (scores per row, number of truncated rows)."""
     prm_dir = Path(prm_dir)
-    info = json.loads((prm_dir / prm.FORMAT_FILE).read_text())
+    info = read_json(prm_dir / prm.FORMAT_FILE)
     feats, meta = load_features(features_path)
     where = f"PRM {prm_dir} with features {features_path}"
     if info.get("mode") != "head":

@@ -9,8 +9,9 @@ upload rule (`publish`). Torch-free: it reads the directory's JSON files only.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from .tables import read_json, write_text_atomic
 
 CARD_FILE = "README.md"
 FORMAT_FILE = "prm.json"  # prm.FORMAT_FILE (not imported: prm imports torch, the card needs none)
@@ -208,7 +209,7 @@ def render_card(prm_dir: str | Path, metrics: dict, *, name: str, base: dict | N
     `base`: the base model entry (source, id, revision); `trainset`: the training set's table metadata
     (variant, spec, stats); `evaluation`: {"processbench": metrics JSON, "bon": metrics JSON} when known."""
     prm_dir = Path(prm_dir)
-    meta = json.loads((prm_dir / FORMAT_FILE).read_text())
+    meta = read_json(prm_dir / FORMAT_FILE)
     fmt = meta.get("format") or {}
     head = meta.get("head") or {}
     intro = (f"# {name}\n\nA process reward model trained with prm-lessons, a rebuild of [The Lessons of "
@@ -229,5 +230,5 @@ def render_card(prm_dir: str | Path, metrics: dict, *, name: str, base: dict | N
 
 def write_card(prm_dir: str | Path, metrics: dict, **kw) -> Path:
     path = Path(prm_dir) / CARD_FILE
-    path.write_text(render_card(prm_dir, metrics, **kw))
+    write_text_atomic(path, render_card(prm_dir, metrics, **kw))
     return path

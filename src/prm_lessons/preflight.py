@@ -19,7 +19,6 @@ docs/preflight.md: what it costs and how to read the lines.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re
@@ -35,7 +34,7 @@ import yaml
 
 from . import gpu_env, plan
 from .config import load_config, model_entry
-from .tables import read_table
+from .tables import read_json, read_table
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = (REPO / "config" / "paper.yaml", REPO / "config" / "preflight.yaml")
@@ -121,7 +120,7 @@ def plan_checks(config: dict) -> list[Spec]:
         return f"{k} shards -> {detail}"
 
     def trained(work: Path) -> str:
-        m = json.loads((work / metrics).read_text())
+        m = read_json(work / metrics)
         losses = [float(x) for x in m.get("loss_history") or []]
         problems = []
         if int(m.get("global_steps", -1)) != int(train["max_steps"]):
@@ -312,7 +311,11 @@ def main(argv: list[str] | None = None) -> int:
 
     specs = plan_checks(load_config(*CONFIGS))
     work = Path(args.out).resolve() / "work"
-    work.mkdir(parents=True, exist_ok=True)
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # an --out under a file, or where this user cannot write: one line, not a traceback
+        print(f"preflight: error: --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     cmd = snakemake_cmd(work, specs, smk_args, args.resume)
     print("preflight: " + " ".join(cmd), flush=True)
     t0 = time.time()

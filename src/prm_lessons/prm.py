@@ -44,6 +44,7 @@ from . import budget
 from .hardware import resolve_dtype
 from .progress import Progress
 from .steps import StepFormat
+from .tables import read_json, write_json
 
 log = logging.getLogger(__name__)
 
@@ -365,11 +366,11 @@ def save_prm(out: str | Path, backbone, tokenizer, head_state: dict, fmt: StepFo
 
 def _write_format(out: Path, tokenizer, head_state: dict, fmt: StepFormat, meta: dict, layout: str) -> None:
     hidden = int(head_state["net.0.weight"].shape[1])
-    (out / FORMAT_FILE).write_text(json.dumps({
+    write_json({
         "format": fmt.to_dict(), **meta, "layout": layout,
         "head": {"type": head_type(head_state), "hidden_size": hidden, "num_labels": 2, "positive_index": 1},
         "step_token_id": tokenizer.convert_tokens_to_ids(fmt.step_token),
-    }, indent=2))
+    }, out / FORMAT_FILE, default=None)
 
 
 def _save_released(out: Path, backbone, tokenizer, head_state: dict, fmt: StepFormat, meta: dict,
@@ -394,7 +395,7 @@ def _save_released(out: Path, backbone, tokenizer, head_state: dict, fmt: StepFo
     cfg.update(architectures=[RELEASED_ARCHITECTURE], num_labels=2, dtype=str(dtype).replace("torch.", ""),
                id2label={"0": "LABEL_0", "1": "LABEL_1"}, label2id={"LABEL_0": 0, "LABEL_1": 1})
     cfg.pop("auto_map", None)  # no remote code is shipped (module docstring)
-    (out / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    write_json(cfg, out / "config.json", sort_keys=True, default=None)
     tokenizer.save_pretrained(out)
     _write_format(out, tokenizer, head_state, fmt, meta, "released")
 
@@ -402,7 +403,7 @@ def _save_released(out: Path, backbone, tokenizer, head_state: dict, fmt: StepFo
 def _released_head(path: Path, meta: dict) -> StepHead:
     """The step head of a released-layout directory: `score.*` from its safetensors (index-aware)."""
     index = path / "model.safetensors.index.json"
-    files = (sorted({path / f for f in json.loads(index.read_text())["weight_map"].values()}) if index.exists()
+    files = (sorted({path / f for f in read_json(index)["weight_map"].values()}) if index.exists()
              else sorted(path.glob("*.safetensors")))
     names = {v: k for k, v in RELEASED_HEAD_NAMES.items()}
     state = {}
@@ -425,7 +426,7 @@ def load_prm(path: str | Path, device=None, dtype=None):
     path = Path(path)
     if not (path / FORMAT_FILE).exists():
         raise FileNotFoundError(f"{path}: not a PRM directory (no {FORMAT_FILE})")
-    meta = json.loads((path / FORMAT_FILE).read_text())
+    meta = read_json(path / FORMAT_FILE)
     fmt = StepFormat.from_dict(meta["format"])
     spread = device is None and torch.cuda.is_available() and torch.cuda.device_count() > 1
     device = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -72,6 +72,32 @@ def _prefix_text(tokenizer, question: str, fmt: StepFormat) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
+# stands for the question while the chat template is rendered, to find where the row's text lies in it
+_QUESTION_SLOT = "\ue000prm-lessons question\ue000"
+
+
+def _text_ids(tokenizer, text: str) -> list[int]:
+    """A row's text as text: a literal special token in it ("<extra_0>", "<|im_end|>") stays characters."""
+    return list(tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"])
+
+
+def _prefix_ids(tokenizer, question: str, fmt: StepFormat) -> list[int]:
+    """The prompt's ids: the template's own special tokens parsed, the question's text kept text. A question
+    without a special-token literal is tokenised with its template in one piece (the released cards' ids,
+    exactly); one with them in three pieces around it, so it cannot open a turn or mark a step."""
+    if not fmt.use_chat_template:
+        return _text_ids(tokenizer, question + DEFAULT_SEPARATOR)
+    if list(tokenizer(question, add_special_tokens=False)["input_ids"]) == _text_ids(tokenizer, question):
+        return list(tokenizer(_prefix_text(tokenizer, question, fmt), add_special_tokens=False)["input_ids"])
+    rendered = _prefix_text(tokenizer, _QUESTION_SLOT, fmt)
+    if rendered.count(_QUESTION_SLOT) != 1:
+        raise ValueError("the chat template does not render the question as given; cannot keep its "
+                         "special-token literals text")
+    before, after = rendered.split(_QUESTION_SLOT)
+    return (list(tokenizer(before, add_special_tokens=False)["input_ids"]) + _text_ids(tokenizer, question)
+            + list(tokenizer(after, add_special_tokens=False)["input_ids"]))
+
+
 def build_prm_input(tokenizer, question: str, steps: list[str], fmt: StepFormat,
                     max_length: int | None = None) -> PrmInput:
     """(question, steps) → token ids with `fmt.step_token` after every step, and its positions.
@@ -84,13 +110,16 @@ def build_prm_input(tokenizer, question: str, steps: list[str], fmt: StepFormat,
     if step_id is None or step_id == tokenizer.unk_token_id:
         raise ValueError(f"step token {fmt.step_token!r} is not in the tokenizer's vocabulary "
                          "(add it as a special token first)")
-    ids = list(tokenizer(_prefix_text(tokenizer, question, fmt), add_special_tokens=False)["input_ids"])
+    ids = _prefix_ids(tokenizer, question, fmt)
+    if step_id in ids:  # a system prompt or template holding the step token: one score too many
+        raise ValueError(f"the prompt before the steps holds the step token {fmt.step_token!r} (system prompt "
+                         "or chat template): every step's position would be off by one")
     positions: list[int] = []
     kept = 0
     for step in steps:
         # step text is text: a literal "<extra_0>" (or "<|im_end|>") inside a step must not become a special
         # token, or the model would see a step boundary / turn end that is not there
-        piece = tokenizer(step, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        piece = _text_ids(tokenizer, step)
         if max_length is not None and len(ids) + len(piece) + 1 > max_length:
             break
         ids.extend(piece)

@@ -12,13 +12,20 @@ user's (anywhere else, or one the config names) is never moved: the job stops na
 
 The CSV stage tables (results/tables/{bon,judge_bon,search,bon_baselines,processbench,trainsets,
 process_check,process_check_bon,label_audit}.csv) go through write_csv / read_csv: the same column and key checks plus
-dtypes (CSV_DTYPES; fractions, never percent), an atomic write, and a sidecar <table>.csv.integrity.json with the kind, row count and SHA-256."""
+dtypes (CSV_DTYPES; fractions, never percent), an atomic write, and a sidecar <table>.csv.integrity.json with the kind, row count and SHA-256.
+
+Every file the workflow and the CLIs write goes through atomic_path (or write_text_atomic / write_json on
+it): a killed job or a full disk leaves the old file or none, never a part; read_json names the file it
+could not read."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import gzip
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -143,6 +150,88 @@ META_KEY = b"prm_lessons"  # the producer's metadata (JSON), table_meta
 INTEGRITY_KEY = b"prm_lessons.integrity"  # {"kind", "rows"} recorded by write_table, checked by read_table
 
 
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """The one atomic writer: yields `<path>.tmp` in path's folder for the caller to write; on success the
+    bytes are flushed to disk and moved onto `path` (os.replace: a reader sees the old file or the new one),
+    on any error the temporary file is removed. An existing path that is not a regular file (/dev/stdout, a
+    FIFO, /dev/full) cannot be replaced: it is yielded itself. An OSError of the write names `path`."""
+    path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        try:
+            yield path
+        except OSError as exc:
+            raise _named(exc, path) from None
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the bytes on disk before the name: a crash leaves the old file, not an empty one
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _named(exc, path, tmp) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _named(exc: OSError, path: Path, tmp: Path | None = None) -> OSError:
+    """exc about `path` (its temporary file or no file at all: ENOSPC at close names none)."""
+    if exc.filename not in (None, str(tmp), tmp, str(path), path) or exc.errno is None:
+        return exc  # another file's error (an input read inside the block)
+    return type(exc)(exc.errno, f"cannot write: {exc.strerror or exc}", str(path))
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """`text` (UTF-8) to `path` through atomic_path."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def read_json(path: str | Path):
+    """A JSON file written by this workflow (or a model's config.json); a missing, unreadable or invalid
+    file is an error naming it (ValueError, or FileNotFoundError)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply") from None
+
+
+def write_plain_csv(df: pd.DataFrame, path: str | Path) -> None:
+    """A CSV of any columns (a report table, an annotation sheet) through atomic_path; stage tables with a
+    kind go through write_csv."""
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)
+
+
+def read_plain_csv(path: str | Path, **read_csv_kw) -> pd.DataFrame:
+    """pd.read_csv with an unreadable file named (ValueError / FileNotFoundError)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        return pd.read_csv(path, **read_csv_kw)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        raise ValueError(f"{path}: not a readable CSV file ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+
+
 class TableError(ValueError):
     pass
 
@@ -176,16 +265,13 @@ def write_table(df: pd.DataFrame, path: str | Path, kind: str | None, meta: dict
     no half-written table; with page checksums and the recorded kind and row count (module docstring)."""
     if kind is not None:
         check_table(df, kind, str(path))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     table = pa.Table.from_pandas(df, preserve_index=False)
     md = dict(table.schema.metadata or {})
     md[INTEGRITY_KEY] = json.dumps({"kind": kind, "rows": len(df)}).encode()
     if meta is not None:
         md[META_KEY] = json.dumps(meta, default=str).encode()
-    pq.write_table(table.replace_schema_metadata(md), tmp, write_page_checksum=True)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        pq.write_table(table.replace_schema_metadata(md), tmp, write_page_checksum=True)
 
 
 def read_table(path: str | Path, kind: str | None, columns: list[str] | None = None) -> pd.DataFrame:
@@ -248,15 +334,11 @@ def write_csv(df: pd.DataFrame, path: str | Path, kind: str) -> None:
     checksum of its own; a sidecar keeps the file plain CSV for every other reader)."""
     check_csv(df, kind, str(path))
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    df.to_csv(tmp, index=False)
-    digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
-    side = path.with_name(path.name + CSV_SIDECAR)
-    side_tmp = side.with_name(side.name + ".tmp")
-    side_tmp.write_text(json.dumps({"kind": kind, "rows": len(df), "sha256": digest}) + "\n")
-    os.replace(tmp, path)
-    os.replace(side_tmp, side)
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)
+        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+    write_text_atomic(path.with_name(path.name + CSV_SIDECAR),
+                      json.dumps({"kind": kind, "rows": len(df), "sha256": digest}) + "\n")
 
 
 def read_csv(path: str | Path, kind: str) -> pd.DataFrame:
@@ -482,8 +564,8 @@ def _json_default(o):
     return str(o)  # paths, timestamps: provenance records them as text
 
 
-def write_json(obj, path: str | Path) -> None:
-    """Indented JSON (numpy scalars as numbers, NaN kept as NaN) with a trailing newline."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2, default=_json_default, allow_nan=True) + "\n")
+def write_json(obj, path: str | Path, **dumps) -> None:
+    """Indented JSON (numpy scalars as numbers, NaN kept as NaN) with a trailing newline, written
+    atomically; `dumps` overrides json.dumps's options (indent, sort_keys, default)."""
+    opts = {"indent": 2, "default": _json_default, "allow_nan": True, **dumps}
+    write_text_atomic(path, json.dumps(obj, **opts) + "\n")

@@ -9,6 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
+from .tables import read_json, write_json
+
 FINGERPRINT_FILE = "fingerprint.json"
 
 
@@ -43,7 +45,7 @@ def _checkpoints(ckpt_dir: Path) -> list[Path]:
 
 def _same_fingerprint(ckpt_dir: Path, fingerprint: str) -> bool:
     fp_file = ckpt_dir / FINGERPRINT_FILE
-    return fp_file.exists() and json.loads(fp_file.read_text()).get("fingerprint") == fingerprint
+    return fp_file.exists() and read_json(fp_file).get("fingerprint") == fingerprint
 
 
 def find_checkpoint(ckpt_dir: Path, fingerprint: str) -> str | None:
@@ -67,7 +69,7 @@ def prepare_checkpoint_dir(ckpt_dir: Path, fingerprint: str) -> str | None:
             return last
         shutil.rmtree(ckpt_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
-    (ckpt_dir / FINGERPRINT_FILE).write_text(json.dumps({"fingerprint": fingerprint}))
+    write_json({"fingerprint": fingerprint}, ckpt_dir / FINGERPRINT_FILE)
     return None
 
 

@@ -7,7 +7,6 @@ JIT checkpoint."""
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from . import checkout_env
 from .hardware import require_gpus
+from .tables import read_json, write_json
 from .train_settings import settings_from
 from .train_setup import deepspeed_config
 from .training import METRICS_FILE, train_prm
@@ -119,8 +119,8 @@ def run_training(trainset, base_dir, out_dir, settings, label_type="hard", check
     ckpt.parent.mkdir(parents=True, exist_ok=True)
     spec_path = ckpt.parent / f"{ckpt.name}.spec.json"
     per_proc = max(1, int(threads) // n) if threads else threads  # the ranks share the job's cores
-    spec_path.write_text(json.dumps(_spec(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir,
-                                          per_proc, features)))
+    write_json(_spec(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, per_proc, features),
+               spec_path, indent=None, default=None)
     cmd = distributed_command(spec_path, n, free_port())
     log.info("launching %d %s processes: %s", n, "CPU" if cpu else "GPU", " ".join(cmd))
     (Path(out_dir) / METRICS_FILE).unlink(missing_ok=True)
@@ -129,7 +129,7 @@ def run_training(trainset, base_dir, out_dir, settings, label_type="hard", check
         env.setdefault("DS_ACCELERATOR", "cpu")
     run_launcher(cmd, env)
     spec_path.unlink(missing_ok=True)
-    return json.loads((Path(out_dir) / METRICS_FILE).read_text())
+    return read_json(Path(out_dir) / METRICS_FILE)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", required=True, help="JSON written by run_training")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    spec = json.loads(Path(args.spec).read_text())
+    spec = read_json(args.spec)
     train_prm(**spec)
     close_process_group()
     return 0

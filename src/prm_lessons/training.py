@@ -27,7 +27,6 @@ the launcher does not do.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -58,6 +57,7 @@ from .prm import (
     use_bf16,
 )
 from .steps import StepFormat
+from .tables import write_json
 from .train_checkpoints import resume_checkpoint, run_fingerprint
 from .train_data import training_instances
 from .train_settings import LABEL_TYPES, TrainingError, settings_from
@@ -280,7 +280,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     metrics["wall_seconds"] = time.time() - t0
     busy = train_seconds + trainee.feature_seconds
     metrics["tokens_per_second"] = train_tokens / busy if busy > 0 else None
-    (out / METRICS_FILE).write_text(json.dumps(metrics, indent=2, default=str))
+    write_json(metrics, out / METRICS_FILE, default=str)
     if not settings["keep_checkpoints"]:
         shutil.rmtree(ckpt, ignore_errors=True)
     return metrics

@@ -27,7 +27,7 @@ import pandas as pd
 
 from prm_lessons.artifacts.published import EXTRA_FIELDS, lookup, paper_column, paper_key, published_long
 from prm_lessons.artifacts.registry import provenance
-from prm_lessons.tables import FRACTIONS, read_csv, write_json
+from prm_lessons.tables import FRACTIONS, read_csv, read_plain_csv, write_json, write_plain_csv
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def load_processbench_table(path: str | Path) -> pd.DataFrame:
 
 def load_cells(path: str | Path) -> pd.DataFrame:
     """An artifact's cells CSV (results/tables/<stem>.csv) with missing text cells as None."""
-    df = pd.read_csv(path, keep_default_na=True)
+    df = read_plain_csv(path, keep_default_na=True)
     for c in ("row", "key", "label", "aggregation", "column", "paper_column"):
         if c in df.columns:
             df[c] = df[c].astype(object).where(df[c].notna(), None)
@@ -505,7 +505,7 @@ def count_label(n) -> str:
 def read_trainsets(inputs: Mapping) -> pd.DataFrame | None:
     """results/tables/trainsets.csv of a rule's `trainsets` input; None when the rule has none or it is absent."""
     path = inputs.get("trainsets")
-    return pd.read_csv(path) if path and Path(path).exists() else None
+    return read_plain_csv(path) if path and Path(path).exists() else None
 
 
 def _count(n) -> str:
@@ -521,8 +521,7 @@ def _count(n) -> str:
 
 def write_cells(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping, inputs: Mapping) -> None:
     """An artifact's cells CSV and its provenance record (outputs `csv`, `provenance`)."""
-    Path(outputs["csv"]).parent.mkdir(parents=True, exist_ok=True)
-    cells.to_csv(outputs["csv"], index=False)
+    write_plain_csv(cells, outputs["csv"])
     write_json(provenance(aid, params.get("run") or {}, inputs), outputs["provenance"])
     n_pub = int(cells["published"].notna().sum()) if len(cells) else 0
     log.info("%s: %d cells (%d with a published number, %d comparable) → %s", aid, len(cells), n_pub,

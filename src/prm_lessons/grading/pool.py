@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 STATUSES = ("ok", "no_answer", "timeout", "error")
 # `grading.grader`: math_verify (the project's default) or the Qwen2.5-Math harness's math_equal
 GRADERS = ("math_verify", "harness")
+# grading processes at most (config grading.workers' schema maximum, the CLIs' --workers): each is a Python
+# process with math-verify and sympy loaded (~100 MB); more than the cores only queue
+MAX_WORKERS = 64
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Mapping
 
 import pandas as pd
 
+from ..tables import read_plain_csv, write_plain_csv
 from . import clean_steps
 
 SHEET_COLUMNS = ["id", "benchmark", "problem_id", "sample_idx", "n_steps", "problem", "steps",
@@ -61,13 +62,12 @@ def sample_sheet(samples: Mapping[str, pd.DataFrame], per_benchmark: int, seed: 
 
 
 def write_sheet(sheet: pd.DataFrame, path: str | Path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    sheet.to_csv(path, index=False)
+    write_plain_csv(sheet, path)
 
 
 def read_sheet(path: str | Path) -> pd.DataFrame:
     """A sheet as written (or filled in): every column as text, blanks as ''."""
-    return pd.read_csv(path, dtype=str, keep_default_na=False)
+    return read_plain_csv(path, dtype=str, keep_default_na=False)
 
 
 def read_labels(path: str | Path, sheet: pd.DataFrame) -> pd.DataFrame:

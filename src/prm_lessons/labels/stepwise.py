@@ -29,6 +29,7 @@ from typing import Iterable, Iterator
 
 import pandas as pd
 
+from ..tables import atomic_path
 from .human import deduplicate
 from .math_shepherd import iter_rows
 
@@ -195,11 +196,9 @@ def write_stepwise(rows: list[dict], path: str | Path) -> None:
     path = Path(path)
     if path.suffix not in (".jsonl", ".parquet"):
         raise ValueError(f"{path}: the output must end in .jsonl or .parquet")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    if path.suffix == ".parquet":
-        pd.DataFrame(rows, columns=list(FIELDS)).to_parquet(tmp, index=False)
-    else:
-        with open(tmp, "w") as fh:
-            fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        if path.suffix == ".parquet":
+            pd.DataFrame(rows, columns=list(FIELDS)).to_parquet(tmp, index=False)
+        else:
+            with open(tmp, "w") as fh:
+                fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+# resamples at most (config bootstrap.samples' schema maximum, the CLIs' --bootstrap): bootstrap_means
+# holds an index array of resamples x items, 100,000 x 500 problems = 400 MB; 2e9 would never fit
+MAX_BOOTSTRAP = 100_000
+
 
 def bootstrap_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """Means of n_boot resamples (with replacement) of `values` (1-D) → shape (n_boot,)."""

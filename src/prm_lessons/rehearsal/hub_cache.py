@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, Generation
 from ..data.sources import git_blob_sha1
 from ..scoring.heads import HEAD_PREFIX, make_head
 from ..steps import split_steps
+from ..tables import write_text_atomic
 from .tokenizers import save_tokenizer
 
 log = logging.getLogger(__name__)
@@ -234,6 +236,40 @@ def resolve_revision(name: str, entry: dict) -> tuple[str, str | None]:
 
 def repo_folder(hf_home: Path, repo_id: str) -> Path:
     return Path(hf_home) / "hub" / REPO_ID_SEPARATOR.join(["models", *repo_id.split("/")])
+
+
+# written into every folder these tools create; a folder they would wipe or overwrite must hold it (or be
+# empty or new), so `--out .` or `--hf-home ~/.cache/huggingface` stops instead of deleting the user's files
+OWN_MARK = ".prm-lessons-rehearsal"
+
+
+def claim_dir(path: Path, flag: str, made_by_us: tuple[str, ...] = ()) -> Path:
+    """`path` as a folder of these tools: new or empty (then marked), marked by an earlier run, or one an
+    earlier version made (holding every entry of `made_by_us`); anything else is a ValueError naming
+    `flag` (nothing is written or removed)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{flag} {path}: not a directory")
+    ours = (path / OWN_MARK).exists() or (made_by_us and all((path / m).exists() for m in made_by_us))
+    if path.is_dir() and not ours and any(path.iterdir()):
+        raise ValueError(f"{flag} {path}: a folder these tools did not make (no {OWN_MARK}) and not empty; "
+                         "its files would be replaced or removed: give a new or empty folder")
+    path.mkdir(parents=True, exist_ok=True)
+    (path / OWN_MARK).touch()
+    return path
+
+
+def cli_errors(prog: str, run) -> int:
+    """run() as a command: a ValueError or OSError (a folder refused, a disk full) is one line on stderr and
+    exit status 2, not a traceback."""
+    try:
+        return run()
+    except ValueError as exc:
+        line = (str(exc).splitlines() or [type(exc).__name__])[0]
+    except OSError as exc:
+        line = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
+    print(f"{prog}: error: {line}", file=sys.stderr)
+    return 2
 
 
 def _is_lfs(name: str, size: int) -> bool:
@@ -518,7 +554,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="math_cot_100_samples.jsonl (default: ../shared/data/bon/ next to the checkout)")
     ap.add_argument("--report", type=Path, default=None, help="write the build report (JSON) here")
     args = ap.parse_args(argv)
+    return cli_errors("hub_cache", lambda: _main(args))
+
+
+def _main(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    claim_dir(args.hf_home, "--hf-home", made_by_us=("rehearsal-tokenizers",))
     cfg = yaml.safe_load(args.config.read_text())
     report = {"models": build_hub_cache(cfg, args.hf_home, tokenizer_cache=args.tokenizer_cache)}
     if args.prm800k_dir:
@@ -527,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
         report["prm800k"] = {"path": str(args.prm800k_dir), "files": write_prm800k(args.prm800k_dir, src)}
     text = json.dumps(report, indent=2)
     if args.report:
-        args.report.write_text(text + "\n")
+        write_text_atomic(args.report, text + "\n")
     print(text)
     return 0
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from .. import budget
 from ..config import load_config
-from ..tables import table_meta
+from ..tables import table_meta, write_json
 
 REPO = Path(__file__).resolve().parents[3]
 # rules that produce no file of their own (the default target)
@@ -154,5 +154,5 @@ def write_report(out: Path, configs: list[Path], env: dict, wall_seconds: float 
         "adapters": adapter_rows(work, config), "benchmarks": benchmark_rows(work, config),
         "training": training_rows(work, config), "tokens": token_rows(work),
     }
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    write_json(report, out / "report.json", default=str)
     return report

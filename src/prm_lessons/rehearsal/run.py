@@ -32,7 +32,7 @@ import yaml
 
 from ..labels.judge import PAPER_TEMPLATE, PROCESSBENCH_TEMPLATE
 from .fewshot_file import write_fewshot_examples
-from .hub_cache import build_hub_cache, write_prm800k
+from .hub_cache import build_hub_cache, claim_dir, cli_errors, write_prm800k
 from .math_shepherd_file import write_math_shepherd
 from .report import REPO, snakemake_cmd, write_report
 
@@ -68,8 +68,10 @@ def prepare_work(work: Path, shared: Path) -> Path:
 def prepare(out: Path, shared: Path, fresh: bool = True) -> dict:
     """Stand-in Hub cache, PRM800K file and the working directory; returns the environment to run in."""
     work, hf_home = out / "work", out / "hf-home"
+    claim_dir(out, "--out", made_by_us=("work", "hf-home"))  # a folder of the user's is never wiped
     if fresh:
-        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(out)
+        claim_dir(out, "--out")
     paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
     t0 = time.time()
     built = build_hub_cache(paper, hf_home)
@@ -117,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", action="store_true", help="keep --out and continue an interrupted rehearsal")
     ap.add_argument("snakemake_args", nargs="*", help="extra Snakemake arguments (after --)")
     args = ap.parse_args(argv)
+    return cli_errors("rehearsal", lambda: _main(args))
+
+
+def _main(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     out = Path(args.out).resolve()
     shared = find_shared(args.shared)

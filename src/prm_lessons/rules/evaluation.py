@@ -6,7 +6,6 @@ import the torch modules (features, prm, scoring) inside their functions.
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -23,7 +22,7 @@ from ..metrics import model_free as metrics_model_free
 from ..metrics import processbench as metrics_processbench
 from ..metrics import rows as metrics_rows
 from ..shards import in_shard, merge_problem_shards
-from ..tables import SCHEMAS, join_scores, read_table, table_meta, write_csv, write_json, write_table
+from ..tables import SCHEMAS, join_scores, read_json, read_table, table_meta, write_csv, write_json, write_table
 
 log = logging.getLogger(__name__)
 
@@ -474,7 +473,7 @@ def processbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards
 def _long_table(inputs, outputs, params, kind: str, rows_fn) -> None:
     rows = []
     for path in as_paths(inputs.get("metrics")):
-        m = json.loads(Path(path).read_text())
+        m = read_json(path)
         rows += rows_fn(m, m.get("prm") or Path(path).stem)
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS[kind])
     df["run"] = params.get("run_label", "")  # what produced the numbers (as the sampling tables)

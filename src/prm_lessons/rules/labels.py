@@ -3,7 +3,6 @@ their merges, human labels, Math-Shepherd's and TRL-format labels, consensus fil
 per variant and their table."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -28,7 +27,7 @@ from ..labels.stepwise import malformed_lines as stepwise_malformed_lines
 from ..labels.trainsets import CSV_COLUMNS, build_variant, paper_n_instances
 from ..metrics import judge_processbench as judge_pb
 from ..shards import shard_by_problem
-from ..tables import iter_records, merge_shards, read_table, table_meta, write_csv, write_json, write_table
+from ..tables import iter_records, merge_shards, read_json, read_table, table_meta, write_csv, write_json, write_table
 
 
 def mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
@@ -368,12 +367,12 @@ def trainset(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thre
         print(f"trainset {name}: {st['n_instances']:,} instances; the paper: {st['paper_n_instances']:,}", flush=True)
     write_table(df, outputs["table"], "trainset", meta={"variant": name, "spec": spec, "stats": st,
                                                         "run": params.get("run", {})})
-    Path(outputs["stats"]).write_text(json.dumps(st, indent=1) + "\n")
+    write_json(st, outputs["stats"], indent=1)
 
 
 def trainsets_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `trainsets_table`: every variant's stats → results/tables/trainsets.csv."""
-    rows = [json.loads(Path(p).read_text()) for p in as_paths(inputs["stats"])]
+    rows = [read_json(p) for p in as_paths(inputs["stats"])]
     df = pd.DataFrame(rows)
     for c in CSV_COLUMNS:
         if c not in df.columns:

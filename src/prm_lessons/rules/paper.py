@@ -15,7 +15,7 @@ from prm_lessons.artifacts.render import latexmk_pdf, report_markdown, run_info_
 from prm_lessons.artifacts.verdicts import verdict_rows, verdicts_markdown
 from prm_lessons.compare import comparison, comparison_markdown
 from prm_lessons.labels.audit import render_markdown as render_audit
-from prm_lessons.tables import CorruptTableError, read_csv
+from prm_lessons.tables import CorruptTableError, read_csv, write_plain_csv, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,6 @@ def compare_runs(*, inputs, outputs, params, wildcards, threads) -> None:
     names = list(params["runs"])
     bon, pb = list(inputs["bon"]), list(inputs["processbench"])
     table = comparison({n: (read_csv(b, "bon"), read_csv(p, "processbench")) for n, b, p in zip(names, bon, pb)})
-    table.to_csv(outputs["csv"], index=False)
-    Path(outputs["md"]).write_text(comparison_markdown(table))
+    write_plain_csv(table, outputs["csv"])
+    write_text_atomic(outputs["md"], comparison_markdown(table))
     log.info("compared runs %s: %d rows", ", ".join(names), len(table))

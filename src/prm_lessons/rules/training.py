@@ -1,12 +1,11 @@
 """Rule glue of workflow/rules/training.smk: one PRM trained per training-set variant."""
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 from .. import as_paths, model_card, publish, train_launch, training
-from ..tables import table_meta
+from ..tables import read_json, table_meta, write_json
 
 
 def train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
@@ -31,10 +30,10 @@ def upload_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, th
     """Rule `upload_prm` (hub.upload): results/prms/{variant}/ -> the Hub repository params.repo_id, its card
     rewritten with the evaluation the workflow has by then; the receipt -> results/uploads/{variant}.json."""
     prm_dir = inputs["model"]
-    metrics = json.loads(Path(prm_dir, training.METRICS_FILE).read_text())
-    evaluation = {k: json.loads(Path(inputs[k]).read_text()) for k in ("processbench", "bon") if inputs.get(k)}
+    metrics = read_json(Path(prm_dir, training.METRICS_FILE))
+    evaluation = {k: read_json(inputs[k]) for k in ("processbench", "bon") if inputs.get(k)}
     card = model_card.render_card(prm_dir, metrics, name=params["repo_id"], base=params.get("base_model"),
                                   trainset=table_meta(inputs["trainset"]), evaluation=evaluation)
     receipt = publish.upload_prm(prm_dir, params["repo_id"], card, private=bool(params.get("private", True)))
-    Path(outputs["receipt"]).write_text(json.dumps(receipt, indent=1) + "\n")
+    write_json(receipt, outputs["receipt"], indent=1)
     print(f"uploaded {prm_dir} -> {receipt['url']} ({len(receipt['files'])} files, commit {receipt['commit']})")

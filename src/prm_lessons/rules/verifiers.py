@@ -6,7 +6,6 @@ loads no model itself; only rule `bon_judge` starts an engine.
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -18,7 +17,7 @@ from .. import as_paths, verifiers
 from ..generation import load_engine
 from ..metrics import bon as metrics_bon
 from ..shards import merge_problem_shards
-from ..tables import read_table, table_meta, write_csv, write_json, write_table
+from ..tables import read_json, read_table, table_meta, write_csv, write_json, write_table
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +135,7 @@ def bon_judge_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dic
     judge-maj, the paired difference)."""
     rows = []
     for path in as_paths(inputs.get("metrics")):
-        m = json.loads(Path(path).read_text())
+        m = read_json(path)
         judging = m["judging"]["benchmarks"]
         for r in metrics_bon.bon_long_rows(m, m["prm"]):
             b = r["benchmark"]

@@ -69,5 +69,13 @@ def math_shepherd_tokens(tokenizer, good: str = "+", bad: str = "-", step_tag: s
 
 def rlhflow_tokens(tokenizer, good: str = "+", bad: str = "-") -> tuple[int, int]:
     """As RLHFlow's inference code (RLHF-Reward-Modeling math-rm/prm_evaluate.py): encode('+')[-1],
-    encode('-')[-1]: the bare tokens the assistant turn holds (Llama 3: 10 and 12, not " -" = 482)."""
-    return tokenizer.encode(good)[-1], tokenizer.encode(bad)[-1]
+    encode('-')[-1]: the bare tokens the assistant turn holds (Llama 3: 10 and 12, not " -" = 482). A label
+    word of several tokens is refused: [-1] would read its last piece, a different token from the word."""
+    out = []
+    for word in (good, bad):
+        ids = _drop_bos(tokenizer, tokenizer.encode(word))
+        if len(ids) != 1:
+            raise ValueError(f"label token {word!r} is {len(ids)} tokens of this tokenizer ({ids}); RLHFlow's "
+                             "readout takes one token per label (params good_token / bad_token)")
+        out.append(ids[0])
+    return out[0], out[1]

@@ -4,7 +4,6 @@ their weights (safetensors or pytorch_model*.bin), and what every model of a sco
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -13,6 +12,7 @@ from transformers import AutoModel
 
 from .. import hub
 from ..prm import torch_dtype
+from ..tables import read_json
 
 
 def on_gpu() -> bool:
@@ -78,7 +78,7 @@ def _weight_files(path: str) -> list[Path]:
     d = Path(path)
     for ext, index in (("safetensors", "model.safetensors.index.json"), ("bin", "pytorch_model.bin.index.json")):
         if (d / index).exists():
-            shards = sorted(set(json.loads((d / index).read_text())["weight_map"].values()))
+            shards = sorted(set(read_json(d / index)["weight_map"].values()))
             return [d / s for s in shards]
         files = sorted(f for f in d.glob(f"*.{ext}") if f.name not in hub.NOT_WEIGHTS)
         if files:

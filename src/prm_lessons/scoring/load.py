@@ -12,6 +12,7 @@ from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
 from .. import pooling
 from ..prm import FORMAT_FILE, load_prm
+from ..tables import read_json
 from .adapters import ADAPTER_CLASSES, ADAPTERS, Adapter, TrainedAdapter
 from .heads import HEAD_PREFIX, load_head_model, on_gpu, placement, pretrained_dtype, resolve_dir
 from .options import check_declared_params
@@ -31,7 +32,7 @@ def _hub_tokenizer_class(model_dir: str):
     cfg_file = Path(model_dir) / "tokenizer_config.json"
     if not cfg_file.exists():
         return None
-    cfg = json.loads(cfg_file.read_text())
+    cfg = read_json(cfg_file)
     name = cfg.get("tokenizer_class")
     if not name or cfg.get("auto_map"):
         return None
@@ -117,7 +118,7 @@ def _vllm_adapter(spec: dict) -> Adapter:
     pooling.check_servable(kind, path)  # before the tokenizer: a wrong checkpoint fails first, and clearly
     params = dict(spec.get("params") or {})
     if kind == "trained":
-        meta = json.loads((Path(path) / FORMAT_FILE).read_text())
+        meta = read_json(Path(path) / FORMAT_FILE)
         tok = AutoTokenizer.from_pretrained(path)
         adapter = TrainedAdapter(None, tok, spec.get("max_length") or meta.get("max_length"),
                                  step_format=meta["format"], **params)

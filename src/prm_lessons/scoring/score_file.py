@@ -20,6 +20,7 @@ from typing import Callable
 
 from ..errors import InputError, json_type
 from ..prm import FORMAT_FILE
+from ..tables import atomic_path, read_json
 from .adapters import ADAPTERS
 from .batch import ScoreStats, score_responses
 from .heads import resolve_dir
@@ -91,7 +92,7 @@ def _num_labels(prm_dir: str) -> int | None:
     cfg = Path(prm_dir) / "config.json"
     if not cfg.exists():
         return None
-    c = json.loads(cfg.read_text())
+    c = read_json(cfg)
     return int(c["num_labels"]) if "num_labels" in c else (len(c["id2label"]) if c.get("id2label") else None)
 
 
@@ -182,12 +183,9 @@ def _json_safe(value):
 
 
 def write_jsonl(rows: list[dict], path: str) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(path).with_name(Path(path).name + ".tmp")
-    with open(tmp, "w") as fh:  # written whole, then moved: a failed run leaves no half file
+    with atomic_path(path) as tmp, open(tmp, "w") as fh:  # a failed run leaves no half file
         fh.writelines(json.dumps(_json_safe(r), ensure_ascii=False, allow_nan=False, default=str) + "\n"
                       for r in rows)
-    tmp.replace(path)
 
 
 def score_file(rows: list, prm: str, output: str, *, adapter: str | None = None, params: dict | None = None,
