@@ -393,10 +393,16 @@ def _check_cross_references(cfg: dict) -> None:
         if entry.get("source") == "embedded" and entry.get("id") not in EMBEDDED_PACKAGES:
             raise _err(f"models.{name}.id", f"unknown embedded model package {entry.get('id')!r} "
                                             f"(known: {', '.join(sorted(EMBEDDED_PACKAGES))})")
-    for name, d in (cfg.get("data_policies") or {}).items():
+    dpols = cfg.get("data_policies") or {}
+    for name, d in dpols.items():
         for key in ("model", "completer"):
             if d.get(key) not in models:
                 raise _err(f"data_policies.{name}.{key}", f"model '{d.get(key)}' is not defined under `models`")
+        # a mix's policies sample into results/data_policies/<name>/, told apart from the Best-of-N
+        # policies' results/policies/<name>/ by the `policy_dir` wildcard only through distinct names
+        if len(dpols) > 1 and name in ((cfg.get("bon") or {}).get("policies") or {}):
+            raise _err(f"data_policies.{name}", "a data policy of a mix needs a name no Best-of-N policy "
+                                                "(bon.policies) has")
     base = (cfg.get("training") or {}).get("base")
     if base and cfg.get("roles", {}).get(base, base) not in models:
         raise _err("training.base", f"{base!r} is neither a role under `roles` nor a model under `models`")

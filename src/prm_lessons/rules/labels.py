@@ -37,6 +37,11 @@ def mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: i
     needs = Needs.from_params(params.get("needs"))
     samples = read_table(inputs["samples"], "samples")
     shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
+    mix = params.get("part") or {}
+    if mix.get("data_policy"):  # a mix of data policies: this shard's policy's responses, its shard of them
+        samples = samples[samples["data_policy"] == mix["data_policy"]]
+        shard, nshards = int(mix["shard"]), int(mix["nshards"])
+        print(f"mc: data policy {mix['data_policy']}, completer {params['model_entry'].get('name')}", flush=True)
     part = shard_by_problem(samples, shard, nshards)
     items = [MCInput(r.problem_id, int(r.sample_idx), r.question, str(r.answer), list(r.steps),
                      None if pd.isna(r.correct) else bool(r.correct)) for r in part.itertuples()]
