@@ -126,7 +126,7 @@ def mix_responses(parts: list[tuple[str, pd.DataFrame, int]]) -> pd.DataFrame:
     for (name, df, offset), end in zip(parts, ends):
         idx = df["sample_idx"].astype(int)
         if end is not None and len(df) and int(idx.max()) + offset >= end:
-            raise InputError(f"data policy '{name}': sample_idx {int(idx.max())} reaches the next policy's "
-                             f"offset {end} (responses per problem: data_policies.{name}.n)")
+            raise InputError([f"data policy '{name}': sample_idx {int(idx.max())} reaches the next policy's "
+                              f"offset {end} (responses per problem: data_policies.{name}.n)"])
         frames.append(df.assign(sample_idx=idx + int(offset), data_policy=name))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCHEMAS["responses"])
