@@ -130,8 +130,8 @@ class _Fingerprints:
         spec = bon_policies(c).get(pol)
         try:
             n = samples_per_problem(c, d, pol)
-        except ValueError:  # a benchmark the policy does not sample (its score tables are empty)
-            n = None
+        except (ValueError, KeyError):  # a benchmark the policy does not sample (its score tables are empty),
+            n = None                     # or a data policy of a mix the other run has not
         return [spec, spec and self._model(spec["model"]), n, c["sampling"], c["grading"], self._data_policies(),
                 self.of(f"results/problems/{d}.parquet")]
 
