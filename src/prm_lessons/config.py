@@ -299,6 +299,7 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
     _check_integers(cfg)
     _check_texts(cfg)
     _drop_disabled_benchmarks(cfg)
+    _apply_seed_replica(cfg)
     _check_output_paths(cfg)
     _check_cross_references(cfg)
     _check_namespaces(cfg)
@@ -320,6 +321,26 @@ def _drop_disabled_benchmarks(cfg: dict) -> None:
             del benchmarks[name]
     if "benchmarks" in cfg and not benchmarks:
         raise _err("benchmarks", "every benchmark has enabled: false; at least one must stay")
+
+
+# the seeds a seed replica (run.seed) draws again: sampling, MC and judge labels, training
+SEEDED_SECTIONS = ("sampling", "mc", "judge", "training")
+
+
+def _apply_seed_replica(cfg: dict) -> None:
+    """run.seed: the run is a seed replica named seed<value> (Table 6's seed spread finds it by that name)
+    with that seed in every SEEDED_SECTIONS section; it reports no spread of its own (analysis.seeds)."""
+    seed = (cfg.get("run") or {}).get("seed")
+    if seed is None:
+        return
+    if cfg["run"].get("name") != f"seed{seed}":
+        raise _err("run.name", f"a seed replica (run.seed: {seed}) is named seed{seed}, not "
+                               f"{cfg['run'].get('name')!r} (the base run's Table 6 reads runs/seed{seed}/)")
+    for section in SEEDED_SECTIONS:
+        if section in cfg:
+            cfg[section]["seed"] = int(seed)
+    if cfg.get("analysis"):
+        cfg["analysis"]["seeds"] = []
 
 
 def _err(path: str, msg: str) -> ConfigError:

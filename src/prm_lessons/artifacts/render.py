@@ -65,6 +65,10 @@ def display_frame(cells: pd.DataFrame, aid: str, pub: Mapping) -> pd.DataFrame:
         by_col = g.set_index("column")
         size = [count_label(g["n_samples"].iloc[0])] if sized else []
         out.append([name] + size + [_fmt(by_col["value"].get(c)) for c in cols])
+        if "seed_sd" in by_col.columns and by_col["seed_sd"].notna().any():  # artifacts.seeds.seed_spread
+            k = int(by_col["n_seeds"].max())
+            out.append([f"seed s.d. ({k} seeds)"] + [""] * sized + [
+                _fmt(by_col["seed_sd"].get(c)) if pd.notna(by_col["seed_sd"].get(c)) else "" for c in cols])
         if by_col["published"].notna().any():
             # a cell without a published label holds NaN, which is truthy: take the first real label
             label = next((x for x in by_col["label"] if isinstance(x, str) and x), by_col["key"].iloc[0])

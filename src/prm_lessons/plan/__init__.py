@@ -9,7 +9,7 @@ re-exports every public name, which no job's code can see (plan is never in a jo
 """
 from __future__ import annotations
 
-from .analysis import FIG6_SHEET, analysis_settings, analysis_skipped
+from .analysis import FIG6_SHEET, analysis_settings, analysis_skipped, seed_runs
 from .base import (
     BENCHMARKS,
     benchmark_path,
@@ -170,6 +170,7 @@ from .trainsets import (
 )
 
 __all__ = [
+    "seed_runs",
     "upload_repos", "upload_evaluation",
     "process_check_enabled", "trl_exports", "trl_labels_path", "trl_local_files", "trl_variants",
     "wildcard_alternatives", "model_input", "gpus", "mem_mb_for", "runtime", "engine_threads", "bon_n",
