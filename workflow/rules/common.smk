@@ -149,6 +149,10 @@ def mc_completer(wc):
     return mc_shard(wc)["completer"]
 
 
+# rule mc's params of a mix: each shard's data policy and its shard of that policy's responses
+MC_PART = {"part": lambda wc: {k: mc_shard(wc)[k] for k in ("data_policy", "shard", "nshards")}} if DATA_MIX else {}
+
+
 def sampler(wc):
     """{model, sampling, limit} of a sampling job: its policy's, or the data policy's for a training problem set
     of the primary's directory (plan.sampler)."""

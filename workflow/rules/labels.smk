@@ -26,11 +26,12 @@ rule mc:
         mem_mb=lambda wc: gpu_mem_mb(mc_completer(wc)),
         runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
     params:
+        # a mix of data policies only (a single policy's jobs keep their params): the shard's policy and
+        # its shard of that policy's responses
+        **MC_PART,
         func="labels:mc",
         mc=config["mc"],
         needs=plan.label_needs(config),  # what the configured training sets need decided
-        # a mix of data policies: the shard's policy and its shard of that policy's responses
-        part=lambda wc: {k: mc_shard(wc)[k] for k in ("data_policy", "shard", "nshards")},
         # the data policy's prompt: the completer continues the responses under the prompt they were sampled with
         system_prompt=lambda wc: mc_shard(wc)["system_prompt"],
         separator=config["sampling"]["step_separator"],
