@@ -27,7 +27,10 @@ FIG6_ANNOTATION_DEFAULTS = {"per_benchmark": 0, "seed": 0, "labels": None}
 
 def seed_runs(config: dict) -> list[dict]:
     """The seed replicas Table 6's seed spread reads (analysis.seeds): {seed, name} of every listed seed
-    other than this run's own sampling.seed, named seed<value> (run.seed)."""
+    other than this run's own sampling.seed, named seed<value> (run.seed). None for a named run (an ablation
+    or a replica): the replicas are the base run's, not draws of its setting."""
+    if (config.get("run") or {}).get("ablation"):
+        return []
     own = int(config["sampling"]["seed"])
     return [{"seed": int(s), "name": f"seed{int(s)}"}
             for s in (config.get("analysis") or {}).get("seeds") or [] if int(s) != own]
