@@ -164,3 +164,21 @@ def test_table1_compares_the_3m_rows_only_from_the_mix_at_the_published_size(mix
         if source_ok:
             assert "a mix of 4 data policies" in tex and "Qwen/Qwen2-Math-72B-Instruct responses, MC completions by " \
                 "Qwen/Qwen2.5-Math-72B-Instruct" in tex
+
+
+def test_a_data_source_figure_carries_its_provenance_note_into_the_report(paper_cfg, tmp_path):
+    from prm_lessons.artifacts.defs import fig9_scoring_strategies as F9
+    from prm_lessons.artifacts.render import report_markdown
+
+    out = {k: str(tmp_path / f"fig9.{k}") for k in ("csv", "provenance", "pdf", "png")}
+    params = {**_params(paper_cfg, "fig9"), "figure": {"width_in": 3.3, "dpi": 40, "font_size": 7,
+                                                        "palette": "colorblind"}}
+    F9.run(inputs=_inputs(tmp_path, PROJECT_SIZES), outputs=out, params=params, wildcards={}, threads=1)
+    cells = pd.read_csv(out["csv"])
+    mc = cells[cells["row"] == "mc_hard"]
+    assert len(mc) and mc["diff"].isna().all() and (mc["n_samples"] == 59_800).all()   # ~60k: not compared
+    note = cells["data_note"].iloc[0]
+    assert "Qwen/Qwen2-Math-7B-Instruct responses" in note and "mc_hard 60k (paper 860k)" in note
+    md = report_markdown(load_published(), {"name": "t", "label": "t"}, {"fig9": cells}, tmp_path)
+    section = md.split("## Figure 9")[1].split("\n## ")[0].replace("\\", "")   # md_escape's backslashes
+    assert "Labelled data:" in section and "Qwen2-Math-7B-Instruct" in section

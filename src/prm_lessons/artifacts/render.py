@@ -273,6 +273,9 @@ def report_markdown(pub: Mapping, run: Mapping, cells_of: Mapping[str, pd.DataFr
             md.append(f"PDF: [{paths['pdf']}]({os.path.relpath(paths['pdf'], report_dir)}) · data: "
                       f"[{paths['csv']}]({os.path.relpath(paths['csv'], report_dir)})")
             md.append("")
+            note = cells_of.get(aid, pd.DataFrame()).get("data_note")  # plots.emit_figure: data-source figures
+            if note is not None and note.notna().any():
+                md += [f"_{md_escape(str(note.dropna().iloc[0]))}_", ""]
         if aid in cells_of:
             cells = cells_of[aid]
             if cells.empty:
