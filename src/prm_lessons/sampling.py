@@ -114,19 +114,3 @@ def sample_problems(engine, problems: pd.DataFrame, *, n: int, sampling: dict, m
     out.attrs["long_questions"] = report
     return out
 
-
-
-def mix_responses(parts: list[tuple[str, pd.DataFrame, int]]) -> pd.DataFrame:
-    """One training set's responses from several data policies (a mix, config `data_policies`) as one table:
-    each part's rows with `data_policy` = its name and sample_idx + its offset, so (problem_id, sample_idx)
-    stays a key and every label rule reads one table. A part whose sample_idx reaches the next part's offset
-    is an error (its policy sampled more responses per problem than the mix counted)."""
-    frames = []
-    ends = [off for _, _, off in parts[1:]] + [None]
-    for (name, df, offset), end in zip(parts, ends):
-        idx = df["sample_idx"].astype(int)
-        if end is not None and len(df) and int(idx.max()) + offset >= end:
-            raise InputError([f"data policy '{name}': sample_idx {int(idx.max())} reaches the next policy's "
-                              f"offset {end} (responses per problem: data_policies.{name}.n)"])
-        frames.append(df.assign(sample_idx=idx + int(offset), data_policy=name))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCHEMAS["responses"])

@@ -9,7 +9,7 @@ import prm_lessons.generation as generation
 from fakes import SeededCompleter
 from prm_lessons.plan import label_needs
 from prm_lessons.rules.labels import mc as rule_mc
-from prm_lessons.rules.sampling import mix_responses as rule_mix
+from prm_lessons.rules.labels import mix_responses as rule_mix
 from prm_lessons.tables import read_table, table_meta, write_table
 
 CONFIG = {"problems": {"train": {}}, "trainsets": {"variants": {"mc_hard": {"source": "mc", "label_type": "hard",

@@ -57,35 +57,6 @@ rule merge_samples:
         RUN
 
 
-# A mix of data policies (several data_policies): each samples every training set into
-# results/data_policies/{name}/responses/ (rules sample, merge_samples); this rule joins them into the
-# training set's results/responses/{dataset}.parquet, which rule merge_samples writes otherwise.
-if DATA_MIX:
-
-    ruleorder: mix_responses > merge_samples
-
-    rule mix_responses:
-        input:
-            code("sampling:mix_responses"),
-            responses=run_in(lambda wc: plan.mixed_responses(config, wc.dataset)),
-        output:
-            responses=run_out("results/responses/{dataset}.parquet"),
-        log:
-            run_out("logs/mix_responses/{dataset}.log"),
-        benchmark:
-            bench("mix_responses", "logs/mix_responses/{dataset}.log")
-        wildcard_constraints:
-            dataset=plan.wildcard_alternatives(config.get("problems") or {}),
-        localrule: True
-        conda:
-            "../../envs/analysis.yaml"
-        params:
-            func="sampling:mix_responses",
-            parts=plan.mix_parts(config),
-        script:
-            RUN
-
-
 rule grade_samples:
     # the dataset's answer format is the problems table's metadata (its config entry)
     input:

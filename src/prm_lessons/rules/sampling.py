@@ -10,7 +10,6 @@ from .. import as_paths, generation
 from ..answer_key import KEEP_UNITS
 from ..graded import grade_samples as grade_table
 from ..metrics.bon import baselines, first_n_samples
-from ..sampling import mix_responses as join_mix
 from ..sampling import sample_problems, shard_rows
 from ..tables import SCHEMAS, merge_shards, read_table, table_meta, write_csv, write_table
 
@@ -58,26 +57,6 @@ def merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     if skipped:
         log.warning("%s: %d problem(s) not sampled, too long for the policy (sampling.long_questions: skip): %s",
                     wildcards["dataset"], len(skipped), ", ".join(sorted(skipped)))
-
-
-def mix_responses(*, inputs, outputs, params, wildcards, threads) -> None:
-    """Rule `mix_responses`: one training set's responses of every data policy of a mix
-    (results/data_policies/<name>/responses/{dataset}.parquet) → results/responses/{dataset}.parquet, with a
-    `data_policy` column and each policy's sample_idx offset (sampling.mix_responses); the metadata names
-    each policy's model, completer and offset and carries the problems each skipped as too long."""
-    paths, parts = as_paths(inputs["responses"]), params["parts"]
-    if len(paths) != len(parts):
-        raise ValueError(f"mix_responses: {len(paths)} response tables for {len(parts)} data policies")
-    frames, skipped = [], {}
-    for path, part in zip(paths, parts):
-        frames.append((part["name"], read_table(path, "responses"), int(part["offset"])))
-        lq = (table_meta(path).get("long_questions") or {}).get("skipped") or {}
-        skipped.update({f"{part['name']}:{k}": v for k, v in lq.items()})
-    df = join_mix(frames)
-    write_table(df, outputs["responses"], "responses",
-                meta={"data_policies": parts, "long_questions": {"n_skipped": len(skipped), "skipped": skipped}})
-    log.info("%s: %d responses of %d data policies (%s)", wildcards["dataset"], len(df), len(parts),
-             ", ".join(f"{p['name']} {int((df['data_policy'] == p['name']).sum())}" for p in parts))
 
 
 def grade_samples(*, inputs, outputs, params, wildcards, threads) -> None:

@@ -1,4 +1,4 @@
-"""sampling.mix_responses: a mix of data policies' responses as one table, every (problem_id, sample_idx)
+"""labels.mix.mix_responses: a mix of data policies' responses as one table, every (problem_id, sample_idx)
 once, each row naming its data policy."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from prm_lessons.errors import InputError
-from prm_lessons.sampling import mix_responses
+from prm_lessons.labels.mix import mix_responses
 
 
 def _responses(n: int, problems=("p0", "p1"), tag="") -> pd.DataFrame:
