@@ -301,6 +301,7 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
         raise _err("training.max_steps", "0 optimizer steps: give a number ≥ 1, or -1 to train for `epochs`")
     _check_texts(cfg)
     _drop_disabled_benchmarks(cfg)
+    _apply_seed_replica(cfg)
     _check_output_paths(cfg)
     _check_cross_references(cfg)
     _check_namespaces(cfg)
@@ -322,6 +323,26 @@ def _drop_disabled_benchmarks(cfg: dict) -> None:
             del benchmarks[name]
     if "benchmarks" in cfg and not benchmarks:
         raise _err("benchmarks", "every benchmark has enabled: false; at least one must stay")
+
+
+# the seeds a seed replica (run.seed) draws again: sampling, MC and judge labels, training
+SEEDED_SECTIONS = ("sampling", "mc", "judge", "training")
+
+
+def _apply_seed_replica(cfg: dict) -> None:
+    """run.seed: the run is a seed replica named seed<value> (Table 6's seed spread finds it by that name)
+    with that seed in every SEEDED_SECTIONS section; it reports no spread of its own (analysis.seeds)."""
+    seed = (cfg.get("run") or {}).get("seed")
+    if seed is None:
+        return
+    if cfg["run"].get("name") != f"seed{seed}":
+        raise _err("run.name", f"a seed replica (run.seed: {seed}) is named seed{seed}, not "
+                               f"{cfg['run'].get('name')!r} (the base run's Table 6 reads runs/seed{seed}/)")
+    for section in SEEDED_SECTIONS:
+        if section in cfg:
+            cfg[section]["seed"] = int(seed)
+    if cfg.get("analysis"):
+        cfg["analysis"]["seeds"] = []
 
 
 def _err(path: str, msg: str) -> ConfigError:
@@ -395,10 +416,16 @@ def _check_cross_references(cfg: dict) -> None:
         if entry.get("source") == "embedded" and entry.get("id") not in EMBEDDED_PACKAGES:
             raise _err(f"models.{name}.id", f"unknown embedded model package {entry.get('id')!r} "
                                             f"(known: {', '.join(sorted(EMBEDDED_PACKAGES))})")
-    for name, d in (cfg.get("data_policies") or {}).items():
+    dpols = cfg.get("data_policies") or {}
+    for name, d in dpols.items():
         for key in ("model", "completer"):
             if d.get(key) not in models:
                 raise _err(f"data_policies.{name}.{key}", f"model '{d.get(key)}' is not defined under `models`")
+        # a mix's policies sample into results/data_policies/<name>/, told apart from the Best-of-N
+        # policies' results/policies/<name>/ by the `policy_dir` wildcard only through distinct names
+        if len(dpols) > 1 and name in ((cfg.get("bon") or {}).get("policies") or {}):
+            raise _err(f"data_policies.{name}", "a data policy of a mix needs a name no Best-of-N policy "
+                                                "(bon.policies) has")
     base = (cfg.get("training") or {}).get("base")
     if base and cfg.get("roles", {}).get(base, base) not in models:
         raise _err("training.base", f"{base!r} is neither a role under `roles` nor a model under `models`")

@@ -118,6 +118,31 @@ def test_an_ablation_changing_shared_files_is_refused(tmp_path):
         runs(abl)
 
 
+def test_the_3m_mix_is_a_named_run_beside_the_paper_run_adding_its_72b_policy():
+    # config/paper_3m.yaml adds a model (its own directory under resources/): not a change of shared files
+    files = [ROOT / "config/paper.yaml", ROOT / "config/paper_3m.yaml"]
+    cfg = load_config(*files)
+    r = plan.RunPaths(cfg, plan.base_config(files, cfg))
+    assert r.named and r.prefix == "runs/paper_3m/"
+    train = next(iter(cfg["problems"]))
+    # every mixed policy's responses and the joined labels are the run's own; the problems are the base run's
+    assert r.inp(f"results/data_policies/qwen2_math_72b/responses/{train}.parquet").startswith("runs/paper_3m/")
+    assert r.inp(f"results/labels/mc/{train}/shard0of64.parquet").startswith("runs/paper_3m/")
+    assert r.inp(f"results/problems/{train}.parquet") == f"results/problems/{train}.parquet"
+
+
+def test_a_seed_replica_samples_labels_and_trains_again_under_its_own_name():
+    r = runs(ROOT / "config/seeds/seed1.yaml")
+    cfg = load_config(BASE)
+    train, bench = next(iter(cfg["problems"])), next(iter(cfg["benchmarks"]))
+    assert r.prefix == "runs/seed1/"
+    for path in (f"results/samples/{bench}.parquet", f"results/samples/{train}.parquet",
+                 f"results/labels/mc/{train}.parquet", f"results/labels/judge/{train}.parquet",
+                 "results/prms/mc_hard", f"results/scores/mc_hard/{bench}.parquet"):
+        assert r.inp(path) == f"runs/seed1/{path}", path
+    assert r.inp(f"results/problems/{bench}.parquet") == f"results/problems/{bench}.parquet"   # not a seed's
+
+
 def test_an_unknown_result_path_is_an_error():
     r = runs(ROOT / "config/ablations/aggregation.yaml")
     with pytest.raises(ValueError, match="FAMILIES"):

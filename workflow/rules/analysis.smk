@@ -48,6 +48,12 @@ ARTIFACT_INPUT_GROUPS = {
         ),
     },
     "table5": {"table5": artifact_paths("table5")["csv"]},
+    # Table 6's seed spread (analysis.seeds): each seed replica's Best-of-N tables (runs/seed<s>/, made before)
+    "seed_bon": {
+        f"{k}__{r['name']}": RUNS.of_run(r["name"], f"results/tables/{f}.csv")
+        for r in ANALYSIS["seed_runs"]["replicas"]
+        for k, f in (("seed_bon", "bon"), ("seed_baselines", "bon_baselines"))
+    },
     # the training sets' sizes: the "# samples" of the data-source artifacts (none without training sets)
     "trainsets": {"trainsets": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {},
     # analysis.policy's step scores (results/policies/{name}/scores/ for a secondary policy)

@@ -49,9 +49,11 @@ TRL_VARIANTS = plan.trl_variants(config)  # name -> where its TRL stepwise data 
 TRL_EXPORTS = plan.trl_exports(config)  # variant -> soft-label threshold (None: hard) of rule export_trl
 THRESHOLD_SWEEP = plan.threshold_sweep_variants(config)  # [(threshold, variant)] for Figure 5
 # the data policy (data_policies; none configured: the primary Best-of-N policy) samples the training
-# problems; its completer completes the MC rollouts
+# problems; its completer completes the MC rollouts. A mix (several): each samples into
+# results/data_policies/{name}/, rule mix_responses joins them, each MC shard has its policy's completer.
 DATA_POLICY = plan.data_policy(config)
-COMPLETER = plan.mc_completer(config)
+DATA_MIX = plan.mixed_policies(config)
+COMPLETER = plan.mc_completer(config)  # the label audit's (the first data policy's)
 JUDGE = plan.role_model(config, "judge")
 TRAIN = plan.training_settings(config, checkout_path("."))
 TRAIN_PARAMS = plan.training_params(TRAIN)  # what a trained PRM depends on
@@ -96,7 +98,7 @@ wildcard_constraints:
     prm=NAME_WILDCARD,
     model=NAME_WILDCARD,
     judge=NAME_WILDCARD,
-    policy_dir=plan.policy_dir_regex(config),
+    policy_dir=plan.sampling_dir_regex(config),
 
 
 def code(func):
@@ -135,8 +137,22 @@ def model_input(role_or_name):
 
 
 def policy_of(wc):
-    """The Best-of-N policy of a job's `policy_dir` wildcard."""
+    """The Best-of-N policy (or a mix's data policy) of a job's `policy_dir` wildcard."""
     return plan.policy_of_dir(config, wc.policy_dir)
+
+
+def mc_shard(wc):
+    """What an MC job labels: its data policy, completer, prompt and shard of that policy (plan.mc_shard)."""
+    return plan.mc_shard(config, int(wc.shard), int(wc.nshards))
+
+
+def mc_completer(wc):
+    """The model entry completing an MC job's rollouts."""
+    return mc_shard(wc)["completer"]
+
+
+# rule mc's params of a mix: each shard's data policy and its shard of that policy's responses
+MC_PART = {"part": lambda wc: {k: mc_shard(wc)[k] for k in ("data_policy", "shard", "nshards")}} if DATA_MIX else {}
 
 
 def sampler(wc):

@@ -5,12 +5,40 @@
 # per problem set (mc.shards / judge.shards): a killed job loses only its shard.
 HUMAN = config["human"]
 
+# A mix of data policies (several data_policies): each samples every training set into
+# results/data_policies/{name}/responses/ (rules sample, merge_samples); this rule joins them into the
+# training set's results/responses/{dataset}.parquet, which rule merge_samples writes otherwise.
+if DATA_MIX:
+
+    ruleorder: mix_responses > merge_samples
+
+    rule mix_responses:
+        input:
+            code("labels:mix_responses"),
+            responses=run_in(lambda wc: plan.mixed_responses(config, wc.dataset)),
+        output:
+            responses=run_out("results/responses/{dataset}.parquet"),
+        log:
+            run_out("logs/mix_responses/{dataset}.log"),
+        benchmark:
+            bench("mix_responses", "logs/mix_responses/{dataset}.log")
+        wildcard_constraints:
+            dataset=plan.wildcard_alternatives(config.get("problems") or {}),
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="labels:mix_responses",
+            parts=plan.mix_parts(config),
+        script:
+            RUN
+
 
 rule mc:
     input:
         code("labels:mc"),
         samples=run_in("results/samples/{dataset}.parquet"),
-        model=model_input(COMPLETER),
+        model=lambda wc: model_input(mc_completer(wc)),
     output:
         table=run_out("results/labels/mc/{dataset}/shard{shard}of{nshards}.parquet"),
     log:
@@ -19,23 +47,26 @@ rule mc:
         bench("mc", "logs/labels/mc/{dataset}/shard{shard}of{nshards}.log")
     conda:
         "../../envs/sampling.yaml"
-    threads: engine_threads(COMPLETER, pool=config["grading"]["workers"])
+    threads: lambda wc: engine_threads(mc_completer(wc), pool=config["grading"]["workers"])
     resources:
-        gpu=gpus(COMPLETER),
+        gpu=lambda wc: gpus(mc_completer(wc)),
         nodes=1,
-        mem_mb=gpu_mem_mb(COMPLETER),
+        mem_mb=lambda wc: gpu_mem_mb(mc_completer(wc)),
         runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
     params:
+        # a mix of data policies only (a single policy's jobs keep their params): the shard's policy and
+        # its shard of that policy's responses
+        **MC_PART,
         func="labels:mc",
         mc=config["mc"],
         needs=plan.label_needs(config),  # what the configured training sets need decided
         # the data policy's prompt: the completer continues the responses under the prompt they were sampled with
-        system_prompt=DATA_POLICY["sampling"]["system_prompt"],
+        system_prompt=lambda wc: mc_shard(wc)["system_prompt"],
         separator=config["sampling"]["step_separator"],
         grading_timeout_s=config["grading"]["timeout_s"],
         grading_workers=config["grading"]["workers"],
-        model_entry=model_entry(config, COMPLETER),
-        model_dir=model_dir_param(COMPLETER),
+        model_entry=lambda wc: model_entry(config, mc_completer(wc)),
+        model_dir=model_dir_param(mc_completer),
     script:
         RUN
 

@@ -421,12 +421,16 @@ DATA_SIZE_TOLERANCE = 0.10
 
 
 def data_source_matches(pub: Mapping, experiment: str | None, setting: Mapping | None) -> bool:
-    """Whether the run's data policy (params `data_setting`, plan.data_setting: its model and completer Hub
-    ids) produced the paper's MC-labelled set `experiment` (published.yaml `data_sources`)."""
+    """Whether the run's data policies (params `data_setting`, plan.data_setting: each one's model and
+    completer Hub ids) produced the paper's MC-labelled set `experiment` (published.yaml `data_sources`):
+    every policy among the set's models and completers, or, for a mix (`mix`), exactly its pairs."""
     src = (pub.get("data_sources") or {}).get(str(experiment))
     if not src or not setting:
         return False
-    return setting.get("model_id") in src["models"] and setting.get("completer_id") in src["completers"]
+    pairs = [(p.get("model_id"), p.get("completer_id")) for p in setting.get("policies") or [setting]]
+    if "mix" in src:
+        return sorted(pairs, key=str) == sorted((tuple(p) for p in src["mix"]), key=str)
+    return all(m in src["models"] and c in src["completers"] for m, c in pairs)
 
 
 def training_sizes(trainsets: pd.DataFrame | None) -> dict[str, int]:
@@ -449,7 +453,8 @@ def data_comparability(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapp
     tags = (pub.get("mc_experiments") or {}).get(aid) or {}
     cells = cells.copy()
     cells["n_samples"] = cells["row"].map(lambda r: sizes.get(str(r), np.nan)).astype(float)
-    cells["paper_n_samples"] = cells["key"].map(lambda k: paper_sizes.get(str(k), np.nan)).astype(float)
+    cells["paper_n_samples"] = cells["key"].map(lambda k: paper_sizes.get(str(k), paper_sizes.get("*", np.nan))
+                                                ).astype(float)
     setting = params.get("data_setting")
 
     def matches(key, n, paper_n) -> bool:
@@ -476,11 +481,16 @@ def data_notes(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping) -> 
     setting = params.get("data_setting")
     if not setting:
         return []
-    who = (f"{setting.get('model_id') or setting['model']} responses, MC completions by "
-           f"{setting.get('completer_id') or setting['completer']}")
-    origin = (f"{setting.get('label') or setting['name']}, data policy '{setting['name']}' (data_policies)"
-              if setting.get("configured")
-              else f"the Best-of-N policy '{setting['name']}' labelling its own responses (no data_policies)")
+    pols = setting.get("policies") or [setting]
+    who = "; ".join(f"{p.get('model_id') or p['model']} responses, MC completions by "
+                    f"{p.get('completer_id') or p['completer']}" + (f" ({p['n']} per problem)" if len(pols) > 1 else "")
+                    for p in pols)
+    if len(pols) > 1:
+        origin = f"a mix of {len(pols)} data policies ({', '.join(p['name'] for p in pols)}; data_policies)"
+    elif setting.get("configured"):
+        origin = f"{setting.get('label') or setting['name']}, data policy '{setting['name']}' (data_policies)"
+    else:
+        origin = f"the Best-of-N policy '{setting['name']}' labelling its own responses (no data_policies)"
     notes = [f"Labelled data: {origin}: {who}."]
     if "n_samples" in cells.columns and not cells.empty:
         rows = cells.drop_duplicates("row")

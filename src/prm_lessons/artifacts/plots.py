@@ -15,6 +15,7 @@ import pandas as pd
 
 from prm_lessons.artifacts.cells import (
     data_comparability,
+    data_notes,
     mc_experiment_comparability,
     read_trainsets,
     write_cells,
@@ -237,5 +238,7 @@ def emit_figure(aid: str, cells: pd.DataFrame, plot: Callable, outputs: Mapping,
     cells, _ = apply_not_compared(aid, cells, params)  # a figure's reasons are in its caption (workflow/report)
     if "data_setting" in params:  # the data-source figures: # samples and the data rule (cells.data_comparability)
         cells = data_comparability(aid, cells, pub, params, read_trainsets(inputs))
+        if len(cells):  # the provenance note the data-source tables print, for the report under the figure
+            cells = cells.assign(data_note=" ".join(data_notes(aid, cells, pub, params)))
     write_cells(aid, cells, outputs, params, inputs)
     save_figure(plot(cells, pub, params), aid, outputs, params)

@@ -65,6 +65,10 @@ def display_frame(cells: pd.DataFrame, aid: str, pub: Mapping) -> pd.DataFrame:
         by_col = g.set_index("column")
         size = [count_label(g["n_samples"].iloc[0])] if sized else []
         out.append([name] + size + [_fmt(by_col["value"].get(c)) for c in cols])
+        if "seed_sd" in by_col.columns and by_col["seed_sd"].notna().any():  # artifacts.seeds.seed_spread
+            k = int(by_col["n_seeds"].max())
+            out.append([f"seed s.d. ({k} seeds)"] + [""] * sized + [
+                _fmt(by_col["seed_sd"].get(c)) if pd.notna(by_col["seed_sd"].get(c)) else "" for c in cols])
         if by_col["published"].notna().any():
             # a cell without a published label holds NaN, which is truthy: take the first real label
             label = next((x for x in by_col["label"] if isinstance(x, str) and x), by_col["key"].iloc[0])
@@ -269,6 +273,9 @@ def report_markdown(pub: Mapping, run: Mapping, cells_of: Mapping[str, pd.DataFr
             md.append(f"PDF: [{paths['pdf']}]({os.path.relpath(paths['pdf'], report_dir)}) · data: "
                       f"[{paths['csv']}]({os.path.relpath(paths['csv'], report_dir)})")
             md.append("")
+            note = cells_of.get(aid, pd.DataFrame()).get("data_note")  # plots.emit_figure: data-source figures
+            if note is not None and note.notna().any():
+                md += [f"_{md_escape(str(note.dropna().iloc[0]))}_", ""]
         if aid in cells_of:
             cells = cells_of[aid]
             if cells.empty:

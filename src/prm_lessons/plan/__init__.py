@@ -9,7 +9,7 @@ re-exports every public name, which no job's code can see (plan is never in a jo
 """
 from __future__ import annotations
 
-from .analysis import FIG6_SHEET, analysis_settings, analysis_skipped
+from .analysis import FIG6_SHEET, analysis_settings, analysis_skipped, seed_runs
 from .base import (
     BENCHMARKS,
     benchmark_path,
@@ -33,7 +33,20 @@ from .critics import (
     judge_template_input,
     judge_template_name,
 )
-from .data_policies import data_policies, data_policy, data_setting, mc_completer, sampler
+from .data_policies import (
+    data_policies,
+    data_policy,
+    data_setting,
+    mc_completer,
+    mc_completers,
+    mc_shard,
+    mix_parts,
+    mixed_policies,
+    mixed_responses,
+    sampler,
+    sampling_dir,
+    sampling_dir_regex,
+)
 from .evaluation import (
     SAMPLED_SOURCES,
     TRAINING_FEATURES_SOURCE,
@@ -157,10 +170,12 @@ from .trainsets import (
 )
 
 __all__ = [
+    "seed_runs",
     "upload_repos", "upload_evaluation",
     "process_check_enabled", "trl_exports", "trl_labels_path", "trl_local_files", "trl_variants",
     "wildcard_alternatives", "model_input", "gpus", "mem_mb_for", "runtime", "engine_threads", "bon_n",
-    "data_policies", "data_policy", "data_setting", "mc_completer", "sampler",
+    "data_policies", "data_policy", "data_setting", "mc_completer", "mc_completers", "mc_shard", "mix_parts",
+    "mixed_policies", "mixed_responses", "sampler", "sampling_dir", "sampling_dir_regex",
     "POLICY_SAMPLING_KEYS", "bon_policies", "primary_policy", "policy_dir", "policy_of_dir", "policy_dir_regex",
     "bon_ns", "sample_n", "judge_sample_cap", "bon_evaluations", "policy_path", "dataset_spec", "local_source_inputs",
     "fewshot_inputs", "fewshot_spec", "pinned_file_spec", "samples_per_problem", "dataset_problems",

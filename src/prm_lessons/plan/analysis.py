@@ -25,6 +25,17 @@ FIG6_SHEET = "results/annotation/fig6_sheet.csv"
 FIG6_ANNOTATION_DEFAULTS = {"per_benchmark": 0, "seed": 0, "labels": None}
 
 
+def seed_runs(config: dict) -> list[dict]:
+    """The seed replicas Table 6's seed spread reads (analysis.seeds): {seed, name} of every listed seed
+    other than this run's own sampling.seed, named seed<value> (run.seed). None for a named run (an ablation
+    or a replica): the replicas are the base run's, not draws of its setting."""
+    if (config.get("run") or {}).get("ablation"):
+        return []
+    own = int(config["sampling"]["seed"])
+    return [{"seed": int(s), "name": f"seed{int(s)}"}
+            for s in (config.get("analysis") or {}).get("seeds") or [] if int(s) != own]
+
+
 def analysis_settings(config: dict) -> dict:
     """The analysis.* values the artifact rules get (prm_lessons.artifacts.registry.ARTIFACT_PARAMS), with
     the defaults resolved: `n` (analysis.n, else bon.n: the N of the main tables when bon.csv holds several),
@@ -32,7 +43,8 @@ def analysis_settings(config: dict) -> dict:
     every policy), `table10` ({n, benchmarks}; n None: not planned), `chinese_benchmarks`, `grader`
     (grading.grader: the Best-of-N tables name it), `fig6_annotation` ({per_benchmark, seed, labels}),
     `search_pass1` (search.pass1: Table 8 says how its pass@1 was measured), `data_setting` (who produced the
-    labelled data: plan.data_setting)."""
+    labelled data: plan.data_setting), `seed_runs` (Table 6's seed replicas: seed_runs, with this run's own
+    seed first)."""
     a = dict(config.get("analysis") or {})
     pols = bon_policies(config)
     policy = a.get("policy") or next(iter(pols))
@@ -45,7 +57,8 @@ def analysis_settings(config: dict) -> dict:
             "grader": str((config.get("grading") or {}).get("grader") or "math_verify"),
             "fig6_annotation": {**FIG6_ANNOTATION_DEFAULTS, **(a.get("fig6_annotation") or {})},
             "search_pass1": str((config.get("search") or {}).get("pass1") or "mean"),
-            "data_setting": data_setting(config)}
+            "data_setting": data_setting(config),
+            "seed_runs": {"seed": int(config["sampling"]["seed"]), "replicas": seed_runs(config)}}
 
 
 def analysis_skipped(config: dict) -> dict[str, str]:

@@ -34,7 +34,7 @@ PER_RUN = re.compile(r"^(results/(policies/[A-Za-z0-9_\-]+/)?(tables|metrics|che
 SHARED = re.compile(r"^(resources/|\.snakemake/)")  # models, pinned data files, code fingerprints
 
 _D = r"[A-Za-z0-9_\-]+"
-_PD = r"(?P<pd>(?:policies/[A-Za-z0-9_\-]+/)?)"
+_PD = r"(?P<pd>(?:(?:policies|data_policies)/[A-Za-z0-9_\-]+/)?)"
 _SHARD = r"(?:/shard\d+of\d+)?"
 # every upstream result path → its family (the fingerprint functions below, by group name)
 FAMILIES = [
@@ -130,8 +130,8 @@ class _Fingerprints:
         spec = bon_policies(c).get(pol)
         try:
             n = samples_per_problem(c, d, pol)
-        except ValueError:  # a benchmark the policy does not sample (its score tables are empty)
-            n = None
+        except (ValueError, KeyError):  # a benchmark the policy does not sample (its score tables are empty),
+            n = None                     # or a data policy of a mix the other run has not
         return [spec, spec and self._model(spec["model"]), n, c["sampling"], c["grading"], self._data_policies(),
                 self.of(f"results/problems/{d}.parquet")]
 
@@ -254,6 +254,9 @@ class RunPaths:
         self.prefix = f"{RUNS_DIR}/{self.name}/" if self.named else ""
         if self.named:
             a, b = _shared_specs(config), _shared_specs(base)
+            # a model only the named run has is a directory of its own (config/paper_3m.yaml's 72B policy)
+            a["models"] = {n: e for n, e in a["models"].items() if n in b["models"]}
+            b["models"] = {n: e for n, e in b["models"].items() if n in a["models"]}
             diff = sorted(k for k in a if a[k] != b[k])
             if diff:
                 raise ValueError(f"run '{self.name}' changes shared files of the base run '{self.base_name}' "

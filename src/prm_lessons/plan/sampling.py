@@ -4,8 +4,8 @@ from __future__ import annotations
 from ..data.processbench import processbench_paths
 from ..data.sources import downloaded_path
 from ..fewshot import fewshot_path
-from .data_policies import sampler
-from .policies import policy_dir, sample_n
+from .data_policies import sampler, sampling_dir
+from .policies import sample_n
 
 
 def dataset_spec(config: dict, name: str) -> dict:
@@ -50,10 +50,10 @@ def pinned_file_spec(spec: dict) -> dict:
 
 def samples_per_problem(config: dict, dataset: str, policy: str | None = None) -> int:
     """Benchmarks are sampled once at the largest N evaluated on them (sample_n); training problems
-    sampling.n times."""
+    sampling.n times, or the data policy's `n` (data_policies)."""
     if dataset in config.get("benchmarks", {}):
         return sample_n(config, dataset, policy)
-    return int(config["sampling"]["n"])
+    return int(sampler(config, dataset, policy)["n"] or config["sampling"]["n"])
 
 
 def dataset_problems(config: dict, name: str, policy: str | None = None) -> int | None:
@@ -93,7 +93,7 @@ def sample_shard_count(config: dict, dataset: str, policy: str | None = None) ->
 
 
 def sample_shards(config: dict, dataset: str, policy: str | None = None) -> list[str]:
-    """The shard files of one problem set (sample_shard_count jobs) of a Best-of-N policy (None: the primary):
-    ungraded responses (rule grade_samples grades their merge)."""
+    """The shard files of one problem set (sample_shard_count jobs) of a Best-of-N policy (None: the primary)
+    or of a mixed data policy (plan.sampling_dir): ungraded responses (rule grade_samples grades their merge)."""
     n = sample_shard_count(config, dataset, policy)
-    return [f"results/{policy_dir(config, policy)}responses/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
+    return [f"results/{sampling_dir(config, policy)}responses/{dataset}/shard{i}of{n}.parquet" for i in range(n)]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..config import sweep_variant_name
 from ..labels.mc import as_fraction
+from .data_policies import mixed_policies
 from .processbench import PROCESSBENCH_DEV, processbench_dev
 from .sampling import sized_shard_count
 
@@ -112,8 +113,9 @@ def role_model(config: dict, role: str) -> str:
 
 def label_shard_paths(config: dict, kind: str, dataset: str) -> list[str]:
     """Shard tables of `kind` (mc / judge) for one problem set of the primary policy's samples, as many as
-    sized_shard_count gives (<kind>.shards, fewer for a small set with <kind>.problems_per_shard)."""
-    n = sized_shard_count(config, kind, dataset)
+    sized_shard_count gives (<kind>.shards, fewer for a small set with <kind>.problems_per_shard); MC of a
+    mix of data policies that many per policy, numbered over the policies in order (plan.mc_shard)."""
+    n = sized_shard_count(config, kind, dataset) * (max(1, len(mixed_policies(config))) if kind == "mc" else 1)
     return [f"results/labels/{kind}/{dataset}/shard{i}of{n}.parquet" for i in range(n)]
 
 

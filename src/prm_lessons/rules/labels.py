@@ -22,6 +22,7 @@ from ..labels.human import (
 from ..labels.judge import judge_responses, load_template, reference_text
 from ..labels.math_shepherd import convert_math_shepherd, iter_rows, malformed_lines, math_shepherd_file
 from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
+from ..labels.mix import mix_responses as join_mix
 from ..labels.stepwise import convert_stepwise, stepwise_rows, to_stepwise, write_stepwise
 from ..labels.stepwise import malformed_lines as stepwise_malformed_lines
 from ..labels.trainsets import CSV_COLUMNS, build_variant, paper_n_instances
@@ -30,12 +31,37 @@ from ..shards import shard_by_problem
 from ..tables import iter_records, merge_shards, read_json, read_table, table_meta, write_csv, write_json, write_table
 
 
+def mix_responses(*, inputs, outputs, params, wildcards, threads) -> None:
+    """Rule `mix_responses`: one training set's responses of every data policy of a mix
+    (results/data_policies/<name>/responses/{dataset}.parquet) → results/responses/{dataset}.parquet, with a
+    `data_policy` column and each policy's sample_idx offset (labels.mix); the metadata names each policy's
+    model, completer and offset and carries the problems each skipped as too long."""
+    paths, parts = as_paths(inputs["responses"]), params["parts"]
+    if len(paths) != len(parts):
+        raise ValueError(f"mix_responses: {len(paths)} response tables for {len(parts)} data policies")
+    frames, skipped = [], {}
+    for path, part in zip(paths, parts):
+        frames.append((part["name"], read_table(path, "responses"), int(part["offset"])))
+        lq = (table_meta(path).get("long_questions") or {}).get("skipped") or {}
+        skipped.update({f"{part['name']}:{k}": v for k, v in lq.items()})
+    df = join_mix(frames)
+    write_table(df, outputs["responses"], "responses",
+                meta={"data_policies": parts, "long_questions": {"n_skipped": len(skipped), "skipped": skipped}})
+    print(f"{wildcards['dataset']}: {len(df)} responses of {len(parts)} data policies ("
+          + ", ".join(f"{p['name']} {int((df['data_policy'] == p['name']).sum())}" for p in parts) + ")", flush=True)
+
+
 def mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `mc`: Monte Carlo labels for one shard of a dataset's sampled responses → `mc` table."""
     cfg = params["mc"]
     needs = Needs.from_params(params.get("needs"))
     samples = read_table(inputs["samples"], "samples")
     shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
+    mix = params.get("part") or {}
+    if mix.get("data_policy"):  # a mix of data policies: this shard's policy's responses, its shard of them
+        samples = samples[samples["data_policy"] == mix["data_policy"]]
+        shard, nshards = int(mix["shard"]), int(mix["nshards"])
+        print(f"mc: data policy {mix['data_policy']}, completer {params['model_entry'].get('name')}", flush=True)
     part = shard_by_problem(samples, shard, nshards)
     items = [MCInput(r.problem_id, int(r.sample_idx), r.question, str(r.answer), list(r.steps),
                      None if pd.isna(r.correct) else bool(r.correct)) for r in part.itertuples()]

@@ -17,9 +17,9 @@ SOURCE = "Table 1"
 TITLE = "Preliminary trials: Best-of-N accuracy (%) of PRMs trained on MC hard and soft labels and on PRM800K"
 SECTION = "Preliminary trials"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
-INPUTS = ("bon",)
+INPUTS = ("bon", "trainsets")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "mc_experiment", "grader")
+PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "mc_experiment", "grader", "data_setting")
 
 
 def preliminary_notes(cells: pd.DataFrame, params: Mapping) -> list[str]:

@@ -13,9 +13,9 @@ SOURCE = "Table 2"
 TITLE = "Preliminary trials: ProcessBench error/correct accuracy and F1 (%) of PRMs trained on MC hard and soft labels and on PRM800K"
 SECTION = "Preliminary trials"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
-INPUTS = ("processbench",)
+INPUTS = ("processbench", "trainsets")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("paper_rows", "paper_columns", "mc_experiment")
+PARAMS = ("paper_rows", "paper_columns", "mc_experiment", "data_setting")
 
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:

@@ -12,6 +12,7 @@ from prm_lessons.artifacts.cells import (
 from prm_lessons.artifacts.inputs import read_bon
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.render import emit_table
+from prm_lessons.artifacts.seeds import seed_notes, seed_spread
 
 ID = "table6"
 KIND = "table"
@@ -19,9 +20,9 @@ SOURCE = "Table 6"
 TITLE = "Main results: Best-of-N accuracy (%), product scoring, with pass@N and maj@N"
 SECTION = "Main results"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
-INPUTS = ("bon",)
+INPUTS = ("bon", "seed_bon")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "grader", "not_compared")
+PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "grader", "not_compared", "seed_runs")
 
 
 def build_table6(bon, pub, params, tid: str = "table6"):
@@ -34,5 +35,11 @@ def build_table6(bon, pub, params, tid: str = "table6"):
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
     """Table 6 (main Best-of-N results with pass@N / maj@N)."""
-    emit_table("table6", build_table6(read_bon(inputs, params), load_published(), params), outputs, params, inputs,
-                notes=policy_notes(params) + grader_notes(params))
+    pub = load_published()
+    cells = build_table6(read_bon(inputs, params), pub, params)
+    # analysis.seeds: the same cells from each seed replica's Best-of-N tables, and their spread
+    replicas = [build_table6(read_bon({"bon": inputs[f"seed_bon__{r['name']}"],
+                                       "baselines": inputs[f"seed_baselines__{r['name']}"]}, params), pub, params)
+                for r in (params.get("seed_runs") or {}).get("replicas") or []]
+    emit_table("table6", seed_spread(cells, replicas), outputs, params, inputs,
+               notes=policy_notes(params) + grader_notes(params) + seed_notes(params))
