@@ -10,12 +10,16 @@
 #   REPORT=FILE   where make report writes Snakemake's HTML report (default report.html; relative to here)
 #   PYTEST_ARGS=  extra pytest arguments for test / test-all
 #   TEST_WORKERS=N  pytest-xdist workers of make test (default CORES; 0: one process)
+#   REHEARSAL_CORES=N  Snakemake's --cores of make rehearsal (default 2 x CORES: its jobs are start-up-bound)
 # Calling snakemake by hand: `source .venv/bin/activate` first (make puts .venv/bin on its own PATH only).
 SHELL := /bin/bash
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 CORES ?= 2
+# the rehearsal's jobs are start-up-bound (imports and engine starts around tiny random-weight models: their
+# benchmark files show ~0.7-0.8 of a core each), so twice the cores runs two at a time on the same CPUs
+REHEARSAL_CORES ?= $(shell echo $$((2 * $(CORES))))
 REPORT ?= report.html
 SETUP_HASH := $(shell cat pyproject.toml requirements/lock.txt | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.installed-$(SETUP_HASH)
@@ -100,7 +104,7 @@ test-all: setup
 # config/paper.yaml + config/rehearsal.yaml executed on CPU with random-weight stand-ins of every Hub model
 # (real tokenizers, real data files from ../shared); writes results/rehearsal/report.json
 rehearsal: setup
-	$(PY) -m prm_lessons.rehearsal.run --cores $(CORES) $(REHEARSAL_ARGS)
+	$(PY) -m prm_lessons.rehearsal.run --cores $(REHEARSAL_CORES) $(REHEARSAL_ARGS)
 
 # GPU cluster: a venv with CUDA torch, GPU vLLM and DeepSpeed (requirements/gpu.txt), on the shared file
 # system (SLURM jobs run Snakemake from it). Build it on a login node, then `source $(GPU_VENV)/bin/activate`
