@@ -27,6 +27,7 @@ from prm_lessons.config import (
     read_config_file,
     validate_config,
 )
+from specs import set_key as _set
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((ROOT / "config/config.yaml").read_text())
@@ -545,15 +546,6 @@ def test_the_key_path_of_a_name_with_a_line_break_stays_on_one_line():
 
 SEED_KEYS = ["sampling.seed", "mc.seed", "judge.seed", "training.seed", "bon.bootstrap.seed",
              "processbench_eval.bootstrap.seed", "search.seed", "critics.seed", "benchmarks.arith.seed"]
-
-
-def _set(cfg: dict, dotted: str, value) -> dict:
-    *parents, last = dotted.split(".")
-    node = cfg
-    for k in parents:
-        node = node.setdefault(k, {})
-    node[last] = value
-    return cfg
 
 
 @given(key=st.sampled_from(SEED_KEYS), seed=st.one_of(st.integers(max_value=-1), st.integers(min_value=2**32)))

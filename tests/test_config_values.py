@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from prm_lessons.config import ConfigError, load_schema, validate_config
 from prm_lessons.grading.pool import MAX_WORKERS
 from prm_lessons.metrics.stats import MAX_BOOTSTRAP
+from specs import set_key as _set
 
 ROOT = Path(__file__).resolve().parents[1]
 # a validation takes ~0.3 s: a fixed count per test, the same under the dev and ci profiles
@@ -30,15 +31,6 @@ def base() -> dict:
     cfg = copy.deepcopy(BASE)
     # a second model (same package) so that the policies and the search can name their own
     cfg["models"]["other"] = {**cfg["models"]["smollm2"], "max_model_len": 1024}
-    return cfg
-
-
-def _set(cfg: dict, dotted: str, value) -> dict:
-    *parents, last = dotted.split(".")
-    node = cfg
-    for k in parents:
-        node = node.setdefault(k, {})
-    node[last] = value
     return cfg
 
 

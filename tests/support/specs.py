@@ -16,3 +16,13 @@ def paper_config() -> dict:
     """config/paper.yaml, validated (defaults filled in)."""
     with open(ROOT / "config" / "paper.yaml") as fh:
         return validate_config(yaml.safe_load(fh), ROOT / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def set_key(cfg: dict, dotted: str, value) -> dict:
+    """`cfg` with the value at a dotted key path set (parents made as needed), for config-edit tests."""
+    *parents, last = dotted.split(".")
+    node = cfg
+    for k in parents:
+        node = node.setdefault(k, {})
+    node[last] = value
+    return cfg
