@@ -2,6 +2,7 @@
 GPU; on CPU only with `training.deepspeed_on_cpu`) and its TrainingArguments."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from pathlib import Path
@@ -151,13 +152,11 @@ def zero3_init():
     partitioned in the base's dtype. Built outside it, the head stays float32 beside a bf16 base and
     DeepSpeed's stage-3 optimizer stops on the mix (AssertionError in zero.utils.defragment; seen on an
     H100, not on CPU, where both are float32). Without ZeRO-3 nothing."""
-    import contextlib
-
-    from transformers.integrations import is_deepspeed_zero3_enabled
+    from transformers.integrations import is_deepspeed_zero3_enabled  # lazy: as trainer_class
 
     if not is_deepspeed_zero3_enabled():
         return contextlib.nullcontext()
-    import deepspeed
-    from transformers.integrations.deepspeed import deepspeed_config as hf_deepspeed_config
+    import deepspeed  # lazy: only ZeRO-3 runs need it, and it is slow to import
+    from transformers.integrations.deepspeed import deepspeed_config as hf_deepspeed_config  # lazy: as above
 
     return deepspeed.zero.Init(config_dict_or_path=hf_deepspeed_config())
