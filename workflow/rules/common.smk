@@ -151,7 +151,7 @@ def mc_completer(wc):
     return mc_shard(wc)["completer"]
 
 
-# rule mc's params of a mix: each shard's data policy and its shard of that policy's responses
+# the params of a mix's MC jobs (each shard's data policy and its shard of that policy's responses)
 MC_PART = {"part": lambda wc: {k: mc_shard(wc)[k] for k in ("data_policy", "shard", "nshards")}} if DATA_MIX else {}
 
 
