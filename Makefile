@@ -95,7 +95,7 @@ report: setup
 # TEST_WORKERS=0 runs them in this process
 TEST_WORKERS ?= $(CORES)
 test: setup
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=20 $(PYTEST_ARGS)
 
 # the full tier: adds the slow tests (an estimated ~25 min alone on 2 cores); SLURM integration is .ci/slurm_integration.sh
 test-all: setup
