@@ -59,12 +59,7 @@ def check_declared_params(params: dict, num_labels: int | None = None, vocab_siz
     `params.readout.<key>`) for an unknown key, a wrong type or value, a combination that cannot be built,
     and, where the checkpoint's `num_labels` (classification heads) or `vocab_size` (a causal LM's label ids)
     is known, an index out of range. config.validate_config adds the entry's path."""
-    if not isinstance(params, dict):
-        raise ValueError(f"params: {params!r} is not a mapping")
-    unknown = sorted(set(params) - set(DECLARED_KEYS))
-    if unknown:
-        raise ValueError(f"params.{unknown[0]}: unknown option of adapter declared (allowed: {', '.join(DECLARED_KEYS)})")
-    p = dict(params)
+    p = _checked_mapping(params, "params", DECLARED_KEYS, "unknown option of adapter declared")
     if "model_class" not in p:
         raise ValueError(f"params.model_class: required by adapter declared (one of {', '.join(MODEL_CLASSES)})")
     for key, allowed in (("model_class", MODEL_CLASSES), ("prompt", PROMPTS)):
@@ -111,14 +106,18 @@ def check_declared_params(params: dict, num_labels: int | None = None, vocab_siz
     return p
 
 
-def _check_readout(r, model_class: str, num_labels: int | None, vocab_size: int | None) -> dict:
-    r = {} if r is None else r
-    if not isinstance(r, dict):
-        raise ValueError(f"params.readout: {r!r} is not a mapping")
-    unknown = sorted(set(r) - set(READOUT_KEYS))
+def _checked_mapping(value, path: str, allowed, unknown_msg: str) -> dict:
+    """A copy of `value`; ValueError naming `path` when it is not a mapping or has a key not in `allowed`."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: {value!r} is not a mapping")
+    unknown = sorted(set(value) - set(allowed))
     if unknown:
-        raise ValueError(f"params.readout.{unknown[0]}: unknown (allowed: {', '.join(READOUT_KEYS)})")
-    r = dict(r)
+        raise ValueError(f"{path}.{unknown[0]}: {unknown_msg} (allowed: {', '.join(allowed)})")
+    return dict(value)
+
+
+def _check_readout(r, model_class: str, num_labels: int | None, vocab_size: int | None) -> dict:
+    r = _checked_mapping({} if r is None else r, "params.readout", READOUT_KEYS, "unknown")
     pos = r.setdefault("position", "tag_last")
     if pos not in POSITIONS:
         raise ValueError(f"params.readout.position: {pos!r} is not one of {', '.join(POSITIONS)}")
