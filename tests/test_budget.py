@@ -59,11 +59,20 @@ CPUINFO = "processor\t: 0\nflags\t\t: fpu sse avx2 {extra}\nbogomips\t: 1\n"
 
 @pytest.mark.parametrize("extra, want", [("", "float32"), ("avx512f avx512_bf16", "bfloat16"),
                                          ("amx_bf16 amx_tile", "bfloat16"), ("avx512f avx512bw", "float32")])
-def test_auto_dtype_on_cpu_is_bf16_only_with_native_bf16(extra, want):
+def test_auto_dtype_on_cpu_is_bf16_only_with_native_bf16(monkeypatch, extra, want):
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
     flags = cpu_flags(CPUINFO.format(extra=extra))
     assert "avx2" in flags
     dtype, why = resolve_dtype("auto", on_gpu=False, flags=flags)
     assert dtype == want and why.startswith("auto on CPU")
+
+
+@pytest.mark.parametrize("cap, want", [("AVX2", "float32"), ("avx512_core", "float32"),
+                                       ("AVX512_CORE_BF16", "bfloat16"), ("", "bfloat16")])
+def test_a_onednn_isa_cap_below_bf16_resolves_auto_to_float32(monkeypatch, cap, want):
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+    dtype, why = resolve_dtype("auto", on_gpu=False, flags={"avx2", "avx512f", "avx512_bf16"})
+    assert dtype == want and (cap.upper() in why if want == "float32" else "native bf16" in why)
 
 
 def test_explicit_dtypes_are_kept_and_auto_on_gpu_is_the_checkpoints():
@@ -119,6 +128,7 @@ def test_cpu_frozen_base_runs_in_bf16_only_with_native_bf16(monkeypatch, flags, 
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo=None: set(flags))
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
     assert prm.head_base_dtype({}) == getattr(torch, want)
 
 

@@ -156,6 +156,10 @@ def vllm_available() -> bool:
 # CPU flags of native bf16 arithmetic (Linux /proc/cpuinfo names): without them torch emulates bf16 through
 # float32 and a bf16 forward is slower than float32 (issue 27: 6:07 vs 5:01 on an AVX2-only EPYC)
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+# oneDNN's ISA cap (a user setting; bench/slow_host.sh sets it to emulate an AVX2-only host): below
+# AVX512_CORE_BF16, torch's bf16 matmuls fall back to reference code (1.2 vs 470 GFLOP/s on one core here)
+ONEDNN_ISA_ENV = "ONEDNN_MAX_CPU_ISA"
+ONEDNN_NO_BF16_ISAS = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI")
 
 
 def cpu_flags(cpuinfo: str | None = None) -> set[str]:
@@ -176,7 +180,7 @@ def cpu_flags(cpuinfo: str | None = None) -> set[str]:
 def resolve_dtype(name: str | None, *, on_gpu: bool | None = None, flags: set[str] | None = None) -> tuple[str, str]:
     """(dtype the engine is given, why) for a model entry's `dtype`. An explicit name is kept. `auto` on
     a GPU stays `auto` (the checkpoint's dtype, as vLLM and transformers read it); on CPU it is bfloat16
-    only where the CPU has native bf16 (NATIVE_BF16_FLAGS), else float32."""
+    only where the CPU has native bf16 (NATIVE_BF16_FLAGS) and oneDNN is not capped below it, else float32."""
     name = name or "bfloat16"
     if name != "auto":
         return name, "config"
@@ -184,6 +188,9 @@ def resolve_dtype(name: str | None, *, on_gpu: bool | None = None, flags: set[st
         on_gpu = not vllm_on_cpu() if vllm_build() is not None else cuda_device_count() > 0
     if on_gpu:
         return "auto", "auto on GPU: the checkpoint's dtype"
+    cap = os.environ.get(ONEDNN_ISA_ENV, "").strip().upper()
+    if cap in ONEDNN_NO_BF16_ISAS:
+        return "float32", f"auto on CPU: {ONEDNN_ISA_ENV}={cap} caps oneDNN below native bf16"
     flags = cpu_flags() if flags is None else flags
     native = sorted(set(NATIVE_BF16_FLAGS) & flags)
     if native:
