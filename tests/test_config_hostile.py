@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prm_lessons.config import (
@@ -428,6 +428,9 @@ def test_sweep_names_checked_at_validation_are_the_planned_ones():
 # -- the name rule, by class (generated members) -------------------------------------------------------------
 
 
+# a whole-config validation takes ~0.17 s: those tests run a fixed count under the dev and ci profiles (the ci
+# profile's 200 made each ~35 s); 32 still draws every sampled key or section several times
+WHOLE_CONFIG = settings(max_examples=32, deadline=None)
 GOOD_STEM = st.from_regex(r"[a-z][A-Za-z0-9_-]{0,30}", fullmatch=True).filter(lambda s: name_problem(s) is None)
 # a character a name may not hold: line breaks, controls, separators, dots, non-ASCII letters
 BAD_CHAR = st.one_of(st.sampled_from(["\n", "\r", "\t", " ", "/", "\\", ".", ":", "\x00", "\u2028", "é", "ß"]),
@@ -440,6 +443,7 @@ def test_a_name_with_any_foreign_character_is_refused(stem, bad, where):
     assert name_problem(name), repr(name)
 
 
+@WHOLE_CONFIG
 @given(stem=GOOD_STEM, section=st.sampled_from(NAMED), newline=st.sampled_from(["\n", "\r\n", "\n\n"]))
 def test_a_name_ending_in_a_line_break_is_refused_in_every_section(stem, section, newline):
     """The schema's `^...$` under re.search let "name\\n" through; the patterns now match whole strings."""
@@ -475,6 +479,7 @@ def test_non_string_yaml_keys_are_reported_as_such(key):
     rejects(cfg, f"benchmarks.{key}", f"YAML {type(key).__name__}, not a string")
 
 
+@WHOLE_CONFIG
 @given(stem=GOOD_STEM, flips=st.lists(st.booleans(), min_size=31, max_size=31),
        section=st.sampled_from(["models", "problems", "benchmarks", "trainsets.variants", "critics.judges",
                                 "bon_judges.judges", "processbench.constructed.subsets"]))
@@ -501,6 +506,7 @@ def test_problem_set_and_benchmark_differing_in_case_clash():
     rejects(cfg, "benchmarks.TRAIN", "differ only in letter case")
 
 
+@WHOLE_CONFIG
 @given(stem=st.from_regex(r"[a-z]{1,12}", fullmatch=True), suffix=st.sampled_from(["\n", "\r\n"]),
        org=st.booleans())
 def test_a_hub_id_ending_in_a_line_break_is_refused(stem, suffix, org):
@@ -548,6 +554,7 @@ SEED_KEYS = ["sampling.seed", "mc.seed", "judge.seed", "training.seed", "bon.boo
              "processbench_eval.bootstrap.seed", "search.seed", "critics.seed", "benchmarks.arith.seed"]
 
 
+@WHOLE_CONFIG
 @given(key=st.sampled_from(SEED_KEYS), seed=st.one_of(st.integers(max_value=-1), st.integers(min_value=2**32)))
 def test_a_seed_numpy_refuses_is_refused_at_validation(key, seed):
     """transformers.set_seed / numpy.random.seed take 0 ≤ seed < 2**32; a job found out hours later."""
@@ -555,11 +562,13 @@ def test_a_seed_numpy_refuses_is_refused_at_validation(key, seed):
         validate_config(_set(base(), key, seed))
 
 
+@WHOLE_CONFIG
 @given(key=st.sampled_from(SEED_KEYS), seed=st.integers(0, 2**32 - 1))
 def test_seeds_in_range_pass(key, seed):
     validate_config(_set(base(), key, seed))
 
 
+@WHOLE_CONFIG
 @given(value=st.integers(min_value=2**63))
 def test_an_integer_beyond_64_bits_is_refused(value):
     with pytest.raises(ConfigError, match="sampling.max_tokens.*64-bit"):

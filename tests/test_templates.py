@@ -94,7 +94,8 @@ def _write(path: Path, text: str) -> Path:
 BASE = yaml.safe_load((ROOT / "config/config.yaml").read_text())
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+# a fixed count (each example validates a whole config, ~0.17 s): 5 keys x 2 defects, each drawn several times
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=32, deadline=None)
 @given(data=st.data(), key=st.sampled_from(["judge.template_path", "critics.template_path",
                                             "critics.judges.c.template_path", "bon_judges.pointwise_template",
                                             "bon_judges.pairwise_template"]),
