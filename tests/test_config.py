@@ -111,3 +111,31 @@ def test_threshold_protocol_paper_gsm8k_embedded_auto_and_inapplicable_ones_name
     with pytest.raises(ConfigError, match=r"`processbench_eval\.tune_on`.*constructed\.subsets lacks \(arith, chain_sum\)"):
         validate_config(deep_update(base(), {"processbench_eval": {"tune_on": "gsm8k"}}))
     assert validate_config(deep_update(base(), {"processbench_eval": {"tune_on": "crossfit"}}))
+
+
+def test_the_larger_overlay_only_enlarges_the_default():
+    """config/larger.yaml (the pre-budget sizes) names only keys the default has, each at least as large
+    (a sweep list a superset): a typo or a changed default that made it smaller would go unnoticed."""
+    import yaml as _yaml
+
+    overlay = _yaml.safe_load((ROOT / "config/larger.yaml").read_text())
+    small = load_config(ROOT / "config/config.yaml")
+    large = load_config(ROOT / "config/config.yaml", ROOT / "config/larger.yaml")
+
+    def leaves(node, path=()):
+        for key, value in node.items():
+            yield from leaves(value, path + (key,)) if isinstance(value, dict) else [(path + (key,), value)]
+
+    grew = 0
+    for path, value in leaves(overlay):
+        before, after = small, large
+        for key in path:
+            assert key in before, f"config/larger.yaml sets {'.'.join(path)}, which config/config.yaml lacks"
+            before, after = before[key], after[key]
+        assert after == value
+        if isinstance(value, list):
+            assert set(before) <= set(value), path
+        else:
+            assert value >= before, path
+        grew += value != before
+    assert grew >= 8

@@ -111,7 +111,7 @@ def test_identifier_names_are_accepted(section):
 def test_the_shipped_configs_use_only_identifier_names():
     layers = [["config/config.yaml"], ["config/paper.yaml"], ["config/paper.yaml", "config/rehearsal.yaml"],
               ["config/config.yaml", "config/test.yaml"], ["config/config.yaml", "config/all.yaml"],
-              ["config/config.yaml", "config/all.yaml", "config/test.yaml"]]
+              ["config/config.yaml", "config/all.yaml", "config/test.yaml"], ["config/config.yaml", "config/larger.yaml"]]
     layers += [[b, str(a.relative_to(ROOT))] for a in sorted((ROOT / "config/ablations").glob("*.yaml"))
                for b in ("config/config.yaml", "config/paper.yaml")]
     for files in layers:
