@@ -160,11 +160,11 @@ def test_variant_named_like_a_processbench_baseline():
 
 def test_variant_named_like_a_sweep_variant_of_another_definition():
     cfg = base()
-    assert 0.25 in cfg["trainsets"]["mc_threshold_sweep"]
-    cfg["trainsets"]["variants"]["mc_hard_t1of4"] = {"source": "judge"}  # the sweep would replace it
-    rejects(cfg, "trainsets.variants.mc_hard_t1of4", "sweep")
+    assert 0.5 in cfg["trainsets"]["mc_threshold_sweep"]
+    cfg["trainsets"]["variants"]["mc_hard_t1of2"] = {"source": "judge"}  # the sweep would replace it
+    rejects(cfg, "trainsets.variants.mc_hard_t1of2", "sweep")
     # the same definition is the sweep's own variant (declared, so the sweep reuses it): fine
-    cfg["trainsets"]["variants"]["mc_hard_t1of4"] = {"source": "mc", "label_type": "hard", "threshold": 0.25}
+    cfg["trainsets"]["variants"]["mc_hard_t1of2"] = {"source": "mc", "label_type": "hard", "threshold": 0.5}
     validate_config(cfg)
 
 

@@ -38,7 +38,6 @@ import torch.nn.functional as F
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
-from transformers import AutoModel, AutoTokenizer
 
 from . import budget
 from .hardware import resolve_dtype
@@ -302,6 +301,9 @@ def head_base_dtype(settings: dict):
 
 def load_base(base_dir: str, dtype):
     """The base model (AutoModel, no LM head) and its tokenizer."""
+    # lazy: transformers costs ~2 s of import; the head-only scoring jobs (features.score_with_features) never load a base
+    from transformers import AutoModel, AutoTokenizer
+
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
     backbone = AutoModel.from_pretrained(base_dir, dtype=dtype)
     return backbone, tokenizer
@@ -435,6 +437,8 @@ def load_prm(path: str | Path, device=None, dtype=None):
     if dtype is None:
         dtype = (torch.bfloat16 if device.type == "cuda" else
                  getattr(torch, resolve_dtype("auto", on_gpu=False)[0]) if meta.get("mode") == "head" else torch.float32)
+    from transformers import AutoModel, AutoTokenizer  # lazy: as in load_base
+
     tokenizer = AutoTokenizer.from_pretrained(path)
     backbone = AutoModel.from_pretrained(path, dtype=dtype, **({"device_map": "auto"} if spread else {}))
     head = _released_head(path, meta) if meta.get("layout") == "released" else load_head(path, meta)

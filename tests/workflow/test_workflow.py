@@ -47,7 +47,9 @@ def test_head_mode_shares_base_features_once_per_table(embedded_plan):
     policies = cfg["bon"].get("policies") or {"policy": {}}
     assert embedded_plan.counts["step_features"] == sum(
         len(p.get("benchmarks") or cfg["benchmarks"]) for p in policies.values()) + 2 + 1
-    assert embedded_plan.counts["train_prm"] >= 9
+    # every variant plus one per sweep threshold that no declared variant has (0 is mc_hard's)
+    sweep = [t for t in cfg["trainsets"]["mc_threshold_sweep"] if t != cfg["trainsets"]["variants"]["mc_hard"]["threshold"]]
+    assert embedded_plan.counts["train_prm"] == len(cfg["trainsets"]["variants"]) + len(sweep)
 
 
 @pytest.mark.slow
