@@ -103,7 +103,9 @@ def test_threshold_sweep_value_trains_only_the_new_variant(up_to_date, tmp_path)
     """Adding one threshold: one more training set, PRM, its scoring and metrics, then the aggregates;
     no policy sampling, no MC relabelling (raw counts are kept), no judge, no retraining of other PRMs."""
     abl = tmp_path / "sweep.yaml"
-    abl.write_text("trainsets: {mc_threshold_sweep: [0.0, 0.25, 0.5, 0.75, 0.875]}\n")
+    sweep = yaml.safe_load((ROOT / "config/config.yaml").read_text())["trainsets"]["mc_threshold_sweep"]
+    assert 0.875 not in sweep
+    abl.write_text(f"trainsets: {{mc_threshold_sweep: {sweep + [0.875]}}}\n")
     jobs = _planned_jobs(up_to_date, [abl])
     for rule in ("embedded_model", "problems", "sample", "merge_samples", "grade_samples", "mc", "merge_mc", "judge",
                  "human_labels", "consensus", "critic_processbench"):
