@@ -3,9 +3,11 @@
 the model seconds measured on this host, and the time they would take at the slowest 2-core host's
 ~350 tokens/s (AVX2 only, float32 ceiling for a 135M model; --rate to change it). `cached`: the part of
 prefill vLLM served from its prefix cache (MC's and the audit's K completions of one step repeat its
-prompt), counted in prefill and in the time column, so that column is an upper bound.
+prompt), counted in prefill and in the time column, so that column is an upper bound. `slow host s`:
+the estimate that separates them, uncached prefill at --rate and decode at --decode-rate (~105 tokens/s,
+measured under bench/slow_host.sh: decoding runs well below the float32 ceiling).
 
-    python bench/token_budget.py [--logs logs] [--rate 350]
+    python bench/token_budget.py [--logs logs] [--rate 350] [--decode-rate 105]
     python bench/token_budget.py --ratio [--slice 16] [--model resources/models/smollm2]
 
 --ratio also measures the bf16 / float32 time ratio of the heaviest rule's work on this host, side by side:
@@ -24,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from prm_lessons.budget import SLOW_HOST_TOKENS_PER_S, SUFFIX  # noqa: E402
+from prm_lessons.budget import SLOW_HOST_DECODE_TOKENS_PER_S, SLOW_HOST_TOKENS_PER_S, SUFFIX  # noqa: E402
 
 
 def read_sidecars(logs: Path) -> list[dict]:
@@ -51,18 +53,23 @@ def per_rule(records: list[dict]) -> dict[str, dict]:
     return dict(out)
 
 
-def table(rules: dict[str, dict], rate: float) -> str:
+def slow_host_seconds(r: dict, rate: float, decode_rate: float) -> float:
+    return (r["prefill"] - r["cached"]) / rate + r["decode"] / decode_rate
+
+
+def table(rules: dict[str, dict], rate: float, decode_rate: float = SLOW_HOST_DECODE_TOKENS_PER_S) -> str:
     total = sum(r["tokens"] for r in rules.values()) or 1
     lines = [f"{'rule':<26}{'jobs':>5}{'prefill':>11}{'decode':>10}{'cached':>10}{'share':>7}{'measured s':>12}"
-             f"{f'at {rate:g} tok/s':>16}  dtype"]
+             f"{f'at {rate:g} tok/s':>16}{'slow host s':>13}  dtype"]
     for name, r in sorted(rules.items(), key=lambda kv: -kv[1]["tokens"]):
         lines.append(f"{name:<26}{r['jobs']:>5}{r['prefill']:>11,}{r['decode']:>10,}{r['cached']:>10,}"
-                     f"{r['tokens'] / total:>7.1%}{r['seconds']:>12.1f}{r['tokens'] / rate:>15.0f}s  "
-                     f"{'/'.join(sorted(r['dtypes']))}")
+                     f"{r['tokens'] / total:>7.1%}{r['seconds']:>12.1f}{r['tokens'] / rate:>15.0f}s"
+                     f"{slow_host_seconds(r, rate, decode_rate):>12.0f}s  {'/'.join(sorted(r['dtypes']))}")
     pre, dec = sum(r["prefill"] for r in rules.values()), sum(r["decode"] for r in rules.values())
     cached, secs = sum(r["cached"] for r in rules.values()), sum(r["seconds"] for r in rules.values())
     lines.append(f"{'total':<26}{sum(r['jobs'] for r in rules.values()):>5}{pre:>11,}{dec:>10,}{cached:>10,}"
-                 f"{1:>7.0%}{secs:>12.1f}{(pre + dec) / rate:>15.0f}s")
+                 f"{1:>7.0%}{secs:>12.1f}{(pre + dec) / rate:>15.0f}s"
+                 f"{slow_host_seconds({'prefill': pre, 'cached': cached, 'decode': dec}, rate, decode_rate):>12.0f}s")
     return "\n".join(lines)
 
 
@@ -138,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--logs", default="logs", type=Path)
     ap.add_argument("--rate", default=SLOW_HOST_TOKENS_PER_S, type=float, help="tokens/s of the host to estimate")
+    ap.add_argument("--decode-rate", default=SLOW_HOST_DECODE_TOKENS_PER_S, type=float,
+                    help="decoded tokens/s of that host (the slow-host column)")
     ap.add_argument("--ratio", action="store_true", help="measure bf16 / float32 of the heaviest rule here")
     ap.add_argument("--slice", default=16, type=int, help="requests per dtype for --ratio")
     ap.add_argument("--model", default="resources/models/smollm2")
@@ -152,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no {SUFFIX} sidecars under {a.logs}/: run the workflow first (make run)", file=sys.stderr)
         return 1
     rules = per_rule(records)
-    print(table(rules, a.rate))
+    print(table(rules, a.rate, a.decode_rate))
     if a.ratio:
         if not Path(a.model).is_dir():
             print(f"--ratio: no model at {a.model} (make run converts it)", file=sys.stderr)
