@@ -65,11 +65,10 @@ def table(rules: dict[str, dict], rate: float, decode_rate: float = SLOW_HOST_DE
         lines.append(f"{name:<26}{r['jobs']:>5}{r['prefill']:>11,}{r['decode']:>10,}{r['cached']:>10,}"
                      f"{r['tokens'] / total:>7.1%}{r['seconds']:>12.1f}{r['tokens'] / rate:>15.0f}s"
                      f"{slow_host_seconds(r, rate, decode_rate):>12.0f}s  {'/'.join(sorted(r['dtypes']))}")
-    pre, dec = sum(r["prefill"] for r in rules.values()), sum(r["decode"] for r in rules.values())
-    cached, secs = sum(r["cached"] for r in rules.values()), sum(r["seconds"] for r in rules.values())
-    lines.append(f"{'total':<26}{sum(r['jobs'] for r in rules.values()):>5}{pre:>11,}{dec:>10,}{cached:>10,}"
-                 f"{1:>7.0%}{secs:>12.1f}{(pre + dec) / rate:>15.0f}s"
-                 f"{slow_host_seconds({'prefill': pre, 'cached': cached, 'decode': dec}, rate, decode_rate):>12.0f}s")
+    tot = {k: sum(r[k] for r in rules.values()) for k in ("jobs", "prefill", "decode", "cached", "seconds")}
+    lines.append(f"{'total':<26}{tot['jobs']:>5}{tot['prefill']:>11,}{tot['decode']:>10,}{tot['cached']:>10,}"
+                 f"{1:>7.0%}{tot['seconds']:>12.1f}{(tot['prefill'] + tot['decode']) / rate:>15.0f}s"
+                 f"{slow_host_seconds(tot, rate, decode_rate):>12.0f}s")
     return "\n".join(lines)
 
 

@@ -116,9 +116,7 @@ def test_threshold_protocol_paper_gsm8k_embedded_auto_and_inapplicable_ones_name
 def test_the_larger_overlay_only_enlarges_the_default():
     """config/larger.yaml (the pre-budget sizes) names only keys the default has, each at least as large
     (a sweep list a superset): a typo or a changed default that made it smaller would go unnoticed."""
-    import yaml as _yaml
-
-    overlay = _yaml.safe_load((ROOT / "config/larger.yaml").read_text())
+    overlay = yaml.safe_load((ROOT / "config/larger.yaml").read_text())
     small = load_config(ROOT / "config/config.yaml")
     large = load_config(ROOT / "config/config.yaml", ROOT / "config/larger.yaml")
 
