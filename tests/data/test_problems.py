@@ -33,6 +33,37 @@ def test_reasoning_gym_loader_stable_ids_and_gold_steps():
         assert final_answer_text(row.gold_steps) == row.answer
 
 
+def test_basic_arithmetic_answers_follow_operator_precedence(caplog):
+    """reasoning-gym computes '1 - 7 * 3' left to right (-18); the question means -20. Seed 2001 (the
+    embedded ProcessBench arith subset) has such items; every answer must equal the expression's value."""
+    from prm_lessons.arith import eval_arith, fmt_number
+    import reasoning_gym
+
+    spec = {"source": "reasoning_gym", "generator": "basic_arithmetic", "size": 40, "seed": 2001,
+            "params": {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 1,
+                       "operators": ["+", "-", "*"], "allow_parentheses": False, "allow_negation": False}}
+    source = reasoning_gym.create_dataset("basic_arithmetic", size=40, seed=2001, **spec["params"])
+    wrong = [i for i, item in enumerate(source)
+             if fmt_number(eval_arith(item["metadata"]["expression"])) != item["answer"]]
+    assert wrong, "the source no longer errs on this seed: pick one where it does"
+    with caplog.at_level("WARNING"):
+        df = load_problems("arith", spec)
+    for i, row in enumerate(df.itertuples()):
+        assert row.answer == fmt_number(eval_arith(source[i]["metadata"]["expression"]))
+        assert row.gold_steps and final_answer_text(row.gold_steps) == row.answer  # no item lost its gold steps
+    assert f"{len(wrong)} of 40 answers corrected" in caplog.text
+
+
+def test_precedence_answer_leaves_inexact_divisions_and_other_generators():
+    from prm_lessons.data.problems import precedence_answer
+
+    assert precedence_answer("basic_arithmetic", "7 / 2 + 1", "4") == "4"  # floored by the source: kept
+    assert precedence_answer("basic_arithmetic", "8 / 2 * 3", "12") == "12"
+    assert precedence_answer("basic_arithmetic", "2 + 8 / 2", "5") == "6"
+    assert precedence_answer("chain_sum", "1 - 7 * 3", "-18") == "-18"
+    assert precedence_answer("basic_arithmetic", None, "3") == "3"
+
+
 def test_reasoning_gym_gsm_symbolic_uses_worked_solution():
     df = load_problems("gsm", {"source": "reasoning_gym", "generator": "gsm_symbolic", "size": 2, "seed": 1})
     for row in df.itertuples():

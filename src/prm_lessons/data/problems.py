@@ -15,6 +15,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from ..arith import eval_arith, fmt_number, to_fraction
 from ..corruption import arithmetic_gold_steps
 from ..errors import InputError, json_type
 from ..grading.golds import gold_answer_text, last_boxed_content
@@ -103,12 +104,42 @@ def _reasoning_gym_rows(spec: dict) -> list[dict]:
         raise ValueError(f"reasoning_gym dataset '{generator}' needs `size`")
     ds = reasoning_gym.create_dataset(generator, size=int(spec["size"]), seed=int(spec.get("seed", 0)),
                                       **(spec.get("params") or {}))
-    rows = []
+    rows, corrected = [], []
     for i, item in enumerate(ds):
         meta = item.get("metadata") or {}
+        answer = precedence_answer(generator, meta.get("expression"), item.get("answer"))
+        if answer != item.get("answer"):
+            corrected.append(f"{meta.get('expression')} = {answer}, not {item.get('answer')}")
+            item = {**item, "answer": answer}
         rows.append({"source_id": f"{generator}:{spec.get('seed', 0)}:{i}", "question": item.get("question"),
                      "answer": item.get("answer"), "gold_steps": _reasoning_gym_steps(generator, item, meta)})
+    if corrected:
+        log.warning("%s (seed %s): %d of %d answers corrected to the expression's value under the usual operator "
+                    "precedence (reasoning-gym computes a parenthesis-free expression left to right), e.g. %s",
+                    generator, spec.get("seed", 0), len(corrected), len(rows), "; ".join(corrected[:3]))
     return rows
+
+
+def precedence_answer(generator: str, expression, answer):
+    """The answer a basic_arithmetic question means. reasoning-gym (0.1.19, `_generate_simple_task`)
+    renders "1 - 7 * 3" without parentheses but computes it left to right (-18): the value under the
+    usual precedence (-20) is what the question asks and what a correct response answers. Expressions
+    whose exact value is not an integer (an inexact division, floored by reasoning-gym) keep the source's
+    answer; other generators and malformed expressions are returned unchanged."""
+    if generator != "basic_arithmetic" or expression is None:
+        return answer
+    try:
+        value = eval_arith(str(expression))
+    except (ValueError, SyntaxError, ZeroDivisionError):
+        return answer
+    if value.denominator != 1:
+        return answer
+    try:
+        if to_fraction(str(answer).strip()) == value:
+            return answer
+    except (ValueError, ZeroDivisionError):
+        pass
+    return fmt_number(value)
 
 
 def _reasoning_gym_steps(generator: str, item: dict, meta: dict) -> list[str] | None:
@@ -128,8 +159,8 @@ def _reasoning_gym_steps(generator: str, item: dict, meta: dict) -> list[str] | 
         try:
             return arithmetic_gold_steps(str(meta["expression"]), str(item.get("answer")))
         except ValueError as exc:
-            # reasoning-gym floors inexact divisions, so a few gold answers are not the exact value;
-            # such a problem keeps its question and answer but gets no gold steps
+            # reasoning-gym floors inexact divisions, so a few gold answers are not the exact value
+            # (precedence_answer keeps those); such a problem keeps its question and answer but gets no gold steps
             log.info("%s item %s: no gold steps (%s)", generator, meta.get("source_index"), exc)
     return None
 
