@@ -151,6 +151,19 @@ def test_lesson5_without_responses_of_three_steps_is_undecidable_and_says_why():
     assert V.lesson5_min_at_last(fig8("human", 60.0, 45.0, 73.0, 30.0, 40)).verdict == V.ABSENT  # not the PRM fixed
 
 
+def test_lesson5_needs_a_prm_that_learnt_later_steps():
+    """mc_hard on 24 responses, 19 of them cut to one negative first step (28 labelled steps): its minimum
+    lands on first steps, which would read as 'contradicted' while it says nothing about outcome drift."""
+    cells = fig8("mc_hard", 5.0, 1.0, 15.0, 30.0, 40)
+    few = pd.DataFrame({"variant": ["mc_hard", "human"], "n_instances": [24, 200], "n_steps": [28, 600]})
+    row = V.lesson5_min_at_last(cells, trainsets=few)
+    assert row.verdict == V.UNDECIDABLE and "4 labelled steps after a first step" in row.reason
+    assert "trained on 24 instances" in row.measured and str(V.MIN_LATER_STEPS) in row.decide
+    enough = few.assign(n_steps=[24 + V.MIN_LATER_STEPS, 600])
+    assert V.lesson5_min_at_last(cells, trainsets=enough).verdict == V.CONTRADICTED
+    assert V.lesson5_min_at_last(cells, trainsets=few.iloc[1:]).verdict == V.CONTRADICTED  # no row: share alone
+
+
 @pytest.mark.parametrize("paired, verdict", [((0.05, 0.01, 0.09), V.REPRODUCED), ((-0.05, -0.09, -0.01), V.CONTRADICTED),
                                              ((0.02, -0.03, 0.07), V.UNDECIDABLE)])
 def test_lesson6_recipe_vs_maj_from_the_paired_interval(paired, verdict):

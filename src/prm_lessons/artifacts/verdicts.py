@@ -409,6 +409,12 @@ L5_PAPER = ("Fig 8: share of all Best-of-8 responses with the minimum at the fin
             "42–55 % for Skywork-7B, Math-Shepherd-PRM-7B and Eurus (length mix not published)")
 L5_DECIDE = ("Best-of-N problems whose responses have ≥ 3 steps, in the hundreds (e.g. 2–4 terms with `*`), "
              "so the observed share can be told from its chance rate")
+L5_DECIDE_LATER = ("an MC training set with at least {n} labelled steps after a response's first step (MC keeps "
+                   "steps up to the first negative one: a policy whose first steps are mostly right, or more "
+                   "training responses)")
+# Fixed in advance: a PRM that saw fewer labelled steps after the first learnt "first step" against "no
+# step", not what a last step looks like, so where its minimum falls says nothing about outcome drift.
+MIN_LATER_STEPS = 30
 
 
 def _fig8_cell(fig8: pd.DataFrame, prm: str, column: str, stage: str) -> pd.Series | None:
@@ -417,11 +423,24 @@ def _fig8_cell(fig8: pd.DataFrame, prm: str, column: str, stage: str) -> pd.Seri
     return None if r.empty else r.iloc[0]
 
 
-def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM) -> Verdict:
+def _later_steps(trainsets: pd.DataFrame | None, prm: str) -> tuple[int, int] | None:
+    """(instances, labelled steps after each instance's first) of `prm`'s training set (trainsets.csv)."""
+    if not has_columns(trainsets, ("variant", "n_instances", "n_steps")):
+        return None
+    r = trainsets[trainsets["variant"].astype(str) == prm]
+    if r.empty:
+        return None
+    n, steps = (pd.to_numeric(r[c], errors="coerce").iloc[0] for c in ("n_instances", "n_steps"))
+    return (int(n), int(steps - n)) if finite(n) and finite(steps) else None
+
+
+def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM,
+                        trainsets: pd.DataFrame | None = None) -> Verdict:
     """`prm`'s share of responses of 3+ steps (all Best-of-N responses, the paper's population) whose
     minimum step score is on the final step, against the chance rate of the same responses (Figure 8
     cells): above chance → reproduced, below → contradicted. One- and two-step responses are reported
-    apart (100 % by definition; about 50 % by chance)."""
+    apart (100 % by definition; about 50 % by chance). With `trainsets`, a PRM trained on fewer than
+    MIN_LATER_STEPS labelled steps after the first is "undecidable here" whatever the share."""
     if not has_columns(fig8, ("row", "column", "stage", "n", "value", "ci_low", "ci_high")):
         return _absent(L5, L5_PAPER, "no Figure 8 cells per response length (results/tables/fig8_min_at_last_step.csv)",
                        L5_DECIDE)
@@ -444,6 +463,14 @@ def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM) -
     measured = (f"`{prm}`, 3+ steps: {Fmt(1.0).est(est)} % of {int(obs['n'])} responses vs chance {ch:.1f} %"
                 + ("; " + "; ".join(short) if short else ""))
     verdict, reason = interval_verdict(est, ch, f"the chance rate {ch:.1f} %")
+    later = _later_steps(trainsets, prm)
+    if later is not None:
+        measured += f"; `{prm}` trained on {later[0]} instances, {later[1]} labelled steps after the first"
+        if later[1] < MIN_LATER_STEPS:
+            return Verdict(L5, L5_PAPER, measured, UNDECIDABLE,
+                           f"`{prm}` saw {later[1]} labelled steps after a first step (fewer than {MIN_LATER_STEPS}): "
+                           "it never learnt what a later or last step looks like, so where its minimum falls "
+                           "says nothing about a drift to outcome scoring", L5_DECIDE_LATER.format(n=MIN_LATER_STEPS))
     return _row(L5, L5_PAPER, L5_DECIDE, measured, verdict, reason)
 
 
@@ -518,7 +545,7 @@ def verdict_rows(*, processbench: pd.DataFrame | None = None, bon: pd.DataFrame 
         (L3A, L3A_PAPER, lambda: lesson3_hard_soft(processbench)),
         (L3B, L3B_PAPER, lambda: lesson3_threshold(processbench, trainsets, threshold_sweep, audit)),
         (L4, L4_PAPER, lambda: lesson4_flawed_process(fig6, processbench, judge_critics, judge_pb, checker_bon)),
-        (L5, L5_PAPER, lambda: lesson5_min_at_last(fig8)),
+        (L5, L5_PAPER, lambda: lesson5_min_at_last(fig8, trainsets=trainsets)),
         (L6, L6_PAPER, lambda: lesson6_bon_vs_maj(bon, aggregation, trainsets=trainsets)),
     ]
     return [_guarded(fn, lesson, paper) for lesson, paper, fn in calls]
