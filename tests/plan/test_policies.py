@@ -66,6 +66,21 @@ def test_embedded_plan_names_two_policies_and_two_n():
     assert cfg["analysis"]["n"] == cfg["bon"]["n"]  # the tables read bon.csv at bon.n, never at a more_n N
 
 
+def test_a_policy_scored_by_some_prms_names_bad_entries():
+    cfg = validate_config(base())
+    specs = {"human": {}, "mc_hard": {}, "judge": {}}
+    assert plan.policy_prms(cfg, "smollm2_t1", specs) == ["human", "mc_hard", "judge"]  # unset: every PRM
+    cfg["bon"]["policies"]["smollm2_t1"]["prms"] = ["judge", "human"]
+    assert plan.policy_prms(cfg, "smollm2_t1", specs) == ["human", "judge"]  # in the PRMs' order
+    assert plan.policy_prms(cfg, "smollm2", specs) == list(specs)
+    cfg["bon"]["policies"]["smollm2_t1"]["prms"] = ["human", "nope"]
+    with pytest.raises(ValueError, match=r"bon\.policies\.smollm2_t1\.prms\.1.*'nope' is not a PRM"):
+        plan.policy_prms(cfg, "smollm2_t1", specs)
+    cfg["bon"]["policies"]["smollm2"]["prms"] = ["human"]
+    with pytest.raises(ValueError, match=r"bon\.policies\.smollm2\.prms.*primary"):
+        plan.policy_prms(cfg, "smollm2", specs)
+
+
 def test_largest_n_is_sampled_and_named_policies_get_their_n():
     cfg = base()
     cfg["bon"]["more_n"] = [{"n": 8, "benchmarks": ["chain_sum"], "policies": ["smollm2", "smollm2_t1"]},

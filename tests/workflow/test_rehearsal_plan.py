@@ -96,9 +96,9 @@ def test_rehearsal_splits_one_prm_per_scoring_path(rehearsal):
     kinds = {("trained" if specs[s]["trained"] else specs[s].get("backend", "transformers")) for s in split}
     assert kinds == {"vllm", "transformers", "trained"}, kinds
     per_prm = Counter(j.wildcards["prm"] for j in p.of("score_samples"))
-    policies = len(plan.bon_policies(cfg))
+    scoring = {prm: sum(prm in plan.policy_prms(cfg, pol, specs) for pol in plan.bon_policies(cfg)) for prm in specs}
     for prm in specs:
-        assert per_prm[prm] == policies * (n if prm in split else 1), prm
+        assert per_prm[prm] == scoring[prm] * (n if prm in split else 1), prm
     assert {j.wildcards["nshards"] for j in p.of("score_processbench") if j.wildcards["prm"] not in split} == {"1"}
     assert Counter(j.wildcards["prm"] for j in p.of("merge_processbench_scores")) == Counter(set(specs))
 
@@ -110,6 +110,21 @@ def test_second_policy_tables_are_still_planned(rehearsal):
     for table in ("table9_bon_second_policy", "table12_llm_judge_bon_second_policy",
                   "table14_scoring_strategies_second_policy", "table16_scoring_strategies_chinese_second_policy"):
         assert p.counts.get(table) == 1, table
+
+
+def test_the_second_policy_is_scored_by_its_prms_only(rehearsal):
+    """bon.policies.<second>.prms: its samples are scored, merged and evaluated by those PRMs only (one per
+    scoring path, so every path still runs on it); the primary's by every PRM."""
+    p, cfg = rehearsal
+    specs = plan.resolve_prm_specs(cfg)
+    primary, second = list(plan.bon_policies(cfg))
+    own = set(cfg["bon"]["policies"][second]["prms"])
+    assert own and own < set(specs) and set(cfg["prms"]["shard_prms"]) <= own
+    for rule in ("score_samples", "merge_sample_scores", "bon_metrics"):
+        by_policy = {d: {j.wildcards["prm"] for j in p.of(rule) if j.wildcards.get("policy_dir", "") == d}
+                     for d in ("", f"policies/{second}/")}
+        assert by_policy[f"policies/{second}/"] == own, rule
+        assert by_policy[""] == set(specs), rule
 
 
 def test_training_problems_are_sampled_by_the_data_policy_and_completed_by_its_completer(rehearsal):

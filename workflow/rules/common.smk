@@ -67,6 +67,7 @@ BON_BENCHMARKS = list(config["benchmarks"])
 # results/scores/, results/metrics/bon/; another's results/policies/{name}/... (the `policy_dir` wildcard)
 POLICIES = plan.bon_policies(config)
 POLICY_DIRS = {p: plan.policy_dir(config, p) for p in POLICIES}
+POLICY_PRMS = {p: plan.policy_prms(config, p, PRM_SPECS) for p in POLICIES}  # the PRMs scoring each one's samples
 BON_EVALUATIONS = plan.bon_evaluations(config)  # (policy, benchmark, every N evaluated on it)
 CRITIC_SPECS = plan.critic_specs(config)  # name -> model + settings (section defaults, own overrides)
 CRITICS = list(CRITIC_SPECS)  # names of the enabled critics (the `judge` wildcard)

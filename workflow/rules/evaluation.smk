@@ -382,7 +382,9 @@ rule processbench_metrics:
 rule bon_table:
     input:
         code("evaluation:bon_table"),
-        metrics=run_in([f"results/{d}metrics/bon/{prm}.json" for d in POLICY_DIRS.values() for prm in PRM_SPECS]),
+        metrics=run_in(
+            [f"results/{d}metrics/bon/{prm}.json" for p, d in POLICY_DIRS.items() for prm in POLICY_PRMS[p]]
+        ),
     output:
         table=run_out("results/tables/bon.csv"),
     log:

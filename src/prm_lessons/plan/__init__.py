@@ -93,6 +93,7 @@ from .policies import (
     policy_dir_regex,
     policy_of_dir,
     policy_path,
+    policy_prms,
     primary_policy,
     sample_n,
 )
@@ -191,7 +192,7 @@ __all__ = [
     "prm_gpus", "score_shards", "score_outputs", "score_log", "score_shard_paths", "scoring_runtime",
     "CRITIC_SETTINGS", "OFFICIAL_CRITIC_TEMPLATE", "JUDGE_PAPER_TEMPLATE", "JUDGE_TEMPLATES",
     "judge_template_input", "judge_template_name", "critic_specs", "critic_generation_sources", "critic_shards",
-    "critic_minutes", "critic_template_input", "critic_setting", "search_prms", "search_policy",
+    "critic_minutes", "critic_template_input", "critic_setting", "search_prms", "policy_prms", "search_policy",
     "search_policy_entry", "search_benchmarks", "search_n", "search_reuses_samples", "search_samples_path",
     "search_orm_path", "search_greedy_path", "greedy_sampling", "search_shards", "search_outputs", "search_log",
     "search_shard_paths", "SEARCH_MINUTES",

@@ -30,6 +30,23 @@ def bon_policies(config: dict) -> dict[str, dict]:
     return out
 
 
+def policy_prms(config: dict, policy: str, specs) -> list[str]:
+    """The PRMs (of `specs`, in its order) that score a policy's samples: bon.policies.<policy>.prms, else
+    every one. The primary's samples are scored by every PRM (labels, search and figures read them)."""
+    pols = (config.get("bon") or {}).get("policies") or {}
+    names = list((pols.get(policy) or {}).get("prms") or [])
+    if not names:
+        return list(specs)
+    if policy == primary_policy(config):
+        raise ValueError(f"config error at `bon.policies.{policy}.prms`: the primary policy's samples are scored "
+                         "by every PRM (labels, search and the figures read them); set it on another policy")
+    for i, n in enumerate(names):
+        if n not in specs:
+            raise ValueError(f"config error at `bon.policies.{policy}.prms.{i}`: '{n}' is not a PRM of this run "
+                             f"({', '.join(specs)})")
+    return [n for n in specs if n in names]
+
+
 def primary_policy(config: dict) -> str:
     """The first policy of bon.policies (roles.policy's name when none is configured)."""
     return next(iter(bon_policies(config)))
