@@ -36,8 +36,9 @@ def test_reasoning_gym_loader_stable_ids_and_gold_steps():
 def test_basic_arithmetic_answers_follow_operator_precedence(caplog):
     """reasoning-gym computes '1 - 7 * 3' left to right (-18); the question means -20. Seed 2001 (the
     embedded ProcessBench arith subset) has such items; every answer must equal the expression's value."""
-    from prm_lessons.arith import eval_arith, fmt_number
     import reasoning_gym
+
+    from prm_lessons.arith import eval_arith, fmt_number
 
     spec = {"source": "reasoning_gym", "generator": "basic_arithmetic", "size": 40, "seed": 2001,
             "params": {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 1,

@@ -382,9 +382,7 @@ rule processbench_metrics:
 rule bon_table:
     input:
         code("evaluation:bon_table"),
-        metrics=run_in(
-            [f"results/{d}metrics/bon/{prm}.json" for p, d in POLICY_DIRS.items() for prm in POLICY_PRMS[p]]
-        ),
+        metrics=run_in([f"results/{d}metrics/bon/{prm}.json" for p, d in POLICY_DIRS.items() for prm in POLICY_PRMS[p]]),
     output:
         table=run_out("results/tables/bon.csv"),
     log:
