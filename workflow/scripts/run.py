@@ -71,3 +71,7 @@ def main() -> None:
 
 if __name__ == "__main__":  # vLLM spawns worker processes; the guard keeps them from re-running the rule
     main()
+    if type(snakemake).__module__.split(".")[0] == "snakemake":  # a job Snakemake started, not a test's stand-in
+        from prm_lessons.job_exit import end_job
+
+        end_job()  # outputs are written: skip the interpreter's teardown (seconds a job; prm_lessons.job_exit)

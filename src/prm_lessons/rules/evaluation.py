@@ -93,6 +93,14 @@ def _from_features(features_input, spec, row_ids):
     return scores, stats
 
 
+def _load_adapter(spec: dict):
+    """The PRM's model (prm_lessons.scoring.load). Imported here, not per rule: transformers costs ~2 s
+    of a scoring job's ~4 (measured), and a head-only PRM scored from stored features never needs it."""
+    from ..scoring.load import load_adapter  # lazy: transformers (above)
+
+    return load_adapter(spec)
+
+
 def _shard(wildcards: dict) -> tuple[int, int] | None:
     """(shard, nshards) of a sharded scoring job (prms.shards > 1), None for one that scores whole tables."""
     return (int(wildcards["shard"]), int(wildcards["nshards"])) if "shard" in wildcards else None
@@ -119,7 +127,6 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
     that problem shard of every set only (prm_lessons.shards.in_shard; rule merge_sample_scores joins them)."""
     from .. import features  # lazy: torch (module docstring)
     from ..scoring.batch import ScoreStats  # lazy: torch (module docstring)
-    from ..scoring.load import load_adapter  # lazy: torch (module docstring)
 
     spec, cfg = params["spec"], params.get("scoring", {})
     samples = {Path(p).stem: p for p in as_paths(inputs["responses"])}
@@ -148,7 +155,7 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
         elif not len(df):  # a shard without problems (more shards than problems): no model is loaded
             scores, stats, outcome = [], ScoreStats(), None
         else:
-            adapter = adapter or load_adapter(spec)
+            adapter = adapter or _load_adapter(spec)
             scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
             outcome, tokens = adapter.outcome, adapter.token_info()
         df = pd.DataFrame({"problem_id": df["problem_id"], "sample_idx": df["sample_idx"], "step_scores": scores,
@@ -164,7 +171,6 @@ def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: 
     """Rule `score_processbench`: results/processbench/cases.parquet → results/scores/{prm}/processbench.parquet
     (pb_scores). Outcome RMs score every prefix as its own response."""
     from ..scoring.batch import ScoreStats  # lazy: torch (module docstring)
-    from ..scoring.load import load_adapter  # lazy: torch (module docstring)
 
     spec, cfg = params["spec"], params.get("scoring", {})
     shard = _shard(wildcards)
@@ -186,7 +192,7 @@ def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: 
         elif not len(cases):  # a shard without cases: no model is loaded
             scores, stats, outcome = [], ScoreStats(), None
         else:
-            adapter = adapter or load_adapter(spec)
+            adapter = adapter or _load_adapter(spec)
             scores, stats = _score_frame(adapter, cases["problem"].tolist(), steps, cfg, prefixes=adapter.outcome)
             outcome, tokens = adapter.outcome, adapter.token_info()
         out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["subset"], "step_scores": scores,
