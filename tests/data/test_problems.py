@@ -360,3 +360,65 @@ def test_problems_table_records_the_rows_of_the_whole_set(tmp_path):
     spec = {"source": "local", "path": str(f), "rows": 5, "limit": 2, "fields": {"question": "question", "answer": "answer"}}
     rule_problems(inputs={}, outputs={"problems": str(out)}, params={"spec": spec}, wildcards={"dataset": "s"}, threads=1)
     assert table_meta(out)["rows_loaded"] == 5 and len(pd.read_parquet(out)) == 2
+
+
+# ----------------------------------------------------------------------------------------- source mix
+
+def test_mix_is_its_parts_in_order_as_one_set(tmp_path):
+    """The embedded training set: both generators, one set (one sampling, MC and judge job)."""
+    chain = {"source": "reasoning_gym", "generator": "chain_sum", "size": 3, "seed": 12,
+             "params": {"min_terms": 2, "max_terms": 3, "min_digits": 1, "max_digits": 1}}
+    f = tmp_path / "own.jsonl"
+    f.write_text(json.dumps({"question": "q0", "answer": "7"}) + "\n")
+    spec = {"source": "mix", "parts": {"arith": ARITH, "chain": chain,
+                                       "own": {"source": "local", "path": str(f), "answer_format": "plain"}}}
+    df = load_problems("train", spec)
+    a, c = load_problems("x", ARITH), load_problems("y", chain)
+    assert list(df["question"]) == list(a["question"]) + list(c["question"]) + ["q0"]
+    assert list(df["answer"]) == list(a["answer"]) + list(c["answer"]) + ["7"]
+    assert list(df["problem_id"]) == [f"train-{i:05d}" for i in range(len(df))] and set(df["dataset"]) == {"train"}
+    assert list(df["source_id"][: len(a)]) == list(a["source_id"])  # the generator's own ids
+    assert df.attrs["rows_loaded"] == len(df)
+
+
+def test_mix_part_errors_name_the_set_and_the_part():
+    with pytest.raises(ValueError, match="dataset 'train': part 'web' has source 'url'"):
+        load_problems("train", {"source": "mix", "parts": {"web": {"source": "url", "url": "x.jsonl"}}})
+    with pytest.raises(ValueError, match="dataset 'train', part 'bad': reasoning_gym dataset 'chain_sum' needs `size`"):
+        load_problems("train", {"source": "mix", "parts": {"bad": {"source": "reasoning_gym", "generator": "chain_sum"}}})
+
+
+def test_mix_in_the_config_is_checked_before_any_job():
+    import yaml
+
+    from prm_lessons.config import ConfigError, validate_config
+
+    schema = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+    with open(ROOT / "config" / "config.yaml") as fh:
+        cfg = yaml.safe_load(fh)
+    assert cfg["problems"]["train"]["source"] == "mix"
+    validate_config(cfg, schema)
+    bad = yaml.safe_load(yaml.safe_dump(cfg))
+    del bad["problems"]["train"]["parts"]["chain"]["size"]
+    with pytest.raises(ConfigError, match="problems.train.parts.chain"):
+        validate_config(bad, schema)
+    bad = yaml.safe_load(yaml.safe_dump(cfg))
+    bad["problems"]["train"]["parts"]["chain"] = {"source": "url", "url": "x.jsonl"}
+    with pytest.raises(ConfigError, match="problems.train.parts.chain"):
+        validate_config(bad, schema)
+    del bad["problems"]["train"]["parts"]
+    with pytest.raises(ConfigError, match="problems.train"):
+        validate_config(bad, schema)
+
+
+def test_mix_size_at_dag_time_is_the_sum_of_its_parts():
+    from prm_lessons import plan
+
+    parts = {"a": {"source": "reasoning_gym", "generator": "chain_sum", "size": 30},
+             "b": {"source": "local", "path": "x.jsonl", "rows": 50, "limit": 20}}
+    cfg = {"problems": {"m": {"source": "mix", "parts": parts},
+                        "open": {"source": "mix", "parts": {**parts, "c": {"source": "local", "path": "y.jsonl"}}}},
+           "benchmarks": {}, "roles": {"policy": "p"}, "sampling": {"n": 4}}
+    assert plan.dataset_problems(cfg, "m") == 50
+    assert plan.dataset_problems(cfg, "open") is None  # one part of unknown size
+    assert plan.local_source_inputs(cfg["problems"]["open"], "open") == ["x.jsonl", "y.jsonl"]

@@ -8,7 +8,7 @@ def test_embedded_dag_runs_the_checker_on_the_same_pool(embedded_plan):
         jobs[j.rule].append(j)
     labelled = {j.wildcards.get("dataset") for j in jobs["process_check_labels"]}
     # the training problems (the pool MC and the judge label) and the Best-of-N benchmarks
-    assert {"train", "train_chain", "arith", "chain_sum"} <= labelled
+    assert {"train", "arith", "chain_sum"} <= labelled
     assert jobs["process_check_validation"][0].input[-1] == "results/processbench/cases.parquet"
     assert "results/tables/process_check_bon.csv" in jobs["process_check_bon"][0].output
     checker_set = [j for j in jobs["trainset"] if j.wildcards.get("variant") == "checker"]

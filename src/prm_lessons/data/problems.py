@@ -360,6 +360,8 @@ def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.D
     naming the set.
     """
     source = spec.get("source")
+    if source == "mix":
+        return _mixed_problems(name, spec)
     fmt = spec.get("answer_format", "plain")
     if fmt not in ANSWER_FORMATS:
         raise ValueError(f"dataset '{name}': unknown answer_format '{fmt}' (one of {', '.join(ANSWER_FORMATS)})")
@@ -417,7 +419,35 @@ def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.D
     df = pd.DataFrame(mapped)
     df.insert(0, "problem_id", [f"{name}-{i:05d}" for i in range(len(df))])
     df.insert(1, "dataset", name)
-    df = df[PROBLEM_COLUMNS + ["source_id"]]
+    return _with_repeats(df[PROBLEM_COLUMNS + ["source_id"]], n_source, where)
+
+
+def _mixed_problems(name: str, spec: dict) -> pd.DataFrame:
+    """Source mix: each part's problems (a dataset entry of its own), in the parts' order, as one set
+    named `name` (problem ids renumbered; source ids stay the parts' own)."""
+    parts = spec.get("parts") or {}
+    if not parts:
+        raise ValueError(f"dataset '{name}': source mix needs `parts` (name -> dataset entry)")
+    frames = []
+    for part, pspec in parts.items():
+        if (pspec or {}).get("source") not in ("reasoning_gym", "hub", "local"):
+            raise ValueError(f"dataset '{name}': part '{part}' has source {(pspec or {}).get('source')!r}; a mix "
+                             "takes reasoning_gym, hub or local parts")
+        try:
+            frames.append(load_problems(f"{name}.{part}", pspec))
+        except InputError:  # names its rows and `dataset '{name}.{part}'` already
+            raise
+        except ValueError as exc:
+            raise ValueError(f"dataset '{name}', part '{part}': {exc}") from exc
+    df = pd.concat(frames, ignore_index=True)
+    df["problem_id"] = [f"{name}-{i:05d}" for i in range(len(df))]
+    df["dataset"] = name
+    loaded = [f.attrs.get("rows_loaded") for f in frames]
+    return _with_repeats(df, None if None in loaded else sum(loaded), f"dataset '{name}'")
+
+
+def _with_repeats(df: pd.DataFrame, n_source: int | None, where: str) -> pd.DataFrame:
+    """The table with its load counts: rows_loaded (before `limit`) and the repeated problems."""
     df.attrs["rows_loaded"] = n_source
     repeated = _repeated_problems(df)
     if repeated:

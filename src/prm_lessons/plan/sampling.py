@@ -22,6 +22,8 @@ def local_source_inputs(spec: dict | None, name: str | None = None) -> list[str]
     """Rule inputs for a spec: its local file or directory (so replacing it reruns the rule), the
     downloaded copy for `source: url` (made by rule benchmark_file / processbench_file), else none."""
     spec = spec or {}
+    if spec.get("source") == "mix":  # its local parts' files (a mix takes no url part)
+        return [f for p in (spec.get("parts") or {}).values() for f in local_source_inputs(p, name)]
     if spec.get("source") == "local" and spec.get("path"):
         return [spec["path"]]
     if spec.get("source") == "url":
@@ -61,19 +63,26 @@ def dataset_problems(config: dict, name: str, policy: str | None = None) -> int 
     only lower it): a generated set's `size`; else `rows`, the `subsample` size, `limit`; then the Best-of-N
     policy's `limit` (a training set's: the data policy's, plan.sampler). None when nothing bounds it (an
     unpinned Hub or local file without limit)."""
-    spec = dataset_spec(config, name)
-    if spec.get("source") == "reasoning_gym":  # data.load_dataset applies no subsample or limit to these
-        n = spec.get("size")
-    else:
-        n = spec.get("rows")
-        if spec.get("subsample"):
-            n = int(spec["subsample"]["n"])
-        if spec.get("limit"):
-            n = int(spec["limit"]) if n is None else min(int(n), int(spec["limit"]))
+    n = _entry_problems(dataset_spec(config, name))
     own = sampler(config, name, policy)["limit"]
     if own is not None:
         n = int(own) if n is None else min(int(n), int(own))
     return None if n is None else int(n)
+
+
+def _entry_problems(spec: dict) -> int | None:
+    """Problems of one dataset entry as far as its config tells (dataset_problems), None when unbounded."""
+    if spec.get("source") == "mix":  # the sum of its parts', unknown if one part's is
+        counts = [_entry_problems(p or {}) for p in (spec.get("parts") or {}).values()]
+        return None if not counts or None in counts else sum(counts)
+    if spec.get("source") == "reasoning_gym":  # data.load_dataset applies no subsample or limit to these
+        return spec.get("size")
+    n = spec.get("rows")
+    if spec.get("subsample"):
+        n = int(spec["subsample"]["n"])
+    if spec.get("limit"):
+        n = int(spec["limit"]) if n is None else min(int(n), int(spec["limit"]))
+    return n
 
 
 def sized_shard_count(config: dict, section: str, dataset: str, policy: str | None = None) -> int:
