@@ -157,17 +157,15 @@ def test_rules_score_both_judge_settings_and_write_the_table_and_verdict(tmp_pat
     pd.DataFrame({"id": c["id"], "prediction": pd.array([-1] * len(c), dtype="Int64")}).to_parquet(sp)
     made = []
     monkeypatch.setattr(generation, "load_engine", lambda d, e, b="auto": made.append(GoldDiffJudge()) or made[-1])
-    tables = []
-    for setting in jp.SETTINGS:
-        out = str(tmp_path / f"{setting}.parquet")
-        rule_judge_pb(inputs={"cases": cp}, outputs={"table": out},
-                      params={"judge": JUDGE, "n_cases": 16, "constructed": CON, "model_dir": "x", "model_entry": {}},
-                      wildcards={"setting": setting}, threads=1)
-        tables.append(out)
+    tables = [str(tmp_path / f"{setting}.parquet") for setting in jp.SETTINGS]
+    rule_judge_pb(inputs={"cases": cp}, outputs={"tables": tables},
+                  params={"judge": JUDGE, "n_cases": 16, "constructed": CON, "model_dir": "x", "model_entry": {},
+                          "settings": list(jp.SETTINGS)}, wildcards={}, threads=1)
     free, ref = (read_table(t, "critic") for t in tables)
     assert len(free) == 16 and free["id"].tolist() == ref["id"].tolist()
-    assert all("[Reference Solution]" not in p for p in made[0].prompts)
-    assert all("[Reference Solution]" in p for p in made[1].prompts)
+    assert len(made) == 1  # one engine for every setting
+    assert all("[Reference Solution]" not in p for p in made[0].prompts[:16])
+    assert all("[Reference Solution]" in p for p in made[0].prompts[16:]) and len(made[0].prompts) == 32
     # the reference is the case problem's gold solution: a diff against it finds every injected error
     assert ref["prediction"].astype(int).tolist() == ref["label"].tolist()
     assert "at most 1024 generated tokens" in capsys.readouterr().out

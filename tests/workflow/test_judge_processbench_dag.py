@@ -6,11 +6,9 @@ import dag
 
 
 def test_embedded_dag_scores_both_judge_settings_beside_the_structure_baseline(embedded_plan):
-    jobs = embedded_plan.of("judge_processbench")
-    assert sorted(j.wildcards["setting"] for j in jobs) == ["judge", "judge_reference"]
-    for j in jobs:
-        assert "results/processbench/cases.parquet" in j.input
-        assert j.output == [f"results/labels/judge_processbench/{j.wildcards['setting']}.parquet"]
+    (job,) = embedded_plan.of("judge_processbench")  # both settings in one job: one engine start-up
+    assert "results/processbench/cases.parquet" in job.input
+    assert job.output == [f"results/labels/judge_processbench/{s}.parquet" for s in ("judge", "judge_reference")]
     (table,) = embedded_plan.of("judge_processbench_table")
     assert "results/metrics/processbench/baseline_structure_predictions.parquet" in table.input
     assert {"results/labels/judge_processbench/judge.parquet",
@@ -23,7 +21,7 @@ def test_embedded_dag_scores_both_judge_settings_beside_the_structure_baseline(e
 
 def test_paper_dag_scores_the_labelling_judge_with_its_app_c_prompt(paper_plan):
     (job,) = paper_plan.of("judge_processbench")  # reference-free only: the official cases have no gold solution
-    assert job.wildcards["setting"] == "judge"
+    assert job.output == ["results/labels/judge_processbench/judge.parquet"]
     assert "resources/templates/judge_paper_app_c.txt" in job.input
     assert "results/processbench/cases.parquet" in job.input
     (table,) = paper_plan.of("judge_processbench_table")

@@ -337,14 +337,18 @@ if JUDGE_PB_CASES:
             cases=run_in("results/processbench/cases.parquet"),
             model=model_input(JUDGE),
             template=run_in(plan.judge_template_input(config["judge"])),
+        # every setting in one job: one engine start-up (~10 s on a 2-core host) for a few dozen cases each
         output:
-            table=run_out("results/labels/judge_processbench/{setting}.parquet"),
+            tables=run_out(
+                expand(
+                    "results/labels/judge_processbench/{setting}.parquet",
+                    setting=plan.judge_processbench_settings(config),
+                )
+            ),
         log:
-            run_out("logs/labels/judge_processbench/{setting}.log"),
+            run_out("logs/labels/judge_processbench.log"),
         benchmark:
-            bench("judge_processbench", "logs/labels/judge_processbench/{setting}.log")
-        wildcard_constraints:
-            setting=plan.wildcard_alternatives(list(plan.judge_processbench_settings(config))),
+            bench("judge_processbench", "logs/labels/judge_processbench.log")
         conda:
             "../../envs/sampling.yaml"
         threads: engine_threads(JUDGE)
@@ -355,6 +359,7 @@ if JUDGE_PB_CASES:
             runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
         params:
             func="labels:judge_processbench",
+            settings=list(plan.judge_processbench_settings(config)),
             judge=config["judge"],
             n_cases=JUDGE_PB_CASES,
             # the gold solutions of the cases' problems (reference-guided setting)

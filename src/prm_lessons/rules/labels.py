@@ -152,43 +152,49 @@ def _references(ids: list, golds: list) -> list[str]:
 
 
 def judge_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `judge_processbench`: the labelling judge (the `judge` section, with judge.reference off or on
-    per the `setting` wildcard) on a stratified slice of the constructed ProcessBench cases →
-    results/labels/judge_processbench/{setting}.parquet (a critic table)."""
-    setting = wildcards["setting"]
-    cfg = judge_pb.setting_config(params["judge"], setting)
+    """Rule `judge_processbench`: the labelling judge (the `judge` section, with judge.reference off or on per
+    setting, params.settings) on a stratified slice of the constructed ProcessBench cases →
+    results/labels/judge_processbench/{setting}.parquet (a critic table each), every setting on one engine."""
     cases = judge_pb.case_slice(read_table(inputs["cases"], "processbench"), int(params["n_cases"]))
-    refs = None
-    if cfg["reference"]:  # the gold solutions of the cases' problems (processbench.constructed.subsets)
-        con = params["constructed"] or {}
-        if not con.get("subsets"):
-            raise ValueError("processbench.constructed.subsets: no subsets defined")
-        golds = pd.concat([load_problems(f"processbench-{sub}", spec) for sub, spec in con["subsets"].items()],
-                          ignore_index=True)
-        refs = _references(list(cases["id"]), judge_pb.case_golds(cases, golds))
     steps = [[str(x) for x in s] for s in cases["steps"]]
-    print(f"judge_processbench {setting}: {len(cases)} cases (per subset {cases['subset'].value_counts().to_dict()}, "
-          f"{int((cases['label'] != -1).sum())} erroneous); style={cfg['style']}, max_tokens={cfg['max_tokens']}, "
-          f"n={cfg['n']}: at most {len(cases) * int(cfg['n']) * int(cfg['max_tokens'])} generated tokens "
-          "before forced answers", flush=True)
-    engine = generation.load_engine(params["model_dir"], params["model_entry"])  # via the module: tests swap it
-    rows = judge_responses(
-        engine, list(cases["problem"]), steps, list(cases["id"].astype(str)), style=cfg["style"], n=int(cfg["n"]),
-        temperature=float(cfg["temperature"]), top_p=float(cfg["top_p"]), max_tokens=int(cfg["max_tokens"]),
-        seed=int(cfg["seed"]), template=load_template(inputs.get("template")),
-        system_prompt=cfg.get("system_prompt"), force_answer=bool(cfg["force_answer"]), guided=bool(cfg["guided"]),
-        force_truncated=bool(cfg.get("force_truncated", False)), references=refs)
-    df = cases[["id", "subset", "label"]].copy()
-    df["prediction"] = pd.array([r["first_error"] for r in rows], dtype="Int64")
-    for c in ("status", "verdicts", "n_forced", "n_truncated", "tokens_generated"):
-        df[c] = [r[c] for r in rows]
-    summary = {"cases": len(df), "parsed": int(df["prediction"].notna().sum()),
-               "status_counts": df["status"].value_counts().to_dict(), "forced": int(df["n_forced"].sum()),
-               "truncated_unparsed": int(df["n_truncated"].sum()),
-               "tokens_generated": int(df["tokens_generated"].sum()),
-               "engine_seconds": round(engine.stats.seconds, 2)}
-    print(f"judge_processbench {setting} summary: {summary}", flush=True)
-    write_table(df, outputs["table"], "critic", meta={"judge": cfg, "setting": setting, "summary": summary})
+    engine = None
+    for setting, out in zip(params["settings"], as_paths(outputs["tables"]), strict=True):
+        cfg = judge_pb.setting_config(params["judge"], setting)
+        refs = _case_references(cases, params["constructed"]) if cfg["reference"] else None
+        print(f"judge_processbench {setting}: {len(cases)} cases (per subset {cases['subset'].value_counts().to_dict()}, "
+              f"{int((cases['label'] != -1).sum())} erroneous); style={cfg['style']}, max_tokens={cfg['max_tokens']}, "
+              f"n={cfg['n']}: at most {len(cases) * int(cfg['n']) * int(cfg['max_tokens'])} generated tokens "
+              "before forced answers", flush=True)
+        # via the module: tests swap it
+        engine = engine or generation.load_engine(params["model_dir"], params["model_entry"])
+        seconds = engine.stats.seconds
+        rows = judge_responses(
+            engine, list(cases["problem"]), steps, list(cases["id"].astype(str)), style=cfg["style"], n=int(cfg["n"]),
+            temperature=float(cfg["temperature"]), top_p=float(cfg["top_p"]), max_tokens=int(cfg["max_tokens"]),
+            seed=int(cfg["seed"]), template=load_template(inputs.get("template")),
+            system_prompt=cfg.get("system_prompt"), force_answer=bool(cfg["force_answer"]), guided=bool(cfg["guided"]),
+            force_truncated=bool(cfg.get("force_truncated", False)), references=refs)
+        df = cases[["id", "subset", "label"]].copy()
+        df["prediction"] = pd.array([r["first_error"] for r in rows], dtype="Int64")
+        for c in ("status", "verdicts", "n_forced", "n_truncated", "tokens_generated"):
+            df[c] = [r[c] for r in rows]
+        summary = {"cases": len(df), "parsed": int(df["prediction"].notna().sum()),
+                   "status_counts": df["status"].value_counts().to_dict(), "forced": int(df["n_forced"].sum()),
+                   "truncated_unparsed": int(df["n_truncated"].sum()),
+                   "tokens_generated": int(df["tokens_generated"].sum()),
+                   "engine_seconds": round(engine.stats.seconds - seconds, 2)}
+        print(f"judge_processbench {setting} summary: {summary}", flush=True)
+        write_table(df, out, "critic", meta={"judge": cfg, "setting": setting, "summary": summary})
+
+
+def _case_references(cases: pd.DataFrame, constructed: dict | None) -> list:
+    """The reference-guided setting's gold solutions of the cases' problems (processbench.constructed.subsets)."""
+    con = constructed or {}
+    if not con.get("subsets"):
+        raise ValueError("processbench.constructed.subsets: no subsets defined")
+    golds = pd.concat([load_problems(f"processbench-{sub}", spec) for sub, spec in con["subsets"].items()],
+                      ignore_index=True)
+    return _references(list(cases["id"]), judge_pb.case_golds(cases, golds))
 
 
 def judge_processbench_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
