@@ -260,6 +260,7 @@ def test_lesson4_the_judge_with_its_labelling_prompt_is_the_instrument_check():
 def test_lesson1_shows_the_judge_scored_with_its_own_prompt():
     row = V.lesson1_label_sources(pb({"judge": (0.3, 0.2, 0.4), "mc_hard": (0.3, 0.2, 0.4)}), _judge_pb(-0.3, 0.0))
     assert "its own prompt" in row.measured and "`judge`" in row.measured
+    assert "`judge` -15.0 [-30.0, +0.0]" in row.measured  # points, as the table's fractions x 100
 
 
 def _audit_rows():

@@ -142,7 +142,8 @@ def _judge_pb_deltas(judge_pb: pd.DataFrame | None) -> dict[str, Est]:
 def _judge_pb_note(judge_pb: pd.DataFrame | None) -> str:
     """The labelling judge, with its own prompt, on the constructed ProcessBench slice (rule
     judge_processbench_table): F1 minus structure-only per setting, as context for the judge's labels."""
-    parts = [f"`{name}` {Fmt(1.0).diff(d)}" for name, d in _judge_pb_deltas(judge_pb).items()]
+    # the table's F1 differences are fractions: points here, as every other F1 of the verdicts
+    parts = [f"`{name}` {Fmt(100.0).diff(d)}" for name, d in _judge_pb_deltas(judge_pb).items()]
     return ("; the labelling judge with its own prompt on ProcessBench, F1 minus structure-only: " + ", ".join(parts)
             if parts else "")
 
