@@ -120,10 +120,11 @@ class GoldDiffJudge(Engine):
 
     def __init__(self):
         super().__init__()
-        self.tokenizer, self.prompts = FakeTokenizer(), []
+        self.tokenizer, self.prompts, self.calls = FakeTokenizer(), [], []
 
     def generate(self, prompts, spec, seeds=None):
         self.prompts += prompts
+        self.calls.append(len(prompts))
         out = []
         for p in prompts:
             if "[Reference Solution]" not in p:
@@ -163,9 +164,10 @@ def test_rules_score_both_judge_settings_and_write_the_table_and_verdict(tmp_pat
                           "settings": list(jp.SETTINGS)}, wildcards={}, threads=1)
     free, ref = (read_table(t, "critic") for t in tables)
     assert len(free) == 16 and free["id"].tolist() == ref["id"].tolist()
-    assert len(made) == 1  # one engine for every setting
+    assert len(made) == 1  # one engine for every setting, the settings' cases in one batch
+    assert len(made[0].calls) == 1 and len(made[0].prompts) == 32
     assert all("[Reference Solution]" not in p for p in made[0].prompts[:16])
-    assert all("[Reference Solution]" in p for p in made[0].prompts[16:]) and len(made[0].prompts) == 32
+    assert all("[Reference Solution]" in p for p in made[0].prompts[16:])
     # the reference is the case problem's gold solution: a diff against it finds every injected error
     assert ref["prediction"].astype(int).tolist() == ref["label"].tolist()
     assert "at most 1024 generated tokens" in capsys.readouterr().out
