@@ -232,8 +232,8 @@ def test_embedded_slice_is_disjoint_from_evaluation_problems(embedded, embedded_
     assert sum(c["evaluation_question"] for c in counts.values()) > 0  # one-digit questions do repeat
     # own seeds: no audit problem set shares (generator, seed) with an evaluation or training set
     pb = embedded["processbench"]["constructed"]
-    others = [*embedded["benchmarks"].values(), *embedded["problems"].values(), *pb["subsets"].values(),
-              *pb["dev"]["subsets"].values()]
+    train = [part for s in embedded["problems"].values() for part in (s.get("parts") or {"": s}).values()]  # mix: its parts
+    others = [*embedded["benchmarks"].values(), *train, *pb["subsets"].values(), *pb["dev"]["subsets"].values()]
     used = {(s["generator"], s["seed"]) for s in others}
     assert not used & {(s["generator"], s["seed"]) for s in embedded["audit"]["problems"].values()}
 
