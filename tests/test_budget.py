@@ -115,11 +115,11 @@ def test_bench_sums_the_sidecars_per_rule(tmp_path, capsys):
     out = capsys.readouterr().out
     mc_line = next(line for line in out.splitlines() if line.startswith("mc "))
     assert "80.0%" in mc_line and "40s" in mc_line  # 14,000 of 17,500 tokens; 14,000 / 350
-    # the slow-host estimate: uncached prefill at 350, decode at 105: 5,000 / 350 + 4,000 / 105
-    assert mc_line.split()[-2] == "52s"
+    # the slow-host estimate: uncached prefill at 350, decode at 150: 5,000 / 350 + 4,000 / 150
+    assert mc_line.split()[-2] == "41s"
     total = out.splitlines()[-1].split()
     assert total[:5] == ["total", "3", "11,000", "6,500", "5,000"] and total[-2] == "50s"  # 17,500 / 350
-    assert total[-1] == "79s"  # 6,000 / 350 + 6,500 / 105
+    assert total[-1] == "60s"  # 6,000 / 350 + 6,500 / 150
     assert bench.main(["--logs", str(tmp_path / "none")]) == 1
 
 

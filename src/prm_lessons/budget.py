@@ -19,9 +19,10 @@ log = logging.getLogger(__name__)
 SUFFIX = ".tokens.json"
 # the slowest 2-core host measured (issue 27): AVX2 only, float32 ceiling ~350 tokens/s for a 135M model
 SLOW_HOST_TOKENS_PER_S = 350.0
-# decoding there is ~3x slower than that ceiling: vLLM sampling of 96-240 sequences ran at 104-115 tokens/s
-# under bench/slow_host.sh (docs/measurements.md); bench/token_budget.py's slow-host estimate uses both
-SLOW_HOST_DECODE_TOKENS_PER_S = 105.0
+# decoding there is ~2.3x slower than that ceiling: vLLM sampling of 24-64 sequences (top_p 0.8, through
+# prm_lessons.cpu_top_p) ran at 149-166 tokens/s under bench/slow_host.sh (docs/measurements.md; 104-115 with
+# vLLM's own top-p sort); bench/token_budget.py's slow-host estimate uses both
+SLOW_HOST_DECODE_TOKENS_PER_S = 150.0
 
 _ENGINES: list = []  # generation engines started in this process (prm_lessons.generation.load_engine)
 _FORWARDS: list[dict] = []  # frozen-base forwards: {what, dtype, prefill_tokens, seconds}
