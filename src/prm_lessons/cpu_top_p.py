@@ -12,8 +12,10 @@ Installed by prm_lessons.generation on the CPU build only: a GPU build samples w
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # annotations only: torch is imported where the mask is computed
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,8 @@ def top_p_mask(logits: torch.Tensor, p: torch.Tensor, top: int = TOP) -> torch.T
     """Bool mask of the tokens outside each row's nucleus (vLLM's rule: keep a token while the mass of the
     more probable tokens before it is < p; the most probable is always kept), or None when some row's
     `top` most probable tokens hold less than p (the nucleus may reach beyond them)."""
+    import torch  # lazy: prm_lessons.generation imports this module, and torch only in jobs that generate
+
     probs = logits.float().softmax(dim=-1)
     vals, idx = probs.topk(min(top, probs.shape[-1]), dim=-1)  # descending
     before = vals.cumsum(dim=-1) - vals  # mass of the more probable candidates

@@ -12,7 +12,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from . import budget
+from . import budget, cpu_top_p
 from .hardware import require_gpu_vllm, resolve_dtype, vllm_available, vllm_cpu_setup
 from .progress import Progress, vllm_bar
 
@@ -128,8 +128,6 @@ class VLLMEngine(Engine):
 
         on_cpu = vllm_cpu_setup(entry)
         if on_cpu:  # nucleus sampling without a vocabulary sort per step: ~1.9x decode on 2 cores (bench/cpu_top_p.py)
-            from . import cpu_top_p  # lazy: torch, as vLLM
-
             cpu_top_p.install()
         self.dtype, self.dtype_reason = resolve_dtype(entry.get("dtype"), on_gpu=not on_cpu)
         log.info("vLLM dtype %s (%s)", self.dtype, self.dtype_reason)
