@@ -24,13 +24,14 @@ def teardown_skippable() -> bool:
     return not any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate())
 
 
-def end_job(streams=()) -> None:
-    """Flush logging and `streams` (the job log, stdout, stderr), then leave with status 0 without the
-    interpreter's teardown where :func:`teardown_skippable`; else return (the normal exit follows)."""
+def end_job() -> None:
+    """Flush logging and the streams (stdout and stderr: run.py points both at the job log), then leave with
+    status 0 without the interpreter's teardown where :func:`teardown_skippable`; else return (the normal
+    exit follows)."""
     if not teardown_skippable():
         return
     logging.shutdown()
-    for s in (*streams, sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+    for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             s.flush()
         except (AttributeError, ValueError, OSError):  # closed or not a stream: nothing left to write

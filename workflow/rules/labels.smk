@@ -328,6 +328,7 @@ TARGETS.extend(expand("results/trainsets/trl/{variant}.jsonl", variant=list(TRL_
 # how well the judge behind the judge/consensus labels and Figure 6's proxy finds first errors (lesson 2,
 # prm_lessons.metrics.judge_processbench). Off with judge.processbench_cases 0.
 JUDGE_PB_CASES = plan.judge_processbench_cases(config)
+JUDGE_PB_SETTINGS = list(plan.judge_processbench_settings(config))
 
 if JUDGE_PB_CASES:
 
@@ -342,7 +343,7 @@ if JUDGE_PB_CASES:
             tables=run_out(
                 expand(
                     "results/labels/judge_processbench/{setting}.parquet",
-                    setting=plan.judge_processbench_settings(config),
+                    setting=JUDGE_PB_SETTINGS,
                 )
             ),
         log:
@@ -359,7 +360,7 @@ if JUDGE_PB_CASES:
             runtime=lambda wc, attempt: plan.runtime(config, 720, attempt),
         params:
             func="labels:judge_processbench",
-            settings=list(plan.judge_processbench_settings(config)),
+            settings=JUDGE_PB_SETTINGS,
             judge=config["judge"],
             n_cases=JUDGE_PB_CASES,
             # the gold solutions of the cases' problems (reference-guided setting)
@@ -376,7 +377,7 @@ if JUDGE_PB_CASES:
             tables=run_in(
                 expand(
                     "results/labels/judge_processbench/{setting}.parquet",
-                    setting=plan.judge_processbench_settings(config),
+                    setting=JUDGE_PB_SETTINGS,
                 )
             ),
             structure=run_in("results/metrics/processbench/baseline_structure_predictions.parquet"),
