@@ -148,7 +148,7 @@ def test_the_source_cache_is_keyed_by_the_source_text(pkg, tmp_path, monkeypatch
     codedeps.rule_code_fingerprints(pkg, "stage:uses_tables", "s")
     side = Path("s/prm_lessons/tables.py.fingerprint.source")
     side.write_text(side.read_text().rsplit(" ", 1)[0] + " forged\n")  # same key, another value: trusted
-    codedeps._store_module.cache_clear()
+    codedeps._store_file.cache_clear()
     codedeps.rule_code_fingerprints(pkg, "stage:uses_tables", "s")
     assert Path("s/prm_lessons/tables.py.fingerprint").read_text().startswith("forged ")
     _edit(pkg / "tables.py", "return []", "return [2]")  # another text: recomputed

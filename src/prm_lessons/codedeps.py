@@ -236,16 +236,36 @@ def rule_code_fingerprints(root: str | Path, func: str, store: str | Path = STOR
     out = []
     for m in sorted(rule_modules(root, func)):
         file = _module_file(root, m)
-        out.append(_store_module(root, m, str(store), file.read_text(), str(file)))
+        rel = Path(PACKAGE, file.relative_to(root)).as_posix()
+        out.append(_store_file(rel, str(store), file.read_text(), str(file)))
     return sorted(out)
 
 
+def script_fingerprint(checkout: str | Path, script: str, store: str | Path = STORE) -> str:
+    """The fingerprint file of a workflow script (`script`, relative to the checkout: the rules' one
+    `script:`, workflow/scripts/run.py), brought up to date like a module's. The workflow declares it as
+    every rule's input and leaves Snakemake's own `code` trigger out (profiles/default): that trigger
+    compares the script's mtime with the outputs', so a clone or a copy of the checkout, which gives
+    the script a new mtime, would rerun every job although no code changed."""
+    file = Path(checkout) / script
+    return _store_file(Path(script).as_posix(), str(store), file.read_text(), str(file))
+
+
+def data_fingerprint(checkout: str | Path, rel: str, store: str | Path = STORE) -> str:
+    """The fingerprint file of a data file of the checkout that jobs read (`rel`, relative to the checkout:
+    published.yaml, a built-in prompt, paper/main.tex): the hash of its text, rewritten only when the
+    text changes. The workflow declares it beside the file and ignores the file's own mtime (`ancient`),
+    so a clone or copy reruns nothing and an edit reruns the jobs that read it."""
+    file = Path(checkout) / rel
+    return _store_file(Path(rel).as_posix(), str(store), file.read_text(), str(file), code=False)
+
+
 @lru_cache(maxsize=None)
-def _store_module(root: Path, module: str, store: str, text: str, source: str) -> str:
-    """Bring a module's fingerprint file (`<store>/prm_lessons/<path>.fingerprint`) up to date, and return
-    its path. A side file `.source` keeps the fingerprint of the source text last seen, so an unchanged
-    module costs a hash of its text, not a walk of its tree (a dry run repeats this for every module)."""
-    rel = Path(PACKAGE, Path(source).relative_to(root)).as_posix()
+def _store_file(rel: str, store: str, text: str, source: str, code: bool = True) -> str:
+    """Bring the fingerprint file of a source file (`<store>/<rel>.fingerprint`, rel e.g.
+    `prm_lessons/tables.py`) up to date, and return its path. A side file `.source` keeps the fingerprint
+    of the source text last seen, so an unchanged module costs a hash of its text, not a walk of its tree
+    (a dry run repeats this for every module). `code=False`: a data file, fingerprinted by its text."""
     path = os.path.join(store, rel + ".fingerprint")
     key = f"{SCHEME} python{sys.version_info[0]}.{sys.version_info[1]} {hashlib.sha256(text.encode()).hexdigest()} "
     try:
@@ -256,7 +276,7 @@ def _store_module(root: Path, module: str, store: str, text: str, source: str) -
     if seen.startswith(key):
         fp = seen[len(key):].strip()
     else:
-        fp = _fingerprint(text, source)
+        fp = _fingerprint(text, source) if code else hashlib.sha256(text.encode()).hexdigest()
         _write_if_changed(path + ".source", f"{key}{fp}\n")
     _write_if_changed(path, f"{fp}  {rel}\n", mtime_of=source)
     return path

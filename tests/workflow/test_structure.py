@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import parsed_workflow
+from snakemake.io import is_flagged
 from prm_lessons import codedeps
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,10 +59,17 @@ def test_every_rule_func_resolves_to_its_stage_module_under_the_rule_name(config
         # a rule's code inputs are the fingerprint files of its function's closure (downloads declare none),
         # never the sources themselves, whose checksum a docstring edit changes
         assert not [p for p in rule.abs_inputs if p.startswith(str(PKG)) and p.endswith(".py")], rule.name
-        code = {str(p) for p in rule.input if str(p).startswith(codedeps.STORE + "/")}
+        code = {str(p) for p in rule.input if str(p).startswith(codedeps.STORE + "/prm_lessons/")}
         if code:
             sources = {Path(p).relative_to(PKG).as_posix() for p in codedeps.rule_code_inputs(PKG, func)}
             assert code == {f"{codedeps.STORE}/prm_lessons/{s}.fingerprint" for s in sources}, rule.name
+            # the one `script:` too, by fingerprint (Snakemake's code trigger would compare its mtime)
+            assert f"{codedeps.STORE}/workflow/scripts/run.py.fingerprint" in map(str, rule.input), rule.name
+        # a checkout data file a job reads is followed by content (its fingerprint), not by mtime
+        for p in rule.input:
+            if str(p).startswith(("src/", "paper/main.tex")) and not str(p).endswith(".py"):
+                assert is_flagged(p, "ancient"), f"rule {rule.name}: {p} without ancient()"
+                assert f"{codedeps.STORE}/{p}.fingerprint" in map(str, rule.input), f"rule {rule.name}: {p}"
         assert not [p for p in rule.input if os.path.isabs(str(p)) and str(p).startswith(str(ROOT))], \
             f"rule {rule.name} declares a checkout file by absolute path (a moved checkout would rerun it)"
 
@@ -131,10 +139,17 @@ def test_imports_sit_at_module_top_except_lazy_heavy_ones_with_a_reason():
 
 # -- a package edit reruns exactly the rules that import it -------------------------------------------
 
-def _copy_checkout(dest: Path) -> Path:
-    for part in ("Snakefile", "workflow", "src", "config", "envs", "paper"):
+CHECKOUT_PARTS = ("Snakefile", "workflow", "src", "config", "envs", "paper", "profiles")
+
+
+def _copy_checkout(dest: Path, copy=shutil.copy2) -> Path:
+    """The checkout's workflow files under dest; `copy=shutil.copy` gives them new mtimes, as a clone does."""
+    for part in CHECKOUT_PARTS:
         src = ROOT / part
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / part)
+        if src.is_dir():
+            shutil.copytree(src, dest / part, copy_function=copy, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            copy(src, dest / part)
     return dest
 
 
@@ -322,3 +337,29 @@ def test_a_moved_checkout_reruns_nothing(tmp_path):
     shutil.move(first, moved)  # a rename keeps every mtime
     out = smk(moved, "-n")
     assert "Nothing to be done" in out, out[-3000:]
+
+
+@pytest.mark.slow
+def test_a_reclone_with_the_outputs_copied_in_reruns_nothing(finished_checkout, tmp_path):
+    """A user re-clones the checkout (every tracked file gets a new mtime) and copies a finished run's outputs
+    and .snakemake in with their times (`cp -a`): the dry run with the workflow's own rerun triggers
+    (profiles/default: Snakemake's default less `code`) has nothing to do. With Snakemake's `code` trigger,
+    which compares the one `script:`'s mtime with the outputs', every job would rerun: that is asserted
+    too, so the test shows the trigger it guards against."""
+    (tmp_path / "clone").mkdir()
+    clone = _copy_checkout(tmp_path / "clone", copy=shutil.copy)
+    time.sleep(0.01)
+    os.utime(clone / "workflow/scripts/run.py")  # newer than every output, as after `git clone`
+    for entry in finished_checkout.iterdir():
+        if entry.name not in CHECKOUT_PARTS:
+            (shutil.copytree if entry.is_dir() else shutil.copy2)(entry, clone / entry.name, symlinks=True)
+    shutil.copytree(finished_checkout / "paper", clone / "paper", dirs_exist_ok=True)  # outputs, with times
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    cmd = [*SNAKEMAKE, "-n", "--cores", "1", "--configfile", *RUN_ALL]
+    proc = subprocess.run(cmd, cwd=clone, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reasons = sorted({ln.strip() for ln in proc.stdout.splitlines() if ln.strip().startswith("reason:")})
+    assert "Nothing to be done" in proc.stdout + proc.stderr, "\n".join(reasons)
+    with_code = subprocess.run([*cmd, *ALL_TRIGGERS], cwd=clone, env=env, capture_output=True, text=True,
+                               timeout=600)
+    assert "Code has changed since last execution" in with_code.stdout + with_code.stderr

@@ -88,7 +88,7 @@ for _aid in ANALYSIS_ARTIFACTS:
             ARTIFACTS[_aid]["stem"]
         input:
             code(f"analysis:{ARTIFACTS[_aid]['stem']}"),
-            str(PKG / "published.yaml"),
+            *checkout_data("src/prm_lessons/published.yaml"),
             **run_in(ANALYSIS_INPUTS[_aid]),
         output:
             **{

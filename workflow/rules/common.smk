@@ -32,6 +32,7 @@ run_in = RUNS.inp
 RUN_ID = {k: config["run"][k] for k in ("name", "label")}
 
 RUN = "../scripts/run.py"  # script: paths are relative to this .smk file
+RUN_SCRIPT = "workflow/scripts/run.py"  # the same, relative to the checkout (its fingerprint: code())
 
 
 def checkout_path(rel):
@@ -102,13 +103,29 @@ wildcard_constraints:
     policy_dir=plan.sampling_dir_regex(config),
 
 
+def checkout_data(rel):
+    """A data file of the checkout that a job reads (published.yaml, a built-in prompt, paper/main.tex), for
+    its input: the file with its mtime ignored (`ancient`: a clone or copy gives it a new one) and its
+    fingerprint file, which changes only with its text (prm_lessons.codedeps), so an edit reruns the job
+    and a re-clone does not. A list: the file first; named inputs take [0] and list [1] unnamed."""
+    return [
+        ancient(checkout_path(rel)),
+        codedeps.data_fingerprint(checkout_path("."), rel, codedeps.STORE),
+    ]
+
+
 def code(func):
     """Fingerprint files of the package modules the job of `func` ("<stage>:<name>") runs, found from its
     imports and rewritten here only when a module's code changes (prm_lessons.codedeps); declared as
     input, so a code change reruns exactly the jobs it affects and a docstring or comment edit none.
     Files, not a params value: every rerun trigger (mtime included) sees them, the dry run's reason names
-    the changed module, and finished jobs keep their recorded params (docs/code-changes.md)."""
-    return codedeps.rule_code_fingerprints(PKG, func, codedeps.STORE)
+    the changed module, and finished jobs keep their recorded params (docs/code-changes.md). The rules'
+    one `script:` (run.py) is fingerprinted the same way, in place of Snakemake's mtime-based `code` trigger
+    (left out in profiles/default), so a clone or copy of the checkout reruns nothing."""
+    return [
+        *codedeps.rule_code_fingerprints(PKG, func, codedeps.STORE),
+        codedeps.script_fingerprint(checkout_path("."), RUN_SCRIPT, codedeps.STORE),
+    ]
 
 
 def bench(rule, log):

@@ -12,7 +12,7 @@ PAPER_PDF = PAPER["pdf"] is True or (PAPER["pdf"] == "auto" and latexmk_availabl
 rule paper_report:
     input:
         code("paper:paper_report"),
-        str(PKG / "published.yaml"),
+        *checkout_data("src/prm_lessons/published.yaml"),
         **run_in(
             {
                 **{f"{aid}_csv": artifact_paths(aid)["csv"] for aid in ANALYSIS_ARTIFACTS},
@@ -61,7 +61,8 @@ rule paper_report:
 
 rule paper_pdf:
     input:
-        tex=checkout_path("paper/main.tex"),
+        checkout_data("paper/main.tex")[1],
+        tex=checkout_data("paper/main.tex")[0],
         run_info=run_in("paper/tables/run_info.tex"),
         tables=run_in([artifact_paths(aid)["tex"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "table"]),
         figures=run_in([artifact_paths(aid)["pdf"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"]),

@@ -15,13 +15,21 @@ JUDGE_TABLES = [f"results/{{policy_dir}}bon_judges/{{judge}}/{{mode}}/{b}" for b
 JUDGE_POLICIES = plan.bon_judge_policies(config)
 
 
+def bon_judge_template(wc):
+    """[the prompt file, its fingerprint]: a built-in prompt is checkout data (checkout_data), a config's
+    template file is the user's (its mtime counts)."""
+    path = plan.bon_judge_template(config, wc.mode, "src/prm_lessons")
+    return checkout_data(path) if path.startswith("src/prm_lessons/prompts/") else [path]
+
+
 rule bon_judge:
     input:
         code("verifiers:bon_judge"),
+        lambda wc: bon_judge_template(wc)[1:],  # a built-in prompt's fingerprint
         responses=run_in(lambda wc: judged_samples(wc, "responses")),
         model=lambda wc: model_input(plan.bon_judge_model(config, wc.judge)),
         # the prompt is data, not code: declared so that editing it judges again
-        template=run_in(lambda wc: plan.bon_judge_template(config, wc.mode, PKG)),
+        template=run_in(lambda wc: bon_judge_template(wc)[0]),
     output:
         judged=run_out(plan.shard_outputs(JUDGE_TABLES, JUDGE_SHARDS)),
     log:
