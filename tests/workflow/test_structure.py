@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+from snakemake.io import is_flagged
 
 from conftest import parsed_workflow
-from snakemake.io import is_flagged
 from prm_lessons import codedeps
 
 ROOT = Path(__file__).resolve().parents[2]
