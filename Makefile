@@ -118,7 +118,7 @@ setup-gpu:
 	$(GPU_VENV)/bin/python -m pip install -q --no-deps -e .   # this checkout; its dependencies are in gpu.txt
 	$(GPU_VENV)/bin/python -m pip install -q --no-deps snakemake-executor-plugin-slurm==2.8.0  # as in setup
 	# the CUDA 13 floor (driver >= 580, glibc >= 2.28), torch/NCCL/vLLM/DeepSpeed; no driver here (login node): SKIP
-	$(GPU_VENV)/bin/python -m prm_lessons.gpu_env
+	$(GPU_VENV)/bin/python -m prm_lessons.preflight.gpu_env
 
 # Before spending the budget: the real GPU code paths on tiny inputs (<1 GPU-hour; docs/preflight.md):
 # one vLLM sample job, vLLM pooling scores of Qwen2.5-Math-PRM-7B over 2 shards + merge, a 2-GPU ZeRO-3
@@ -126,7 +126,7 @@ setup-gpu:
 #   make preflight-gpu SMK_ARGS="--profile slurm"
 # (download_model needs the network on the submit host: HF_HUB_OFFLINE=1 only when set outside make)
 preflight-gpu:
-	$(if $(filter file,$(origin HF_HUB_OFFLINE)),env -u HF_HUB_OFFLINE) $(GPU_VENV)/bin/python -m prm_lessons.preflight $(PREFLIGHT_ARGS) $(SMK_ARGS)
+	$(if $(filter file,$(origin HF_HUB_OFFLINE)),env -u HF_HUB_OFFLINE) $(GPU_VENV)/bin/python -m prm_lessons.preflight.gpu $(PREFLIGHT_ARGS) $(SMK_ARGS)
 
 clean-results:
 	rm -rf results/*/ figures/fig* logs benchmarks resources/models paper/tables/*.tex paper/figures paper/report.md paper/main.pdf runs

@@ -17,8 +17,8 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from _prm_tiny import qwen2_prm  # noqa: E402
-from prm_lessons import hardware  # noqa: E402
-from prm_lessons.train_launch import launcher_env  # noqa: E402
+from prm_lessons.jobs import hardware  # noqa: E402
+from prm_lessons.training.launch import launcher_env  # noqa: E402
 
 # the job's main script: module level as side-effect free as run.py's, the work behind the __main__ guard
 JOB = textwrap.dedent("""

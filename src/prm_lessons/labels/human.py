@@ -35,10 +35,10 @@ import unicodedata
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..corruption import CorruptionError, construction_plan, corrupt_solution
 from ..errors import as_int, json_type
 from ..tables import read_table
 from . import clean_steps
+from .construction import CorruptionError, construction_plan, corrupt_solution
 
 log = logging.getLogger(__name__)
 
