@@ -129,5 +129,5 @@ def test_card_with_evaluation_metrics(prms):
 
 
 def test_file_names_are_the_prm_directory_s():
-    # model_card stays torch-free, so it names the files prm.py writes instead of importing them
+    # model_card stays torch-free, so it names the files models/prm.py writes instead of importing them
     assert (MC.FORMAT_FILE, MC.HEAD_FILE) == (P.FORMAT_FILE, P.HEAD_FILE) and T.LORA_DIR == MC.LORA_DIR

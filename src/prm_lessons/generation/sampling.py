@@ -1,5 +1,5 @@
 """Policy sampling: N responses per problem (sharded by contiguous rows), split into steps. Grading against
-the gold answer is a separate CPU step (`graded`, rule grade_samples), so a grading fix re-samples and
+the gold answer is a separate CPU step (`grading/samples`, rule grade_samples), so a grading fix re-samples and
 rescores nothing. The Best-of-N baselines that need no reward model (pass@N, maj@N) are in `metrics`."""
 from __future__ import annotations
 

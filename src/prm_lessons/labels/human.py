@@ -250,7 +250,7 @@ def construction_instances(problems, corrupted_per_problem: int = 1, include_gol
 
     keep_answer_fraction None: errors in equation steps, all propagating or all keeping the final answer
     (keep_final_answer). A number: error positions planned per solution length as for the constructed
-    ProcessBench (`corruption.construction_plan`: every position, the answer step included, evenly; this
+    ProcessBench (`construction.construction_plan`: every position, the answer step included, evenly; this
     share of the errors before the last step keep the final answer); keep_final_answer is ignored."""
     out: list[dict] = []
     counts = {"problems": 0, "no_gold_steps": 0, "not_corruptible": 0}

@@ -16,9 +16,9 @@ Qwen2 base in the released Qwen2.5-Math-PRM layout, everything else in the proje
   train_metrics.json               loss_history, train_tokens, tokens_per_second, wall_seconds, hardware …
   lora_adapter/                    lora mode: the adapter unmerged, a standard PEFT directory (peft loads it)
 
-The run's parts live beside this module: settings (`train_settings`), trainset rows -> instances
-(`train_data`), the Trainer, DeepSpeed and TrainingArguments (`train_setup`), checkpoints and resume
-(`train_checkpoints`), and the launch in one or several processes (`train_launch.run_training`, the rule's
+The run's parts live beside this module: settings (`settings`), trainset rows -> instances
+(`data`), the Trainer, DeepSpeed and TrainingArguments (`trainer`), checkpoints and resume
+(`checkpoints`), and the launch in one or several processes (`launch.run_training`, the rule's
 entry). A job stopped by SIGTERM (JIT checkpoint) raises TrainingInterrupted instead of saving a
 half-trained PRM. What fits: full fine-tuning of a 7B base with DeepSpeed ZeRO-3 on one node of 8x80 GB
 GPUs (~16 bytes of weights + Adam state per parameter, ~15 GB per GPU). A 72B base (~1.2 TB of such
@@ -201,7 +201,7 @@ def save_trained(out: Path, full_sd: dict | None, trainer, backbone, tokenizer, 
         save_backbone = trainer.accelerator.unwrap_model(trainer.model).backbone
         state_dict = backbone_sd
     # a fully fine-tuned Qwen2 PRM is saved as Qwen2.5-Math-PRM is published (vLLM serves it); others keep
-    # the project layout (prm.py docstring)
+    # the project layout (models/prm.py docstring)
     released = settings["mode"] == "full" and released_layout_possible(save_backbone, head_sd)
     layout = "released" if released else "project"
     save_prm(out, save_backbone, tokenizer, head_sd, fmt, meta, state_dict=state_dict,
