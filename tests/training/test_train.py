@@ -471,7 +471,7 @@ def test_incomplete_checkpoint_is_never_resumed(tmp_path):
 _KILLED_CHILD = """
 import json, os, signal, sys, time
 from transformers import TrainerCallback
-from prm_lessons import training as T
+from prm_lessons.training import train as T
 
 trainset, base, out, ckpt, settings = sys.argv[1:6]
 

@@ -25,7 +25,7 @@ JOB = textwrap.dedent("""
     import json, multiprocessing, os, sys, time
 
     def main(path):
-        from prm_lessons import hardware
+        from prm_lessons.jobs import hardware
         from prm_lessons.scoring.batch import score_responses
         from prm_lessons.scoring.load import load_adapter
 
