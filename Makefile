@@ -27,7 +27,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help setup run run-all dryrun-all test test-all dryrun lint report clean-results rehearsal setup-gpu preflight-gpu
+.PHONY: help setup run run-all dryrun-all test test-all dryrun lint docs-check report clean-results rehearsal setup-gpu preflight-gpu
 
 setup: $(STAMP)
 
@@ -40,6 +40,7 @@ help:
 	@echo "make dryrun-all   what make run-all would do"
 	@echo "make test-all     every test but SLURM integration (real Snakemake runs, vLLM, trainings)"
 	@echo "make lint         snakemake --lint, ruff, snakefmt --check"
+	@echo "make docs-check   the generated docs (docs/modules.md) match the code (python tools/docs.py write: regenerate)"
 	@echo "make rehearsal    config/paper.yaml on CPU with random-weight stand-ins (needs ../shared)"
 	@echo "make setup-gpu    the GPU venv .venv-gpu (cluster login node); make preflight-gpu: GPU checks"
 	@echo "make clean-results  delete results, figures, logs, benchmarks, the converted model, the report"
@@ -80,8 +81,12 @@ dryrun-all: setup
 # snakemake's own linter, ruff (pyflakes + import order; pyproject [tool.ruff]) and snakefmt --check
 lint: setup
 	$(VENV)/bin/snakemake --lint
-	$(VENV)/bin/ruff check src tests bench workflow/scripts
+	$(VENV)/bin/ruff check src tests bench workflow/scripts tools
 	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
+
+# generated docs (tools/docs.py GENERATORS) equal to what the code generates; regenerate: $(PY) tools/docs.py write
+docs-check: setup
+	$(PY) tools/docs.py check
 
 # The HTML report of the run SMK_ARGS names (the embedded default without it; an ablation's
 # --configfile ..., or --directory DIR --configfile ... for a run elsewhere, as CI does for the
@@ -118,7 +123,7 @@ setup-gpu:
 	$(GPU_VENV)/bin/python -m pip install -q --no-deps -e .   # this checkout; its dependencies are in gpu.txt
 	$(GPU_VENV)/bin/python -m pip install -q --no-deps snakemake-executor-plugin-slurm==2.8.0  # as in setup
 	# the CUDA 13 floor (driver >= 580, glibc >= 2.28), torch/NCCL/vLLM/DeepSpeed; no driver here (login node): SKIP
-	$(GPU_VENV)/bin/python -m prm_lessons.gpu_env
+	$(GPU_VENV)/bin/python -m prm_lessons.preflight.gpu_env
 
 # Before spending the budget: the real GPU code paths on tiny inputs (<1 GPU-hour; docs/preflight.md):
 # one vLLM sample job, vLLM pooling scores of Qwen2.5-Math-PRM-7B over 2 shards + merge, a 2-GPU ZeRO-3
@@ -126,7 +131,7 @@ setup-gpu:
 #   make preflight-gpu SMK_ARGS="--profile slurm"
 # (download_model needs the network on the submit host: HF_HUB_OFFLINE=1 only when set outside make)
 preflight-gpu:
-	$(if $(filter file,$(origin HF_HUB_OFFLINE)),env -u HF_HUB_OFFLINE) $(GPU_VENV)/bin/python -m prm_lessons.preflight $(PREFLIGHT_ARGS) $(SMK_ARGS)
+	$(if $(filter file,$(origin HF_HUB_OFFLINE)),env -u HF_HUB_OFFLINE) $(GPU_VENV)/bin/python -m prm_lessons.preflight.gpu $(PREFLIGHT_ARGS) $(SMK_ARGS)
 
 clean-results:
 	rm -rf results/*/ figures/fig* logs benchmarks resources/models paper/tables/*.tex paper/figures paper/report.md paper/main.pdf runs

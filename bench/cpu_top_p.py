@@ -1,5 +1,5 @@
 """Nucleus sampling on vLLM's CPU backend: vLLM's full-vocabulary sort per decode step against
-prm_lessons.cpu_top_p's top-K selection, side by side in one process on one engine (the same seeded
+prm_lessons.generation.cpu_top_p's top-K selection, side by side in one process on one engine (the same seeded
 requests), with how many of the completions come out identical.
 
     PYTHONPATH=src .venv/bin/python bench/cpu_top_p.py [--model resources/models/smollm2] [--seqs 64] [--tokens 96]
@@ -19,13 +19,13 @@ def main() -> None:
     ap.add_argument("--top-p", type=float, default=0.8)
     ap.add_argument("--dtype", default="float32")
     a = ap.parse_args()
-    from prm_lessons.hardware import vllm_cpu_setup
+    from prm_lessons.jobs.hardware import vllm_cpu_setup
 
     os.environ.setdefault("OMP_NUM_THREADS", "2")
     vllm_cpu_setup({})
     from vllm import LLM, SamplingParams
 
-    from prm_lessons import cpu_top_p
+    from prm_lessons.generation import cpu_top_p
 
     llm = LLM(model=a.model, dtype=a.dtype, max_model_len=2048, enforce_eager=True, seed=0,
               enable_chunked_prefill=False, max_num_batched_tokens=8192)

@@ -109,9 +109,9 @@ def phase_env(a) -> dict:
 
     import torch
 
-    from prm_lessons import gpu_env
-    from prm_lessons.hardware import MP_METHOD_ENV, GPUNotFoundError, cuda_device_count, gpu_job_env, require_gpus
-    from prm_lessons.train_launch import distributed_command, free_port, launcher_env
+    from prm_lessons.jobs.hardware import MP_METHOD_ENV, GPUNotFoundError, cuda_device_count, gpu_job_env, require_gpus
+    from prm_lessons.preflight import gpu_env
+    from prm_lessons.training.launch import distributed_command, free_port, launcher_env
 
     res: dict = {"checks": []}
 
@@ -265,7 +265,7 @@ def train_settings(a, deepspeed: bool, steps: int) -> dict:
 
 
 def _train_result(out: Path, metrics: dict, zero3: bool) -> dict:
-    from prm_lessons.prm import FORMAT_FILE
+    from prm_lessons.models.prm import FORMAT_FILE
 
     meta = json.loads((out / FORMAT_FILE).read_text()) if (out / FORMAT_FILE).exists() else {}
     losses = metrics.get("loss_history") or []
@@ -279,8 +279,8 @@ def _train_result(out: Path, metrics: dict, zero3: bool) -> dict:
 
 def phase_train_zero3(a) -> dict:
     """torchrun, 1 process, as run_training launches ranks (spec file, free port, launcher env)."""
-    from prm_lessons.train_launch import distributed_command, free_port, launcher_env, run_launcher
-    from prm_lessons.training import METRICS_FILE
+    from prm_lessons.training.launch import distributed_command, free_port, launcher_env, run_launcher
+    from prm_lessons.training.train import METRICS_FILE
 
     work = Path(a.work)
     out, ckpt = work / "prm_zero3", work / ".prm_zero3.checkpoints"
@@ -308,7 +308,7 @@ def phase_train_zero3(a) -> dict:
 
 def phase_train_zero3_inprocess(a) -> dict:
     """train_launch.run_training as a 1-GPU rule calls it: gpus 1 trains in this process (no torchrun)."""
-    from prm_lessons.train_launch import run_training
+    from prm_lessons.training.launch import run_training
 
     work = Path(a.work)
     out = work / "prm_zero3_inproc"
@@ -327,8 +327,8 @@ def phase_train_plain(a) -> dict:
     import torch
     from transformers import TrainerCallback
 
-    from prm_lessons.hardware import require_gpus
-    from prm_lessons.training import train_prm
+    from prm_lessons.jobs.hardware import require_gpus
+    from prm_lessons.training.train import train_prm
 
     work = Path(a.work)
     out = work / "prm_plain"

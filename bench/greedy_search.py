@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "src"))
 def load_prm_adapter(prm_name: str):
     import torch
 
-    from prm_lessons.prm import load_prm
+    from prm_lessons.models.prm import load_prm
     from prm_lessons.scoring.adapters import StepHeadAdapter, TrainedAdapter
     from prm_lessons.scoring.heads import build_head_model
     from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat
@@ -67,7 +67,7 @@ def problems(n: int):
 
 
 def run(engine, scorer, probs, settings, one_at_a_time: bool):
-    from prm_lessons.search import greedy_search
+    from prm_lessons.evaluation.search import greedy_search
 
     calls0, gen0, t0 = engine.stats.calls, engine.stats.seconds, time.perf_counter()
     if one_at_a_time:
@@ -94,9 +94,9 @@ def main() -> int:
     import pandas as pd
     import torch
 
-    from prm_lessons.generation import load_engine
-    from prm_lessons.search import SearchSettings, grade_records
-    from prm_lessons.search_scorers import FullRescoringScorer, IncrementalScorer
+    from prm_lessons.evaluation.search import SearchSettings, grade_records
+    from prm_lessons.evaluation.search_scorers import FullRescoringScorer, IncrementalScorer
+    from prm_lessons.generation.engine import load_engine
 
     torch.set_num_threads(args.threads)
     adapter, prm_source = load_prm_adapter(args.prm)

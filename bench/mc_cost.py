@@ -39,8 +39,8 @@ def load_responses(args, engine, config):
         src = str(path)
     else:
         from prm_lessons.data.problems import load_problems
-        from prm_lessons.graded import grade_samples
-        from prm_lessons.sampling import sample_problems
+        from prm_lessons.generation.sampling import sample_problems
+        from prm_lessons.grading.samples import grade_samples
 
         spec = dict(config["problems"]["train"])
         spec["size"] = max(1, (args.responses or 16) // args.samples_per_problem)
@@ -101,7 +101,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING)
 
     from prm_lessons.config import load_config, model_entry, model_path
-    from prm_lessons.generation import load_engine
+    from prm_lessons.generation.engine import load_engine
     from prm_lessons.labels.mc import (
         MCInput,
         Needs,

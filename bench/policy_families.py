@@ -133,10 +133,10 @@ def main() -> None:
 
     from prm_lessons.config import load_config, model_entry
     from prm_lessons.data.problems import load_problems
-    from prm_lessons.generation import load_engine
-    from prm_lessons.graded import grade_samples
+    from prm_lessons.generation.engine import load_engine
+    from prm_lessons.generation.sampling import sample_problems
+    from prm_lessons.grading.samples import grade_samples
     from prm_lessons.labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
-    from prm_lessons.sampling import sample_problems
 
     if not Path(args.model_dir).exists():
         sys.exit(f"{args.model_dir} missing: run `snakemake resources/models/smollm2` (or make run) first")

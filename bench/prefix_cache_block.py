@@ -28,7 +28,7 @@ def worker(args) -> None:
     import time
 
     from prm_lessons.data.problems import load_problems
-    from prm_lessons.generation import SamplingSpec, VLLMEngine, derive_seed, render_chat
+    from prm_lessons.generation.engine import SamplingSpec, VLLMEngine, derive_seed, render_chat
     from prm_lessons.steps import COT_SYSTEM_PROMPT
 
     entry = {"dtype": args.dtype, "max_model_len": 2048, "threads": 2}

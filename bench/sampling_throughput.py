@@ -1,6 +1,6 @@
 """Sampling rule vs a bare engine call: generated tokens/s on the same prompts and parameters.
 
-The rule's path (`prm_lessons.sampling.sample_problems`: chat rendering, per-problem seeds, step
+The rule's path (`prm_lessons.generation.sampling.sample_problems`: chat rendering, per-problem seeds, step
 splitting; no grading: rule grade_samples grades on CPU) must keep ≥ 0.9× the tokens/s of calling vLLM
 directly.
 Both run in this process on one engine (start-up excluded from both, reported apart), alternating
@@ -33,8 +33,8 @@ def main() -> None:
     from vllm import SamplingParams
 
     from prm_lessons.data.problems import load_problems
-    from prm_lessons.generation import derive_seed, load_engine, render_chat
-    from prm_lessons.sampling import sample_problems
+    from prm_lessons.generation.engine import derive_seed, load_engine, render_chat
+    from prm_lessons.generation.sampling import sample_problems
     from prm_lessons.steps import COT_SYSTEM_PROMPT
 
     if not Path(args.model_dir).exists():

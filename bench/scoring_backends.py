@@ -1,4 +1,4 @@
-"""Step-scoring backends side by side in one run: vLLM's pooling runner (prm_lessons.pooling, backend vllm)
+"""Step-scoring backends side by side in one run: vLLM's pooling runner (prm_lessons.scoring.pooling, backend vllm)
 against the transformers one-pass backend (prm_lessons.scoring), same model, same inputs.
 
 Model: a random-weight Qwen2ForProcessRewardModel in the released layout with the real Qwen2.5-Math-PRM

@@ -1,5 +1,5 @@
 """The model-token budget of a finished run, per rule, from the sidecars its jobs wrote
-(logs/<rule>/<job>.tokens.json, prm_lessons.budget): prefill and decode tokens, the dtypes they ran in,
+(logs/<rule>/<job>.tokens.json, prm_lessons.jobs.budget): prefill and decode tokens, the dtypes they ran in,
 the model seconds measured on this host, and the time they would take at the slowest 2-core host's
 ~350 tokens/s (AVX2 only, float32 ceiling for a 135M model; --rate to change it). `cached`: the part of
 prefill vLLM served from its prefix cache (MC's and the audit's K completions of one step repeat its
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from prm_lessons.budget import SLOW_HOST_DECODE_TOKENS_PER_S, SLOW_HOST_TOKENS_PER_S, SUFFIX  # noqa: E402
+from prm_lessons.jobs.budget import SLOW_HOST_DECODE_TOKENS_PER_S, SLOW_HOST_TOKENS_PER_S, SUFFIX  # noqa: E402
 
 
 def read_sidecars(logs: Path) -> list[dict]:
@@ -97,7 +97,7 @@ def measure(dtype: str, model: str, n: int, prompt_tokens: int, decode_tokens: i
     prompts = [tok.decode(x) for x in ids]
     entry = {"dtype": dtype, "max_model_len": 2048, "gpu_memory_utilization": 0.5}
     if generate:
-        from prm_lessons.generation import SamplingSpec, load_engine
+        from prm_lessons.generation.engine import SamplingSpec, load_engine
 
         engine = load_engine(model, entry)
         spec = SamplingSpec(n=1, temperature=0.0, top_p=1.0, max_tokens=max(1, decode_tokens), seed=0)

@@ -3,7 +3,7 @@
 GPU (CUDA visible): a random-weight Qwen2-architecture model of ~0.5B parameters (Qwen2.5-0.5B's config,
 built from Qwen2Config, nothing downloaded) + the 2-class step head, bf16, on realistic step-labelled
 sequences (lengths 384-2048 tokens, a step token every 40-160 tokens, hard 0/1 labels); full fine-tuning
-steps (forward + backward + AdamW) of prm_lessons.prm.ProcessRewardModel with the training
+steps (forward + backward + AdamW) of prm_lessons.models.prm.ProcessRewardModel with the training
 collator. Prints tokens/s and MFU = achieved model FLOP/s / peak bf16 FLOP/s of the card (goal >= 35% on
 H100/H200), with the FLOPs of the model (6 x non-embedding params + attention) per token.
 
@@ -76,7 +76,7 @@ def gpu_bench(args) -> dict:
     import torch
     from transformers import AutoModel, Qwen2Config
 
-    from prm_lessons.prm import ProcessRewardModel, StepCollator, StepHead
+    from prm_lessons.models.prm import ProcessRewardModel, StepCollator, StepHead
 
     device = torch.device("cuda" if torch.cuda.is_available() and not args.tiny else "cpu")
     cfg = Qwen2Config(**(TINY if args.tiny else QWEN25_05B), attn_implementation="sdpa")
@@ -129,8 +129,8 @@ def cpu_bench(args) -> dict:
     import torch
     from transformers import AutoModel, AutoTokenizer, LlamaConfig
 
-    from prm_lessons import training as T
     from prm_lessons.steps import StepFormat, build_prm_input
+    from prm_lessons.training import train as T
 
     torch.set_num_threads(args.threads)
     model_dir = ROOT / "resources" / "models" / "smollm2"

@@ -13,9 +13,9 @@ transformers = pytest.importorskip("transformers")
 
 from _prm_tiny import qwen2_prm, score_steps, signal_rows, tiny_base, write_trainset  # noqa: E402
 from prm_lessons import cli  # noqa: E402
-from prm_lessons import prm as P  # noqa: E402
-from prm_lessons import training as T  # noqa: E402
+from prm_lessons.models import prm as P  # noqa: E402
 from prm_lessons.steps import COT_SYSTEM_PROMPT, build_prm_input  # noqa: E402
+from prm_lessons.training import train as T  # noqa: E402
 
 FAST = {"epochs": 2, "batch_size": 4, "learning_rate": 3e-3, "save_steps": 0, "max_length": 256, "logging_steps": 1,
         "precision": "fp32"}

@@ -14,9 +14,9 @@ torch = pytest.importorskip("torch")
 
 from _prm_tiny import signal_rows  # noqa: E402
 from conftest import tiny_tokenizer  # noqa: E402
-from prm_lessons import prm as P  # noqa: E402
-from prm_lessons import train_data  # noqa: E402
+from prm_lessons.models import prm as P  # noqa: E402
 from prm_lessons.steps import StepFormat, build_prm_input, split_steps  # noqa: E402
+from prm_lessons.training import data as train_data  # noqa: E402
 
 QWEN_FMT = StepFormat("<extra_0>", "Please reason step by step, and put your final answer within \\boxed{}.", True)
 QUESTION = "Janet has 16 eggs. She eats 3. How many are left?"

@@ -167,7 +167,7 @@ def test_read_plain_csv_names_the_file(tmp_path, data):
 # write files of a fake Hub cache, not outputs of the workflow or of a CLI
 DIRECT_WRITE = re.compile(r"\.write_text\(json\.dumps|\.to_csv\(|json\.dump\(|open\([^)]*[\"']w[\"']")
 ALLOWED = {"tables.py",  # the helpers themselves
-           "codedeps.py",  # its own pid-named atomic write (concurrent SLURM jobs)
+           "plan/codedeps.py",  # its own pid-named atomic write (concurrent SLURM jobs)
            "rehearsal/hub_cache.py", "rehearsal/math_shepherd_file.py", "rehearsal/tokenizers.py"}
 
 

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from conftest import ROOT
 from prm_lessons.config import ConfigError, validate_config
+from prm_lessons.evaluation.verifiers import load_template as load_verifier_template
+from prm_lessons.evaluation.verifiers import template_file
 from prm_lessons.labels.judge import load_template as load_judge_template
 from prm_lessons.templates import TEMPLATE_KINDS, read_template, template_problem
-from prm_lessons.verifiers import load_template as load_verifier_template
-from prm_lessons.verifiers import template_file
 
 KINDS = sorted(TEMPLATE_KINDS)
 PROSE = st.text(alphabet=st.characters(blacklist_characters="{}", blacklist_categories=("Cs",)), max_size=20)

@@ -17,9 +17,9 @@ from typing import Any
 import jsonschema
 import yaml
 
-from .embedded_model import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
-from .pooling import ARCHITECTURES as VLLM_ARCHITECTURES  # torch-free at import: cheap at DAG time
+from .models.embedded import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
 from .scoring.options import check_declared_params, check_token_classification_params  # torch-free
+from .scoring.pooling import ARCHITECTURES as VLLM_ARCHITECTURES  # torch-free at import: cheap at DAG time
 from .templates import OFFICIAL_CRITIC_TEMPLATE, template_problem  # stdlib only
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
@@ -489,7 +489,7 @@ def _check_cross_references(cfg: dict) -> None:
 
 
 def _check_scoring_backends(cfg: dict) -> None:
-    """Scoring backend vllm (prm_lessons.pooling) only where vLLM implements the PRM's architecture: the
+    """Scoring backend vllm (prm_lessons.scoring.pooling) only where vLLM implements the PRM's architecture: the
     adapters qwen_prm / qwen_orm / trained, and trained PRMs only when they are saved in the released
     Qwen2ForProcessRewardModel layout (full fine-tuning; the embedded base is a Llama model)."""
     prms = cfg.get("prms") or {}

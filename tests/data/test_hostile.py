@@ -17,9 +17,9 @@ from prm_lessons.data import problems as data_problems
 from prm_lessons.data.problems import load_problems
 from prm_lessons.data.processbench import load_processbench, load_processbench_cases
 from prm_lessons.errors import InputError
-from prm_lessons.generation import render_chat
+from prm_lessons.generation.engine import render_chat
+from prm_lessons.generation.sampling import sample_problems
 from prm_lessons.rules.data import problems as rule_problems
-from prm_lessons.sampling import sample_problems
 from prm_lessons.tables import read_table, table_meta, write_table
 
 
@@ -260,7 +260,7 @@ def test_long_question_error_counts_the_generation_budget():
 def test_long_question_skip_keeps_the_shard_alive_and_counts_the_skip(monkeypatch, tmp_path):
     """sampling.long_questions: skip through rules `sample`, `merge_samples` and `grade_samples`: the other
     problems are sampled, the skipped ids and their count are in every table's metadata and the job log."""
-    from prm_lessons import generation
+    from prm_lessons.generation import engine as generation
     from prm_lessons.rules.sampling import grade_samples, merge_samples, sample
 
     probs = four_problems(long_at=(0, 3))
@@ -301,7 +301,7 @@ def test_long_question_skip_keeps_the_shard_alive_and_counts_the_skip(monkeypatc
 
 
 def test_long_question_error_through_the_rule_writes_no_table(monkeypatch, tmp_path):
-    from prm_lessons import generation
+    from prm_lessons.generation import engine as generation
     from prm_lessons.rules.sampling import sample
 
     engine = LimitedEngine(256)

@@ -1,6 +1,6 @@
 """Problem loaders (prm_lessons.data.problems): reasoning-gym, local files and their formats, the Hub, the
 paper's pinned benchmark files (checksums, row counts), and the problems rule. ProcessBench: test_processbench_loader.py;
-error injection: tests/test_corruption.py."""
+error injection: tests/labels/test_construction.py."""
 from __future__ import annotations
 
 import json
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from conftest import FIXTURES, ROOT, shared_data_dir
-from prm_lessons.corruption import final_answer_text
 from prm_lessons.data.problems import load_problems
 from prm_lessons.data.processbench import load_processbench
+from prm_lessons.labels.construction import final_answer_text
 from prm_lessons.rules.data import problems as rule_problems
 from prm_lessons.tables import read_table
 from specs import ARITH, paper_config
@@ -38,7 +38,7 @@ def test_basic_arithmetic_answers_follow_operator_precedence(caplog):
     embedded ProcessBench arith subset) has such items; every answer must equal the expression's value."""
     import reasoning_gym
 
-    from prm_lessons.arith import eval_arith, fmt_number
+    from prm_lessons.labels.arith import eval_arith, fmt_number
 
     spec = {"source": "reasoning_gym", "generator": "basic_arithmetic", "size": 40, "seed": 2001,
             "params": {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 1,

@@ -14,13 +14,13 @@ import yaml
 
 from conftest import ROOT
 from prm_lessons.data.problems import load_problems
-from prm_lessons.fewshot import prompt_column, read_demos, user_message
-from prm_lessons.generation import render_chat
+from prm_lessons.generation.engine import render_chat
+from prm_lessons.generation.fewshot import prompt_column, read_demos, user_message
+from prm_lessons.generation.sampling import user_turns
 from prm_lessons.grading.extract import extract_answer, extract_final, multi_choice_gold
 from prm_lessons.grading.pool import grade
 from prm_lessons.rehearsal.fewshot_file import STANDIN_DEMOS, write_fewshot_examples
 from prm_lessons.rules.data import problems as rule_problems
-from prm_lessons.sampling import user_turns
 from prm_lessons.steps import COT_SYSTEM_PROMPT
 from prm_lessons.tables import read_table
 
@@ -125,7 +125,7 @@ def test_subsample_is_seeded_in_source_order_and_keeps_the_source_row(tmp_path):
 
 def _harness_prompt(question: str, gold: str, demos: list[tuple[str, str]]) -> str:
     """What evaluation/math_eval.py sends with --prompt_type qwen25-math-cot --adapt_few_shot for a set
-    that has demos (written from its logic, independently of prm_lessons.fewshot): a one-letter gold
+    that has demos (written from its logic, independently of prm_lessons.generation.fewshot): a one-letter gold
     gets every demo as "q\\na", blank-line separated, then a blank line and the stripped question, in
     one user turn; any other gold the stripped question alone."""
     q = question.strip()

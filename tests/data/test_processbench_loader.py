@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from conftest import FIXTURES, shared_data_dir
-from prm_lessons.corruption import final_answer_text
 from prm_lessons.data.problems import load_problems
 from prm_lessons.data.processbench import build_constructed_processbench, load_processbench
+from prm_lessons.labels.construction import final_answer_text
 from prm_lessons.rules.data import processbench as rule_processbench
 from prm_lessons.tables import read_table
 from specs import ARITH, CHAIN, paper_config

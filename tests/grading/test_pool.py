@@ -177,7 +177,7 @@ def test_cli_grade_answer_format_choice(tmp_path):
 
 def test_sampling_grades_with_the_datasets_answer_format(tmp_path, monkeypatch):
     """rule grade_samples reads the answer format from the problems table's config entry."""
-    from prm_lessons import generation
+    from prm_lessons.generation import engine as generation
     from prm_lessons.rules.data import problems as rule_problems
     from prm_lessons.rules.sampling import grade_samples as rule_grade
     from prm_lessons.rules.sampling import sample as rule_sample

@@ -8,11 +8,10 @@ import pandas as pd
 import pytest
 import yaml
 
-import prm_lessons.generation as generation
+import prm_lessons.generation.engine as generation
 from fakes import SeededCompleter, boxed_grade
-from prm_lessons.analysis import wilson_interval
-from prm_lessons.corruption import final_answer_text
 from prm_lessons.data.problems import load_problems
+from prm_lessons.evaluation.bias_analysis import wilson_interval
 from prm_lessons.labels.audit import (
     audit_metrics,
     cost_rows,
@@ -22,6 +21,7 @@ from prm_lessons.labels.audit import (
     thresholds_for,
 )
 from prm_lessons.labels.audit_slice import KINDS, build_slice, truth_labels
+from prm_lessons.labels.construction import final_answer_text
 from prm_lessons.labels.human import normalize_question
 from prm_lessons.labels.mc import MCInput, Needs, run_mc
 from prm_lessons.tables import check_csv

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from conftest import FIXTURES
-from prm_lessons.corruption import arithmetic_gold_steps
+from prm_lessons.labels.construction import arithmetic_gold_steps
 from prm_lessons.labels.human import (
     construction_instances,
     convert_prm800k,
@@ -77,7 +77,7 @@ def test_normalize_and_decontaminate():
 
 def problems_table():
     exprs = ["3 + 4 * 5 - 6", "12 + 7", "8 * 9 - 10"]
-    from prm_lessons.corruption import eval_arith
+    from prm_lessons.labels.construction import eval_arith
 
     return pd.DataFrame({"problem_id": [f"train-{i:05d}" for i in range(4)], "dataset": "train",
                          "question": [f"Calculate {e}." for e in exprs] + ["No steps here."],

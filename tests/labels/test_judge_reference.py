@@ -5,7 +5,7 @@ import hashlib
 import pandas as pd
 import pytest
 
-import prm_lessons.generation as generation
+import prm_lessons.generation.engine as generation
 from fakes import ScriptedJudge
 from prm_lessons.labels.judge import REFERENCE_NOTE, judge_responses, reference_text, render_judge_prompt
 from prm_lessons.rules.labels import judge as rule_judge

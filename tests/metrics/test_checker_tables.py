@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from prm_lessons.analysis import policy_flaw_rate
+from prm_lessons.evaluation.bias_analysis import policy_flaw_rate
 from prm_lessons.labels.trainsets import build_variant, checker_labels
 from prm_lessons.metrics.checker import bon, check_samples, validation
 

@@ -6,10 +6,10 @@ import json
 import pandas as pd
 import pytest
 
-import prm_lessons.generation as generation
+import prm_lessons.generation.engine as generation
 from fakes import FakeTokenizer
 from prm_lessons.data.processbench import constructed_processbench
-from prm_lessons.generation import Completion, Engine
+from prm_lessons.generation.engine import Completion, Engine
 from prm_lessons.metrics import judge_processbench as jp
 from prm_lessons.rules.labels import judge_processbench as rule_judge_pb
 from prm_lessons.rules.labels import judge_processbench_table as rule_table

@@ -239,8 +239,8 @@ def test_bon_baselines_rows_per_policy_benchmark_and_n(tmp_path):
 
 
 def test_judge_table_names_the_policy_of_each_row(tmp_path):
+    from prm_lessons.evaluation.verifiers import COUNTS, JUDGED_COLUMNS
     from prm_lessons.rules.verifiers import bon_judge_metrics, bon_judge_table
-    from prm_lessons.verifiers import COUNTS, JUDGED_COLUMNS
 
     paths = []
     for pol in ("p1", "p2"):
@@ -268,7 +268,7 @@ def test_judge_table_names_the_policy_of_each_row(tmp_path):
 
 def test_a_policy_limit_samples_its_first_problems_only(monkeypatch, tmp_path):
     from fakes import SAMPLING, LimitedEngine, four_problems
-    from prm_lessons import generation
+    from prm_lessons.generation import engine as generation
     from prm_lessons.rules.sampling import sample
     from prm_lessons.tables import read_table
 

@@ -1,6 +1,6 @@
 """hub.upload (prm_lessons.plan.publish): off by default, and when on, a repository id per trained variant;
 the config errors name the key. The DAG: tests/workflow/test_upload_dag.py; the upload itself (never
-against the Hub): tests/test_publish_upload.py."""
+against the Hub): tests/training/test_publish_upload.py."""
 from __future__ import annotations
 
 from pathlib import Path

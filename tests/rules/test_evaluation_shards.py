@@ -13,8 +13,8 @@ from dag import dry_run, job_counts
 from prm_lessons import plan
 from prm_lessons.config import ConfigError, validate_config
 from prm_lessons.errors import InputError
+from prm_lessons.jobs.shards import in_shard, merge_problem_shards
 from prm_lessons.rules import evaluation
-from prm_lessons.shards import in_shard, merge_problem_shards
 from prm_lessons.tables import read_table, write_table
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-import prm_lessons.generation as generation
+import prm_lessons.generation.engine as generation
 from fakes import ScriptedJudge, SeededCompleter
 from prm_lessons.plan import label_needs, variants
 from prm_lessons.rules.labels import consensus as rule_consensus

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-import prm_lessons.generation as generation
+import prm_lessons.generation.engine as generation
 from fakes import SeededCompleter
 from prm_lessons.plan import label_needs
 from prm_lessons.rules.labels import mc as rule_mc

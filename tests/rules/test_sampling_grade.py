@@ -22,13 +22,14 @@ import pytest
 
 from conftest import parsed_workflow
 from fakes import FakeTokenizer
-from prm_lessons import codedeps, generation
-from prm_lessons.generation import Completion, Engine
+from prm_lessons.generation import engine as generation
+from prm_lessons.generation.engine import Completion, Engine
+from prm_lessons.generation.sampling import sample_problems, shard_rows
 from prm_lessons.grading.pool import grade_many
 from prm_lessons.metrics import bon as metrics
+from prm_lessons.plan import codedeps
 from prm_lessons.rules import evaluation as evaluation_rules
 from prm_lessons.rules import sampling as sampling_rules
-from prm_lessons.sampling import sample_problems, shard_rows
 from prm_lessons.tables import TableError, join_scores, merge_shards, read_table, table_meta, write_json, write_table
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,12 +15,12 @@ import yaml
 
 from fakes import QualityJudge, ScriptedEngine
 from prm_lessons import plan
-from prm_lessons import verifiers as V
 from prm_lessons.config import load_config, used_models
 from prm_lessons.errors import InputError
+from prm_lessons.evaluation import verifiers as V
+from prm_lessons.jobs.shards import in_shard
 from prm_lessons.rules import evaluation
 from prm_lessons.rules import verifiers as rules_verifiers
-from prm_lessons.shards import in_shard
 from prm_lessons.tables import read_table, table_meta, write_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,7 +222,7 @@ def test_judge_and_critic_jobs_log_their_shard_and_engine_progress(tmp_path, jud
     Engine.generate_logged (a progress line per chunk), in the Best-of-N judge and the critic alike."""
     import logging
 
-    from prm_lessons.generation import Engine
+    from prm_lessons.generation.engine import Engine
 
     real = Engine.generate_logged
     monkeypatch.setattr(Engine, "generate_logged",
@@ -230,7 +230,7 @@ def test_judge_and_critic_jobs_log_their_shard_and_engine_progress(tmp_path, jud
     samples, _ = _bon_setup(tmp_path)
     cases = str(tmp_path / "cases.parquet")
     write_table(pb_cases(10), cases, "processbench")
-    with caplog.at_level(logging.INFO, logger="prm_lessons.generation"):
+    with caplog.at_level(logging.INFO, logger="prm_lessons.generation.engine"):
         _bon_judge(samples[:1], [str(tmp_path / "j/arith/shard0of2.parquet")], "pointwise", shard=(0, 2))
         bon_lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("judged: ")]
         caplog.clear()

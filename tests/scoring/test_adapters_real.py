@@ -185,7 +185,7 @@ def test_resolve_dir_picks_weight_format_and_remote_code(monkeypatch):
     """A Hub id: *.bin only when the repo has no safetensors; *.py only with trust_remote_code."""
     import huggingface_hub
 
-    from prm_lessons import hub
+    from prm_lessons.models import hub
 
     trees = {"bin/only": ["config.json", "pytorch_model.bin", "tokenizer.json", "modeling_prm.py", "training_args.bin"],
              "has/safetensors": ["config.json", "model.safetensors", "pytorch_model.bin", "modeling.py"]}

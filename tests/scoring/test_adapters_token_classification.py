@@ -177,7 +177,7 @@ def test_defaults_fill_the_spec_params(local_prm):
 def test_search_rescores_candidates_with_their_prefix(prm_dir):
     """PRM-guided search (search.prms) takes the PRM too: each candidate's score is its last step's score
     as a whole response (no incremental KV-cache path for this adapter)."""
-    from prm_lessons.search_scorers import FullRescoringScorer, candidate_scorer
+    from prm_lessons.evaluation.search_scorers import FullRescoringScorer, candidate_scorer
 
     a = load_adapter({"adapter": "token_classification", "path": str(prm_dir("qwen2")), "dtype": "float32"})
     scorer = candidate_scorer(a)

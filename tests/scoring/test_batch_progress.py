@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from conftest import scoring_tokenizer  # noqa: E402
-from prm_lessons import progress  # noqa: E402
+from prm_lessons.jobs import progress  # noqa: E402
 from prm_lessons.scoring.adapters import StepHeadAdapter  # noqa: E402
 from prm_lessons.scoring.batch import score_responses  # noqa: E402
 from prm_lessons.scoring.heads import build_head_model  # noqa: E402

@@ -67,7 +67,7 @@ def score_steps(model, tokenizer, fmt, batch, max_length: int | None = None, bat
     PRM's training max_length) get NaN, so the caller sees and counts them."""
     import torch
 
-    from prm_lessons.prm import StepCollator, pad_id
+    from prm_lessons.models.prm import StepCollator, pad_id
     from prm_lessons.steps import build_prm_input
 
     max_length = max_length if max_length is not None else getattr(model, "max_length", None)

@@ -10,8 +10,8 @@ import re
 import pandas as pd
 
 from conftest import tiny_tokenizer
-from prm_lessons.generation import Completion, Engine
-from prm_lessons.verifiers import PAIRWISE_FORCE, POINTWISE_FORCE
+from prm_lessons.evaluation.verifiers import PAIRWISE_FORCE, POINTWISE_FORCE
+from prm_lessons.generation.engine import Completion, Engine
 
 
 class FakeTokenizer:

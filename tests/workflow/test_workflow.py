@@ -176,7 +176,7 @@ def test_tiny_config_end_to_end(tmp_path, embedded_model_dir):
     for p in ("results/tables/trainsets.csv", "results/tables/bon.csv", "results/tables/processbench.csv",
               "paper/report.md"):
         assert (wd / p).exists(), p
-    # every model-calling job counted its tokens beside its log (prm_lessons.budget; bench/token_budget.py)
+    # every model-calling job counted its tokens beside its log (prm_lessons.jobs.budget; bench/token_budget.py)
     sidecars = [json.loads(f.read_text()) for f in (wd / "logs").rglob("*.tokens.json")]
     by_rule = {r["rule"]: r for r in sidecars}
     for rule in ("sample", "mc", "judge", "judge_processbench", "audit_labels"):

@@ -1,6 +1,6 @@
 # The paper's tables and figures under their own names, each beside the published numbers, and the
 # three Best-of-N bias analyses (Figure 6, Table 5 / Figure 7, Figure 8). Local, CPU-only, seconds each.
-# Logic: prm_lessons.analysis (the analyses), prm_lessons.artifacts (registry ← published ← cells ←
+# Logic: prm_lessons.evaluation.bias_analysis (the analyses), prm_lessons.artifacts (registry ← published ← cells ←
 # plots / render); one module per artifact, prm_lessons.artifacts.defs.<stem>, holding its input groups,
 # params, cells builder, plot or notes, and the rule function `run`. Names, paths, each rule's inputs and
 # params: prm_lessons.artifacts.registry (read from those modules); outputs in docs/architecture.md.

@@ -5,7 +5,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # works from a checkout without install
-from prm_lessons import codedeps, plan, where  # noqa: E402
+from prm_lessons import plan  # noqa: E402
+from prm_lessons.plan import codedeps, where  # noqa: E402
 from prm_lessons.config import (
     NAME_WILDCARD,
     check_config_files,
@@ -116,7 +117,7 @@ def checkout_data(rel):
 
 def code(func):
     """Fingerprint files of the package modules the job of `func` ("<stage>:<name>") runs, found from its
-    imports and rewritten here only when a module's code changes (prm_lessons.codedeps); declared as
+    imports and rewritten here only when a module's code changes (prm_lessons.plan.codedeps); declared as
     input, so a code change reruns exactly the jobs it affects and a docstring or comment edit none.
     Files, not a params value: every rerun trigger (mtime included) sees them, the dry run's reason names
     the changed module, and finished jobs keep their recorded params (docs/code-changes.md). The rules'

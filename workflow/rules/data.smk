@@ -1,7 +1,7 @@
 # Data: pinned source files (fetched once, checksummed), problem tables (reasoning-gym / Hub / local
 # files / pinned files) and the ProcessBench cases.
 # Rule functions: prm_lessons.rules.data; logic: prm_lessons.data (sources.fetch_file, problems.load_problems,
-# processbench.load_processbench, processbench.constructed_processbench) and prm_lessons.corruption (error injection).
+# processbench.load_processbench, processbench.constructed_processbench) and prm_lessons.labels.construction (error injection).
 
 
 # `source: url` entries: fetched once (login node: a local rule) and checksummed; file:// URLs and
@@ -27,7 +27,7 @@ rule benchmark_file:
 
 
 # a dataset's `prompt.fewshot` file (the Qwen2.5-Math harness's evaluation/examples.py at the pinned
-# commit): its few-shot demonstrations go into the policy's user turn (prm_lessons.fewshot)
+# commit): its few-shot demonstrations go into the policy's user turn (prm_lessons.generation.fewshot)
 rule fewshot_file:
     output:
         file=run_out("resources/data/fewshot/{name}{ext}"),

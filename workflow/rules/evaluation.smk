@@ -100,7 +100,7 @@ rule score_samples:
 if plan.score_shards(config) > 1:
 
     rule merge_sample_scores:
-        # the shards of every table of one policy and PRM; each problem exactly once (prm_lessons.shards)
+        # the shards of every table of one policy and PRM; each problem exactly once (prm_lessons.jobs.shards)
         input:
             code("evaluation:merge_sample_scores"),
             responses=run_in(lambda wc: policy_responses(policy_of(wc))),

@@ -88,7 +88,7 @@ if PAPER_PDF:
     TARGETS.append("paper/main.pdf")
 
 
-# run.compare: the named runs' headline numbers side by side (prm_lessons.compare); each run's tables must
+# run.compare: the named runs' headline numbers side by side (prm_lessons.artifacts.compare); each run's tables must
 # exist (the base run's results/tables/, an ablation's runs/<name>/results/tables/)
 COMPARE_RUNS = config["run"]["compare"]
 

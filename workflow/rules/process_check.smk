@@ -1,7 +1,7 @@
 # The arithmetic process checker (no model, seconds each): exact step verdicts on the primary policy's
 # samples, validated on the constructed ProcessBench cases (exact truth), and Best-of-N with it (pass@N
 # ceiling, checker-selected). Only where the data is arithmetic: process_check.enabled.
-# Rule functions: prm_lessons.rules.process_check; logic: prm_lessons.process_check, prm_lessons.metrics.checker.
+# Rule functions: prm_lessons.rules.process_check; logic: prm_lessons.labels.process_check, prm_lessons.metrics.checker.
 
 
 if PROCESS_CHECK:

@@ -1,7 +1,7 @@
 # PRM-guided greedy step search (paper App. A, Table 8): one job per guiding PRM over all searched
 # benchmarks (the policy and the PRM are loaded once), the same policy's baselines (pass@1, pass@N,
-# maj@N, orm@N), and results/tables/search.csv. Logic: prm_lessons.search (the search, its metrics),
-# prm_lessons.search_scorers (candidate scorers); rule functions in prm_lessons.rules.search.
+# maj@N, orm@N), and results/tables/search.csv. Logic: prm_lessons.evaluation.search (the search, its metrics),
+# prm_lessons.evaluation.search_scorers (candidate scorers); rule functions in prm_lessons.rules.search.
 # search.shards > 1: one job per (PRM, problem shard) searches that shard of every benchmark (a killed
 # job loses one shard), and a local merge per PRM writes what the one job would (plan.search_outputs).
 SEARCH = config["search"]

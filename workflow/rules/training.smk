@@ -1,6 +1,6 @@
 # PRM training: one model per training-set variant (results/trainsets/{variant}.parquet, made by the
 # labels stage) -> results/prms/{variant}/ (a Hugging Face directory loaded by prm.load_prm) with
-# train_metrics.json and the model card README.md inside. Logic: prm_lessons.rules.training.train_prm (prm_lessons.training).
+# train_metrics.json and the model card README.md inside. Logic: prm_lessons.rules.training.train_prm (prm_lessons.training.train).
 # Resources come from config `training` (gpus, mem_mb, runtime, threads) because they differ by orders
 # of magnitude between the embedded default (CPU, seconds) and the paper (8 GPUs, hours); nodes=1 and the
 # SIGTERM grace are the rule's own, so they hold under any profile (also --workflow-profile none);
@@ -57,7 +57,7 @@ TARGETS.extend(expand("results/prms/{variant}/train_metrics.json", variant=list(
 
 # Optional: each trained PRM uploaded to the Hugging Face Hub with its model card, which by then reports
 # the PRM's evaluation (hub.upload, off by default). A local rule: the submit host has the network and the
-# token (HF_TOKEN or `hf auth login`). Logic: prm_lessons.rules.training.upload_prm (prm_lessons.publish).
+# token (HF_TOKEN or `hf auth login`). Logic: prm_lessons.rules.training.upload_prm (prm_lessons.training.publish).
 UPLOADS = plan.upload_repos(config)  # variant -> Hub repository id; {} when hub.upload is off
 
 if UPLOADS:

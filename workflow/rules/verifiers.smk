@@ -1,6 +1,6 @@
 # LLMs as Best-of-N verifiers (paper App. B.5, Tables 11-12): one job per (judge, mode) over every judged
 # benchmark (the judge is loaded once; one per problem shard with bon_judges.shards > 1), its metrics beside
-# pass@N and maj@N of the same problems, and results/tables/judge_bon.csv. Logic: prm_lessons.verifiers;
+# pass@N and maj@N of the same problems, and results/tables/judge_bon.csv. Logic: prm_lessons.evaluation.verifiers;
 # rule functions in prm_lessons.rules.verifiers.
 BON_JUDGES = config["bon_judges"]
 JUDGE_NAMES = plan.bon_judge_names(config)  # the enabled judges (bon_judges.judges.<name>.enabled)

@@ -27,7 +27,7 @@ def main() -> None:
     # the package from this checkout, also inside conda envs where Snakemake blocks PYTHONPATH
     sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))
     # models come from local directories (rule download_model): only download/data rules may go online
-    from prm_lessons.hub import job_offline
+    from prm_lessons.models.hub import job_offline
 
     job_offline(snakemake.rule)
     log_path = snakemake.log[0] if snakemake.log else None
@@ -39,18 +39,18 @@ def main() -> None:
     module_name, func_name = params.pop("func").split(":")
     try:
         # a rule that asked for GPUs and finds none (or a CPU-only torch) stops here, before any work
-        from prm_lessons.hardware import ASKED_ENV, gpu_job_env, require_gpus
+        from prm_lessons.jobs.hardware import ASKED_ENV, gpu_job_env, require_gpus
 
         asked = int(snakemake.resources.get("gpu", 0) or 0)
         require_gpus(snakemake.rule, asked)
         os.environ[ASKED_ENV] = str(asked)  # deeper checks (the vLLM build) read it
-        gpu_job_env(asked)  # vLLM spawns, never forks, in a GPU job (prm_lessons.hardware)
+        gpu_job_env(asked)  # vLLM spawns, never forks, in a GPU job (prm_lessons.jobs.hardware)
         func = getattr(importlib.import_module(f"prm_lessons.rules.{module_name}"), func_name)
         started = time.perf_counter()
         func(inputs=named(snakemake.input), outputs=named(snakemake.output),
              params=params, wildcards=dict(snakemake.wildcards.items()), threads=snakemake.threads)
         if log_path:  # the model tokens it used, beside its log (bench/token_budget.py sums them)
-            from prm_lessons import budget
+            from prm_lessons.jobs import budget
 
             budget.write_sidecar(log_path, snakemake.rule, dict(snakemake.wildcards.items()),
                                  time.perf_counter() - started)
@@ -72,6 +72,6 @@ def main() -> None:
 if __name__ == "__main__":  # vLLM spawns worker processes; the guard keeps them from re-running the rule
     main()
     if type(snakemake).__module__.split(".")[0] == "snakemake":  # a job Snakemake started, not a test's stand-in
-        from prm_lessons.job_exit import end_job
+        from prm_lessons.jobs.exit import end_job
 
-        end_job()  # outputs are written: skip the interpreter's teardown (seconds a job; prm_lessons.job_exit)
+        end_job()  # outputs are written: skip the interpreter's teardown (seconds a job; prm_lessons.jobs.exit)

@@ -25,7 +25,6 @@ from typing import Callable, NamedTuple, Sequence
 
 import pandas as pd
 
-from prm_lessons.analysis import FLAW_ROWS, wilson_interval
 from prm_lessons.artifacts.findings import (
     STRUCTURE,
     Est,
@@ -40,6 +39,7 @@ from prm_lessons.artifacts.findings import (
     scale_of,
     sweep_points,
 )
+from prm_lessons.evaluation.bias_analysis import FLAW_ROWS, wilson_interval
 
 log = logging.getLogger(__name__)
 

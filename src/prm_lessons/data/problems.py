@@ -15,10 +15,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..arith import eval_arith, fmt_number, to_fraction
-from ..corruption import arithmetic_gold_steps
 from ..errors import InputError, json_type
 from ..grading.golds import gold_answer_text, last_boxed_content
+from ..labels.arith import eval_arith, fmt_number, to_fraction
+from ..labels.construction import arithmetic_gold_steps
 from ..tables import read_records
 from .sources import downloaded_path, verify_checksums
 

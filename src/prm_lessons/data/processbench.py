@@ -1,6 +1,6 @@
 """ProcessBench: the loader (Hub, a directory of {subset}.json, or pinned files), case validation, and a
 ProcessBench-format set built by construction from gold solutions with one error injected at a known step
-(the injection itself lives in :mod:`prm_lessons.corruption`).
+(the injection itself lives in :mod:`prm_lessons.labels.construction`).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Iterable
 
 import pandas as pd
 
-from ..corruption import CorruptionError, construction_plan, corrupt_solution
 from ..errors import InputError, as_bool01, as_int, is_bool, json_type
+from ..labels.construction import CorruptionError, construction_plan, corrupt_solution
 from ..tables import read_records, read_table
 from .problems import blank_or_missing, check_rows, decode_list, load_problems
 from .sources import DOWNLOAD_DIR, url_suffix, verify_checksums

@@ -1,7 +1,7 @@
 """Answer extraction (Qwen2.5-Math harness convention) and grading (math-verify, or the harness's own
 ``math_equal``: ``grading.grader``) under a hard timeout.
 
-One concept per module, so that a job's code closure holds only what it runs (prm_lessons.codedeps):
+One concept per module, so that a job's code closure holds only what it runs (prm_lessons.plan.codedeps):
 
 * :mod:`.golds`: the last ``\\boxed{…}`` of a text and a gold answer as one string, which loading the
   problems needs too (so an extraction or grading fix reruns grading and metrics, never the problems

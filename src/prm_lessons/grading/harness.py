@@ -2,7 +2,7 @@
 
 Semantics followed: ``math_equal`` of ``evaluation/grader.py`` in QwenLM/Qwen2.5-Math at commit
 a45202bd16f1ec06f433442dc1152d0074773465 (MIT), applied as that harness applies it (``evaluate.py``): both
-answers normalised first by the harness's ``strip_string`` (:func:`prm_lessons.answer_key.harness_key`,
+answers normalised first by the harness's ``strip_string`` (:func:`prm_lessons.grading.answer_key.harness_key`,
 units kept for the benchmarks in ``KEEP_UNITS``), then compared. Written for this project from a reading of
 that file, not copied. In the harness's order, two answers are equal when
 
@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..answer_key import harness_key
+from .answer_key import harness_key
 
 CHOICE_LETTERS = ("A", "B", "C", "D", "E")
 REL_TOL = 1e-4  # grader.py numeric_equal

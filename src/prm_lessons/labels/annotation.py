@@ -6,7 +6,7 @@ annotations". :func:`sample_sheet` draws, per benchmark, `per_benchmark` respons
 order by a SHA-256 hash of (seed, benchmark, problem, sample), independent of row order) among the
 correct-answer responses of the first N samples; each row shows the problem and the numbered steps, with
 empty label columns. :func:`read_labels` reads the sheet back, every row checked (errors name the row's
-id); a row left blank is unlabelled and not counted. The rates: prm_lessons.analysis.human_flaw_rates.
+id); a row left blank is unlabelled and not counted. The rates: prm_lessons.evaluation.bias_analysis.human_flaw_rates.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..analysis import wilson_interval
+from ..evaluation.bias_analysis import wilson_interval
 from . import first_error_from_labels
 from .audit_slice import KINDS, truth_labels
 

@@ -21,8 +21,8 @@ import random
 
 import pandas as pd
 
-from ..corruption import CorruptionError, corrupt_solution
 from . import clean_steps
+from .construction import CorruptionError, corrupt_solution
 from .human import normalize_question
 
 KINDS = ("gold", "error", "keep")

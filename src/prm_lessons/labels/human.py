@@ -35,10 +35,10 @@ import unicodedata
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..corruption import CorruptionError, construction_plan, corrupt_solution
 from ..errors import as_int, json_type
 from ..tables import read_table
 from . import clean_steps
+from .construction import CorruptionError, construction_plan, corrupt_solution
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +250,7 @@ def construction_instances(problems, corrupted_per_problem: int = 1, include_gol
 
     keep_answer_fraction None: errors in equation steps, all propagating or all keeping the final answer
     (keep_final_answer). A number: error positions planned per solution length as for the constructed
-    ProcessBench (`corruption.construction_plan`: every position, the answer step included, evenly; this
+    ProcessBench (`construction.construction_plan`: every position, the answer step included, evenly; this
     share of the errors before the last step keep the final answer); keep_final_answer is ignored."""
     out: list[dict] = []
     counts = {"problems": 0, "no_gold_steps": 0, "not_corruptible": 0}

@@ -43,8 +43,8 @@ from collections import Counter
 from typing import Sequence
 
 from .. import as_paths
-from ..generation import Completion, SamplingSpec, derive_seed, render_chat
-from ..progress import vllm_bar
+from ..generation.engine import Completion, SamplingSpec, derive_seed, render_chat
+from ..jobs.progress import vllm_bar
 from ..templates import read_template
 from . import clean_steps
 
@@ -241,7 +241,7 @@ def guided_generate(engine, prompts: list[str], max_tokens: int, regex: str | Se
             # BOS: as VLLMEngine.generate; a progress line a minute (thousands of long prompts at paper scale)
             results = engine.llm.generate(prompts, params, use_tqdm=vllm_bar(log, "forced verdicts"),
                                           tokenization_kwargs={"add_special_tokens": False})
-            if hasattr(engine, "account_results"):  # the job's token budget (prm_lessons.budget)
+            if hasattr(engine, "account_results"):  # the job's token budget (prm_lessons.jobs.budget)
                 done = [[Completion("", len(getattr(r.outputs[0], "token_ids", None) or []), "stop")] for r in results]
                 engine.account_results(results, done, len(prompts), t0)
             return [r.outputs[0].text for r in results]

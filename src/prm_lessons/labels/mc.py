@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Sequence
 
-from ..generation import SamplingSpec, derive_seed, render_chat
+from ..generation.engine import SamplingSpec, derive_seed, render_chat
 from ..grading import pool as grading_pool
 from . import clean_steps
 

@@ -9,7 +9,7 @@ A variant names a label source and type:
   `labels.math_shepherd`);
 * ``trl`` — a dataset in TRL's stepwise-supervision format named by the variant's ``trl`` key
   (results/labels/trl/{variant}.parquet, `labels.stepwise`);
-* ``checker`` — the arithmetic process checker's exact step labels (prm_lessons.process_check) on the
+* ``checker`` — the arithmetic process checker's exact step labels (prm_lessons.labels.process_check) on the
   same sampled responses MC and the judge label: truncated after the first wrong step; a wrong final
   answer with no step flagged gives no instance (:func:`checker_labels`);
 * ``consensus`` — MC responses whose first error (hard, ``consensus.threshold``) matches the judge's;

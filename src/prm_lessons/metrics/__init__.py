@@ -14,7 +14,7 @@ Best-of-N, per problem over its first N responses (by sample_idx):
 - maj@N (`maj`) = correctness of the first response carrying the most frequent answer; ties between
   equally frequent answers → the answer that appears first (as Qwen2.5-Math `rm_maj_eval.py`, whose
   Counter.most_common keeps first-seen order). Answers are grouped by `maj_grouping`:
-  `harness` (the Qwen2.5-Math harness's: its `strip_string` form of the answer, prm_lessons.answer_key,
+  `harness` (the Qwen2.5-Math harness's: its `strip_string` form of the answer, prm_lessons.grading.answer_key,
   and a response without an answer votes for the empty answer, as rm_maj_eval.py counts it; the paper
   config's), `exact` (the string as is), `normalized` (whitespace removed, surrounding $ and a trailing
   period stripped, lower-cased) or `math_verify` (a response joins the first earlier group whose
@@ -41,7 +41,7 @@ or, ProcessBench's own rule (§4.1), maximises the F1 of the evaluated GSM8K sub
 first_step, structure: the best rule on subset × number of steps, fitted on the dev split) see only
 structure_view(cases); paired_f1_difference compares two predictors on the same bootstrap draws.
 
-Modules (one concept each, so that a job's code closure, prm_lessons.codedeps, holds only what it runs;
+Modules (one concept each, so that a job's code closure, prm_lessons.plan.codedeps, holds only what it runs;
 this file imports nothing):
 - `select`: aggregate, best_index, best_or_none, the string answer keys and the majority winner (no grading);
 - `vote`: vote_keys, majority_index, math_verify_groups (maj@N grouping; imports the grading pool);

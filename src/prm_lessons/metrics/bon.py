@@ -11,8 +11,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..answer_key import KEEP_UNITS
 from ..errors import InputError, as_int
+from ..grading.answer_key import KEEP_UNITS
 from .rows import BON_COLUMNS, check_bon_rows, show_value
 from .select import AGGREGATIONS, MAJ_GROUPINGS, aggregate, best_or_none, majority_winner
 from .stats import interval

@@ -1,4 +1,4 @@
-"""The arithmetic process checker (prm_lessons.process_check) applied to tables: its step labels on a
+"""The arithmetic process checker (prm_lessons.labels.process_check) applied to tables: its step labels on a
 policy's samples, its validation on the constructed ProcessBench set (exact truth), and Best-of-N with
 it: the perfect-verifier ceiling (pass@N) beside checker-selected Best-of-N.
 
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis import wilson_interval
+from ..evaluation.bias_analysis import wilson_interval
 from ..labels import clean_steps
-from ..process_check import ResponseCheck, check_response
+from ..labels.process_check import ResponseCheck, check_response
 
 VALIDATION_COLUMNS = ["subset", "kind", "metric", "k", "n", "rate", "ci_low", "ci_high"]
 BON_COLUMNS = ["benchmark", "metric", "n", "count", "total", "value", "ci_low", "ci_high"]

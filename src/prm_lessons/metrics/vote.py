@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..answer_key import harness_key
 from ..grading import pool as grading
+from ..grading.answer_key import harness_key
 from .select import MAJ_GROUPINGS, exact_key, majority_winner, normalize_answer
 
 

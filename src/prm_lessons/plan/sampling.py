@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..data.processbench import processbench_paths
 from ..data.sources import downloaded_path
-from ..fewshot import fewshot_path
+from ..generation.fewshot import fewshot_path
 from .data_policies import sampler, sampling_dir
 from .policies import sample_n
 

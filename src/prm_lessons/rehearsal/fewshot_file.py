@@ -3,7 +3,7 @@ demonstrations of the Chinese multiple-choice sets, `prompt.fewshot` in config/p
 
 The real file is fetched from GitHub at a pinned commit; the rehearsal runs offline, so
 config/rehearsal.yaml points `prompt.fewshot.url` at this file (checksums off). It has the harness's
-layout (``examples["gaokao"] = [(question, answer), ...]``, read by prm_lessons.fewshot as data) but
+layout (``examples["gaokao"] = [(question, answer), ...]``, read by prm_lessons.generation.fewshot as data) but
 the PROJECT's own two short demonstrations, not the harness's text.
 """
 from __future__ import annotations

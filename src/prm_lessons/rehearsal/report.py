@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import budget
 from ..config import load_config
+from ..jobs import budget
 from ..tables import table_meta, write_json
 
 REPO = Path(__file__).resolve().parents[3]
@@ -122,7 +122,7 @@ def training_rows(work: Path, config: dict) -> dict:
 
 def token_rows(work: Path) -> dict:
     """rule -> prefill and decode tokens summed over the token sidecars its jobs wrote beside their logs
-    (prm_lessons.budget): every model-calling rule of the paper DAG must count what it ran."""
+    (prm_lessons.jobs.budget): every model-calling rule of the paper DAG must count what it ran."""
     out: dict[str, dict] = {}
     for path in sorted((work / "logs").rglob(f"*{budget.SUFFIX}")):
         rec = json.loads(path.read_text())

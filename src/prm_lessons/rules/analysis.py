@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib
 
-from prm_lessons.analysis import named_inputs
 from prm_lessons.artifacts.registry import ARTIFACTS
+from prm_lessons.evaluation.bias_analysis import named_inputs
 from prm_lessons.labels.annotation import sample_sheet, write_sheet
 from prm_lessons.tables import read_table
 

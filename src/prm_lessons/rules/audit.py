@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import as_paths, generation
+from .. import as_paths
 from ..data.problems import load_problems
-from ..generation import Engine
+from ..generation import engine as generation
+from ..generation.engine import Engine
+from ..jobs.shards import shard_by_problem
 from ..labels import clean_steps, instance_id
 from ..labels.audit import audit_metrics, cost_rows, render_markdown
 from ..labels.audit_slice import build_slice
 from ..labels.human import eval_questions
 from ..labels.judge import judge_responses, load_template
 from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
-from ..shards import shard_by_problem
 from ..tables import merge_shards, read_table, table_meta, write_csv, write_table
 
 

@@ -9,7 +9,7 @@ from .. import as_paths
 from ..data.problems import load_problems
 from ..data.processbench import constructed_processbench, load_processbench, processbench_paths
 from ..data.sources import fetch_file, file_digests
-from ..fewshot import prompt_column
+from ..generation.fewshot import prompt_column
 from ..labels.paper_prompt import paper_template
 from ..tables import write_table
 

@@ -14,14 +14,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import as_paths, critic
-from ..generation import load_engine
+from .. import as_paths
+from ..evaluation import critic
+from ..generation.engine import load_engine
+from ..jobs.shards import in_shard, merge_problem_shards
 from ..labels.judge import load_template
 from ..metrics import bon as metrics_bon
 from ..metrics import model_free as metrics_model_free
 from ..metrics import processbench as metrics_processbench
 from ..metrics import rows as metrics_rows
-from ..shards import in_shard, merge_problem_shards
 from ..tables import SCHEMAS, join_scores, read_json, read_table, table_meta, write_csv, write_json, write_table
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,8 @@ def step_features(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
     source the responses of every training problem set, in one pass) → results/features/{source}.safetensors."""
     import torch  # lazy: torch (module docstring)
 
-    from .. import features, prm  # lazy: torch (module docstring)
+    from ..models import prm  # lazy: torch (module docstring)
+    from ..training import features
 
     if threads:
         torch.set_num_threads(max(1, int(threads)))
@@ -79,8 +81,8 @@ def _score_frame(adapter, questions, steps_list, cfg, prefixes=False):
 def _from_features(features_input, spec, row_ids):
     """Head-only trained PRMs: scores from the frozen base's stored step features (rule step_features)
     plus this PRM's head; None when the rule gave no features input (any other PRM)."""
-    from .. import features  # lazy: torch (module docstring)
     from ..scoring.batch import ScoreStats  # lazy: torch (module docstring)
+    from ..training import features  # lazy: torch (module docstring)
 
     paths = as_paths(features_input)
     if not paths:
@@ -124,9 +126,9 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
     `inputs["features"]` (head-only trained PRMs) and `outputs["scores"]` are matched by benchmark (file
     stem, or a shard file's folder); an output without samples (a benchmark the policy does not sample)
     is an empty table. With the `shard`/`nshards` wildcards (prms.shards > 1) it scores the responses of
-    that problem shard of every set only (prm_lessons.shards.in_shard; rule merge_sample_scores joins them)."""
-    from .. import features  # lazy: torch (module docstring)
+    that problem shard of every set only (prm_lessons.jobs.shards.in_shard; rule merge_sample_scores joins them)."""
     from ..scoring.batch import ScoreStats  # lazy: torch (module docstring)
+    from ..training import features  # lazy: torch (module docstring)
 
     spec, cfg = params["spec"], params.get("scoring", {})
     samples = {Path(p).stem: p for p in as_paths(inputs["responses"])}
@@ -220,7 +222,7 @@ def _merged_meta(metas: list[dict]) -> dict:
 def merge_sample_scores(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `merge_sample_scores`: the shard tables results/{policy_dir}scores/{prm}/{dataset}/shard{i}of{n}
     .parquet → results/{policy_dir}scores/{prm}/{dataset}.parquet for every set, each holding every
-    response of its responses table exactly once, in its order (prm_lessons.shards.merge_problem_shards names
+    response of its responses table exactly once, in its order (prm_lessons.jobs.shards.merge_problem_shards names
     each overlapping or missing problem); a set the policy does not sample stays an empty table."""
     samples = {Path(p).stem: p for p in as_paths(inputs["responses"])}
     shards = as_paths(inputs["shards"])
@@ -255,7 +257,7 @@ def critic_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards:
     """Rule `critic_processbench`: results/processbench/cases.parquet (+ the critic's template file) →
     results/critics/{judge}/processbench.parquet. params.spec: the critic's model and settings
     (plan.critic_specs; n = 1 already greedy there). With the `shard`/`nshards` wildcards (critics.shards > 1)
-    it critiques that case shard only, into .../processbench/shard{i}of{n}.parquet (prm_lessons.shards.in_shard
+    it critiques that case shard only, into .../processbench/shard{i}of{n}.parquet (prm_lessons.jobs.shards.in_shard
     by case id, as score_processbench; rule merge_critic_processbench joins them)."""
     spec = params["spec"]
     cases = read_table(inputs["cases"], "processbench")
@@ -282,7 +284,7 @@ def critic_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards:
 def merge_critic_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `merge_critic_processbench`: results/critics/{judge}/processbench/shard{i}of{n}.parquet →
     results/critics/{judge}/processbench.parquet, every case exactly once, in the cases' order (what one
-    unsharded job writes); prm_lessons.shards names a case in two shards, in none, or not in the cases."""
+    unsharded job writes); prm_lessons.jobs.shards names a case in two shards, in none, or not in the cases."""
     shards = as_paths(inputs["shards"])
     expected = read_table(inputs["cases"], None, columns=["id"]).astype({"id": str})
     df, meta = merge_problem_shards(shards, "critic", expected, group="id")

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import as_paths, generation
+from .. import as_paths
 from ..data.problems import load_problems
+from ..generation import engine as generation
+from ..jobs.shards import shard_by_problem
 from ..labels import clean_steps, instance_id
 from ..labels.consensus import consensus_table
 from ..labels.human import (
@@ -27,7 +29,6 @@ from ..labels.stepwise import convert_stepwise, stepwise_rows, to_stepwise, writ
 from ..labels.stepwise import malformed_lines as stepwise_malformed_lines
 from ..labels.trainsets import CSV_COLUMNS, build_variant, paper_n_instances
 from ..metrics import judge_processbench as judge_pb
-from ..shards import shard_by_problem
 from ..tables import iter_records, merge_shards, read_json, read_table, table_meta, write_csv, write_json, write_table
 
 

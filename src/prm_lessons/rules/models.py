@@ -6,8 +6,8 @@ import json
 import logging
 import os
 
-from .. import hub
-from ..embedded_model import convert_gguf, embedded_gguf
+from ..models import hub
+from ..models.embedded import convert_gguf, embedded_gguf
 
 log = logging.getLogger(__name__)
 

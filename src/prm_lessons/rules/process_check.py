@@ -1,6 +1,6 @@
 """Rule glue of workflow/rules/process_check.smk: the arithmetic process checker (no model, seconds) on
 the primary policy's samples, its validation on the constructed ProcessBench cases and Best-of-N with it.
-Logic: prm_lessons.process_check (the checker), prm_lessons.metrics.checker (the tables)."""
+Logic: prm_lessons.labels.process_check (the checker), prm_lessons.metrics.checker (the tables)."""
 from __future__ import annotations
 
 import pandas as pd

@@ -6,11 +6,12 @@ import logging
 
 import pandas as pd
 
-from .. import as_paths, generation
-from ..answer_key import KEEP_UNITS
-from ..graded import grade_samples as grade_table
+from .. import as_paths
+from ..generation import engine as generation
+from ..generation.sampling import sample_problems, shard_rows
+from ..grading.answer_key import KEEP_UNITS
+from ..grading.samples import grade_samples as grade_table
 from ..metrics.bon import baselines, first_n_samples
-from ..sampling import sample_problems, shard_rows
 from ..tables import SCHEMAS, merge_shards, read_table, table_meta, write_csv, write_table
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ def merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
 
 def grade_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     """Rule `grade_samples`: results/responses/{dataset}.parquet → results/samples/{dataset}.parquet, every
-    response graded against its gold answer (prm_lessons.graded) in the dataset's answer format (the
+    response graded against its gold answer (prm_lessons.grading.samples) in the dataset's answer format (the
     problems table's metadata: its config entry) by `grading.grader`, with the responses' `long_questions`
     metadata and the grading settings (`grading`: the grader and timeout the verdicts come from)."""
     responses = read_table(inputs["responses"], "responses")

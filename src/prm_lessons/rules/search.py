@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import as_paths, generation, search
-from ..answer_key import KEEP_UNITS
-from ..graded import grade_samples
+from .. import as_paths
+from ..evaluation import search
+from ..generation import engine as generation
+from ..generation.sampling import sample_problems
+from ..grading.answer_key import KEEP_UNITS
+from ..grading.samples import grade_samples
+from ..jobs.shards import in_shard
 from ..metrics.select import aggregate
-from ..sampling import sample_problems
-from ..shards import in_shard
 from ..tables import read_table, table_meta, write_csv, write_table
 
 log = logging.getLogger(__name__)
@@ -35,9 +37,9 @@ def _shard(wildcards: dict) -> tuple[int, int] | None:
 
 def search_greedy(*, inputs, outputs, params, wildcards, threads) -> None:
     """Rule `search_greedy`: results/problems/{benchmark}.parquet (every searched benchmark) →
-    results/search/{prm}/{benchmark}.parquet, one row per problem (prm_lessons.search.SEARCH_COLUMNS).
+    results/search/{prm}/{benchmark}.parquet, one row per problem (prm_lessons.evaluation.search.SEARCH_COLUMNS).
     The policy and the PRM are loaded once for all benchmarks. With the `shard`/`nshards` wildcards
-    (search.shards > 1) it searches that problem shard of every benchmark (prm_lessons.shards.in_shard,
+    (search.shards > 1) it searches that problem shard of every benchmark (prm_lessons.jobs.shards.in_shard,
     whole problems, after search.limit) into .../{benchmark}/shard{i}of{n}.parquet; rule merge_search joins
     them. A shard without problems loads no model."""
     cfg, entry = params["search"], params["model"]
@@ -59,8 +61,8 @@ def search_greedy(*, inputs, outputs, params, wildcards, threads) -> None:
 
     import torch  # lazy: torch (module docstring)
 
+    from ..evaluation.search_scorers import candidate_scorer  # lazy: torch (module docstring)
     from ..scoring.load import load_adapter  # lazy: torch (module docstring)
-    from ..search_scorers import candidate_scorer  # lazy: torch (module docstring)
 
     if threads:
         torch.set_num_threads(max(1, int(threads)))

@@ -4,8 +4,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .. import as_paths, model_card, publish, train_launch, training
+from .. import as_paths
 from ..tables import read_json, table_meta, write_json
+from ..training import launch as train_launch
+from ..training import model_card, publish
+from ..training import train as training
 
 
 def train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:

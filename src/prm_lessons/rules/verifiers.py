@@ -1,7 +1,7 @@
-"""Rule glue of workflow/rules/verifiers.smk: LLMs as Best-of-N verifiers (prm_lessons.verifiers), their
+"""Rule glue of workflow/rules/verifiers.smk: LLMs as Best-of-N verifiers (prm_lessons.evaluation.verifiers), their
 metrics (beside pass@N and maj@N of the same problems) and results/tables/judge_bon.csv.
 
-The metrics and table rules run in the analysis environment (no torch, no vLLM): prm_lessons.verifiers
+The metrics and table rules run in the analysis environment (no torch, no vLLM): prm_lessons.evaluation.verifiers
 loads no model itself; only rule `bon_judge` starts an engine.
 """
 from __future__ import annotations
@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import as_paths, verifiers
-from ..generation import load_engine
+from .. import as_paths
+from ..evaluation import verifiers
+from ..generation.engine import load_engine
+from ..jobs.shards import merge_problem_shards
 from ..metrics import bon as metrics_bon
-from ..shards import merge_problem_shards
 from ..tables import read_json, read_table, table_meta, write_csv, write_json, write_table
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ def bon_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thr
 def merge_bon_judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `merge_bon_judge`: results/{policy_dir}bon_judges/{judge}/{mode}/{benchmark}/shard{i}of{n}.parquet →
     .../{benchmark}.parquet for every judged benchmark: exactly the problems one unsharded job judges (the
-    first bon_judges.limit of the policy's samples), each once, in its order; prm_lessons.shards names a
+    first bon_judges.limit of the policy's samples), each once, in its order; prm_lessons.jobs.shards names a
     problem in two shards, in none, or not to be judged (a stale shard). The metadata's counts are summed."""
     judged = verifiers.first_responses(_samples(inputs, "responses"), params["n"], params.get("limit"))
     shards = as_paths(inputs["shards"])

@@ -26,11 +26,11 @@ Outputs: tables `step_scores` / `pb_scores` (docs/architecture.md). A response l
 `max_length` keeps its whole leading steps only; `n_steps_scored` < number of steps says so.
 
 Backends (`backend` of a spec): `transformers` (this package: length-sorted batches, one forward each;
-every adapter) or `vllm` (prm_lessons.pooling: vLLM's pooling runner with tensor parallelism, for the
+every adapter) or `vllm` (prm_lessons.scoring.pooling: vLLM's pooling runner with tensor parallelism, for the
 architectures vLLM implements: qwen_prm, qwen_orm, and trained PRMs saved in the released layout). The
 adapter, its encoding and readout are the same; only `batch.score_encoded` hands the batch to vLLM.
 
-Modules (one concept each, so that a job's code closure, prm_lessons.codedeps, holds only what it runs;
+Modules (one concept each, so that a job's code closure, prm_lessons.plan.codedeps, holds only what it runs;
 this file imports nothing):
 - `encode`: the encoded input (`Encoded`: ids + score positions), offsets to positions, truncation to
   whole leading steps, the model cards' label tokens (no torch);
@@ -44,6 +44,6 @@ this file imports nothing):
 - `load`: `load_adapter` from a resolved spec, on either backend;
 - `score_file`: a JSONL file of (problem, steps) rows scored with any PRM outside the workflow (the
   `prm-lessons score` command): row checks, which adapter a directory needs, the output rows.
-The search's candidate scorers (incremental on a KV cache, or full re-scoring) are prm_lessons.search_scorers:
+The search's candidate scorers (incremental on a KV cache, or full re-scoring) are prm_lessons.evaluation.search_scorers:
 an edit there reruns the search only.
 """

@@ -1,5 +1,5 @@
 """Batched scoring: length-sorted batches, one forward pass each (or the whole batch to vLLM's pooling runner,
-prm_lessons.pooling), and the per-response / per-prefix entry points.
+prm_lessons.scoring.pooling), and the per-response / per-prefix entry points.
 """
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Sequence
 
 import torch
 
-from .. import pooling
-from ..progress import Progress
+from ..jobs.progress import Progress
+from . import pooling
 from .adapters import Adapter
 from .encode import Encoded
 

@@ -10,8 +10,8 @@ import torch
 from safetensors import safe_open
 from transformers import AutoModel
 
-from .. import hub
-from ..prm import torch_dtype
+from ..models import hub
+from ..models.prm import torch_dtype
 from ..tables import read_json
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
 
-from .. import pooling
-from ..prm import FORMAT_FILE, load_prm
+from ..models.prm import FORMAT_FILE, load_prm
 from ..tables import read_json
+from . import pooling
 from .adapters import ADAPTER_CLASSES, ADAPTERS, Adapter, TrainedAdapter
 from .heads import HEAD_PREFIX, load_head_model, on_gpu, placement, pretrained_dtype, resolve_dir
 from .options import check_declared_params
@@ -110,7 +110,7 @@ def load_adapter(spec: dict, backend: str | None = None) -> Adapter:
 
 
 def _vllm_adapter(spec: dict) -> Adapter:
-    """Backend vllm (prm_lessons.pooling): the adapter class, tokenizer, encoding and readout of the
+    """Backend vllm (prm_lessons.scoring.pooling): the adapter class, tokenizer, encoding and readout of the
     transformers backend, with vLLM's pooling runner in place of the transformers forward. `spec["vllm"]`
     (plan.resolve_prm_specs): tensor_parallel_size, gpu_memory_utilization."""
     kind, trc = spec["adapter"], bool(spec.get("trust_remote_code", False))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import InputError, json_type
-from ..prm import FORMAT_FILE
+from ..models.prm import FORMAT_FILE
 from ..tables import atomic_path, read_json
 from .adapters import ADAPTERS
 from .batch import ScoreStats, score_responses

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from prm_lessons import analysis
 from prm_lessons.artifacts.defs.fig6_flawed_process import build_fig6
 from prm_lessons.artifacts.published import load_published
+from prm_lessons.evaluation import bias_analysis as analysis
 
 
 def test_checker_row_beside_the_judge():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from prm_lessons import analysis
 from prm_lessons.artifacts.defs import fig6_flawed_process as fig6
 from prm_lessons.artifacts.published import load_published
+from prm_lessons.evaluation import bias_analysis as analysis
 from prm_lessons.labels import annotation
 
 

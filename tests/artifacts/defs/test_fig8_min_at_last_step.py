@@ -4,9 +4,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from prm_lessons import analysis as A
 from prm_lessons.artifacts.defs import fig8_min_at_last_step as F
 from prm_lessons.artifacts.published import load_published
+from prm_lessons.evaluation import bias_analysis as A
 
 
 def _scores(step_scores) -> pd.DataFrame:

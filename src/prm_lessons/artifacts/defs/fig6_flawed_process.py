@@ -7,7 +7,6 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from prm_lessons import analysis
 from prm_lessons.artifacts.cells import finish_cells
 from prm_lessons.artifacts.plots import (
     ORIGIN_PAPER,
@@ -21,6 +20,7 @@ from prm_lessons.artifacts.plots import (
     origin_title,
 )
 from prm_lessons.artifacts.published import load_published, lookup, paper_column, published_long
+from prm_lessons.evaluation import bias_analysis as analysis
 from prm_lessons.labels import annotation
 from prm_lessons.tables import read_table
 

@@ -6,10 +6,10 @@ import logging
 import numpy as np
 import pandas as pd
 
-from prm_lessons import analysis
 from prm_lessons.artifacts.cells import finish_cells
 from prm_lessons.artifacts.published import load_published, lookup, paper_column, paper_key, published_long
 from prm_lessons.artifacts.render import emit_table
+from prm_lessons.evaluation import bias_analysis as analysis
 from prm_lessons.tables import read_table
 
 ID = "table5"

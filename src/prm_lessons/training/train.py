@@ -1,0 +1,319 @@
+"""PRM training: the PRM of `prm_lessons.models.prm` (a base LM + 2-class step head), trained with the
+transformers `Trainer`.
+
+Loss: cross-entropy on hard 0/1 labels; soft labels in [0,1]: binary cross-entropy on P(good) (`bce`,
+default) or MSE on P(good) (`mse`, the paper's preliminary soft runs). For 0/1 targets BCE on P(good) and
+2-class CE are the same number, so a soft variant whose labels happen to be all 0/1 trains identically.
+
+Modes (`training.mode`): `full` fine-tuning (paper), `lora` (peft adapters, merged at save time), `head`
+(frozen base: its step features are computed once, then only the head trains; the embedded CPU default).
+In head mode the features can come from a shared pass (`features`: rule step_features over the sampled
+training responses, `prm_lessons.training.features.training_features`) instead of the job's own pass: the variants
+labelled on the same responses then run the frozen base over them once, not once each.
+
+Output directory: the PRM directory of `prm.save_prm` (loaded with `prm.load_prm`; full fine-tuning of a
+Qwen2 base in the released Qwen2.5-Math-PRM layout, everything else in the project layout), plus
+  train_metrics.json               loss_history, train_tokens, tokens_per_second, wall_seconds, hardware …
+  lora_adapter/                    lora mode: the adapter unmerged, a standard PEFT directory (peft loads it)
+
+The run's parts live beside this module: settings (`settings`), trainset rows -> instances
+(`data`), the Trainer, DeepSpeed and TrainingArguments (`trainer`), checkpoints and resume
+(`checkpoints`), and the launch in one or several processes (`launch.run_training`, the rule's
+entry). A job stopped by SIGTERM (JIT checkpoint) raises TrainingInterrupted instead of saving a
+half-trained PRM. What fits: full fine-tuning of a 7B base with DeepSpeed ZeRO-3 on one node of 8x80 GB
+GPUs (~16 bytes of weights + Adam state per parameter, ~15 GB per GPU). A 72B base (~1.2 TB of such
+state, ~145 GB per GPU on 8 GPUs) does not fit in one node: it needs several nodes or CPU offload, which
+the launcher does not do.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ..models.prm import (
+    HeadOnlyModel,
+    ProcessRewardModel,
+    StepCollator,
+    StepHead,
+    base_fingerprint,
+    ensure_step_token,
+    head_base_dtype,
+    load_base,
+    pad_id,
+    released_layout_possible,
+    save_prm,
+    step_features,
+    step_format,
+    use_bf16,
+)
+from ..steps import StepFormat
+from ..tables import write_json
+from .checkpoints import resume_checkpoint, run_fingerprint
+from .data import training_instances
+from .features import training_features
+from .model_card import LORA_DIR
+from .settings import LABEL_TYPES, TrainingError, settings_from
+from .trainer import log_last_step_callback, progress_callback, trainer_class, training_arguments, zero3_init
+
+log = logging.getLogger(__name__)
+
+METRICS_FILE = "train_metrics.json"
+
+
+class TrainingInterrupted(RuntimeError):
+    """Training stopped before its last step (SIGTERM -> JIT checkpoint): nothing is saved as the PRM, the
+    job fails and its rerun resumes from the checkpoint."""
+
+
+def hardware() -> dict:
+    info = {"device": "cuda" if torch.cuda.is_available() else "cpu", "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
+            "host": platform.node(), "world_size": int(os.environ.get("WORLD_SIZE", "1"))}
+    try:
+        import transformers  # lazy: as train_setup.trainer_class
+
+        info["transformers"] = transformers.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    if torch.cuda.is_available():
+        info["n_gpus"] = torch.cuda.device_count()
+        info["gpu_names"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    else:
+        info["n_gpus"] = 0
+    if "SLURM_JOB_ID" in os.environ:
+        info["slurm_job_id"] = os.environ["SLURM_JOB_ID"]
+    return info
+
+
+def trainable_model(backbone, head: StepHead, settings: dict, label_type: str) -> ProcessRewardModel:
+    """`full` and `lora` modes: the model the Trainer gets (the base, with LoRA adapters in lora mode, and
+    the step head), gradient checkpointing on the base when asked."""
+    if settings["mode"] == "lora":
+        from peft import LoraConfig, get_peft_model  # lazy: lora mode only
+
+        lc = settings["lora"]
+        backbone = get_peft_model(backbone, LoraConfig(r=int(lc["r"]), lora_alpha=int(lc["alpha"]),
+                                                       lora_dropout=float(lc["dropout"]),
+                                                       target_modules=lc["target_modules"]))
+    if settings["gradient_checkpointing"]:
+        backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        backbone.config.use_cache = False
+    return ProcessRewardModel(backbone, head, label_type, settings["soft_loss"])
+
+
+def base_dtype(settings: dict, on_gpu: bool, bf16: bool) -> torch.dtype:
+    """The dtype the base is loaded in: head mode's frozen base as `prm.head_base_dtype`; LoRA's base in
+    bf16 on a GPU run in bf16; else fp32."""
+    if settings["mode"] == "head":
+        return head_base_dtype(settings)
+    return torch.bfloat16 if (settings["mode"] == "lora" and on_gpu and bf16) else torch.float32
+
+
+@dataclass
+class Trainee:
+    """What the Trainer trains: the model, its dataset, the step head, and (head mode) the cost of the
+    frozen base's one pass over the instances."""
+    model: nn.Module
+    dataset: list[dict]
+    head: StepHead
+    feature_tokens: int = 0
+    feature_seconds: float = 0.0
+
+
+def build_trainee(backbone, tokenizer, instances: list[dict], settings: dict, label_type: str,
+                  on_gpu: bool, shared: list[dict] | None = None) -> Trainee:
+    """Head mode: the frozen base's step features computed once (or `shared`: read from a shared pass,
+    `features.training_features`) and the head alone trained on them (a fixed standardisation of the
+    features in front of the paper's head); lora / full: base + head on the instances (trainable_model)."""
+    mode = settings["mode"]
+    if mode != "head":
+        with zero3_init():  # partitioned in the base's dtype under ZeRO-3 (train_setup.zero3_init)
+            head = StepHead(int(backbone.config.hidden_size))
+        return Trainee(trainable_model(backbone, head, settings, label_type), instances, head)
+    head = StepHead(int(backbone.config.hidden_size), standardize=bool(settings["standardize_features"]))
+    for p in backbone.parameters():
+        p.requires_grad_(False)
+    tf = time.time()
+    if shared is not None:
+        dataset, feature_tokens = shared, 0
+    else:
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if on_gpu else torch.device("cpu")
+        backbone.to(device)
+        dataset = step_features(backbone, instances, pad_id(tokenizer), int(settings["batch_size"]), device)
+        backbone.to("cpu")
+        feature_tokens = sum(len(it["input_ids"]) for it in instances)
+    feature_seconds = time.time() - tf
+    if head.standardize:
+        head.fit_standardization(torch.cat([d["step_features"] for d in dataset]))
+    return Trainee(HeadOnlyModel(head, label_type, settings["soft_loss"]), dataset, head, feature_tokens,
+                   feature_seconds)
+
+
+def run_trainer(trainee: Trainee, args, tokenizer, resume: str | None, ckpt: Path, callbacks: list | None = None):
+    """(trainer, train result, seconds) of the Trainer run, resumed from `resume` when given. A run stopped
+    before its last step (the JIT checkpoint callback, on SIGTERM) raises TrainingInterrupted."""
+    trainer = trainer_class()(model=trainee.model, args=args, train_dataset=trainee.dataset,
+                              data_collator=StepCollator(pad_id(tokenizer)),
+                              callbacks=[log_last_step_callback(), progress_callback(), *(callbacks or [])])
+    if resume:
+        log.info("resuming from %s", resume)
+    tt = time.time()
+    result = trainer.train(resume_from_checkpoint=resume)
+    seconds = time.time() - tt
+    if trainer.state.global_step < trainer.state.max_steps:
+        raise TrainingInterrupted(f"training stopped at step {trainer.state.global_step} of "
+                                  f"{trainer.state.max_steps} (SIGTERM); checkpoint in {ckpt}, a rerun resumes")
+    return trainer, result, seconds
+
+
+def gather_trained(trainer, args) -> tuple[int, dict | None]:
+    """Collectives, on every rank: (train tokens of all processes, the weights; under ZeRO-3 gathered from
+    all ranks: the full dict on rank 0, None elsewhere)."""
+    tokens = trainer.accelerator.reduce(torch.tensor(trainer.train_tokens, device=args.device), reduction="sum")
+    return int(tokens.item()), trainer.accelerator.get_state_dict(trainer.model_wrapped)
+
+
+def save_trained(out: Path, full_sd: dict | None, trainer, backbone, tokenizer, fmt: StepFormat, settings: dict,
+                 meta: dict, dtype: torch.dtype) -> str:
+    """Rank 0: the PRM directory from the gathered weights (`prm.save_prm`); returns its layout."""
+    if full_sd is None:  # pragma: no cover - accelerate/DeepSpeed contract
+        raise RuntimeError("rank 0 got no gathered state dict to save")
+    head_sd = {k[len("head."):]: v.detach().to("cpu", torch.float32, copy=True).contiguous()
+               for k, v in full_sd.items() if k.startswith("head.")}  # copies: as prm._save_released
+    backbone_sd = {k[len("backbone."):]: v for k, v in full_sd.items() if k.startswith("backbone.")}
+    state_dict = None
+    if settings["mode"] == "head":
+        save_backbone = backbone
+    elif settings["mode"] == "lora":
+        # merged into a fresh copy of the base: under ZeRO-3 the trained model's own parameters are shards;
+        # the unmerged adapter is kept beside it as a standard PEFT directory (LORA_DIR)
+        save_backbone = _merged_lora_backbone(backbone_sd, meta["base"], dtype, fmt.step_token, settings["lora"],
+                                              adapter_dir=out / LORA_DIR)
+    else:
+        save_backbone = trainer.accelerator.unwrap_model(trainer.model).backbone
+        state_dict = backbone_sd
+    # a fully fine-tuned Qwen2 PRM is saved as Qwen2.5-Math-PRM is published (vLLM serves it); others keep
+    # the project layout (models/prm.py docstring)
+    released = settings["mode"] == "full" and released_layout_possible(save_backbone, head_sd)
+    layout = "released" if released else "project"
+    save_prm(out, save_backbone, tokenizer, head_sd, fmt, meta, state_dict=state_dict,
+             dtype=torch.float32 if settings["precision"] == "fp32" else torch.bfloat16, layout=layout)
+    return layout
+
+
+def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_type: str = "hard",
+              checkpoint_dir: str | None = None, threads: int | None = None, callbacks: list | None = None,
+              features: list[str] | None = None) -> dict:
+    """Train one PRM on a trainset table; write the model directory + train_metrics.json; return the metrics.
+
+    `checkpoint_dir` (default: a hidden sibling of out_dir) keeps Trainer checkpoints; a rerun with the same
+    settings and data resumes from the last one. `callbacks` are extra transformers TrainerCallbacks.
+    `features` (head mode only): the frozen base's step features of the responses the trainset was cut
+    from (rule step_features), read instead of this job's own pass over them."""
+    from transformers import set_seed  # lazy: as train_setup.trainer_class
+
+    settings = settings_from(settings)
+    if label_type not in LABEL_TYPES:
+        raise TrainingError(f"label_type {label_type!r} is not one of {LABEL_TYPES}")
+    if features and settings["mode"] != "head":
+        raise TrainingError(f"training.mode: {settings['mode']!r} trains the base; shared base features "
+                            f"({features}) serve head mode only")
+    if threads:
+        torch.set_num_threads(max(1, int(threads)))
+    t0 = time.time()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt = Path(checkpoint_dir) if checkpoint_dir else out.parent / f".{out.name}.checkpoints"
+    mode, fmt, bf16, on_gpu = settings["mode"], step_format(settings), use_bf16(settings), torch.cuda.is_available()
+    set_seed(int(settings["seed"]))
+    args = training_arguments(settings, ckpt, on_gpu, bf16)
+    resume = resume_checkpoint(args, ckpt, run_fingerprint(settings, label_type, base_dir, trainset))
+
+    dtype = base_dtype(settings, on_gpu, bf16)
+    backbone, tokenizer = load_base(base_dir, dtype)
+    added = ensure_step_token(tokenizer, backbone, fmt.step_token)
+    fingerprint = base_fingerprint(backbone, tokenizer, fmt.step_token) if mode == "head" else None
+    instances, data_stats = training_instances(trainset, tokenizer, fmt, settings, label_type)
+    shared = (training_features(features, instances, fingerprint, fmt, settings["max_length"])
+              if features else None)
+    set_seed(int(settings["seed"]))
+    trainee = build_trainee(backbone, tokenizer, instances, settings, label_type, on_gpu, shared)
+    trainer, result, train_seconds = run_trainer(trainee, args, tokenizer, resume, ckpt, callbacks)
+    train_tokens, full_sd = gather_trained(trainer, args)
+    rank0 = trainer.is_world_process_zero()
+
+    history = [(h["step"], float(h["loss"])) for h in trainer.state.log_history if "loss" in h]
+    metrics = {
+        "mode": mode, "label_type": label_type, "soft_loss": settings["soft_loss"] if label_type == "soft" else None,
+        "base": str(base_dir), "trainset": str(trainset), "step_token": fmt.step_token, "step_token_added": added,
+        "loss_history": [l for _, l in history], "loss_history_steps": [s for s, _ in history],
+        "final_train_loss": float(result.training_loss) if result.training_loss is not None else None,
+        "global_steps": int(trainer.state.global_step), "epochs": float(trainer.state.epoch or 0.0),
+        "resumed_from": resume, "world_size": int(args.world_size),
+        "deepspeed": str(args.deepspeed) if trainer.is_deepspeed_enabled else None,
+        "saved_by_rank": int(args.process_index) if rank0 else None,
+        # non-padding tokens of the instances in all optimizer steps of all processes (x epochs); in head
+        # mode each instance went through the frozen base once (feature_tokens, feature_seconds), or none
+        # did here: their features were read from the shared pass (`features`)
+        "train_tokens": train_tokens, "feature_tokens": int(trainee.feature_tokens),
+        "features": [str(f) for f in features] if features else None,
+        "train_seconds": train_seconds, "feature_seconds": trainee.feature_seconds,
+        # head mode: accuracy of the trained head on its own training steps beside the majority-class
+        # rate (a head that learnt nothing sits at the majority rate)
+        "train_fit": step_fit(trainee.head, trainee.dataset) if mode == "head" else {},
+        "data": data_stats, "precision": "bf16" if bf16 else ("bf16-frozen-base" if dtype == torch.bfloat16 else "fp32"),
+        "hardware": hardware(), "settings": settings,
+    }
+    if not rank0:
+        return metrics
+    meta = {"max_length": settings["max_length"], "label_type": label_type, "soft_loss": settings["soft_loss"],
+            "mode": mode, "base": str(base_dir), "base_fingerprint": fingerprint}
+    metrics["layout"] = save_trained(out, full_sd, trainer, backbone, tokenizer, fmt, settings, meta, dtype)
+    metrics["wall_seconds"] = time.time() - t0
+    busy = train_seconds + trainee.feature_seconds
+    metrics["tokens_per_second"] = train_tokens / busy if busy > 0 else None
+    write_json(metrics, out / METRICS_FILE, default=str)
+    if not settings["keep_checkpoints"]:
+        shutil.rmtree(ckpt, ignore_errors=True)
+    return metrics
+
+
+def step_fit(head: StepHead, dataset: list[dict]) -> dict:
+    """Training-set fit of a head-only PRM: step accuracy (P(good) >= 0.5 against labels >= 0.5),
+    the majority-class rate and the share of positive steps."""
+    feats = torch.cat([d["step_features"] for d in dataset])
+    target = torch.tensor([t for d in dataset for t in d["step_targets"]], dtype=torch.float32) >= 0.5
+    with torch.no_grad():
+        good = torch.softmax(head.eval()(feats).float(), dim=-1)[:, 1] >= 0.5
+    pos = float(target.float().mean()) if len(target) else float("nan")
+    return {"steps": int(len(target)), "step_accuracy": float((good == target).float().mean()) if len(target) else None,
+            "majority_rate": max(pos, 1 - pos) if len(target) else None, "positive_rate": pos,
+            "predicted_positive_rate": float(good.float().mean()) if len(target) else None}
+
+
+def _merged_lora_backbone(peft_state: dict, base_dir: str, dtype: torch.dtype, step_token: str, lora: dict,
+                          adapter_dir: Path | None = None):
+    """The base with the trained LoRA adapters (a PeftModel state dict) merged in, built on CPU; with
+    `adapter_dir`, the adapter is first saved there unmerged (PeftModel.save_pretrained: loadable with
+    `PeftModel.from_pretrained(AutoModel.from_pretrained(base), adapter_dir)`)."""
+    from peft import LoraConfig, get_peft_model  # lazy: lora mode only
+
+    base, tokenizer = load_base(base_dir, dtype)
+    added = ensure_step_token(tokenizer, base, step_token)  # same vocabulary size as the trained model
+    peft_model = get_peft_model(base, LoraConfig(r=int(lora["r"]), lora_alpha=int(lora["alpha"]),
+                                                 lora_dropout=float(lora["dropout"]),
+                                                 target_modules=lora["target_modules"]))
+    peft_model.load_state_dict(peft_state, strict=True)
+    if adapter_dir is not None:
+        # an added step token resized the embeddings: the adapter must carry them (the base lacks the row);
+        # set explicitly, as peft's "auto" would look the base up on the Hub
+        peft_model.save_pretrained(adapter_dir, save_embedding_layers=added)
+    return peft_model.merge_and_unload()
