@@ -39,6 +39,7 @@ def recipe(name: str) -> list[dict]:
 
 def _copy_checkout(dest: Path) -> Path:
     """The workflow files of the checkout under dest (as tests/workflow/test_structure.py copies them)."""
+    dest.mkdir(parents=True)
     for part in CHECKOUT_PARTS:
         src = ROOT / part
         if src.is_dir():
@@ -140,7 +141,7 @@ def test_rule_recipe_plans_the_rule_and_keeps_ablations_working(checkout):
     counts, jobs = _plan(checkout, "results/tables/problem_stats.csv")
     assert counts == {"problems": 2, "problem_stats": 1}  # the embedded default's two benchmarks
     job = next(j for j in jobs if j.rule == "problem_stats")
-    assert job.output == ["results/tables/problem_stats.csv"] and job.benchmark.startswith("benchmarks/problem_stats/")
+    assert job.output == ["results/tables/problem_stats.csv"] and job.benchmark == "benchmarks/problem_stats.tsv"
     assert any(".snakemake/codedeps/prm_lessons/rules/data.py.fingerprint" == p for p in job.input)
     counts, _ = _plan(checkout)  # rule all: TARGETS holds it
     assert counts["problem_stats"] == 1
@@ -150,8 +151,8 @@ def test_rule_recipe_plans_the_rule_and_keeps_ablations_working(checkout):
     for b in ("arith", "chain_sum"):
         (checkout / f"results/problems/{b}.parquet").parent.mkdir(parents=True, exist_ok=True)
         (checkout / f"results/problems/{b}.parquet").touch()
-    counts, jobs = _plan(checkout, "--configfile", "config/config.yaml", "x.yaml",
-                         "runs/x/results/tables/problem_stats.csv")
+    counts, jobs = _plan(checkout, "runs/x/results/tables/problem_stats.csv",
+                         "--configfile", "config/config.yaml", "x.yaml")
     assert counts == {"problem_stats": 1}
     assert set(jobs[0].input) >= {"results/problems/arith.parquet", "results/problems/chain_sum.parquet"}
     # the same rule writing outside the per-run folders and the path families: every ablation stops
