@@ -308,7 +308,7 @@ def write_snapshot(hf_home: Path, repo_id: str, commit: str, files: dict[str, Pa
     for r in {"main", ref or "main"}:
         path = storage / "refs" / r
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(commit)  # no newline, as huggingface_hub writes it
+        write_text_atomic(path, commit)  # no newline, as huggingface_hub writes it
     _write_tree_cache(storage, commit, tree)
     return snap
 
@@ -384,8 +384,8 @@ def _write_weights(spec: RepoSpec, sd: dict, out: Path) -> list[str]:
         weight_map.update({k: name for k in part})
     total = sum(v.numel() * v.element_size() for v in sd.values())
     index = f"{prefix}.{ext}.index.json"
-    (out / index).write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map},
-                                        indent=2) + "\n")
+    write_text_atomic(out / index, json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map},
+                                              indent=2) + "\n")
     return names + [index]
 
 
@@ -399,7 +399,7 @@ def _tokenizer_files(family: str, cache: Path) -> dict[str, Path]:
         if d.exists():
             shutil.rmtree(d)
         os.replace(tmp, d)
-        done.write_text("")
+        write_text_atomic(done, "")
     return {p.name: p for p in sorted(d.iterdir()) if p.is_file() and p.name != ".complete"}
 
 
@@ -412,7 +412,7 @@ def build_standin(repo_id: str, spec: RepoSpec, out: Path, scale: dict, tokenize
     if spec.auto_map:
         cfg_dict["auto_map"] = dict(spec.auto_map)
     names = _write_weights(spec, _state_dict(spec, cfg, seed), out)
-    (out / "config.json").write_text(json.dumps(cfg_dict, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(out / "config.json", json.dumps(cfg_dict, indent=2, sort_keys=True) + "\n")
     names.append("config.json")
     if spec.generation_config:
         GenerationConfig.from_model_config(cfg).save_pretrained(out)
@@ -531,9 +531,7 @@ def write_prm800k(out_dir: Path, source: Path, first: int = 60, count: int = 20)
         phase1.append(record(rows[-1], [step(split_steps(rows[-1]["code"][0])[0], 1)], "give_up", 1))
     counts = {}
     for name, recs in (("phase1_train.jsonl", phase1), ("phase2_train.jsonl", phase2)):
-        with open(out / name, "w") as fh:
-            for r in recs:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        write_text_atomic(out / name, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
         counts[name] = len(recs)
     return counts
 

@@ -301,8 +301,7 @@ def critic_reparse(*, inputs: dict, outputs: dict, params: dict, wildcards: dict
                             force=force)
     _critic_report(df, wildcards.get("judge"),
                    f"parse {params['parse']}{'' if force else ', no forced answers'} of {inputs['source']}")
-    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(outputs["predictions"], index=False)
+    write_table(df, outputs["predictions"], "critic", meta={"critic": wildcards.get("judge")})
 
 
 def _critic_report(df: pd.DataFrame, name, what: str) -> None:
@@ -399,8 +398,7 @@ def _bootstrap_args(cfg: dict) -> dict:
 
 def _write_pb(m: dict, per_case: pd.DataFrame, outputs: dict) -> None:
     write_json(m, outputs["metrics"])
-    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
-    per_case.to_parquet(outputs["predictions"], index=False)
+    write_table(per_case, outputs["predictions"], None)
 
 
 def processbench_baseline(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
