@@ -100,7 +100,7 @@ def test_the_scan_sees_direct_writes(tmp_path):
 
 
 # the review process's traces: pointers to files outside the repository, and issue numbers
-LEAK = re.compile(r"\.\./shared/(research|DESIGN)|issue\s*#?\d+", re.IGNORECASE)
+LEAK = re.compile(r"shared/(research|DESIGN)|reviews-20\d\d|paper_reference\.md|issue\s*#?\d+", re.IGNORECASE)
 SHIPPED = ["src", "workflow", "docs", "config", "bench", "profiles", "README.md", "Makefile", "Snakefile"]
 # the config schema is being replaced by the typed config (which generates it); until then its section
 # comments are left as they are
@@ -123,3 +123,44 @@ def test_no_review_process_in_shipped_files():
                 if LEAK.search(line):
                     hits.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()[:120]}")
     assert hits == [], "state it in the file itself:\n" + "\n".join(hits)
+
+
+# the modules that print the paper's numbers beside this run's: they read them from published.yaml
+PRINTS_PAPER = [SRC / "artifacts" / "verdicts.py", SRC / "metrics" / "judge_processbench.py"]
+# a number with a decimal point, not a section (§3.1.2) nor a size (1.5M, 1.5B)
+DECIMAL = re.compile(r"(?<![\d.§\w])\d+\.\d+(?![\d.\w])")
+
+
+def _published_numbers() -> set[str]:
+    from prm_lessons.artifacts.published import load_published
+
+    return {f"{v:.1f}" for t in load_published()["tables"].values() for r in t["rows"] for v in r["values"]
+            if v is not None}
+
+
+def test_the_paper_numbers_are_not_restated():
+    published = _published_numbers()
+    for path in PRINTS_PAPER:
+        # 0.0: the null of an interval verdict, not a paper number
+        restated = {m for m in DECIMAL.findall(path.read_text()) if f"{float(m):.1f}" in published - {"0.0"}}
+        assert not restated, f"{path.name}: {sorted(restated)} restate published.yaml; read them from it"
+
+
+def test_the_printed_paper_numbers_are_published_ones():
+    import pandas as pd
+
+    from prm_lessons.artifacts import verdicts
+    from prm_lessons.artifacts.published import published_value
+    from prm_lessons.metrics import judge_processbench as jp
+
+    published = _published_numbers()
+    unsigned = re.compile(r"(?<![+-])" + DECIMAL.pattern)  # +1.4: a difference of two published numbers
+    for name in (k for k in dir(verdicts) if k.endswith("_PAPER")):
+        for m in unsigned.findall(getattr(verdicts, name)):
+            assert m in published, f"verdicts.{name}: {m} is not in published.yaml"
+    no_judge_beats_structure = pd.DataFrame([{"judge": "judge", "subset": "average", "n": 50, "f1": 0.3,
+                                              "delta_f1_structure": -0.1, "delta_ci_low": -0.2,
+                                              "delta_ci_high": 0.05}])
+    text = jp.lesson2_verdict(no_judge_beats_structure)["text"]
+    paper = f"F1 {published_value(*jp.PAPER_JUDGE, 'average/f1'):.1f} as a critic, the paper's Table 7"
+    assert paper in text and "Qwen2.5-72B-Instruct" in text

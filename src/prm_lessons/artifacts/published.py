@@ -32,6 +32,30 @@ def load_published(path: str | Path | None = None) -> dict:
     return _load_published_cached(str(path or PUBLISHED_PATH))
 
 
+def published_row(tid: str, key: str, pub: Mapping | None = None) -> dict:
+    """Row `key` of the paper's table/figure `tid` (published.yaml: label, values, ...); KeyError naming it."""
+    row = next((r for r in (pub or load_published())["tables"][tid]["rows"] if str(r["key"]) == key), None)
+    if row is None:
+        raise KeyError(f"published.yaml: {tid} has no row {key!r}")
+    return row
+
+
+def published_value(tid: str, key: str, column: str, pub: Mapping | None = None) -> float:
+    """One number as the paper prints it: table/figure `tid`, row `key`, column `column` (published.yaml).
+    A row or column the paper does not have is a KeyError naming it."""
+    columns = (pub or load_published())["tables"][tid]["columns"]
+    if column not in columns:
+        raise KeyError(f"published.yaml: {tid} has no column {column!r}")
+    return float(published_row(tid, key, pub)["values"][columns.index(column)])
+
+
+def published_size(tid: str, key: str, pub: Mapping | None = None) -> str:
+    """The paper's training-set size of a row (published.yaml `data_sizes`) as it prints it: 350k, 1.5M, 3M."""
+    sizes = (pub or load_published())["data_sizes"][tid]
+    n = sizes.get(key, sizes.get("*"))
+    return f"{n / 1e6:g}M" if n >= 1_000_000 else f"{n / 1e3:g}k"
+
+
 def published_long(pub: Mapping, tid: str) -> pd.DataFrame:
     """One published table/figure as long rows: key, label, column, published (+ extra fields)."""
     t = pub["tables"].get(tid)

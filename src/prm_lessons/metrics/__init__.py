@@ -2,7 +2,7 @@
 ProcessBench metric, with bootstrap confidence intervals (CLI: `prm-lessons eval {bon,processbench}`,
 in prm_lessons.cli).
 
-Definitions (docs/architecture.md "Evaluation outputs"; paper_reference §1.6–1.7, §3.4–3.5):
+Definitions (docs/architecture.md "Evaluation outputs"):
 
 Best-of-N, per problem over its first N responses (by sample_idx):
 - response score = aggregation of its step scores: product (the paper's default), min, last, mean;

@@ -157,9 +157,9 @@ REPOS: dict[str, RepoSpec] = {
         verified=("model_type llama: the Hub page tags the repo 'llama' (main and refs/pr/5), i.e. its "
                   "config.json model_type; a Mistral-7B fine-tune saved as Llama",
                   "main holds only .bin weights + tokenizer.model, safetensors only in refs/pr/5 "
-                  "(review paper-path.md A1; refs/pr/5 history 'Adding safetensors variant')"),
+                  "(refs/pr/5's history: 'Adding safetensors variant')"),
         unverified=("architectures LlamaForCausalLM follows from model_type llama; config.json text not read",
-                    "pytorch_model-0000{1,2}-of-00002.bin names from the review, not re-read",
+                    "pytorch_model-0000{1,2}-of-00002.bin names as listed before, not re-read",
                     "vocab 32000 = Mistral v1 SentencePiece size")),
     "RLHFlow/Llama3.1-8B-PRM-Mistral-Data": RepoSpec(
         "LlamaForCausalLM", "llama", 128256, tokenizer="llama3", shards=4, bos_token_id=128000, eos_token_id=128009,

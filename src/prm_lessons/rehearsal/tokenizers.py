@@ -53,7 +53,7 @@ QWEN2_SPECIAL_START = 151643
 _QWEN2_NOT_SPECIAL = {"<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
                       "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"}
 # The Qwen2.5-Math-PRM repos hold <extra_0> at 151651 (tokenizer_config.json "151651": "<extra_0>",
-# shared/research/paper_reference.md S7; also vLLM's default step_tag_id), i.e. in <|quad_end|>'s slot.
+# as the repos' files show; also vLLM's default step_tag_id), i.e. in <|quad_end|>'s slot.
 QWEN2_PRM_STEP_TOKEN, QWEN2_PRM_STEP_ID = "<extra_0>", 151651
 
 # Llama 3.1 special tokens in id order from 128000 (transformers' convert_llama_weights_to_hf.py, "3.1").
