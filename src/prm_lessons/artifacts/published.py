@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,17 @@ def published_value(tid: str, key: str, column: str, pub: Mapping | None = None)
     if column not in columns:
         raise KeyError(f"published.yaml: {tid} has no column {column!r}")
     return float(published_row(tid, key, pub)["values"][columns.index(column)])
+
+
+def published_text(tid: str, key: str, column: str = "average", pub: Mapping | None = None) -> str:
+    """A published number as the paper prints it (one decimal): 40.1."""
+    return f"{published_value(tid, key, column, pub):.1f}"
+
+
+def published_range(tid: str, keys: Sequence[str], column: str, pub: Mapping | None = None) -> str:
+    """The range of published numbers over rows `keys`, in whole points: 9–27."""
+    values = [published_value(tid, k, column, pub) for k in keys]
+    return f"{min(values):.0f}–{max(values):.0f}"
 
 
 def published_size(tid: str, key: str, pub: Mapping | None = None) -> str:

@@ -25,8 +25,7 @@ from typing import Callable, NamedTuple, Sequence
 import pandas as pd
 
 from prm_lessons.analysis import FLAW_ROWS, wilson_interval
-from prm_lessons.artifacts.findings import (
-    STRUCTURE,
+from prm_lessons.artifacts.estimates import (
     Est,
     Fmt,
     bon_average,
@@ -39,7 +38,14 @@ from prm_lessons.artifacts.findings import (
     scale_of,
     sweep_points,
 )
-from prm_lessons.artifacts.published import load_published, published_size, published_value
+from prm_lessons.artifacts.findings import STRUCTURE
+from prm_lessons.artifacts.published import (
+    load_published,
+    published_range,
+    published_size,
+    published_text,
+    published_value,
+)
 
 log = logging.getLogger(__name__)
 
@@ -122,17 +128,7 @@ def _structure_note(avg: pd.DataFrame, fmt: Fmt, prms: Sequence[str]) -> str:
 # ------------------------------------------------------------------------------------------------
 
 L1 = "1. MC-estimated labels train worse PRMs than LLM-as-a-judge and human labels (§3.1.2)"
-def _p(tid: str, key: str, column: str = "average", digits: int = 1) -> str:
-    """A published number (published.yaml) as the verdicts print it."""
-    return f"{published_value(tid, key, column):.{digits}f}"
-
-
-def _range(tid: str, keys: Sequence[str], column: str) -> str:
-    """The range of published numbers over rows `keys`, in whole points: 9–27."""
-    values = [published_value(tid, k, column) for k in keys]
-    return f"{min(values):.0f}–{max(values):.0f}"
-
-
+_p = published_text
 L1_PAPER = (f"ProcessBench avg F1 (Table 4): MC {_p('table4', MC, 'average/f1')}, judge "
             f"{_p('table4', JUDGE, 'average/f1')}, human (PRM800K) {_p('table4', HUMAN, 'average/f1')}; Best-of-8 "
             f"about equal (Table 3: {_p('table3', MC)} / {_p('table3', JUDGE)} / {_p('table3', HUMAN)})")
@@ -431,7 +427,7 @@ _FIG8_MOST = ("rlhflow_prm_mistral_8b", "mc_math_shepherd", "rlhflow_prm_deepsee
               "qwen25_math_prm_72b", "human")
 _FIG8_HIGH = ("skywork_prm_7b", "math_shepherd_prm_7b", "eurus_prm_stage1", "eurus_prm_stage2")
 L5_PAPER = ("Fig 8: share of all Best-of-8 responses with the minimum at the final step "
-            f"{_range('fig8', _FIG8_MOST, 'min_at_last')} % for most PRMs, {_range('fig8', _FIG8_HIGH, 'min_at_last')} % "
+            f"{published_range('fig8', _FIG8_MOST, 'min_at_last')} % for most PRMs, {published_range('fig8', _FIG8_HIGH, 'min_at_last')} % "
             "for Skywork-7B, Math-Shepherd-PRM-7B and Eurus (length mix not published)")
 L5_DECIDE = ("Best-of-N problems whose responses have ≥ 3 steps, in the hundreds (e.g. 2–4 terms with `*`), "
              "so the observed share can be told from its chance rate")
