@@ -33,8 +33,9 @@ import yaml
 from ..labels.judge import PAPER_TEMPLATE, PROCESSBENCH_TEMPLATE
 from ..tables import write_text_atomic
 from .fewshot_file import write_fewshot_examples
-from .hub_cache import build_hub_cache, claim_dir, cli_errors, write_prm800k
+from .hub_cache import build_hub_cache, claim_dir, cli_errors
 from .math_shepherd_file import write_math_shepherd
+from .prm800k_file import write_prm800k
 from .report import REPO, snakemake_cmd, write_report
 
 log = logging.getLogger("prm_lessons.rehearsal")
