@@ -31,8 +31,13 @@ def first_error(step_scores: Sequence[float] | None, threshold: float = 0.5) -> 
     return -1
 
 
-def f1_harmonic(error_acc: float, correct_acc: float) -> float:
-    return 0.0 if error_acc + correct_acc == 0 else 2 * error_acc * correct_acc / (error_acc + correct_acc)
+def f1_harmonic(error_acc, correct_acc):
+    """ProcessBench's F1: the harmonic mean 2ec/(e+c) of the error and correct accuracies, 0 where both are
+    0. Two numbers give a float; arrays (bootstrap replicates, threshold candidates) an array, elementwise."""
+    if np.ndim(error_acc) == 0 and np.ndim(correct_acc) == 0:
+        return 0.0 if error_acc + correct_acc == 0 else 2 * error_acc * correct_acc / (error_acc + correct_acc)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(error_acc + correct_acc > 0, 2 * error_acc * correct_acc / (error_acc + correct_acc), 0.0)
 
 
 def _subset_stats(labels: np.ndarray, preds: list) -> dict:
@@ -86,8 +91,7 @@ def processbench_metrics(cases: pd.DataFrame, predictions: dict, bootstrap: int 
             # stratified resampling (error / correct cases separately) keeps both accuracies defined
             e_r = bootstrap_means(m_err, bootstrap, rng)
             c_r = bootstrap_means(m_cor, bootstrap, rng)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                f_r = np.where(e_r + c_r > 0, 2 * e_r * c_r / (e_r + c_r), 0.0)
+            f_r = f1_harmonic(e_r, c_r)
             st["ci"] = {"error_acc": interval(e_r, confidence), "correct_acc": interval(c_r, confidence),
                         "f1": interval(f_r, confidence)}
             f1_reps.append(f_r)
@@ -164,7 +168,7 @@ def tune_threshold(cases: pd.DataFrame, scores: dict, subset: str | None = None)
     with np.errstate(invalid="ignore", divide="ignore"):
         e_acc = np.where(n_err[:, None] > 0, counts[:, 1] / np.maximum(n_err, 1)[:, None], 0.0)
         c_acc = np.where(n_cor[:, None] > 0, counts[:, 0] / np.maximum(n_cor, 1)[:, None], 0.0)
-        f1 = np.where(e_acc + c_acc > 0, 2 * e_acc * c_acc / (e_acc + c_acc), 0.0)
+    f1 = f1_harmonic(e_acc, c_acc)
     avg = np.round(f1.mean(axis=0), 12)  # exact ties → the first (smallest) candidate
     return float(cand[int(np.argmax(avg))])
 
@@ -419,12 +423,7 @@ def paired_f1_difference(cases: pd.DataFrame, preds_a: dict, preds_b: dict, n_bo
                 continue
             idx = rng.integers(0, n, size=(n_boot, n))
             reps[stratum] = (hit_a[mask][idx].mean(axis=1), hit_b[mask][idx].mean(axis=1))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            fa = np.where(reps["e"][0] + reps["c"][0] > 0,
-                          2 * reps["e"][0] * reps["c"][0] / (reps["e"][0] + reps["c"][0]), 0.0)
-            fb = np.where(reps["e"][1] + reps["c"][1] > 0,
-                          2 * reps["e"][1] * reps["c"][1] / (reps["e"][1] + reps["c"][1]), 0.0)
-        diff_reps.append(fa - fb)
+        diff_reps.append(f1_harmonic(reps["e"][0], reps["c"][0]) - f1_harmonic(reps["e"][1], reps["c"][1]))
     ci = (interval(np.mean(np.stack(diff_reps), axis=0), confidence) if n_boot and diff_reps
           else [float("nan"), float("nan")])
     return {"diff": float(ma["average_f1"] - mb["average_f1"]), "ci": ci, "f1_a": ma["average_f1"],
