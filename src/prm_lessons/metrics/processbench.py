@@ -1,24 +1,20 @@
 """ProcessBench: the official metric (per-subset error / correct accuracy, F1), first_error predictions,
-threshold tuning and cross-fitting, predictions from rows, evaluating one PRM or critic, long rows, and the
-paired F1 difference of two predictors.
+threshold tuning and cross-fitting, evaluating one PRM or critic, long rows, and the paired F1 difference
+of two predictors.
 """
 from __future__ import annotations
 
 import hashlib
 import math
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, as_int, is_bool, json_type
+from ..errors import as_int
 from .rows import (
     check_processbench_inputs,
     check_threshold,
-    prediction_value,
-    processbench_input_problems,
-    score_list_problem,
-    show_value,
 )
 from .stats import bootstrap_means, interval
 
@@ -239,64 +235,6 @@ def processbench_long_rows(metrics: dict, prm: str) -> list[dict]:
                  "delta_ci_low": float(dci[0]) if dci[0] is not None else nan,
                  "delta_ci_high": float(dci[1]) if dci[1] is not None else nan, "setting": setting})
     return rows
-
-
-
-
-def predictions_from_rows(rows: Iterable[dict], threshold: float,
-                          cases: pd.DataFrame | None = None) -> tuple[dict, dict]:
-    """{"id", "prediction"} or {"id", "step_scores"} rows → (predictions by id, step_scores by id).
-    Every row is checked and every problem listed (InputError, naming the row or the id): a row that is
-    not an object or has no usable id, a duplicate id, both or neither of prediction / step_scores, a
-    prediction that is not null or an integer ≥ −1 (booleans, strings, 1.9 are errors), step_scores that
-    are not a non-empty list of finite numbers (null, NaN, ±inf, strings, booleans are errors). A
-    `threshold` that is not a finite number is an error. With `cases`, the predictions and score lists
-    are also checked against the cases' numbers of steps (check_processbench_inputs) and those problems
-    are listed with the others (evaluate_processbench checks them anyway)."""
-    threshold = check_threshold(threshold)
-    preds, scores, seen, problems = {}, {}, {}, []
-    for k, r in enumerate(rows):
-        if not isinstance(r, dict):
-            problems.append(f"row {k + 1}: a JSON {json_type(r)}, not an object")
-            continue
-        if "id" not in r:
-            problems.append(f"row {k + 1}: no 'id'")
-            continue
-        raw = r["id"]
-        if is_bool(raw) or not (isinstance(raw, str) and raw.strip() or isinstance(raw, (int, np.integer))):
-            problems.append(f"row {k + 1}: id {show_value(raw)} is not a non-empty string or an integer")
-            continue
-        i = str(raw)
-        if i in seen:
-            problems.append(f"duplicate prediction for id '{i}' (rows {seen[i]} and {k + 1})")
-            continue
-        seen[i] = k + 1
-        if "prediction" in r and "step_scores" in r:
-            problems.append(f"id '{i}': the row has both 'prediction' and 'step_scores' (give one)")
-        elif "prediction" in r:  # null = an unparsable critic answer: counted wrong, reported
-            p, why = prediction_value(r["prediction"])
-            if why:
-                problems.append(f"id '{i}': {why}")
-            else:
-                preds[i] = p
-        elif "step_scores" in r:
-            why = score_list_problem(r["step_scores"], finite=True)
-            if why:
-                problems.append(f"id '{i}': {why}")
-            else:
-                s = [float(x) for x in r["step_scores"]]
-                scores[i] = s
-                preds[i] = first_error(s, threshold)
-        else:
-            problems.append(f"id '{i}': row needs 'prediction' or 'step_scores'")
-    if cases is not None:
-        problems += processbench_input_problems(cases, preds, scores)
-    if problems:
-        raise InputError(problems)
-    return preds, scores
-
-
-
 
 
 def _need_scores(cases: pd.DataFrame, scores: dict, what: str) -> None:
