@@ -11,19 +11,28 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import Iterable
 from urllib.parse import urlparse
 
+import numpy as np
 import pandas as pd
 
 from .config import SEED_RANGE
 from .data.processbench import load_processbench_cases
-from .errors import InputError, json_type
+from .errors import InputError, is_bool, json_type
 from .grading.pool import GRADERS, MAX_WORKERS
 from .grading.rows import grade_rows
 from .labels.stepwise import to_stepwise, write_stepwise
 from .metrics.bon import bon_metrics
-from .metrics.processbench import TUNE_PROTOCOLS, evaluate_processbench, predictions_from_rows
-from .metrics.rows import BON_COLUMNS
+from .metrics.processbench import TUNE_PROTOCOLS, evaluate_processbench, first_error
+from .metrics.rows import (
+    BON_COLUMNS,
+    check_threshold,
+    prediction_value,
+    processbench_input_problems,
+    score_list_problem,
+    show_value,
+)
 from .metrics.select import AGGREGATIONS, MAJ_GROUPINGS
 from .metrics.stats import MAX_BOOTSTRAP
 from .tables import read_records, read_table, write_json, write_text_atomic
@@ -268,6 +277,59 @@ def _load_cases(source: str, flag: str):
         state = "offline (HF_HUB_OFFLINE=1) and not in the datasets cache" if _offline() else "download failed"
         raise ValueError(f"{flag} {source}: cannot load the Hub dataset: {state} ({exc}); give a directory "
                          "of {subset}.json files or a cases.parquet") from None
+
+
+def predictions_from_rows(rows: Iterable[dict], threshold: float,
+                          cases: pd.DataFrame | None = None) -> tuple[dict, dict]:
+    """{"id", "prediction"} or {"id", "step_scores"} rows → (predictions by id, step_scores by id).
+    Every row is checked and every problem listed (InputError, naming the row or the id): a row that is
+    not an object or has no usable id, a duplicate id, both or neither of prediction / step_scores, a
+    prediction that is not null or an integer ≥ −1 (booleans, strings, 1.9 are errors), step_scores that
+    are not a non-empty list of finite numbers (null, NaN, ±inf, strings, booleans are errors). A
+    `threshold` that is not a finite number is an error. With `cases`, the predictions and score lists
+    are also checked against the cases' numbers of steps (check_processbench_inputs) and those problems
+    are listed with the others (evaluate_processbench checks them anyway)."""
+    threshold = check_threshold(threshold)
+    preds, scores, seen, problems = {}, {}, {}, []
+    for k, r in enumerate(rows):
+        if not isinstance(r, dict):
+            problems.append(f"row {k + 1}: a JSON {json_type(r)}, not an object")
+            continue
+        if "id" not in r:
+            problems.append(f"row {k + 1}: no 'id'")
+            continue
+        raw = r["id"]
+        if is_bool(raw) or not (isinstance(raw, str) and raw.strip() or isinstance(raw, (int, np.integer))):
+            problems.append(f"row {k + 1}: id {show_value(raw)} is not a non-empty string or an integer")
+            continue
+        i = str(raw)
+        if i in seen:
+            problems.append(f"duplicate prediction for id '{i}' (rows {seen[i]} and {k + 1})")
+            continue
+        seen[i] = k + 1
+        if "prediction" in r and "step_scores" in r:
+            problems.append(f"id '{i}': the row has both 'prediction' and 'step_scores' (give one)")
+        elif "prediction" in r:  # null = an unparsable critic answer: counted wrong, reported
+            p, why = prediction_value(r["prediction"])
+            if why:
+                problems.append(f"id '{i}': {why}")
+            else:
+                preds[i] = p
+        elif "step_scores" in r:
+            why = score_list_problem(r["step_scores"], finite=True)
+            if why:
+                problems.append(f"id '{i}': {why}")
+            else:
+                s = [float(x) for x in r["step_scores"]]
+                scores[i] = s
+                preds[i] = first_error(s, threshold)
+        else:
+            problems.append(f"id '{i}': row needs 'prediction' or 'step_scores'")
+    if cases is not None:
+        problems += processbench_input_problems(cases, preds, scores)
+    if problems:
+        raise InputError(problems)
+    return preds, scores
 
 
 def _cli_processbench(args) -> int:

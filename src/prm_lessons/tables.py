@@ -14,9 +14,12 @@ The CSV stage tables (results/tables/{bon,judge_bon,search,bon_baselines,process
 process_check,process_check_bon,label_audit}.csv) go through write_csv / read_csv: the same column and key checks plus
 dtypes (CSV_DTYPES; fractions, never percent), an atomic write, and a sidecar <table>.csv.integrity.json with the kind, row count and SHA-256.
 
-Every file the workflow and the CLIs write goes through atomic_path (or write_text_atomic / write_json on
-it): a killed job or a full disk leaves the old file or none, never a part; read_json names the file it
-could not read."""
+Every table, CSV, JSON, text and figure file that the package writes goes through atomic_path (or
+write_table / write_csv / write_plain_csv / write_json / write_text_atomic on it): a killed job or a full
+disk leaves the old file or none, never a part. Not through it: model weights and tokenizers saved by
+transformers, peft, safetensors or torch (save_pretrained, save_file, torch.save), and the few writes that
+tests/workflow/test_claims.py allows by name, each with its own temporary file or a reason (that test
+fails on any other direct write). read_json names the file it could not read."""
 from __future__ import annotations
 
 import contextlib

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from prm_lessons.artifacts import render as R
-from prm_lessons.artifacts.findings import HEADING, Est, findings_markdown, paired_verdict
+from prm_lessons.artifacts.estimates import Est, paired_verdict
+from prm_lessons.artifacts.findings import HEADING, findings_markdown
 from prm_lessons.rules import paper as rules_paper
 
 RUN = "Unit test run"

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from prm_lessons.artifacts import verdicts as V
-from prm_lessons.artifacts.findings import Est
+from prm_lessons.artifacts.estimates import Est
 from prm_lessons.rules.paper import paper_report
 
 NAN = math.nan

@@ -97,7 +97,7 @@ def test_verdict_undecidable_when_no_judge_beats_structure():
     assert t.startswith("Lesson 2 (LLM-as-a-judge labels vs MC labels) is undecidable at this size")
     assert "smollm2" in t and "even with the gold solution in its prompt" in t
     assert "judge_reference: F1 0.300, ΔF1 vs structure +0.080 [-0.020, +0.200] (n=50)" in t
-    assert "Qwen2.5-72B-Instruct" in t and "../shared/research/paper_reference.md" in t and "61.2" in t
+    assert "Qwen2.5-72B-Instruct" in t and "61.2 as a critic, the paper's Table 7)" in t
     # without a reference-guided row the text does not claim one was tried
     assert "gold solution" not in jp.lesson2_verdict(_table({"judge": (0.0, -0.1, 0.1)}))["text"]
 

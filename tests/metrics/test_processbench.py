@@ -11,6 +11,7 @@ import pytest
 
 from conftest import shared_data_dir
 from metric_inputs import bon_rows, six_pb_cases
+from prm_lessons.cli import predictions_from_rows
 from prm_lessons.data.processbench import load_processbench_cases
 from prm_lessons.metrics import bon as m_bon
 from prm_lessons.metrics import processbench as m_processbench
@@ -93,15 +94,15 @@ def test_tune_threshold_equals_brute_force_over_candidates():
 
 
 def test_predictions_rows_validation():
-    preds, scores = m_processbench.predictions_from_rows([{"id": "a", "prediction": 2}, {"id": "b", "step_scores": [0.9, 0.1]},
-                                             {"id": "c", "prediction": None}], 0.5)
+    preds, scores = predictions_from_rows([{"id": "a", "prediction": 2}, {"id": "b", "step_scores": [0.9, 0.1]},
+                                           {"id": "c", "prediction": None}], 0.5)
     assert preds == {"a": 2, "b": 1, "c": None} and scores == {"b": [0.9, 0.1]}
     with pytest.raises(ValueError, match="id 'x'.*'prediction' or 'step_scores'"):
-        m_processbench.predictions_from_rows([{"id": "x"}], 0.5)
+        predictions_from_rows([{"id": "x"}], 0.5)
     with pytest.raises(ValueError, match="duplicate prediction for id 'a'"):
-        m_processbench.predictions_from_rows([{"id": "a", "prediction": 1}, {"id": "a", "prediction": 1}], 0.5)
+        predictions_from_rows([{"id": "a", "prediction": 1}, {"id": "a", "prediction": 1}], 0.5)
     with pytest.raises(ValueError, match="id 'a'.*not an integer"):
-        m_processbench.predictions_from_rows([{"id": "a", "prediction": "two"}], 0.5)
+        predictions_from_rows([{"id": "a", "prediction": "two"}], 0.5)
 
 
 def test_long_tables():

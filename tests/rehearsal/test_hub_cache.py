@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, shared_data_dir
-from prm_lessons.rehearsal import hub_cache
+from prm_lessons.rehearsal import hub_cache, prm800k_file
 
 PIN = "0123456789abcdef0123456789abcdef01234567"  # a test pin, not a Hub commit
 CONFIG = {"models": {
@@ -211,7 +211,7 @@ def test_prm800k_file_in_official_format_converts(tmp_path):
     from prm_lessons.tables import iter_records
 
     src = shared_data_dir("bon", "math_cot_100_samples.jsonl")
-    counts = hub_cache.write_prm800k(tmp_path, src)
+    counts = prm800k_file.write_prm800k(tmp_path, src)
     assert counts["phase1_train.jsonl"] > 0 and counts["phase2_train.jsonl"] > 0
     cfg = {"prm800k": {"source": "local", "path": str(tmp_path), "phases": [1, 2], "split": "train",
                        "file_pattern": "phase{phase}_{split}.jsonl"}}

@@ -349,8 +349,8 @@ def test_paper_rehearsal_with_one_critic_and_one_judge_plans(tmp_path):
     """The knob the rehearsal can be trimmed with: paper.yaml + rehearsal.yaml with every critic and BoN
     judge but one switched off plans (in a working directory prepared as prm_lessons.rehearsal.run does)."""
     from prm_lessons.rehearsal.fewshot_file import write_fewshot_examples
-    from prm_lessons.rehearsal.hub_cache import write_prm800k
     from prm_lessons.rehearsal.math_shepherd_file import write_math_shepherd
+    from prm_lessons.rehearsal.prm800k_file import write_prm800k
     from prm_lessons.rehearsal.run import find_shared, write_critique_template
 
     try:

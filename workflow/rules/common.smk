@@ -107,7 +107,7 @@ wildcard_constraints:
 def checkout_data(rel):
     """A data file of the checkout that a job reads (published.yaml, a built-in prompt, paper/main.tex), for
     its input: the file with its mtime ignored (`ancient`: a clone or copy gives it a new one) and its
-    fingerprint file, which changes only with its text (prm_lessons.codedeps), so an edit reruns the job
+    fingerprint file, which changes only with its text (prm_lessons.plan.codedeps), so an edit reruns the job
     and a re-clone does not. A list: the file first; named inputs take [0] and list [1] unnamed."""
     return [
         ancient(checkout_path(rel)),

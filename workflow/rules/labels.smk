@@ -373,6 +373,7 @@ if JUDGE_PB_CASES:
     rule judge_processbench_table:
         input:
             code("labels:judge_processbench_table"),
+            str(PKG / "published.yaml"),  # the paper judge's F1 in the lesson-2 text
             cases=run_in("results/processbench/cases.parquet"),
             tables=run_in(
                 expand(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import textwrap
-from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
@@ -23,6 +22,7 @@ from prm_lessons.artifacts.cells import (
 from prm_lessons.artifacts.comparability import apply_not_compared
 from prm_lessons.artifacts.published import EXTRA_FIELDS, load_published, published_long
 from prm_lessons.artifacts.registry import ARTIFACTS, stamp
+from prm_lessons.tables import atomic_path
 
 ORIGIN_RUN, ORIGIN_PAPER = "this run", "paper"
 
@@ -142,10 +142,10 @@ def save_figure(fig, aid: str, outputs: Mapping, params: Mapping) -> None:
     meta = {"Title": f"{info['source']}: {info['title']}", "Subject": stamp(run),
             "Creator": "prm-lessons (workflow/rules/analysis.smk)"}
     dpi = int((params.get("figure") or {}).get("dpi", 300))
-    for kind in ("pdf", "png"):
-        Path(outputs[kind]).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(outputs["pdf"], metadata=meta)
-    fig.savefig(outputs["png"], dpi=dpi, metadata={"Title": meta["Title"], "Description": meta["Subject"]})
+    with atomic_path(outputs["pdf"]) as tmp:  # format named: the temporary file's suffix is .tmp
+        fig.savefig(tmp, format="pdf", metadata=meta)
+    with atomic_path(outputs["png"]) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi, metadata={"Title": meta["Title"], "Description": meta["Subject"]})
     import matplotlib.pyplot as plt  # lazy: as in figure_style (already loaded by then)
 
     plt.close(fig)

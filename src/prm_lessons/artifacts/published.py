@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,41 @@ def _load_published_cached(path: str) -> dict:
 def load_published(path: str | Path | None = None) -> dict:
     """The paper's numbers (published.yaml) with the citation; rows checked against their columns."""
     return _load_published_cached(str(path or PUBLISHED_PATH))
+
+
+def published_row(tid: str, key: str, pub: Mapping | None = None) -> dict:
+    """Row `key` of the paper's table/figure `tid` (published.yaml: label, values, ...); KeyError naming it."""
+    row = next((r for r in (pub or load_published())["tables"][tid]["rows"] if str(r["key"]) == key), None)
+    if row is None:
+        raise KeyError(f"published.yaml: {tid} has no row {key!r}")
+    return row
+
+
+def published_value(tid: str, key: str, column: str, pub: Mapping | None = None) -> float:
+    """One number as the paper prints it: table/figure `tid`, row `key`, column `column` (published.yaml).
+    A row or column the paper does not have is a KeyError naming it."""
+    columns = (pub or load_published())["tables"][tid]["columns"]
+    if column not in columns:
+        raise KeyError(f"published.yaml: {tid} has no column {column!r}")
+    return float(published_row(tid, key, pub)["values"][columns.index(column)])
+
+
+def published_text(tid: str, key: str, column: str = "average", pub: Mapping | None = None) -> str:
+    """A published number as the paper prints it (one decimal): 40.1."""
+    return f"{published_value(tid, key, column, pub):.1f}"
+
+
+def published_range(tid: str, keys: Sequence[str], column: str, pub: Mapping | None = None) -> str:
+    """The range of published numbers over rows `keys`, in whole points: 9–27."""
+    values = [published_value(tid, k, column, pub) for k in keys]
+    return f"{min(values):.0f}–{max(values):.0f}"
+
+
+def published_size(tid: str, key: str, pub: Mapping | None = None) -> str:
+    """The paper's training-set size of a row (published.yaml `data_sizes`) as it prints it: 350k, 1.5M, 3M."""
+    sizes = (pub or load_published())["data_sizes"][tid]
+    n = sizes.get(key, sizes.get("*"))
+    return f"{n / 1e6:g}M" if n >= 1_000_000 else f"{n / 1e3:g}k"
 
 
 def published_long(pub: Mapping, tid: str) -> pd.DataFrame:

@@ -29,6 +29,7 @@ from prm_lessons.artifacts.published import (
     published_long,
 )
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths, stamp
+from prm_lessons.tables import write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -334,6 +335,5 @@ def emit_table(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping,
         cells = data_comparability(aid, cells, pub, params, read_trainsets(inputs))
         notes = list(notes or []) + data_notes(aid, cells, pub, params)
     write_cells(aid, cells, outputs, params, inputs)
-    Path(outputs["tex"]).parent.mkdir(parents=True, exist_ok=True)
-    Path(outputs["tex"]).write_text(table_tex(aid, cells, pub, params.get("run") or {},
-                                              list(notes or []) + setting_notes))
+    write_text_atomic(outputs["tex"], table_tex(aid, cells, pub, params.get("run") or {},
+                                                list(notes or []) + setting_notes))

@@ -12,9 +12,8 @@ Rules, whichever way the results fall:
 
 One function per lesson, each taking the frames it needs (None when absent). A new measurement (a label
 audit, a process checker's flaw rate, a same-pool label comparison) plugs in as a keyword of its lesson's
-function and is passed by `verdict_rows`. Numbering: the lessons as reviewed for issue 27
-(../shared/research/reviews-2026-11b/science.md), which follow the paper's §3.1.2, §3.1.3, §3.1.4, §3.2
-and §4 (Table 6).
+function and is passed by `verdict_rows`. Numbering: the lessons follow the paper's §3.1.2, §3.1.3,
+§3.1.4, §3.2 and §4 (Table 6).
 
 Pure: frames in, rows / Markdown out (rule glue: prm_lessons.rules.paper.paper_report).
 """
@@ -25,8 +24,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import pandas as pd
 
-from prm_lessons.artifacts.findings import (
-    STRUCTURE,
+from prm_lessons.artifacts.estimates import (
     Est,
     Fmt,
     bon_average,
@@ -38,6 +36,14 @@ from prm_lessons.artifacts.findings import (
     pb_average,
     scale_of,
     sweep_points,
+)
+from prm_lessons.artifacts.findings import STRUCTURE
+from prm_lessons.artifacts.published import (
+    load_published,
+    published_range,
+    published_size,
+    published_text,
+    published_value,
 )
 from prm_lessons.evaluation.bias_analysis import FLAW_ROWS, wilson_interval
 
@@ -122,8 +128,10 @@ def _structure_note(avg: pd.DataFrame, fmt: Fmt, prms: Sequence[str]) -> str:
 # ------------------------------------------------------------------------------------------------
 
 L1 = "1. MC-estimated labels train worse PRMs than LLM-as-a-judge and human labels (§3.1.2)"
-L1_PAPER = ("ProcessBench avg F1 (Table 4): MC 40.1, judge 46.5, human (PRM800K) 56.5; Best-of-8 about equal "
-            "(Table 3: 65.9 / 65.3 / 64.9)")
+_p = published_text
+L1_PAPER = (f"ProcessBench avg F1 (Table 4): MC {_p('table4', MC, 'average/f1')}, judge "
+            f"{_p('table4', JUDGE, 'average/f1')}, human (PRM800K) {_p('table4', HUMAN, 'average/f1')}; Best-of-8 "
+            f"about equal (Table 3: {_p('table3', MC)} / {_p('table3', JUDGE)} / {_p('table3', HUMAN)})")
 L1_DECIDE = ("MC, judge and exact labels on the same responses at the same size (the same-pool comparison), "
              "with a judge that beats the structure-only baseline (at 135M only a reference-guided one might; "
              "else a ≥1.5B judge on a GPU)")
@@ -221,8 +229,12 @@ def lesson1_label_sources(processbench: pd.DataFrame | None, judge_pb: pd.DataFr
 
 
 L2 = "2. Consensus filtering (MC and judge agree) trains a better PRM with less data (§3.1.3)"
-L2_PAPER = ("Fig 2: consensus 46.3 F1 with 350k of 860k (≈40 % kept) vs MC 40.1; Fig 4 (hard labels): 66.5 "
-            "after filtering (1.5M of 3M) vs 40.2 before")
+_KEPT = load_published()["data_sizes"]["fig2"][CONSENSUS_HARD] / load_published()["data_sizes"]["fig2"][MC]
+L2_PAPER = (f"Fig 2: consensus {_p('fig2', CONSENSUS_HARD, 'processbench_f1')} F1 with "
+            f"{published_size('fig2', CONSENSUS_HARD)} of {published_size('fig2', MC)} (≈{round(100 * _KEPT, -1):.0f} % "
+            f"kept) vs MC {_p('fig2', MC, 'processbench_f1')}; Fig 4 (hard labels): "
+            f"{_p('fig4', CONSENSUS_HARD, 'processbench_f1')} after filtering ({published_size('fig4', CONSENSUS_HARD)} "
+            f"of {published_size('fig4', MC)}) vs {_p('fig4', MC, 'processbench_f1')} before")
 L2_DECIDE = ("a judge that beats the structure-only baseline (else the filter keeps the cases both call "
              "correct), and enough kept instances to train on (hundreds, not a few)")
 
@@ -249,7 +261,8 @@ def lesson2_consensus(processbench: pd.DataFrame | None, trainsets: pd.DataFrame
 
 
 L3A = "3a. Hard labels beat soft labels once the data is filtered (§3.1.4)"
-L3A_PAPER = "Fig 4: after consensus filtering hard 66.5 vs soft 49.3 F1 (before: 40.2 both)"
+L3A_PAPER = (f"Fig 4: after consensus filtering hard {_p('fig4', CONSENSUS_HARD, 'processbench_f1')} vs soft "
+             f"{_p('fig4', CONSENSUS_SOFT, 'processbench_f1')} F1 (before: {_p('fig4', MC, 'processbench_f1')} both)")
 L3A_DECIDE = "hard and soft PRMs trained on the same filtered set large enough to separate (hundreds of instances)"
 
 
@@ -269,7 +282,8 @@ def lesson3_hard_soft(processbench: pd.DataFrame | None) -> Verdict:
 
 
 L3B = "3b. Raising the MC threshold lowers PRM quality; t = 0 is best (§3.1.4)"
-L3B_PAPER = "Fig 5: ProcessBench F1 40.2 at t = 0 falling to 29.5 at t = 7/8"
+L3B_PAPER = (f"Fig 5: ProcessBench F1 {_p('fig5', 't0', 'processbench_f1')} at t = 0 falling to "
+             f"{_p('fig5', 't7/8', 'processbench_f1')} at t = 7/8")
 L3B_DECIDE = ("the sweep's label accuracy against exact truth (label audit), or its PRMs trained on hundreds of "
               "instances each")
 
@@ -293,8 +307,10 @@ def lesson3_threshold(processbench: pd.DataFrame | None, trainsets: pd.DataFrame
 
 
 L4 = "4. Policies write correct answers over flawed processes, which Best-of-N rewards (§3.2, Fig 6)"
-L4_PAPER = ("Fig 6 (human annotation of the policy's correct-answer responses): 5.1 % GSM8K, 11.9 % MATH, "
-            "27.4 % OlympiadBench, 43.4 % Omni-MATH flawed")
+L4_PAPER = ("Fig 6 (human annotation of the policy's correct-answer responses): "
+            f"{_p('fig6', 'policy', 'gsm8k')} % GSM8K, {_p('fig6', 'policy', 'math')} % MATH, "
+            f"{_p('fig6', 'policy', 'olympiadbench')} % OlympiadBench, {_p('fig6', 'policy', 'omnimath')} % Omni-MATH "
+            "flawed")
 L4_DECIDE = ("an exact process checker on the policy's samples (every `expression = number` verified), or a "
              "judge that beats the structure-only baseline, on multi-step Best-of-N problems")
 
@@ -406,8 +422,13 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
 
 
 L5 = "5. PRMs' minimum step score sits on the final step: Best-of-N drifts to outcome scoring (§3.2, Fig 8)"
-L5_PAPER = ("Fig 8: share of all Best-of-8 responses with the minimum at the final step 9–27 % for most PRMs, "
-            "42–55 % for Skywork-7B, Math-Shepherd-PRM-7B and Eurus (length mix not published)")
+# Figure 8's two groups of PRMs: most, and the outcome-leaning ones the paper names
+_FIG8_MOST = ("rlhflow_prm_mistral_8b", "mc_math_shepherd", "rlhflow_prm_deepseek_8b", "qwen25_math_prm_7b",
+              "qwen25_math_prm_72b", "human")
+_FIG8_HIGH = ("skywork_prm_7b", "math_shepherd_prm_7b", "eurus_prm_stage1", "eurus_prm_stage2")
+L5_PAPER = ("Fig 8: share of all Best-of-8 responses with the minimum at the final step "
+            f"{published_range('fig8', _FIG8_MOST, 'min_at_last')} % for most PRMs, {published_range('fig8', _FIG8_HIGH, 'min_at_last')} % "
+            "for Skywork-7B, Math-Shepherd-PRM-7B and Eurus (length mix not published)")
 L5_DECIDE = ("Best-of-N problems whose responses have ≥ 3 steps, in the hundreds (e.g. 2–4 terms with `*`), "
              "so the observed share can be told from its chance rate")
 L5_DECIDE_LATER = ("an MC training set with at least {n} labelled steps after a response's first step (MC keeps "
@@ -476,9 +497,11 @@ def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM,
 
 
 L6 = "6. A PRM trained with the paper's recipe beats majority voting in Best-of-N (§4, Table 6)"
-L6_PAPER = "Table 6: Qwen2.5-Math-PRM-7B 67.6 vs maj@8 66.2 (+1.4); most public PRMs at or below maj@8"
+_L6_GAIN = f"{published_value('table6', 'qwen25_math_prm_7b', 'average') - published_value('table6', 'maj', 'average'):+.1f}"
+L6_PAPER = (f"Table 6: Qwen2.5-Math-PRM-7B {_p('table6', 'qwen25_math_prm_7b')} vs maj@8 {_p('table6', 'maj')} "
+            f"({_L6_GAIN}); most public PRMs at or below maj@8")
 L6_DECIDE = ("the recipe's PRM (consensus-filtered hard labels) trained in distribution for the Best-of-N "
-             "policy, on enough problems that the paired interval is narrower than the paper's +1.4 points")
+             f"policy, on enough problems that the paired interval is narrower than the paper's {_L6_GAIN} points")
 
 
 def _trained_on(trainsets: pd.DataFrame | None, prm: str) -> str:
@@ -487,7 +510,7 @@ def _trained_on(trainsets: pd.DataFrame | None, prm: str) -> str:
         return ""
     r = trainsets[trainsets["variant"].astype(str) == prm]
     n = pd.to_numeric(r["n_instances"], errors="coerce")
-    return f"; `{prm}` trained on {int(n.iloc[0])} instances (the paper's: ~1.5M)" if len(n) and finite(n.iloc[0]) else ""
+    return f"; `{prm}` trained on {int(n.iloc[0])} instances (the paper's: ~{published_size('fig4', RECIPE)})" if len(n) and finite(n.iloc[0]) else ""
 
 
 def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", prm: str = RECIPE,

@@ -17,7 +17,7 @@ from ..tables import write_json
 log = logging.getLogger(__name__)
 
 SUFFIX = ".tokens.json"
-# the slowest 2-core host measured (issue 27): AVX2 only, float32 ceiling ~350 tokens/s for a 135M model
+# the slowest 2-core host measured (docs/measurements.md): AVX2 only, float32 ceiling ~350 tokens/s for a 135M model
 SLOW_HOST_TOKENS_PER_S = 350.0
 # decoding there is ~2.3x slower than that ceiling: vLLM sampling of 24-64 sequences (top_p 0.8, through
 # prm_lessons.generation.cpu_top_p) ran at 149-166 tokens/s under bench/slow_host.sh (docs/measurements.md; 104-115 with

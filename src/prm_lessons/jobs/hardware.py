@@ -154,7 +154,7 @@ def vllm_available() -> bool:
 
 # ------------------------------------------------------------------------------------------------ dtype
 # CPU flags of native bf16 arithmetic (Linux /proc/cpuinfo names): without them torch emulates bf16 through
-# float32 and a bf16 forward is slower than float32 (issue 27: 6:07 vs 5:01 on an AVX2-only EPYC)
+# float32 and a bf16 forward is slower than float32 (measured: 6:07 vs 5:01 on an AVX2-only EPYC)
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 # oneDNN's ISA cap (a user setting; bench/slow_host.sh sets it to emulate an AVX2-only host): below
 # AVX512_CORE_BF16, torch's bf16 matmuls fall back to reference code (1.2 vs 470 GFLOP/s on one core here)

@@ -1,4 +1,4 @@
-"""Step labels for sampled responses (issue 3): Monte Carlo estimation (`mc`), LLM-as-a-judge
+"""Step labels for sampled responses: Monte Carlo estimation (`mc`), LLM-as-a-judge
 (`judge`), human labels (`human`: PRM800K or labels by construction), consensus filtering
 (`consensus`) and the training sets built from them (`trainsets`).
 

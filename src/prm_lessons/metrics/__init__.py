@@ -2,7 +2,7 @@
 ProcessBench metric, with bootstrap confidence intervals (CLI: `prm-lessons eval {bon,processbench}`,
 in prm_lessons.cli).
 
-Definitions (docs/architecture.md "Evaluation outputs"; paper_reference §1.6–1.7, §3.4–3.5):
+Definitions (docs/architecture.md "Evaluation outputs"):
 
 Best-of-N, per problem over its first N responses (by sample_idx):
 - response score = aggregation of its step scores: product (the paper's default), min, last, mean;
@@ -47,7 +47,7 @@ this file imports nothing):
 - `vote`: vote_keys, majority_index, math_verify_groups (maj@N grouping; imports the grading pool);
 - `bon`: first-N selection, pass@N / maj@N baselines, bon_problem_table, bon_metrics (with vs_maj), bon_long_rows;
 - `processbench`: first_error, F1, processbench_metrics, threshold tuning and cross-fitting,
-  predictions_from_rows, evaluate_processbench, long rows, paired_f1_difference;
+  evaluate_processbench, long rows, paired_f1_difference (rows from a file: cli.predictions_from_rows);
 - `model_free`: the model-free ProcessBench baselines (structure_view … crossfit_structure_predictions);
 - `judge_processbench`: the labelling judge as a ProcessBench critic (case slice, rows beside the structure
   baseline) and the lesson-2 verdict sentence (lesson2_verdict);

@@ -1,4 +1,4 @@
-"""The step-labelling judge scored as a ProcessBench critic (issue 27, item 5): which cases it judges
+"""The step-labelling judge scored as a ProcessBench critic: which cases it judges
 (a stratified slice of the ProcessBench cases), its metrics and paired F1 difference to the structure
 baseline as table rows, and the lesson-2 verdict those rows support.
 
@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..artifacts.published import published_row, published_value
 from .processbench import evaluate_processbench, paired_f1_difference, processbench_long_rows
 
 # the configured judge's prompt with and without the gold solution (judge.reference off / on)
@@ -24,10 +25,9 @@ COLUMNS = ["judge", "reference", "configured", "subset", "n", "error_acc", "corr
            "f1_ci_high", "n_unparsed", "delta_f1_structure", "delta_ci_low", "delta_ci_high",
            "tokens_generated", "setting"]
 
-PAPER_JUDGE = "Qwen2.5-72B-Instruct"
-# its ProcessBench average F1 as a critic (the paper's Table 7; paper_reference.md §2.15)
-PAPER_JUDGE_F1 = 61.2
-PAPER_REFERENCE = "../shared/research/paper_reference.md"
+# the paper's labelling judge: its row of the paper's Table 7 (published.yaml), where its ProcessBench
+# average F1 as a critic is printed
+PAPER_JUDGE = ("table7", "qwen25_72b_instruct")
 
 
 def setting_config(judge_cfg: dict, setting: str) -> dict:
@@ -147,8 +147,9 @@ def lesson2_verdict(table: pd.DataFrame, model: str = "roles.judge") -> dict:
             f"{with_ref} ({measured}), so "
             "its labels are not shown to say more than a rule that reads no step, and PRMs trained on them "
             "cannot rank the judge against MC. What would decide it: a labelling judge whose paired ProcessBench F1 "
-            f"difference to the structure baseline lies above 0, such as the paper's judge {PAPER_JUDGE} "
-            f"(ProcessBench average F1 {PAPER_JUDGE_F1} as a critic, the paper's Table 7; {PAPER_REFERENCE} "
-            "§1.2, §2.15), labelling the same responses as MC.")
+            f"difference to the structure baseline lies above 0, such as the paper's judge "
+            f"{published_row(*PAPER_JUDGE)['label']} (ProcessBench average F1 "
+            f"{published_value(*PAPER_JUDGE, 'average/f1'):.1f} as a critic, the paper's Table 7), "
+            "labelling the same responses as MC.")
     return {"verdict": "undecidable", "best": None if best is None else str(best), "measured": measured,
             "text": text}

@@ -1,24 +1,20 @@
 """ProcessBench: the official metric (per-subset error / correct accuracy, F1), first_error predictions,
-threshold tuning and cross-fitting, predictions from rows, evaluating one PRM or critic, long rows, and the
-paired F1 difference of two predictors.
+threshold tuning and cross-fitting, evaluating one PRM or critic, long rows, and the paired F1 difference
+of two predictors.
 """
 from __future__ import annotations
 
 import hashlib
 import math
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, as_int, is_bool, json_type
+from ..errors import as_int
 from .rows import (
     check_processbench_inputs,
     check_threshold,
-    prediction_value,
-    processbench_input_problems,
-    score_list_problem,
-    show_value,
 )
 from .stats import bootstrap_means, interval
 
@@ -31,8 +27,13 @@ def first_error(step_scores: Sequence[float] | None, threshold: float = 0.5) -> 
     return -1
 
 
-def f1_harmonic(error_acc: float, correct_acc: float) -> float:
-    return 0.0 if error_acc + correct_acc == 0 else 2 * error_acc * correct_acc / (error_acc + correct_acc)
+def f1_harmonic(error_acc, correct_acc):
+    """ProcessBench's F1: the harmonic mean 2ec/(e+c) of the error and correct accuracies, 0 where both are
+    0. Two numbers give a float; arrays (bootstrap replicates, threshold candidates) an array, elementwise."""
+    if np.ndim(error_acc) == 0 and np.ndim(correct_acc) == 0:
+        return 0.0 if error_acc + correct_acc == 0 else 2 * error_acc * correct_acc / (error_acc + correct_acc)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(error_acc + correct_acc > 0, 2 * error_acc * correct_acc / (error_acc + correct_acc), 0.0)
 
 
 def _subset_stats(labels: np.ndarray, preds: list) -> dict:
@@ -86,8 +87,7 @@ def processbench_metrics(cases: pd.DataFrame, predictions: dict, bootstrap: int 
             # stratified resampling (error / correct cases separately) keeps both accuracies defined
             e_r = bootstrap_means(m_err, bootstrap, rng)
             c_r = bootstrap_means(m_cor, bootstrap, rng)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                f_r = np.where(e_r + c_r > 0, 2 * e_r * c_r / (e_r + c_r), 0.0)
+            f_r = f1_harmonic(e_r, c_r)
             st["ci"] = {"error_acc": interval(e_r, confidence), "correct_acc": interval(c_r, confidence),
                         "f1": interval(f_r, confidence)}
             f1_reps.append(f_r)
@@ -164,7 +164,7 @@ def tune_threshold(cases: pd.DataFrame, scores: dict, subset: str | None = None)
     with np.errstate(invalid="ignore", divide="ignore"):
         e_acc = np.where(n_err[:, None] > 0, counts[:, 1] / np.maximum(n_err, 1)[:, None], 0.0)
         c_acc = np.where(n_cor[:, None] > 0, counts[:, 0] / np.maximum(n_cor, 1)[:, None], 0.0)
-        f1 = np.where(e_acc + c_acc > 0, 2 * e_acc * c_acc / (e_acc + c_acc), 0.0)
+    f1 = f1_harmonic(e_acc, c_acc)
     avg = np.round(f1.mean(axis=0), 12)  # exact ties → the first (smallest) candidate
     return float(cand[int(np.argmax(avg))])
 
@@ -235,64 +235,6 @@ def processbench_long_rows(metrics: dict, prm: str) -> list[dict]:
                  "delta_ci_low": float(dci[0]) if dci[0] is not None else nan,
                  "delta_ci_high": float(dci[1]) if dci[1] is not None else nan, "setting": setting})
     return rows
-
-
-
-
-def predictions_from_rows(rows: Iterable[dict], threshold: float,
-                          cases: pd.DataFrame | None = None) -> tuple[dict, dict]:
-    """{"id", "prediction"} or {"id", "step_scores"} rows → (predictions by id, step_scores by id).
-    Every row is checked and every problem listed (InputError, naming the row or the id): a row that is
-    not an object or has no usable id, a duplicate id, both or neither of prediction / step_scores, a
-    prediction that is not null or an integer ≥ −1 (booleans, strings, 1.9 are errors), step_scores that
-    are not a non-empty list of finite numbers (null, NaN, ±inf, strings, booleans are errors). A
-    `threshold` that is not a finite number is an error. With `cases`, the predictions and score lists
-    are also checked against the cases' numbers of steps (check_processbench_inputs) and those problems
-    are listed with the others (evaluate_processbench checks them anyway)."""
-    threshold = check_threshold(threshold)
-    preds, scores, seen, problems = {}, {}, {}, []
-    for k, r in enumerate(rows):
-        if not isinstance(r, dict):
-            problems.append(f"row {k + 1}: a JSON {json_type(r)}, not an object")
-            continue
-        if "id" not in r:
-            problems.append(f"row {k + 1}: no 'id'")
-            continue
-        raw = r["id"]
-        if is_bool(raw) or not (isinstance(raw, str) and raw.strip() or isinstance(raw, (int, np.integer))):
-            problems.append(f"row {k + 1}: id {show_value(raw)} is not a non-empty string or an integer")
-            continue
-        i = str(raw)
-        if i in seen:
-            problems.append(f"duplicate prediction for id '{i}' (rows {seen[i]} and {k + 1})")
-            continue
-        seen[i] = k + 1
-        if "prediction" in r and "step_scores" in r:
-            problems.append(f"id '{i}': the row has both 'prediction' and 'step_scores' (give one)")
-        elif "prediction" in r:  # null = an unparsable critic answer: counted wrong, reported
-            p, why = prediction_value(r["prediction"])
-            if why:
-                problems.append(f"id '{i}': {why}")
-            else:
-                preds[i] = p
-        elif "step_scores" in r:
-            why = score_list_problem(r["step_scores"], finite=True)
-            if why:
-                problems.append(f"id '{i}': {why}")
-            else:
-                s = [float(x) for x in r["step_scores"]]
-                scores[i] = s
-                preds[i] = first_error(s, threshold)
-        else:
-            problems.append(f"id '{i}': row needs 'prediction' or 'step_scores'")
-    if cases is not None:
-        problems += processbench_input_problems(cases, preds, scores)
-    if problems:
-        raise InputError(problems)
-    return preds, scores
-
-
-
 
 
 def _need_scores(cases: pd.DataFrame, scores: dict, what: str) -> None:
@@ -419,12 +361,7 @@ def paired_f1_difference(cases: pd.DataFrame, preds_a: dict, preds_b: dict, n_bo
                 continue
             idx = rng.integers(0, n, size=(n_boot, n))
             reps[stratum] = (hit_a[mask][idx].mean(axis=1), hit_b[mask][idx].mean(axis=1))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            fa = np.where(reps["e"][0] + reps["c"][0] > 0,
-                          2 * reps["e"][0] * reps["c"][0] / (reps["e"][0] + reps["c"][0]), 0.0)
-            fb = np.where(reps["e"][1] + reps["c"][1] > 0,
-                          2 * reps["e"][1] * reps["c"][1] / (reps["e"][1] + reps["c"][1]), 0.0)
-        diff_reps.append(fa - fb)
+        diff_reps.append(f1_harmonic(reps["e"][0], reps["c"][0]) - f1_harmonic(reps["e"][1], reps["c"][1]))
     ci = (interval(np.mean(np.stack(diff_reps), axis=0), confidence) if n_boot and diff_reps
           else [float("nan"), float("nan")])
     return {"diff": float(ma["average_f1"] - mb["average_f1"]), "ci": ci, "f1_a": ma["average_f1"],

@@ -8,7 +8,7 @@ import importlib.util
 import logging
 from pathlib import Path
 
-from ..tables import write_json
+from ..tables import write_json, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,6 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "bfloa
     tokenizer.save_pretrained(out_dir)
     gen_cfg = {"bos_token_id": config.bos_token_id, "eos_token_id": config.eos_token_id}
     write_json(gen_cfg, out_dir / "generation_config.json")
-    (out_dir / "CONVERTED_FROM").write_text(f"{gguf_path.name}\n")
+    write_text_atomic(out_dir / "CONVERTED_FROM", f"{gguf_path.name}\n")
     log.info("converted %s -> %s (%d parameters)", gguf_path, out_dir, sum(p.numel() for p in fresh.parameters()))
     return out_dir

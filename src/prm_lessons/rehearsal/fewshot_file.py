@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..tables import write_text_atomic
+
 STANDIN_DEMOS = [
     ("计算 $2+3\\times 4$ 的值是 ( )\n从以下选项中选择:\n(A) 14\n(B) 20\n(C) 24\n(D) 9",
      "先算乘法: $3\\times 4=12$, 再算加法: $2+12=14$。\n答案是 A"),
@@ -20,9 +22,8 @@ STANDIN_DEMOS = [
 
 def write_fewshot_examples(path: Path) -> Path:
     """Write the stand-in examples.py (key ``gaokao``, two demonstrations) and return its path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     body = "".join(f"        ({q!r}, {a!r}),\n" for q, a in STANDIN_DEMOS)
-    path.write_text("# rehearsal stand-in of the harness's evaluation/examples.py (the project's demos)\n"
+    write_text_atomic(path, "# rehearsal stand-in of the harness's evaluation/examples.py (the project's demos)\n"
                     "def get_examples():\n    examples = {}\n"
-                    f"    examples[\"gaokao\"] = [\n{body}    ]\n    return examples\n", encoding="utf-8")
+                    f"    examples[\"gaokao\"] = [\n{body}    ]\n    return examples\n")
     return path

@@ -10,12 +10,8 @@ vocabulary size, the weight format (`.bin` vs safetensors, sharded or not) and t
 (real vocabularies, `prm_lessons.rehearsal.tokenizers`) are those of the Hub repo (see REPOS for the
 source of each fact; `verified` lists the facts read from the Hub page, vLLM's or the vendor's code).
 
-`write_prm800k` writes a small PRM800K in the official OpenAI jsonl format (phase1_train.jsonl,
-phase2_train.jsonl) from real MATH problems and sampled responses of ../shared/data/bon; the ratings
-are made by a fixed rule, NOT by people. Point `human.prm800k` at it with `source: local, path: DIR`.
-
 CLI: ``python -m prm_lessons.rehearsal.hub_cache --config config/paper.yaml --hf-home DIR
-[--prm800k-dir DIR]``.
+[--prm800k-dir DIR]`` (that one also writes a small PRM800K: prm_lessons.rehearsal.prm800k_file).
 """
 from __future__ import annotations
 
@@ -40,8 +36,8 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, Generation
 
 from ..data.sources import git_blob_sha1
 from ..scoring.heads import HEAD_PREFIX, make_head
-from ..steps import split_steps
 from ..tables import write_text_atomic
+from .prm800k_file import write_prm800k
 from .tokenizers import save_tokenizer
 
 log = logging.getLogger(__name__)
@@ -157,9 +153,9 @@ REPOS: dict[str, RepoSpec] = {
         verified=("model_type llama: the Hub page tags the repo 'llama' (main and refs/pr/5), i.e. its "
                   "config.json model_type; a Mistral-7B fine-tune saved as Llama",
                   "main holds only .bin weights + tokenizer.model, safetensors only in refs/pr/5 "
-                  "(review paper-path.md A1; refs/pr/5 history 'Adding safetensors variant')"),
+                  "(refs/pr/5's history: 'Adding safetensors variant')"),
         unverified=("architectures LlamaForCausalLM follows from model_type llama; config.json text not read",
-                    "pytorch_model-0000{1,2}-of-00002.bin names from the review, not re-read",
+                    "pytorch_model-0000{1,2}-of-00002.bin names as listed before, not re-read",
                     "vocab 32000 = Mistral v1 SentencePiece size")),
     "RLHFlow/Llama3.1-8B-PRM-Mistral-Data": RepoSpec(
         "LlamaForCausalLM", "llama", 128256, tokenizer="llama3", shards=4, bos_token_id=128000, eos_token_id=128009,
@@ -308,7 +304,7 @@ def write_snapshot(hf_home: Path, repo_id: str, commit: str, files: dict[str, Pa
     for r in {"main", ref or "main"}:
         path = storage / "refs" / r
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(commit)  # no newline, as huggingface_hub writes it
+        write_text_atomic(path, commit)  # no newline, as huggingface_hub writes it
     _write_tree_cache(storage, commit, tree)
     return snap
 
@@ -384,8 +380,8 @@ def _write_weights(spec: RepoSpec, sd: dict, out: Path) -> list[str]:
         weight_map.update({k: name for k in part})
     total = sum(v.numel() * v.element_size() for v in sd.values())
     index = f"{prefix}.{ext}.index.json"
-    (out / index).write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map},
-                                        indent=2) + "\n")
+    write_text_atomic(out / index, json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map},
+                                              indent=2) + "\n")
     return names + [index]
 
 
@@ -399,7 +395,7 @@ def _tokenizer_files(family: str, cache: Path) -> dict[str, Path]:
         if d.exists():
             shutil.rmtree(d)
         os.replace(tmp, d)
-        done.write_text("")
+        write_text_atomic(done, "")
     return {p.name: p for p in sorted(d.iterdir()) if p.is_file() and p.name != ".complete"}
 
 
@@ -412,7 +408,7 @@ def build_standin(repo_id: str, spec: RepoSpec, out: Path, scale: dict, tokenize
     if spec.auto_map:
         cfg_dict["auto_map"] = dict(spec.auto_map)
     names = _write_weights(spec, _state_dict(spec, cfg, seed), out)
-    (out / "config.json").write_text(json.dumps(cfg_dict, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(out / "config.json", json.dumps(cfg_dict, indent=2, sort_keys=True) + "\n")
     names.append("config.json")
     if spec.generation_config:
         GenerationConfig.from_model_config(cfg).save_pretrained(out)
@@ -461,81 +457,6 @@ def build_hub_cache(paper_config: dict, hf_home: Path, scale: dict | None = None
         report[name] = {"repo_id": repo_id, "revision": commit, "ref": ref, "snapshot": snap,
                         "architecture": REPOS[repo_id].architecture, "files": names}
     return report
-
-
-# ---------------------------------------------------------------------------------------------------
-# PRM800K in the official format
-# ---------------------------------------------------------------------------------------------------
-
-def write_prm800k(out_dir: Path, source: Path, first: int = 60, count: int = 20) -> dict:
-    """phase1_train.jsonl and phase2_train.jsonl in the official PRM800K format (github.com/openai/prm800k
-    README) from `source` (../shared/data/bon/math_cot_100_samples.jsonl): problems `first` ..
-    `first+count-1` (the tail of the file, so a rehearsal that evaluates MATH on the first problems is
-    not decontaminated away) and their sampled responses split into steps at blank lines.
-
-    Ratings follow a fixed rule, not human judgement: a response graded correct is rated +1 throughout
-    (finish_reason "solution"); an incorrect one +1 up to its middle step, which is rated -1 (phase 2:
-    "found_error", labelling stops). Phase 1 adds the shapes the converter must handle: a step with
-    several rated completions, a human-written step (chosen_completion null), a quality-control
-    record and a "give_up" record. Returns {file name: records written}."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    rows = [json.loads(line) for line in Path(source).read_text().splitlines() if line.strip()]
-    rows = rows[first:first + count]
-    if not rows:
-        raise ValueError(f"{source}: no problems at index {first}..{first + count - 1}")
-
-    def step(text, rating, alts=()):
-        comps = [{"text": text, "rating": rating, "flagged": False}] + [
-            {"text": a, "rating": r, "flagged": False} for a, r in alts]
-        return {"completions": comps, "human_completion": None, "chosen_completion": 0}
-
-    def record(row, steps, finish, phase, generation=None, qc=False):
-        q = {"problem": row["question"], "ground_truth_answer": str(row.get("answer", row.get("gt", "")))}
-        if phase == 2:
-            q.update(ground_truth_solution=row.get("solution"), pre_generated_steps=[
-                s["completions"][0]["text"] for s in steps], pre_generated_answer=None,
-                pre_generated_verifier_score=None)
-        return {"labeler": "rehearsal-rule", "timestamp": None, "generation": generation,
-                "is_quality_control_question": qc, "is_initial_screening_question": False,
-                "question": q, "label": {"steps": steps, "total_time": 0, "finish_reason": finish}}
-
-    def labelled(response, correct):
-        st = split_steps(response)
-        if correct:
-            return [step(s, 1) for s in st], "solution"
-        bad = len(st) // 2
-        return [step(s, 1) for s in st[:bad]] + [step(st[bad], -1)], "found_error"
-
-    phase1, phase2 = [], []
-    for i, row in enumerate(rows):
-        responses, scores = row.get("code") or [], row.get("score") or []
-        for j, (resp, ok) in enumerate(zip(responses[:2], scores[:2])):
-            steps, finish = labelled(resp, bool(ok))
-            phase2.append(record(row, steps, finish, 2, generation=1 + (i % 9)))
-        if not responses:
-            continue
-        st = split_steps(responses[0])
-        if len(st) >= 2:
-            gold = split_steps(row.get("solution", ""))
-            p1 = [step(st[0], 0)]  # a neutral step: counts as positive under `neutral: positive`
-            # several alternatives rated at one step; the chosen one is the first (+1)
-            p1.append(step(st[1], 1, alts=[(gold[0] if gold else st[0], -1)]))
-            # all alternatives wrong, the labeller wrote the step (phase 1 only)
-            p1.append({"completions": [{"text": st[-1], "rating": -1, "flagged": False}],
-                       "human_completion": {"text": gold[-1] if gold else st[-1]},
-                       "chosen_completion": None})
-            phase1.append(record(row, p1, "solution", 1))
-    if rows:  # records the converter must drop: quality control and give-up
-        phase1.append(record(rows[0], [step(split_steps(rows[0]["code"][0])[0], 1)], "solution", 1, qc=True))
-        phase1.append(record(rows[-1], [step(split_steps(rows[-1]["code"][0])[0], 1)], "give_up", 1))
-    counts = {}
-    for name, recs in (("phase1_train.jsonl", phase1), ("phase2_train.jsonl", phase2)):
-        with open(out / name, "w") as fh:
-            for r in recs:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        counts[name] = len(recs)
-    return counts
 
 
 # ---------------------------------------------------------------------------------------------------

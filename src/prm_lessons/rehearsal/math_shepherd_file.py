@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..labels.math_shepherd import TAG
 from ..steps import split_steps
+from ..tables import write_text_atomic
 
 
 def shepherd_row(question: str, steps: list[str], marks: str, task: str = "MATH") -> dict:
@@ -56,9 +57,5 @@ def write_math_shepherd(path: Path, source: Path, first: int = 80, count: int = 
             out.append(shepherd_row(row["question"], steps, marks))
     at = out[0]["input"].index(TAG)  # the first step's mark
     out.append({**out[0], "label": out[0]["label"][:at] + "?" + out[0]["label"][at + 1:]})
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        for r in out:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out))
     return len(out)

@@ -31,9 +31,11 @@ from pathlib import Path
 import yaml
 
 from ..labels.judge import PAPER_TEMPLATE, PROCESSBENCH_TEMPLATE
+from ..tables import write_text_atomic
 from .fewshot_file import write_fewshot_examples
-from .hub_cache import build_hub_cache, claim_dir, cli_errors, write_prm800k
+from .hub_cache import build_hub_cache, claim_dir, cli_errors
 from .math_shepherd_file import write_math_shepherd
+from .prm800k_file import write_prm800k
 from .report import REPO, snakemake_cmd, write_report
 
 log = logging.getLogger("prm_lessons.rehearsal")
@@ -88,8 +90,7 @@ def write_critique_template(path: Path) -> Path:
     critics.official_template.url here, checksums off): the PROJECT's ProcessBench-style text, which has
     the official placeholders ({problem}, {tagged_response}) but not its wording, so that rule
     critique_template and the critics' official-template path run offline."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(PROCESSBENCH_TEMPLATE + "\n")
+    write_text_atomic(path, PROCESSBENCH_TEMPLATE + "\n")
     return path
 
 
@@ -104,9 +105,8 @@ def write_app_c_source(path: Path) -> Path:
     """The stand-in of the paper's LaTeX source of App. C (config/rehearsal.yaml points
     judge.paper_template.url here, with the stand-in's words digest): APP_C_STANDIN in a verbatim box, so
     that rule judge_template and the judge's paper_app_c path run offline."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\\section{Prompt Template for LLM-as-a-judge}\n\\begin{tcolorbox}[title=Prompt]\n"
-                    "\\begin{verbatim}\n" + APP_C_STANDIN + "\n\\end{verbatim}\n\\end{tcolorbox}\n")
+    write_text_atomic(path, "\\section{Prompt Template for LLM-as-a-judge}\n\\begin{tcolorbox}[title=Prompt]\n"
+                            "\\begin{verbatim}\n" + APP_C_STANDIN + "\n\\end{verbatim}\n\\end{tcolorbox}\n")
     return path
 
 
@@ -132,7 +132,7 @@ def _main(args) -> int:
     # the plan of a fresh run: which rules the paper DAG has and how many jobs each
     plan = subprocess.run(snakemake_cmd(work, configs, args.cores, ["-n", "--quiet", "rules"]), env=env,
                           capture_output=True, text=True)
-    (out / "plan.txt").write_text(plan.stdout + plan.stderr)
+    write_text_atomic(out / "plan.txt", plan.stdout + plan.stderr)
     if plan.returncode:
         print(plan.stdout[-4000:], plan.stderr[-4000:], file=sys.stderr)
         raise SystemExit(f"rehearsal: the dry run failed (see {out / 'plan.txt'})")

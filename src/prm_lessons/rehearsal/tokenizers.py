@@ -29,6 +29,8 @@ from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers,
 from transformers import AutoTokenizer
 from transformers.convert_slow_tokenizer import TikTokenConverter
 
+from ..tables import write_text_atomic
+
 FAMILIES = ("qwen2", "qwen2_prm", "llama3", "mistral_v1")
 
 # Split regexes of the families' tokenizer.json (transformers: models/qwen2/tokenization_qwen2.py
@@ -51,7 +53,7 @@ QWEN2_SPECIAL_START = 151643
 _QWEN2_NOT_SPECIAL = {"<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
                       "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"}
 # The Qwen2.5-Math-PRM repos hold <extra_0> at 151651 (tokenizer_config.json "151651": "<extra_0>",
-# shared/research/paper_reference.md S7; also vLLM's default step_tag_id), i.e. in <|quad_end|>'s slot.
+# as the repos' files show; also vLLM's default step_tag_id), i.e. in <|quad_end|>'s slot.
 QWEN2_PRM_STEP_TOKEN, QWEN2_PRM_STEP_ID = "<extra_0>", 151651
 
 # Llama 3.1 special tokens in id order from 128000 (transformers' convert_llama_weights_to_hf.py, "3.1").
@@ -223,13 +225,12 @@ def save_tokenizer(family: str, out_dir: str | Path) -> list[Path]:
         shutil.copyfile(vocab_source(family), out / "tokenizer.model")
         written.append(out / "tokenizer.model")
     else:
-        (out / "tokenizer.json").write_text(_tokenizer_json(family), encoding="utf-8")
+        write_text_atomic(out / "tokenizer.json", _tokenizer_json(family))
         written.append(out / "tokenizer.json")
-    (out / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n",
-                                               encoding="utf-8")
+    write_text_atomic(out / "tokenizer_config.json", json.dumps(cfg, indent=2, ensure_ascii=False) + "\n")
     written.append(out / "tokenizer_config.json")
     smap = {k: cfg[k] for k in ("bos_token", "eos_token", "unk_token", "pad_token") if cfg.get(k)}
-    (out / "special_tokens_map.json").write_text(json.dumps(smap, indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(out / "special_tokens_map.json", json.dumps(smap, indent=2) + "\n")
     written.append(out / "special_tokens_map.json")
     return written
 

@@ -11,7 +11,7 @@ from ..data.processbench import constructed_processbench, load_processbench, pro
 from ..data.sources import fetch_file, file_digests
 from ..generation.fewshot import prompt_column
 from ..labels.paper_prompt import paper_template
-from ..tables import write_table
+from ..tables import write_table, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +65,7 @@ def judge_template(*, inputs: dict, outputs: dict, params: dict, wildcards: dict
     if not spec.get("text_sha256"):
         log.warning("judge.paper_template.text_sha256 is null: the prompt's words were not checked; they "
                     "digest to %s", words)
-    Path(outputs["file"]).parent.mkdir(parents=True, exist_ok=True)
-    Path(outputs["file"]).write_text(template)  # read as is by labels.judge.load_template
+    write_text_atomic(outputs["file"], template)  # read as is by labels.judge.load_template
     log.info("App. C prompt: %s (sha256 %s) -> %s, %d characters, words digest %s\n%s", spec["url"],
              digests["sha256"], outputs["file"], len(template), words, template)
 

@@ -117,6 +117,37 @@ def _table_of(path: str) -> str:
     return Path(path).parent.name if _SHARD_FILE.fullmatch(Path(path).name) else Path(path).stem
 
 
+def _score_rows(table: pd.DataFrame, mine, done, question: str, spec: dict, cfg: dict, adapter,
+                prefixes: bool = False):
+    """The one scoring step of score_samples and score_processbench: the rows of `table` in this shard
+    (`mine`) scored from stored features (`done`: the whole table's (scores, stats), kept to the shard),
+    as nothing for a shard without rows (no model is loaded), or by the adapter, loaded on first use;
+    `prefixes`: an outcome RM scores every prefix as its own response. Returns (rows, steps, scores,
+    meta, adapter), meta: what the score table records beside the PRM and the shard."""
+    from ..scoring.batch import ScoreStats  # lazy: torch (module docstring)
+
+    rows = table[mine].reset_index(drop=True)
+    steps = [list(s) if s is not None else [] for s in rows["steps"]]
+    tokens = None
+    if done:
+        (scores, stats), outcome = done, False
+        scores = [s for s, keep in zip(scores, mine) if keep]
+    elif not len(rows):  # a shard without problems or cases (more shards than them): no model is loaded
+        scores, stats, outcome = [], ScoreStats(), None
+    else:
+        adapter = adapter or _load_adapter(spec)
+        scores, stats = _score_frame(adapter, rows[question].tolist(), steps, cfg,
+                                     prefixes=adapter.outcome if prefixes else False)
+        outcome, tokens = adapter.outcome, adapter.token_info()
+    meta = {"adapter": spec["adapter"], "outcome": outcome, "truncated": stats.truncated,
+            "seconds": stats.seconds, "tokens": tokens}
+    return rows, steps, scores, meta, adapter
+
+
+def _score_meta(wildcards: dict, meta: dict, shard: tuple[int, int] | None) -> dict:
+    return {"prm": wildcards.get("prm"), **meta, **({"shard": list(shard)} if shard else {})}
+
+
 def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `score_samples`: results/{policy_dir}responses/{dataset}.parquet (ungraded) →
     results/{policy_dir}scores/{prm}/{dataset}.parquet (step_scores: the keys, step_scores and
@@ -127,7 +158,6 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
     stem, or a shard file's folder); an output without samples (a benchmark the policy does not sample)
     is an empty table. With the `shard`/`nshards` wildcards (prms.shards > 1) it scores the responses of
     that problem shard of every set only (prm_lessons.jobs.shards.in_shard; rule merge_sample_scores joins them)."""
-    from ..scoring.batch import ScoreStats  # lazy: torch (module docstring)
     from ..training import features  # lazy: torch (module docstring)
 
     spec, cfg = params["spec"], params.get("scoring", {})
@@ -148,32 +178,16 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
         mine = in_shard(df["problem_id"], *shard) if shard else np.ones(len(df), dtype=bool)
         # stored features cover the whole table: the head is applied to all of it (seconds), this shard kept
         done = _from_features(feats.get(bench), spec, features.row_ids(df))
-        df = df[mine].reset_index(drop=True)
-        steps = [list(s) if s is not None else [] for s in df["steps"]]
-        tokens = None
-        if done:
-            (scores, stats), outcome = done, False
-            scores = [s for s, keep in zip(scores, mine) if keep]
-        elif not len(df):  # a shard without problems (more shards than problems): no model is loaded
-            scores, stats, outcome = [], ScoreStats(), None
-        else:
-            adapter = adapter or _load_adapter(spec)
-            scores, stats = _score_frame(adapter, df["question"].tolist(), steps, cfg)
-            outcome, tokens = adapter.outcome, adapter.token_info()
+        df, _, scores, meta, adapter = _score_rows(df, mine, done, "question", spec, cfg, adapter)
         df = pd.DataFrame({"problem_id": df["problem_id"], "sample_idx": df["sample_idx"], "step_scores": scores,
                            "n_steps_scored": [len(s) for s in scores]})
-        write_table(df, dst, "step_scores",
-                    meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
-                          "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens,
-                          **({"shard": list(shard)} if shard else {})})
+        write_table(df, dst, "step_scores", meta=_score_meta(wildcards, meta, shard))
         log.info("%s: %d responses scored -> %s", src, len(df), dst)
 
 
 def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `score_processbench`: results/processbench/cases.parquet → results/scores/{prm}/processbench.parquet
     (pb_scores). Outcome RMs score every prefix as its own response."""
-    from ..scoring.batch import ScoreStats  # lazy: torch (module docstring)
-
     spec, cfg = params["spec"], params.get("scoring", {})
     shard = _shard(wildcards)
     adapter = None
@@ -185,24 +199,11 @@ def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: 
         # sharded (prms.shards > 1): this shard's cases, every prefix of a case in the same shard
         mine = in_shard(cases["id"], *shard) if shard else np.ones(len(cases), dtype=bool)
         done = _from_features(feats, spec, cases["id"].astype(str).tolist())
-        cases = cases[mine].reset_index(drop=True)
-        steps = [list(s) for s in cases["steps"]]
-        tokens = None
-        if done:
-            (scores, stats), outcome = done, False
-            scores = [s for s, keep in zip(scores, mine) if keep]
-        elif not len(cases):  # a shard without cases: no model is loaded
-            scores, stats, outcome = [], ScoreStats(), None
-        else:
-            adapter = adapter or _load_adapter(spec)
-            scores, stats = _score_frame(adapter, cases["problem"].tolist(), steps, cfg, prefixes=adapter.outcome)
-            outcome, tokens = adapter.outcome, adapter.token_info()
+        cases, steps, scores, meta, adapter = _score_rows(cases, mine, done, "problem", spec, cfg, adapter,
+                                                          prefixes=True)
         out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["subset"], "step_scores": scores,
                             "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
-        write_table(out, dst, "pb_scores",
-                    meta={"prm": wildcards.get("prm"), "adapter": spec["adapter"], "outcome": outcome,
-                          "truncated": stats.truncated, "seconds": stats.seconds, "tokens": tokens,
-                          **({"shard": list(shard)} if shard else {})})
+        write_table(out, dst, "pb_scores", meta=_score_meta(wildcards, meta, shard))
 
 
 def _merged_meta(metas: list[dict]) -> dict:
@@ -303,8 +304,7 @@ def critic_reparse(*, inputs: dict, outputs: dict, params: dict, wildcards: dict
                             force=force)
     _critic_report(df, wildcards.get("judge"),
                    f"parse {params['parse']}{'' if force else ', no forced answers'} of {inputs['source']}")
-    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(outputs["predictions"], index=False)
+    write_table(df, outputs["predictions"], "critic", meta={"critic": wildcards.get("judge")})
 
 
 def _critic_report(df: pd.DataFrame, name, what: str) -> None:
@@ -348,8 +348,7 @@ def bon_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, t
         part = metrics_bon.first_n_samples(df[df["benchmark"].isin([b for b, ns in ns_of.items() if n in ns])], n)
         by_n[n] = metrics_bon.bon_metrics(part, aggs, n=n, maj_grouping=cfg["maj_grouping"],
                                       orm_column="orm_score" if outcome else None,
-                                      bootstrap=int(cfg["bootstrap"]["samples"]), seed=int(cfg["bootstrap"]["seed"]),
-                                      confidence=float(cfg["bootstrap"]["confidence"]), workers=max(1, int(threads or 1)))
+                                      **_bootstrap_args(cfg), workers=max(1, int(threads or 1)))
         _log_bon(by_n[n], f"{params.get('policy')}/{wildcards.get('prm')} N={n}")
     m = by_n.pop(int(cfg["n"]))
     m.update(prm=wildcards.get("prm"), policy=params.get("policy"), run_label=params.get("run_label"),
@@ -401,8 +400,7 @@ def _bootstrap_args(cfg: dict) -> dict:
 
 def _write_pb(m: dict, per_case: pd.DataFrame, outputs: dict) -> None:
     write_json(m, outputs["metrics"])
-    Path(outputs["predictions"]).parent.mkdir(parents=True, exist_ok=True)
-    per_case.to_parquet(outputs["predictions"], index=False)
+    write_table(per_case, outputs["predictions"], None)
 
 
 def processbench_baseline(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:

@@ -84,11 +84,10 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     if audit is not None:  # the label audit: the mechanism behind the label lessons, after the verdicts
         verdicts += "\n" + "\n".join(render_audit(audit, int(params.get("audit_k") or 8))) + "\n"
     # the lesson-by-lesson verdicts open the report, the findings' detail follows
-    report.write_text(report_markdown(load_published(), run, cells_of, report.parent, verdicts + "\n" + findings,
+    write_text_atomic(report, report_markdown(load_published(), run, cells_of, report.parent, verdicts + "\n" + findings,
                                       skipped))
     info = Path(outputs["run_info"])
-    info.parent.mkdir(parents=True, exist_ok=True)
-    info.write_text(run_info_tex(run, skipped))
+    write_text_atomic(info, run_info_tex(run, skipped))
     log.info("wrote %s and %s", report, info)
 
 

@@ -92,13 +92,9 @@ def search_greedy(*, inputs, outputs, params, wildcards, threads) -> None:
 
 
 def _write_search(df: pd.DataFrame, dst: str, shard: tuple[int, int] | None) -> None:
-    """The unsharded table as it always was (plain Parquet); a shard atomically with its integrity record
-    (tables.write_table), so a job killed while writing leaves no shard that the merge would trust."""
-    if shard:
-        write_table(df, dst, None, meta={"shard": list(shard)})
-        return
-    Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(dst, index=False)
+    """The table, or a shard with its range, atomically with its integrity record (tables.write_table), so a
+    job killed while writing leaves no table that the merge or a consumer would trust."""
+    write_table(df, dst, None, meta={"shard": list(shard)} if shard else None)
 
 
 def merge_search(*, inputs, outputs, params, wildcards, threads) -> None:
