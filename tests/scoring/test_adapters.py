@@ -16,10 +16,9 @@ transformers = pytest.importorskip("transformers")
 from conftest import scoring_tokenizer  # noqa: E402
 from prm_lessons import plan  # noqa: E402
 from prm_lessons.scoring.adapters import (
+    DeclaredAdapter,
     EurusAdapter,
-    MathShepherdAdapter,
     QwenORMAdapter,
-    RLHFlowAdapter,
     SkyworkAdapter,
     StepHeadAdapter,
     TrainedAdapter,
@@ -70,8 +69,8 @@ def _adapters(tok):
         "qwen_prm": StepHeadAdapter(_head("qwen_prm", tok), tok, step_format=fmt),
         "trained": TrainedAdapter(_head("qwen_prm", tok, 3), tok,
                                   step_format=StepFormat("<extra_0>", None, False)),
-        "math_shepherd": MathShepherdAdapter(_causal(transformers.MistralConfig, tok), tok),
-        "rlhflow": RLHFlowAdapter(_causal(transformers.LlamaConfig, tok), tok),
+        "math_shepherd": DeclaredAdapter.from_preset("math_shepherd", _causal(transformers.MistralConfig, tok), tok),
+        "rlhflow": DeclaredAdapter.from_preset("rlhflow", _causal(transformers.LlamaConfig, tok), tok),
         "skywork": SkyworkAdapter(_head("skywork", tok), tok),
         "eurus": EurusAdapter(_causal(transformers.Qwen2Config, tok, seed=2), tok, ref_model=ref,
                               beta=0.05, sigmoid=False),

@@ -13,7 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from conftest import shared_data_dir  # noqa: E402
 from prm_lessons.rehearsal import tokenizers as T  # noqa: E402
-from prm_lessons.scoring.adapters import EurusAdapter, MathShepherdAdapter, RLHFlowAdapter, StepHeadAdapter  # noqa: E402
+from prm_lessons.scoring.adapters import DeclaredAdapter, EurusAdapter, StepHeadAdapter  # noqa: E402
 from prm_lessons.scoring.batch import score_responses  # noqa: E402
 from prm_lessons.scoring.heads import build_head_model, resolve_dir  # noqa: E402
 from prm_lessons.scoring.load import load_adapter  # noqa: E402
@@ -45,7 +45,7 @@ def _tiny(cfg_cls, tok, seed=0, **kw):
 def test_rlhflow_label_tokens_are_bare_plus_minus(toks):
     """RLHFlow's code reads encode('+')[-1], encode('-')[-1] = 10, 12 (Llama 3), not " -" = 482."""
     t = toks["llama3"]
-    a = RLHFlowAdapter(_tiny(transformers.LlamaConfig, t), t)
+    a = DeclaredAdapter.from_preset("rlhflow", _tiny(transformers.LlamaConfig, t), t)
     assert a.label_token_ids == (10, 12)
     assert a.token_info()["label_tokens"] == ["+", "-"]
     enc = a.encode(QUESTION, STEPS)
@@ -56,7 +56,7 @@ def test_rlhflow_label_tokens_are_bare_plus_minus(toks):
 
 def test_math_shepherd_tokens_and_positions_as_the_card(toks, pb_cases):
     t = toks["mistral_v1"]
-    a = MathShepherdAdapter(_tiny(transformers.MistralConfig, t), t)
+    a = DeclaredAdapter.from_preset("math_shepherd", _tiny(transformers.MistralConfig, t), t)
     assert a.label_token_ids == (648, 387) and a.step_tag_id == 12902
     for q, steps in pb_cases:  # the card reads where input_ids == step_tag_id: the same positions
         enc = a.encode(q, steps)

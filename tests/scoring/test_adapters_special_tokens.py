@@ -23,13 +23,11 @@ pytest.importorskip("transformers")
 
 from conftest import scoring_tokenizer  # noqa: E402
 from prm_lessons.scoring.adapters import (  # noqa: E402
+    DeclaredAdapter,
     EurusAdapter,
-    MathShepherdAdapter,
     QwenORMAdapter,
-    RLHFlowAdapter,
     SkyworkAdapter,
     StepHeadAdapter,
-    TokenClassificationAdapter,
     TrainedAdapter,
 )
 from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat, build_prm_input  # noqa: E402
@@ -57,12 +55,13 @@ def _adapter(kind):
            "trained": StepFormat("<extra_0>", None, False)}
     return {"qwen_prm": lambda: StepHeadAdapter(None, TOK, step_format=fmt["qwen_prm"]),
             "trained": lambda: TrainedAdapter(None, TOK, step_format=fmt["trained"]),
-            "math_shepherd": lambda: MathShepherdAdapter(None, TOK),
-            "rlhflow": lambda: RLHFlowAdapter(None, TOK),
+            "math_shepherd": lambda: DeclaredAdapter.from_preset("math_shepherd", None, TOK),
+            "rlhflow": lambda: DeclaredAdapter.from_preset("rlhflow", None, TOK),
             "skywork": lambda: SkyworkAdapter(None, TOK),
             "eurus": lambda: EurusAdapter(None, TOK, ref_model=object()),
             "qwen_orm": lambda: QwenORMAdapter(None, TOK),
-            "token_classification": lambda: TokenClassificationAdapter(None, TOK, step_separator="\n")}[kind]()
+            "token_classification": lambda: DeclaredAdapter.from_preset("token_classification", None, TOK,
+                                                                    step_separator="\n")}[kind]()
 
 
 ADAPTERS = {k: _adapter(k) for k in ("qwen_prm", "trained", "math_shepherd", "rlhflow", "skywork", "eurus",
@@ -148,4 +147,4 @@ def test_a_multi_token_label_word_is_refused(good, bad):
     pieces = {w: len(TOK.encode(w, add_special_tokens=False)) for w in (good, bad)}
     assert any(n != 1 for n in pieces.values())  # the case is what it says with this tokenizer
     with pytest.raises(ValueError, match="label token"):
-        RLHFlowAdapter(None, TOK, good_token=good, bad_token=bad)
+        DeclaredAdapter.from_preset("rlhflow", None, TOK, good_token=good, bad_token=bad)

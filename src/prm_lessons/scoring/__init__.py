@@ -37,7 +37,7 @@ this file imports nothing):
 - `heads`: the heads built here, their weights read from the checkpoint, `load_head_model`, and the
   loading options (local directory, dtype, GPU placement);
 - `adapters`: `Adapter` and the adapters of the table (`ADAPTER_CLASSES`), `DeclaredAdapter` and the families
-  that are its parameter sets;
+  that are its parameter sets (`PRESETS`);
 - `options`: adapter options checked while the DAG is built (token_classification's, declared's; torch-free);
 - `batch`: `score_encoded` (length-sorted batches, or vLLM), `score_responses`, `score_prefixes`,
   `score_naive_per_prefix`, `ScoreStats`;

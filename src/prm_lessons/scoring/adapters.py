@@ -4,8 +4,11 @@ read the per-step scores from one forward pass.
 from __future__ import annotations
 
 import abc
+import functools
 import logging
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -120,13 +123,30 @@ class DeclaredAdapter(Adapter):
       by an assistant turn holding step_tag, rendered and tokenised once (RLHFlow).
     - `readout.position`: tag_last (the tag's last token) or before_tag (the token before the tag: a causal
       LM's logits there predict it, RLHFlow's assistant "+").
+
+    Adapters math_shepherd, rlhflow and token_classification are named parameter sets of it (`PRESETS`,
+    `from_preset`).
     """
 
     kind = "declared"
+    preset: Preset | None = None  # the named parameter set this adapter was built from (from_preset)
 
     def __init__(self, model, tokenizer, max_length=None, **params):
         super().__init__(model, tokenizer, max_length, **params)
         self.declare(params)
+
+    @classmethod
+    def from_preset(cls, name: str, model, tokenizer, max_length=None, **options) -> DeclaredAdapter:
+        """Adapter `name` of PRESETS: its fixed parameters with those its `options` (a prms.models entry's
+        params, over the preset's defaults) and this tokenizer resolve to; `kind` is `name`."""
+        preset = PRESETS[name]
+        own, attrs = preset.resolve(tokenizer, model, {**preset.options, **options})
+        readout = {**preset.params.get("readout", {}), **own.get("readout", {})}
+        a = cls(model, tokenizer, max_length, **{**preset.params, **own, "readout": readout})
+        a.kind, a.preset = name, preset
+        for key, value in attrs.items():
+            setattr(a, key, value)
+        return a
 
     def declare(self, params: dict) -> None:
         """Check and resolve the parameters against this model and tokenizer; set the token ids read."""
@@ -208,7 +228,9 @@ class DeclaredAdapter(Adapter):
 
     def token_info(self):
         info = super().token_info()
-        if self.declared["model_class"] != "causal_lm":
+        if self.preset is not None and self.preset.info is not None:  # a preset reports its own options
+            info.update(self.preset.info(self))
+        elif self.declared["model_class"] != "causal_lm":
             info.update(class_index=self.declared["readout"]["class_index"],
                         activation=self.declared["readout"]["activation"])
         return info
@@ -247,25 +269,6 @@ def _vocab_size(model, model_class) -> int | None:
     return int(head.weight.shape[0]) if head is not None else None
 
 
-class MathShepherdAdapter(DeclaredAdapter):
-    """Math-Shepherd's card, as declared parameters: "{question} Step 1: s1 ки\nStep 2: s2 ки" tokenised
-    once with the tokenizer's special tokens, P(+) of softmax over the card's encode("+ -")[1:] at each ки."""
-
-    kind = "math_shepherd"
-
-    def __init__(self, model, tokenizer, max_length=None, step_tag="ки", good_token="+", bad_token="-", **params):
-        Adapter.__init__(self, model, tokenizer, max_length, **params)
-        label_ids, step_tag_id = math_shepherd_tokens(tokenizer, good_token, bad_token, step_tag)
-        self.declare(math_shepherd_params(label_ids, step_tag))
-        self.step_tag, self.step_tag_id = step_tag, step_tag_id  # the card's id: encode(step_tag)[-1]
-
-
-def math_shepherd_params(label_ids, step_tag: str = "ки") -> dict:
-    return {"model_class": "causal_lm", "prompt": "plain", "tokenize": "in_context", "bos": True,
-            "question_template": "{question} ", "step_template": "Step {k}: {step} ", "step_tag": step_tag,
-            "step_join": "\n", "readout": {"label_ids": [int(i) for i in label_ids]}}
-
-
 def _pair_probability(model, input_ids, attention_mask, good: int, bad: int):
     """softmax over the (good, bad) token logits at every position → P(good) [B, T]. Only the two
     rows of the LM head are applied (no [B, T, vocab] tensor)."""
@@ -276,24 +279,6 @@ def _pair_probability(model, input_ids, attention_mask, good: int, bad: int):
     if getattr(head, "bias", None) is not None:
         logits = logits + head.bias[[good, bad]]
     return torch.softmax(logits.float(), dim=-1)[..., 0]
-
-
-class RLHFlowAdapter(DeclaredAdapter):
-    """RLHFlow's PRMs, as declared parameters: one pass over the full multi-turn conversation (user =
-    question + "\n\n" + step 1, then one user turn per step, each answered "+"); P(+) of
-    (encode('+')[-1], encode('-')[-1]) at the token before each assistant "+"."""
-
-    kind = "rlhflow"
-
-    def __init__(self, model, tokenizer, max_length=None, good_token="+", bad_token="-", **params):
-        Adapter.__init__(self, model, tokenizer, max_length, **params)
-        self.good_text = good_token
-        self.declare(rlhflow_params(rlhflow_tokens(tokenizer, good_token, bad_token), good_token))
-
-
-def rlhflow_params(label_ids, good_token: str = "+") -> dict:
-    return {"model_class": "causal_lm", "prompt": "chat_turns", "question_template": "{question}\n\n",
-            "step_tag": good_token, "readout": {"label_ids": [int(i) for i in label_ids], "position": "before_tag"}}
 
 
 # Not declared: its value head (v_head.summary, one logit) is no transformers class, and its prompt puts the
@@ -416,49 +401,82 @@ class EurusAdapter(Adapter):
         return [1 / (1 + math.exp(-v)) for v in vals] if self.sigmoid else vals
 
 
-class TokenClassificationAdapter(DeclaredAdapter):
-    """TRL / axolotl token-classification PRMs (`AutoModelForTokenClassification`, any architecture
-    transformers has a token-classification class for), as declared parameters. The input is built as TRL's
-    PRMTrainer.tokenize_row builds its training rows (huggingface/trl, trl/trainer/prm_trainer.py, now
-    trl/experimental/prm/prm_trainer.py; axolotl's prompt_strategies/stepwise_supervised.py does the same):
-    the tokenizer's BOS id when it has one, the question's ids, then for each step its own ids followed by
-    the ids of `step_separator` (each piece tokenised alone, no special tokens: not the joined text), the
-    label of a step sitting on the LAST token of its separator. Step score there: softmax over the labels at
-    index `positive_label`, or sigmoid of that one logit (`score: sigmoid`, e.g. a 1-label head with
-    positive_label 0). Options (`params`): scoring.options. Truncation keeps whole leading
-    steps (as every adapter): exact for causal bodies; a bidirectional encoder sees the cut input."""
-
-    kind = "token_classification"
-
-    def __init__(self, model, tokenizer, max_length=None, step_separator="\n", positive_label=1, score="softmax",
-                 **params):
-        Adapter.__init__(self, model, tokenizer, max_length, **params)
-        check_token_classification_params({"step_separator": step_separator, "positive_label": positive_label,
-                                           "score": score}, _num_labels(model))
-        if not tokenizer.encode(step_separator, add_special_tokens=False):
-            raise ValueError(f"params.step_separator {step_separator!r} encodes to no token with this tokenizer")
-        self.declare(token_classification_params(step_separator, positive_label, score))
-        self.step_separator, self.positive_label, self.score = step_separator, int(positive_label), score
-        self.separator_ids = self.tag_ids
-
-    def token_info(self):
-        info = Adapter.token_info(self)
-        info.update(separator_ids=[int(i) for i in self.separator_ids], positive_label=self.positive_label,
-                    score=self.score)
-        return info
-
-
-def token_classification_params(step_separator: str = "\n", positive_label: int = 1, score: str = "softmax") -> dict:
-    return {"model_class": "token_classification", "prompt": "plain", "tokenize": "alone", "bos": True,
-            "step_tag": step_separator, "readout": {"class_index": int(positive_label), "activation": score}}
-
-
 def _num_labels(model) -> int | None:
     cfg = getattr(model, "config", None)
     return getattr(cfg, "num_labels", None) if cfg is not None else None
 
 
-ADAPTER_CLASSES = {"trained": TrainedAdapter, "qwen_prm": StepHeadAdapter, "math_shepherd": MathShepherdAdapter,
-                   "rlhflow": RLHFlowAdapter, "skywork": SkyworkAdapter, "eurus": EurusAdapter,
-                   "qwen_orm": QwenORMAdapter, "token_classification": TokenClassificationAdapter,
-                   "declared": DeclaredAdapter}
+# -- the named parameter sets of DeclaredAdapter (adapters math_shepherd, rlhflow, token_classification)
+
+@dataclass(frozen=True)
+class Preset:
+    """A family's declared parameters: `params` fixed; `options` the prms.models entry's params it reads,
+    with their defaults (the config's schema and scoring.options list them); `resolve(tokenizer, model,
+    options)` → the declared parameters the options give (step tag, readout; merged into `params`, readout
+    key by key), checked as the family's reference code does, and attributes set once declared (ids the
+    reference reads); `info(adapter)` → token_info's entries in place of the declared readout's."""
+
+    params: dict
+    options: dict
+    resolve: Callable[..., tuple[dict, dict]]
+    info: Callable[[DeclaredAdapter], dict] | None = None
+
+
+def _math_shepherd(tokenizer, model, o: dict) -> tuple[dict, dict]:
+    label_ids, step_tag_id = math_shepherd_tokens(tokenizer, o["good_token"], o["bad_token"], o["step_tag"])
+    # step_tag_id: the card's id, encode(step_tag)[-1]
+    return ({"step_tag": o["step_tag"], "readout": {"label_ids": [int(i) for i in label_ids]}},
+            {"step_tag_id": step_tag_id})
+
+
+def _rlhflow(tokenizer, model, o: dict) -> tuple[dict, dict]:
+    label_ids = rlhflow_tokens(tokenizer, o["good_token"], o["bad_token"])
+    return {"step_tag": o["good_token"], "readout": {"label_ids": [int(i) for i in label_ids]}}, {}
+
+
+def _token_classification(tokenizer, model, o: dict) -> tuple[dict, dict]:
+    sep, label, score = o["step_separator"], o["positive_label"], o["score"]
+    check_token_classification_params({"step_separator": sep, "positive_label": label, "score": score},
+                                      _num_labels(model))
+    if not tokenizer.encode(sep, add_special_tokens=False):
+        raise ValueError(f"params.step_separator {sep!r} encodes to no token with this tokenizer")
+    return {"step_tag": sep, "readout": {"class_index": int(label), "activation": score}}, {}
+
+
+PRESETS = {
+    # Math-Shepherd's card (peiyi9979/math-shepherd-mistral-7b-prm): "{question} Step 1: s1 ки\nStep 2: s2 ки"
+    # tokenised once with the tokenizer's special tokens; P(+) of softmax over the card's encode("+ -")[1:]
+    # at each ки (scoring.encode.math_shepherd_tokens).
+    "math_shepherd": Preset(
+        {"model_class": "causal_lm", "prompt": "plain", "tokenize": "in_context", "bos": True,
+         "question_template": "{question} ", "step_template": "Step {k}: {step} ", "step_join": "\n"},
+        {"step_tag": "ки", "good_token": "+", "bad_token": "-"}, _math_shepherd),
+    # RLHFlow's PRMs (RLHF-Reward-Modeling math-rm/prm_evaluate.py): one pass over the full multi-turn
+    # conversation (user = question + "\n\n" + step 1, then one user turn per step, each answered "+"); P(+)
+    # of (encode('+')[-1], encode('-')[-1]) at the token before each assistant "+" (scoring.encode.rlhflow_tokens).
+    "rlhflow": Preset(
+        {"model_class": "causal_lm", "prompt": "chat_turns", "question_template": "{question}\n\n",
+         "readout": {"position": "before_tag"}},
+        {"good_token": "+", "bad_token": "-"}, _rlhflow),
+    # TRL / axolotl token-classification PRMs (AutoModelForTokenClassification, any architecture transformers
+    # has a token-classification class for). The input is built as TRL's PRMTrainer.tokenize_row builds its
+    # training rows (huggingface/trl, trl/trainer/prm_trainer.py, now trl/experimental/prm/prm_trainer.py;
+    # axolotl's prompt_strategies/stepwise_supervised.py does the same): the tokenizer's BOS id when it has
+    # one, the question's ids, then for each step its own ids followed by the ids of `step_separator` (each
+    # piece tokenised alone, no special tokens: not the joined text), the label of a step sitting on the LAST
+    # token of its separator. Step score there: softmax over the labels at index `positive_label`, or sigmoid
+    # of that one logit (`score: sigmoid`, e.g. a 1-label head with positive_label 0). Options:
+    # scoring.options. Truncation keeps whole leading steps (as every adapter): exact for causal bodies; a
+    # bidirectional encoder sees the cut input.
+    "token_classification": Preset(
+        {"model_class": "token_classification", "prompt": "plain", "tokenize": "alone", "bos": True},
+        {"step_separator": "\n", "positive_label": 1, "score": "softmax"}, _token_classification,
+        lambda a: {"separator_ids": [int(i) for i in a.tag_ids], "positive_label": a.declared["readout"]["class_index"],
+                   "score": a.declared["readout"]["activation"]}),
+}
+
+
+# name → the adapter's class, or for a preset of DeclaredAdapter its builder (the same arguments)
+ADAPTER_CLASSES = {"trained": TrainedAdapter, "qwen_prm": StepHeadAdapter, "skywork": SkyworkAdapter,
+                   "eurus": EurusAdapter, "qwen_orm": QwenORMAdapter, "declared": DeclaredAdapter,
+                   **{name: functools.partial(DeclaredAdapter.from_preset, name) for name in PRESETS}}
