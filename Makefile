@@ -78,7 +78,7 @@ run-all: setup
 dryrun-all: setup
 	$(VENV)/bin/snakemake -n --cores $(CORES) $(RUN_ALL_CONFIG) $(SMK_ARGS)
 
-# snakemake's own linter, ruff (pyflakes + import order; pyproject [tool.ruff]) and snakefmt --check
+# snakemake's own linter, ruff (pyflakes, pycodestyle E/W, import order; pyproject [tool.ruff]) and snakefmt --check
 lint: setup
 	$(VENV)/bin/snakemake --lint
 	$(VENV)/bin/ruff check src tests bench workflow/scripts tools

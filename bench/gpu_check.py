@@ -164,7 +164,8 @@ def phase_env(a) -> dict:
     check("train_launch.distributed_command", cmd[1:3] == ["-m", "torch.distributed.run"]
           and cmd[cmd.index("--nproc_per_node") + 1] == "1", " ".join(cmd[1:]))
     env_gpu, env_cpu = launcher_env(False), launcher_env(True)
-    check("launcher_env keeps the GPU visible", env_gpu.get("CUDA_VISIBLE_DEVICES") == os.environ.get("CUDA_VISIBLE_DEVICES")
+    check("launcher_env keeps the GPU visible",
+          env_gpu.get("CUDA_VISIBLE_DEVICES") == os.environ.get("CUDA_VISIBLE_DEVICES")
           and str(ROOT / "src") in env_gpu["PYTHONPATH"].split(os.pathsep),
           f"CUDA_VISIBLE_DEVICES={env_gpu.get('CUDA_VISIBLE_DEVICES')!r}, PYTHONPATH={env_gpu['PYTHONPATH']}")
     check("launcher_env(cpu) hides GPUs", env_cpu["CUDA_VISIBLE_DEVICES"] == "", "CUDA_VISIBLE_DEVICES=''")
@@ -573,10 +574,12 @@ def main(argv: list[str] | None = None) -> int:
         "train_plain_mfu": plain.get("mfu"), "train_plain_mfu_non_embedding": plain.get("mfu_non_embedding"),
         "bare_loop_tokens_per_second": report["phases"].get("bench_train_throughput", {}).get("tokens_per_second"),
         "bare_loop_mfu": report["phases"].get("bench_train_throughput", {}).get("mfu"),
-        "train_zero3_tokens_per_second": report["phases"].get("train_zero3", {}).get("metrics", {}).get("tokens_per_second"),
+        "train_zero3_tokens_per_second":
+            report["phases"].get("train_zero3", {}).get("metrics", {}).get("tokens_per_second"),
         "score_qwen_prm_bf16_tokens_per_second":
             report["phases"].get("score_qwen_prm_dev_bfloat16", {}).get("tokens_per_second"),
-        "score_trained_tokens_per_second": report["phases"].get("score_trained_dev_default", {}).get("tokens_per_second")}
+        "score_trained_tokens_per_second":
+            report["phases"].get("score_trained_dev_default", {}).get("tokens_per_second")}
     failed = [c["name"] for c in lines if c["status"] == "FAIL"]
     report["verdict"] = "FAIL" if failed else "PASS"
     report["failed"] = failed

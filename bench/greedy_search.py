@@ -61,7 +61,8 @@ def problems(n: int):
     path = ROOT / "results" / "problems" / "arith.parquet"
     if path.exists():
         return pd.read_parquet(path).head(n), str(path)
-    rows = [{"problem_id": f"bench-{i:05d}", "dataset": "bench", "question": f"Calculate {i % 9 + 1} + {(3 * i) % 7 + 2}.",
+    rows = [{"problem_id": f"bench-{i:05d}", "dataset": "bench",
+             "question": f"Calculate {i % 9 + 1} + {(3 * i) % 7 + 2}.",
              "answer": str(i % 9 + 1 + (3 * i) % 7 + 2)} for i in range(n)]
     return pd.DataFrame(rows), "generated sums"
 
@@ -137,7 +138,8 @@ def main() -> int:
     table = pd.DataFrame([row("naive", a, t_naive, c_naive, g_naive, naive_scorer),
                           row("batched+incremental", b, t_inc, c_inc, g_inc, inc_scorer)])
     print(table.to_string(index=False))
-    print(f"chosen paths identical: {same_path}/{len(a)} (candidate sets identical at every depth: {same_cands}/{len(a)}; "
+    print(f"chosen paths identical: {same_path}/{len(a)} "
+          f"(candidate sets identical at every depth: {same_cands}/{len(a)}; "
           f"max |score difference| where candidates match: {score_gap:.2e})")
     if same_cands < len(a):
         print("  the two engine call patterns sampled different tokens for some problems (batched bf16 kernels); "

@@ -137,7 +137,8 @@ def main() -> int:
           f"K={k}, max_tokens={mc['max_tokens']}")
 
     common = dict(k=k, needs=Needs.from_params({"thresholds": [0.0], "soft": False}), seed=int(mc["seed"]),
-                  spec=spec_from_config(mc), prompt_fn=make_prompt_fn(engine.tokenizer, config["sampling"]["system_prompt"]),
+                  spec=spec_from_config(mc),
+                  prompt_fn=make_prompt_fn(engine.tokenizer, config["sampling"]["system_prompt"]),
                   grade_fn=make_grade_fn(config["grading"]["timeout_s"], config["grading"].get("workers")),
                   separator=config["sampling"]["step_separator"], round_size=args.round_size)
     recorded = RecordedEngine(engine)

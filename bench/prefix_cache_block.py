@@ -35,9 +35,9 @@ def worker(args) -> None:
     if args.block:
         entry["block_size"] = args.block
     eng = VLLMEngine(args.model_dir, entry)
-    probs = load_problems("mc_bench", {"source": "reasoning_gym", "generator": "basic_arithmetic", "size": args.mc_prompts,
-                           "seed": 4242, "params": {"min_terms": 3, "max_terms": 4, "min_digits": 1,
-                                                    "max_digits": 2}})
+    probs = load_problems("mc_bench", {"source": "reasoning_gym", "generator": "basic_arithmetic",
+                           "size": args.mc_prompts, "seed": 4242,
+                           "params": {"min_terms": 3, "max_terms": 4, "min_digits": 1, "max_digits": 2}})
     tok = eng.tokenizer
     prompts = [render_chat(tok, COT_SYSTEM_PROMPT, q) + "Step 1: " for q in probs["question"]]
     out = {"block": args.block}
@@ -104,7 +104,8 @@ def main() -> None:
           f"{'sample ratio':>14}")
     for b in args.blocks:
         x = best[b]
-        print(f"{b:>6}{x['mc_s']:>8.1f}{x['mc_prefill']:>10,}{x['mc_cached']:>9,}{x['mc_s'] / best[base]['mc_s']:>10.2f}"
+        print(f"{b:>6}{x['mc_s']:>8.1f}{x['mc_prefill']:>10,}{x['mc_cached']:>9,}"
+              f"{x['mc_s'] / best[base]['mc_s']:>10.2f}"
               f"{x['sample_s']:>10.1f}{x['sample_decode'] / x['sample_s']:>14.1f}"
               f"{x['sample_s'] / best[base]['sample_s']:>14.2f}")
 

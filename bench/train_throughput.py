@@ -227,7 +227,8 @@ def main() -> None:
               f"batch {r['batch']}, mean length {r['mean_seq_len']:.0f} tokens, padding {r['padding_share']:.1%}, "
               f"gradient checkpointing {'on' if r['grad_ckpt'] else 'off'}")
         mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "n/a (unknown peak for this device)"
-        print(f"training step: {r['tokens_per_second']:,.0f} tokens/s   model {r['model_tflops']:.1f} TFLOP/s   MFU {mfu}")
+        print(f"training step: {r['tokens_per_second']:,.0f} tokens/s   model {r['model_tflops']:.1f} TFLOP/s   "
+              f"MFU {mfu}")
     else:
         r = cpu_bench(args)
         h = r["head"]

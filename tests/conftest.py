@@ -1,6 +1,6 @@
 """Shared test helpers: the read-only reference data in ../shared (see ../shared/data/README.md), the
-one tiny tokenizer builder, and a stand-in for Snakemake's `script:` call. Fake engines and other helpers: tests/support/
-(on sys.path through pyproject's pythonpath; layout: docs/testing.md).
+one tiny tokenizer builder, and a stand-in for Snakemake's `script:` call. Fake engines and other helpers:
+tests/support/ (on sys.path through pyproject's pythonpath; layout: docs/testing.md).
 
 Tests on real data call :func:`shared_data_dir` (or use the ``shared_data`` fixture). Off CI a
 missing ../shared skips them; under ``CI=true`` it FAILS them, because CI has ../shared and a silent
@@ -127,7 +127,8 @@ def parsed_workflow(configfiles=(), quiet: bool = True):
 
 @pytest.fixture(scope="session")
 def embedded_plan():
-    """The embedded default's dry run (`snakemake -n --forceall --cores 2`), parsed once a session (tests/support/dag.py)."""
+    """The embedded default's dry run (`snakemake -n --forceall --cores 2`), parsed once a session
+    (tests/support/dag.py)."""
     import dag
 
     return dag.plan(dag.EMBEDDED)

@@ -51,7 +51,8 @@ def test_score_a_trained_prm_both_row_forms(tmp_path, trained):
             for k, r in enumerate(rows)]
     trl = [{"prompt": r["question"], "completions": r["steps"], "labels": [True] * len(r["steps"])} for r in rows]
     out_a, out_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    _run(["score", "--prm", str(trained), "--input", str(_jsonl(tmp_path / "a_in.jsonl", ours)), "--output", str(out_a)])
+    _run(["score", "--prm", str(trained), "--input", str(_jsonl(tmp_path / "a_in.jsonl", ours)),
+          "--output", str(out_a)])
     _run(["score", "--prm", str(trained), "--input", str(_jsonl(tmp_path / "b_in.jsonl", trl)), "--output", str(out_b)])
     a, b = _read(out_a), _read(out_b)
     model, tok, fmt = P.load_prm(trained)
@@ -75,7 +76,8 @@ def test_max_length_cuts_whole_steps_to_null(tmp_path, trained):
     got = _read(out)[0]
     k = got["n_steps_scored"]
     assert 0 < k < len(rows[0]["steps"])
-    assert all(x is not None for x in got["step_scores"][:k]) and got["step_scores"][k:] == [None] * (len(rows[0]["steps"]) - k)
+    assert all(x is not None for x in got["step_scores"][:k])
+    assert got["step_scores"][k:] == [None] * (len(rows[0]["steps"]) - k)
 
 
 def _card_qwen_prm_scores(path, question, steps):
@@ -88,7 +90,8 @@ def _card_qwen_prm_scores(path, question, steps):
     body = transformers.AutoModel.from_pretrained(path, dtype=torch.float32).eval()
     sd = {k: v.float() for k, v in load_file(str(path / "model.safetensors")).items() if k.startswith("score.")}
     msgs = [{"role": "system", "content": "Please reason step by step, and put your final answer within \\boxed{}."},
-            {"role": "user", "content": question}, {"role": "assistant", "content": "<extra_0>".join(steps) + "<extra_0>"}]
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": "<extra_0>".join(steps) + "<extra_0>"}]
     ids = tok.encode(tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False))
     with torch.no_grad():
         h = body(input_ids=torch.tensor([ids])).last_hidden_state[0].float()
@@ -108,7 +111,8 @@ def test_score_a_released_format_prm(tmp_path, capsys):
     _run(["score", "--prm", str(path), "--adapter", "qwen_prm", "--dtype", "float32", "--input", str(inp),
           "--output", str(out)])
     # the same PRM described by its options (adapter declared) gives the card's scores too
-    declared = {"model_class": "process_reward", "prompt": "chat", "step_tag": "<extra_0>", "system_prompt": COT_SYSTEM_PROMPT}
+    declared = {"model_class": "process_reward", "prompt": "chat", "step_tag": "<extra_0>",
+                "system_prompt": COT_SYSTEM_PROMPT}
     out2 = tmp_path / "o2.jsonl"
     _run(["score", "--prm", str(path), "--adapter", "declared", "--params", json.dumps(declared), "--dtype", "float32",
           "--input", str(inp), "--output", str(out2)])

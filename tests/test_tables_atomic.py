@@ -46,8 +46,10 @@ WRITERS = [
     ("write_plain_csv", "c.csv", lambda p: write_plain_csv(pd.DataFrame({"x": [1, 2]}), p)),
     ("write_csv", "bon.csv", lambda p: write_csv(BON, p, "bon_csv")),
     ("write_table", "t.parquet", lambda p: write_table(pd.DataFrame({"x": [1]}), p, None)),
-    ("write_stepwise jsonl", "s.jsonl", lambda p: write_stepwise([{"prompt": "Q", "completions": ["a"], "labels": [True]}], p)),
-    ("write_stepwise parquet", "s.parquet", lambda p: write_stepwise([{"prompt": "Q", "completions": ["a"], "labels": [True]}], p)),
+    ("write_stepwise jsonl", "s.jsonl",
+     lambda p: write_stepwise([{"prompt": "Q", "completions": ["a"], "labels": [True]}], p)),
+    ("write_stepwise parquet", "s.parquet",
+     lambda p: write_stepwise([{"prompt": "Q", "completions": ["a"], "labels": [True]}], p)),
     ("score_file.write_jsonl", "scores.jsonl", _jsonl_writer),
 ]
 

@@ -131,7 +131,8 @@ def _cmd_grade(args) -> int:
 
 def _add_grade(subparsers) -> None:
     p = subparsers.add_parser(
-        "grade", help="extract final answers and grade them against gold answers (math-verify or the harness's math_equal)",
+        "grade", help="extract final answers and grade them against gold answers "
+                      "(math-verify or the harness's math_equal)",
         description="Writes every input row plus `pred` (extracted answer or null), `correct` (bool) and "
                     "`grade_status` (ok/no_answer/timeout/error). A response field holding a list of "
                     "responses (e.g. the harness's `code`) gives lists of the same length; a response that "
@@ -218,7 +219,8 @@ def _add_score(subparsers) -> None:
     p.add_argument("--output", required=True, help="JSONL file to write")
     p.add_argument("--adapter", default=None,
                    help="the PRM's family, as prms.models.<name>.adapter (config/README.md): qwen_prm, "
-                        "math_shepherd, rlhflow, skywork, eurus, qwen_orm, token_classification, declared (any other PRM, "
+                        "math_shepherd, rlhflow, skywork, eurus, qwen_orm, token_classification, declared "
+                        "(any other PRM, "
                         "described by --params); leave it out for a "
                         "PRM trained by this workflow (its prm.json says so); required otherwise")
     p.add_argument("--params", default=None,
@@ -389,7 +391,8 @@ def _cli_bon(args) -> int:
         raise exc.within(args.samples) from None
     write_json(m, args.output)
     for name, e in list(m["benchmarks"].items()) + [("average", m["average"])]:
-        vals = " ".join(f"{k}={100 * v:.1f}" for k, v in e.items() if k not in ("n_problems", "n", "n_benchmarks", "ci"))
+        vals = " ".join(f"{k}={100 * v:.1f}" for k, v in e.items()
+                        if k not in ("n_problems", "n", "n_benchmarks", "ci"))
         print(f"{name:>14}: {vals}")
     for col, count in m["n_unscored"].items():
         if count:
@@ -442,7 +445,8 @@ def _add_eval(subparsers) -> None:
         "bon", help="Best-of-N: prm@N per aggregation, maj@N, pass@N (+ orm@N)",
         description="Every row is checked first; each problem is an error line naming the row (exit status 2, "
                     "no metrics written): a line that is not a JSON object, a missing field, `correct` that "
-                    "is not a JSON boolean or 0/1 (the string \"False\" is an error, as is null; 1.0 and 0.0 are accepted), `pred` "
+                    "is not a JSON boolean or 0/1 (the string \"False\" is an error, as is null; 1.0 and 0.0 are "
+                    "accepted), `pred` "
                     "that is not text or null, step_scores that are not null or a list of numbers, a "
                     "duplicate response, problems with unequal numbers of responses. A response whose "
                     "aggregated score is not finite (no step scores, an empty list, NaN or inf) is never "

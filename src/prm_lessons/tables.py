@@ -11,8 +11,9 @@ the next run regenerates it with its producer rule instead of feeding it to cons
 user's (anywhere else, or one the config names) is never moved: the job stops naming it (quarantine).
 
 The CSV stage tables (results/tables/{bon,judge_bon,search,bon_baselines,processbench,trainsets,
-process_check,process_check_bon,label_audit}.csv) go through write_csv / read_csv: the same column and key checks plus
-dtypes (CSV_DTYPES; fractions, never percent), an atomic write, and a sidecar <table>.csv.integrity.json with the kind, row count and SHA-256.
+process_check,process_check_bon,label_audit}.csv) go through write_csv / read_csv: the same column and key checks
+plus dtypes (CSV_DTYPES; fractions, never percent), an atomic write, and a sidecar <table>.csv.integrity.json
+with the kind, row count and SHA-256.
 
 Every table, CSV, JSON, text and figure file that the package writes goes through atomic_path (or
 write_table / write_csv / write_plain_csv / write_json / write_text_atomic on it): a killed job or a full
@@ -232,7 +233,8 @@ def read_plain_csv(path: str | Path, **read_csv_kw) -> pd.DataFrame:
     try:
         return pd.read_csv(path, **read_csv_kw)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
-        raise ValueError(f"{path}: not a readable CSV file ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        raise ValueError(f"{path}: not a readable CSV file "
+                         f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
 
 
 class TableError(ValueError):

@@ -135,7 +135,8 @@ def test_display_frame_has_paper_and_delta_rows():
 def test_table10_comparable_only_at_the_papers_n_and_benchmarks(tmp_path, monkeypatch):
     bench = ["math500", "aime24", "amc23", "minerva_math", "gaokao2023en", "olympiadbench"]
     rows = [dict(policy="p", prm="qwen25_math_prm_72b", benchmark=b, metric=m, n=n, accuracy=0.5, ci_low=.4,
-                 ci_high=.6) for n in (8, 64) for b in [*bench, "gsm8k", "average"] for m in ("pass", "maj", "prm_product")]
+                 ci_high=.6) for n in (8, 64) for b in [*bench, "gsm8k", "average"]
+            for m in ("pass", "maj", "prm_product")]
     bon = C.load_bon(_csv(pd.DataFrame(rows)))
     for n, comparable in ((64, True), (8, False)):
         own = analysis_params(n=n, benchmarks=bench)
@@ -149,7 +150,8 @@ def test_benchmarks_mapped_to_one_paper_column_are_averaged_into_it():
     """config/paper.yaml maps the harness's gaokao_math_cloze and gaokao_math_qa to the paper's Chinese
     "GaoKao" column: that column is their unweighted mean, and the row's Avg. counts it once."""
     rows = [dict(prm="human", benchmark=b, metric="prm_product", n=8, accuracy=acc, ci_low=0, ci_high=1)
-            for b, acc in (("cmath", .9), ("cn_middle_school24", .8), ("gaokao_math_cloze", .6), ("gaokao_math_qa", .7))]
+            for b, acc in (("cmath", .9), ("cn_middle_school24", .8), ("gaokao_math_cloze", .6),
+                           ("gaokao_math_qa", .7))]
     bon = C.load_bon(_csv(pd.DataFrame(rows)))
     params = analysis_params(benchmarks=["cmath", "cn_middle_school24", "gaokao_math_cloze", "gaokao_math_qa"],
                              paper_columns={"gaokao_math_cloze": "gaokao_zh", "gaokao_math_qa": "gaokao_zh"})

@@ -153,7 +153,8 @@ def test_table1_compares_the_3m_rows_only_from_the_mix_at_the_published_size(mix
                                                                                       index=False)
     inputs = {"bon": str(tmp_path / "bon.csv"), "trainsets": str(tmp_path / "trainsets.csv")}
     for cfg, source_ok in ((mix_cfg, True), (paper_cfg, False)):
-        out = {"csv": str(tmp_path / "t1.csv"), "provenance": str(tmp_path / "t1.json"), "tex": str(tmp_path / "t1.tex")}
+        out = {"csv": str(tmp_path / "t1.csv"), "provenance": str(tmp_path / "t1.json"),
+               "tex": str(tmp_path / "t1.tex")}
         T1.run(inputs=inputs, outputs=out, params=_params(cfg, "table1"), wildcards={}, threads=1)
         cells, tex = pd.read_csv(out["csv"]), Path(out["tex"]).read_text()
         got = _compared(cells)

@@ -62,7 +62,8 @@ def test_published_table5_average_and_figure_consistency():
 
 
 def test_published_row_length_mismatch_is_an_error(tmp_path):
-    bad = {"citation": {}, "tables": {"x": {"columns": ["a", "b"], "rows": [{"key": "k", "label": "K", "values": [1]}]}}}
+    bad = {"citation": {},
+           "tables": {"x": {"columns": ["a", "b"], "rows": [{"key": "k", "label": "K", "values": [1]}]}}}
     p = tmp_path / "p.yaml"
     p.write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="x row 'k' has 1 values for 2 columns"):

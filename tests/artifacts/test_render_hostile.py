@@ -118,8 +118,9 @@ def test_tex_escape_leaves_no_special_or_unsettable_character(text):
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="needs pdflatex (TeX Live)")
 def test_hostile_labels_typeset_with_pdflatex(tmp_path):
-    labels = [l.replace("\n", " ") for l in injections(tmp_path / "x")] + ["Ünïcödé — “quotes” … 1 ≤ 2", "中文 😀"]
-    body = "\n\n".join(R.tex_escape(l) for l in labels)
+    labels = ([label.replace("\n", " ") for label in injections(tmp_path / "x")]
+              + ["Ünïcödé — “quotes” … 1 ≤ 2", "中文 😀"])
+    body = "\n\n".join(R.tex_escape(label) for label in labels)
     (tmp_path / "t.tex").write_text("\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage[utf8]{inputenc}"
                                     "\\begin{document}" + body + "\\end{document}\n")
     res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,

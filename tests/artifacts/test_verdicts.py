@@ -164,7 +164,8 @@ def test_lesson5_needs_a_prm_that_learnt_later_steps():
     assert V.lesson5_min_at_last(cells, trainsets=few.iloc[1:]).verdict == V.CONTRADICTED  # no row: share alone
 
 
-@pytest.mark.parametrize("paired, verdict", [((0.05, 0.01, 0.09), V.REPRODUCED), ((-0.05, -0.09, -0.01), V.CONTRADICTED),
+@pytest.mark.parametrize("paired, verdict", [((0.05, 0.01, 0.09), V.REPRODUCED),
+                                             ((-0.05, -0.09, -0.01), V.CONTRADICTED),
                                              ((0.02, -0.03, 0.07), V.UNDECIDABLE)])
 def test_lesson6_recipe_vs_maj_from_the_paired_interval(paired, verdict):
     row = V.lesson6_bon_vs_maj(bon((0.45, 0.4, 0.5), (0.43, 0.38, 0.48), paired))

@@ -44,8 +44,10 @@ def test_repeated_source_ids_are_an_error_naming_each_id_and_its_rows(tmp_path):
     with pytest.raises(InputError) as exc:
         load_problems("loc", _local(f, id="id"))
     assert exc.value.problems == [
-        f"dataset 'loc' ({f}): id 'p1' (fields.id 'id') repeats in rows loc-00000, loc-00002; source ids must be unique",
-        f"dataset 'loc' ({f}): id '7' (fields.id 'id') repeats in rows loc-00003, loc-00004; source ids must be unique"]
+        f"dataset 'loc' ({f}): id 'p1' (fields.id 'id') repeats in rows loc-00000, loc-00002; "
+        "source ids must be unique",
+        f"dataset 'loc' ({f}): id '7' (fields.id 'id') repeats in rows loc-00003, loc-00004; "
+        "source ids must be unique"]
 
 
 def test_repeated_id_in_a_hub_source_is_an_error(monkeypatch):

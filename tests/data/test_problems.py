@@ -1,6 +1,6 @@
 """Problem loaders (prm_lessons.data.problems): reasoning-gym, local files and their formats, the Hub, the
-paper's pinned benchmark files (checksums, row counts), and the problems rule. ProcessBench: test_processbench_loader.py;
-error injection: tests/labels/test_construction.py."""
+paper's pinned benchmark files (checksums, row counts), and the problems rule. ProcessBench:
+test_processbench_loader.py; error injection: tests/labels/test_construction.py."""
 from __future__ import annotations
 
 import json
@@ -357,8 +357,10 @@ def test_problems_table_records_the_rows_of_the_whole_set(tmp_path):
     f = tmp_path / "set.jsonl"
     f.write_text("".join(json.dumps({"question": f"q{i}", "answer": str(i)}) + "\n" for i in range(5)))
     out = tmp_path / "p.parquet"
-    spec = {"source": "local", "path": str(f), "rows": 5, "limit": 2, "fields": {"question": "question", "answer": "answer"}}
-    rule_problems(inputs={}, outputs={"problems": str(out)}, params={"spec": spec}, wildcards={"dataset": "s"}, threads=1)
+    spec = {"source": "local", "path": str(f), "rows": 5, "limit": 2,
+            "fields": {"question": "question", "answer": "answer"}}
+    rule_problems(inputs={}, outputs={"problems": str(out)}, params={"spec": spec}, wildcards={"dataset": "s"},
+                  threads=1)
     assert table_meta(out)["rows_loaded"] == 5 and len(pd.read_parquet(out)) == 2
 
 
@@ -385,7 +387,8 @@ def test_mix_part_errors_name_the_set_and_the_part():
     with pytest.raises(ValueError, match="dataset 'train': part 'web' has source 'url'"):
         load_problems("train", {"source": "mix", "parts": {"web": {"source": "url", "url": "x.jsonl"}}})
     with pytest.raises(ValueError, match="dataset 'train', part 'bad': reasoning_gym dataset 'chain_sum' needs `size`"):
-        load_problems("train", {"source": "mix", "parts": {"bad": {"source": "reasoning_gym", "generator": "chain_sum"}}})
+        load_problems("train", {"source": "mix",
+                                "parts": {"bad": {"source": "reasoning_gym", "generator": "chain_sum"}}})
 
 
 def test_mix_in_the_config_is_checked_before_any_job():

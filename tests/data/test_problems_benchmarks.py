@@ -147,7 +147,8 @@ def qwen_tokenizer():
 def test_fewshot_user_turn_renders_what_the_harness_sends(tmp_path, qwen_tokenizer):
     demos_file = write_fewshot_examples(tmp_path / "examples.py")
     f = _write_jsonl(tmp_path / "qa.jsonl", [
-        {"question": " 函数 $f(x)=x^2$ 的最小值是 ( )", "label": "B", "options": {"A": "-1", "B": "0", "C": "1", "D": "2"}},
+        {"question": " 函数 $f(x)=x^2$ 的最小值是 ( )", "label": "B",
+         "options": {"A": "-1", "B": "0", "C": "1", "D": "2"}},
         {"question": "下列说法正确的是 ( )", "label": "A B D", "options": {"A": "a", "B": "b", "C": "c", "D": "d"}}])
     spec = {"source": "local", "path": str(f), "choices_style": "options_zh",
             "fields": {"question": "question", "answer": "label", "choices": "options"},

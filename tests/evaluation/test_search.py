@@ -70,7 +70,8 @@ class FakeScorer:
 
 def _problems(n=5):
     return pd.DataFrame({"problem_id": [f"p-{i:05d}" for i in range(n)], "dataset": "p",
-                         "question": [f"What is {i} + {i}?" for i in range(n)], "answer": [str(2 * i) for i in range(n)]})
+                         "question": [f"What is {i} + {i}?" for i in range(n)],
+                         "answer": [str(2 * i) for i in range(n)]})
 
 
 def _settings(**kw):

@@ -104,7 +104,8 @@ def test_max_tokens_zero_forces_every_verdict_from_the_start_of_the_answer():
                for p in eng.prompts)
 
 
-@pytest.mark.parametrize("text,want", [("\\boxed{A}", "A"), ("so \\boxed{\\text{B}}", "B"), ("\\boxed{Response B}", "B"),
+@pytest.mark.parametrize("text,want", [("\\boxed{A}", "A"), ("so \\boxed{\\text{B}}", "B"),
+                                       ("\\boxed{Response B}", "B"),
                                        ("\\boxed{A} no wait \\boxed{B}", "B"), ("\\boxed{C}", None), ("B", None),
                                        ("\\boxed{A", None), ("", None), (None, None)])
 def test_parse_preference(text, want):
@@ -302,7 +303,8 @@ def test_table11_rows_baselines_from_the_judged_problems_judges_then_prms():
 
     bon = pd.DataFrame(_long("qwen25_math_prm_7b", "prm_product", 60.0) + _long("qwen25_math_prm_7b", "pass", 90.0)
                        + _long("qwen25_math_prm_7b", "maj", 55.0))
-    judges = pd.DataFrame(_long("pairwise-qwq_32b_preview", "judge", 70.0) + _long("pairwise-qwq_32b_preview", "pass", 80.0)
+    judges = pd.DataFrame(_long("pairwise-qwq_32b_preview", "judge", 70.0)
+                          + _long("pairwise-qwq_32b_preview", "pass", 80.0)
                           + _long("pairwise-qwq_32b_preview", "maj", 50.0)
                           + _long("pointwise-qwq_32b_preview", "judge", 65.0)
                           + _long("pointwise-qwq_32b_preview", "judge-maj", 15.0))

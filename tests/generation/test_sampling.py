@@ -38,7 +38,8 @@ def test_shard_results_do_not_depend_on_layout():
     assert not {"pred", "correct", "grade_status"} & set(whole.columns)  # graded by rule grade_samples
     whole = grade_samples(whole, timeout_s=5)
     check_table(whole, "samples")
-    assert whole["steps"].iloc[0] == [whole["response"].iloc[0].split("\n\n")[0], whole["response"].iloc[0].split("\n\n")[1]]
+    assert whole["steps"].iloc[0] == [whole["response"].iloc[0].split("\n\n")[0],
+                                      whole["response"].iloc[0].split("\n\n")[1]]
     # odd problems have the gold answer the fake engine produces
     assert whole.groupby("problem_id")["correct"].all().tolist() == [i % 2 == 1 for i in range(6)]
 
@@ -80,7 +81,8 @@ def _shard_config(**sampling):
     return validate_config(deep_update(cfg, {
         "sampling": sampling,
         "benchmarks": {"pinned": {"source": "local", "path": "x.jsonl", "rows": 1000},
-                       "drawn": {"source": "local", "path": "x.jsonl", "rows": 1000, "subsample": {"n": 120, "seed": 0}},
+                       "drawn": {"source": "local", "path": "x.jsonl", "rows": 1000,
+                                 "subsample": {"n": 120, "seed": 0}},
                        "first": {"source": "local", "path": "x.jsonl", "rows": 1000, "limit": 30},
                        "unknown": {"source": "local", "path": "x.jsonl"},
                        "unknown_limited": {"source": "local", "path": "x.jsonl", "limit": 250}},
@@ -97,7 +99,8 @@ def test_sample_shards_follow_the_set_size_within_sampling_shards():
     assert plan.dataset_problems(cfg, "unknown") is None and plan.dataset_problems(cfg, "drawn") == 120
     # a secondary policy's `limit` bounds every set it samples, even one of unknown size
     assert plan.sample_shard_count(cfg, "pinned", "smollm2_t1") == 1
-    assert plan.sample_shards(cfg, "unknown", "smollm2_t1") == ["results/policies/smollm2_t1/responses/unknown/shard0of1.parquet"]
+    assert plan.sample_shards(cfg, "unknown", "smollm2_t1") == [
+        "results/policies/smollm2_t1/responses/unknown/shard0of1.parquet"]
     assert plan.sample_shards(cfg, "drawn") == [f"results/responses/drawn/shard{i}of2.parquet" for i in range(2)]
     # null (the default): every set gets sampling.shards jobs, as before
     fixed = _shard_config(shards=8)

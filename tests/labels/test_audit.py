@@ -232,7 +232,8 @@ def test_embedded_slice_is_disjoint_from_evaluation_problems(embedded, embedded_
     assert sum(c["evaluation_question"] for c in counts.values()) > 0  # one-digit questions do repeat
     # own seeds: no audit problem set shares (generator, seed) with an evaluation or training set
     pb = embedded["processbench"]["constructed"]
-    train = [part for s in embedded["problems"].values() for part in (s.get("parts") or {"": s}).values()]  # mix: its parts
+    # mix: its parts
+    train = [part for s in embedded["problems"].values() for part in (s.get("parts") or {"": s}).values()]
     others = [*embedded["benchmarks"].values(), *train, *pb["subsets"].values(), *pb["dev"]["subsets"].values()]
     used = {(s["generator"], s["seed"]) for s in others}
     assert not used & {(s["generator"], s["seed"]) for s in embedded["audit"]["problems"].values()}
@@ -284,8 +285,10 @@ def test_audit_rules_chained(tmp_path, monkeypatch):
 
     rows = []
     for g in ("a", "b"):
-        for kind, steps, err in (("gold", ["s0", "s1"], -1), ("error", ["BAD", "s1"], 0), ("keep", ["s0", "BAD", "s2"], 1)):
-            rows.append({"problem_id": f"{g}-{kind}", "sample_idx": 0, "generator": g, "kind": kind, "question": f"q {g}",
+        for kind, steps, err in (("gold", ["s0", "s1"], -1), ("error", ["BAD", "s1"], 0),
+                                 ("keep", ["s0", "BAD", "s2"], 1)):
+            rows.append({"problem_id": f"{g}-{kind}", "sample_idx": 0, "generator": g, "kind": kind,
+                         "question": f"q {g}",
                          "answer": "42", "steps": steps, "error_index": err})
     sl = tmp_path / "slice.parquet"
     write_table(pd.DataFrame(rows), sl, "audit_slice")

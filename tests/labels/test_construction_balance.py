@@ -192,7 +192,8 @@ def test_construction_instances_spread_errors_and_keep_answers():
         by_len.setdefault(int(length), Counter())[int(pos)] += n
     for length, pos in by_len.items():
         assert set(pos) == set(range(length)), (length, pos)
-        # cycled evenly; a failed placement (no error fits, or a duplicate) drops one (more problems have gold steps since answers follow precedence)
+        # cycled evenly; a failed placement (no error fits, or a duplicate) drops one (more problems have gold
+        # steps since answers follow precedence)
         assert max(pos.values()) - min(pos.values()) <= 3, (length, pos)
     # the same read off the instances themselves: error index against the gold solution's length
     gold_len = {i["instance_id"].rsplit("-", 1)[0]: len(i["steps"]) for i in gold}

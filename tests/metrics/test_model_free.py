@@ -66,7 +66,8 @@ def test_structure_rule_maximises_dev_f1_when_the_structure_does_not_determine_t
     import itertools
     for p3, p4, p5 in itertools.product(range(-1, 3), range(-1, 4), range(-1, 5)):
         r = {("a", 3): p3, ("a", 4): p4, ("a", 5): p5}
-        assert m_processbench.processbench_metrics(cases, m_model_free.baseline_predictions("structure", view, r))["average_f1"] <= best + 1e-12
+        preds = m_model_free.baseline_predictions("structure", view, r)
+        assert m_processbench.processbench_metrics(cases, preds)["average_f1"] <= best + 1e-12
     assert rule[("a", 3)] == 1 and rule[("a", 4)] == -1
 
 
@@ -80,7 +81,8 @@ def test_baselines_see_only_the_structure_never_the_text():
     rule = m_model_free.fit_structure_rule(view, cases["label"].tolist())
     assert rule == m_model_free.fit_structure_rule(view2, other["label"].tolist())
     for kind in m_model_free.BASELINE_KINDS:
-        assert m_model_free.baseline_predictions(kind, view, rule) == m_model_free.baseline_predictions(kind, view2, rule)
+        assert (m_model_free.baseline_predictions(kind, view, rule)
+                == m_model_free.baseline_predictions(kind, view2, rule))
     # the functions refuse anything but the view: they cannot read steps or labels
     with pytest.raises(ValueError, match="structure_view"):
         m_model_free.baseline_predictions("structure", cases, rule)

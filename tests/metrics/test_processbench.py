@@ -88,9 +88,11 @@ def test_tune_threshold_equals_brute_force_over_candidates():
         g = cases if subset is None else cases[cases["subset"] == subset]
         pool = sorted({v for i in g["id"] for v in scores[i]})
         cands = pool + [np.nextafter(pool[-1], 1.0)]
-        f = [round(m_processbench.processbench_metrics(g, {i: m_processbench.first_error(scores[i], t) for i in g["id"]})["average_f1"], 12)
+        f = [round(m_processbench.processbench_metrics(
+                 g, {i: m_processbench.first_error(scores[i], t) for i in g["id"]})["average_f1"], 12)
              for t in cands]
-        assert m_processbench.tune_threshold(cases, scores, subset) == cands[int(np.argmax(f))]  # first maximum = smallest
+        # first maximum = smallest
+        assert m_processbench.tune_threshold(cases, scores, subset) == cands[int(np.argmax(f))]
 
 
 def test_predictions_rows_validation():
@@ -131,7 +133,7 @@ def _official_pb(cases: pd.DataFrame, preds: dict) -> dict:
     """The official run_eval.py arithmetic, written out independently (percentages → fractions)."""
     out = {}
     for subset, g in cases.groupby("subset"):
-        data = [{"match": preds[i] == l, "label": l} for i, l in zip(g["id"], g["label"])]
+        data = [{"match": preds[i] == label, "label": label} for i, label in zip(g["id"], g["label"])]
         d1 = [e for e in data if e["label"] != -1]
         d2 = [e for e in data if e["label"] == -1]
         a1 = np.mean([e["match"] for e in d1]) * 100
@@ -161,7 +163,8 @@ def test_official_processbench_arithmetic_on_random_predictions(pb_cases):
     gold = dict(zip(cases["id"], cases["label"].astype(int)))
     rnd = random.Random(0)
     steps = dict(zip(cases["id"], cases["steps"]))
-    preds = {i: rnd.choice([-1, -1, l if l >= 0 else 0, rnd.randrange(len(steps[i]))]) for i, l in gold.items()}
+    preds = {i: rnd.choice([-1, -1, label if label >= 0 else 0, rnd.randrange(len(steps[i]))])
+             for i, label in gold.items()}
     ours = m_processbench.processbench_metrics(cases, preds)
     ref = _official_pb(cases, preds)
     got = {k: (s["error_acc"], s["correct_acc"], s["f1"]) for k, s in ours["subsets"].items()}

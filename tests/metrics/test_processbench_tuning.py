@@ -48,7 +48,8 @@ def test_tuned_threshold_comes_from_the_dev_split_not_the_evaluated_labels():
     assert list(per_case["prediction"]) == [m_processbench.first_error(ev_scores[i], t_dev) for i in ev["id"]]
     # the evaluated labels are never read for tuning: shuffled labels → the same threshold and predictions
     shuffled = ev.assign(label=np.random.default_rng(5).permutation(ev["label"].to_numpy()))
-    m2, per_case2 = m_processbench.evaluate_processbench(shuffled, {}, ev_scores, "tune", dev_cases=dev, dev_scores=dev_scores)
+    m2, per_case2 = m_processbench.evaluate_processbench(shuffled, {}, ev_scores, "tune", dev_cases=dev,
+                                                         dev_scores=dev_scores)
     assert m2["threshold"] == t_dev
     assert list(per_case2["prediction"]) == list(per_case["prediction"])
 
@@ -58,7 +59,8 @@ def test_dev_split_sharing_an_id_with_the_evaluated_cases_is_refused():
     ev, ev_scores = _scored_set("ev", 5, cut=0.7, seed=1)
     leak = pd.concat([dev, ev.iloc[[3]]], ignore_index=True)
     with pytest.raises(ValueError, match=r"shares 1 id.*ev-gsm8k-3"):
-        m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=leak, dev_scores={**dev_scores, **ev_scores})
+        m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=leak,
+                                             dev_scores={**dev_scores, **ev_scores})
     with pytest.raises(ValueError, match="dev split.*none for dev-math-4"):
         m_processbench.evaluate_processbench(ev, {}, ev_scores, "tune", dev_cases=dev,
                                 dev_scores={k: v for k, v in dev_scores.items() if k != "dev-math-4"})
@@ -184,7 +186,7 @@ def _pb_random(n=400, seed=0):
     cases = pd.DataFrame({"id": [f"c{k}" for k in range(n)], "subset": [SUBSETS[k % 2] for k in range(n)],
                           "label": labels})
     # a: right 70% of the time; b: a with 8% of its predictions changed (strongly correlated with a)
-    a = {f"c{k}": int(l) if rng.random() < 0.7 else int(rng.integers(-1, 4)) for k, l in enumerate(labels)}
+    a = {f"c{k}": int(label) if rng.random() < 0.7 else int(rng.integers(-1, 4)) for k, label in enumerate(labels)}
     b = {i: (int(rng.integers(-1, 4)) if rng.random() < 0.08 else p) for i, p in a.items()}
     return cases, a, b
 
@@ -259,7 +261,8 @@ def test_cli_tunes_on_the_dev_split_or_cross_fits(tmp_path):
     args.func(args)
     m = json.loads(out.read_text())
     assert m["tuned_on"] == "crossfit" and len(m["threshold"]) == 2
-    args = build_parser().parse_args(base + ["--tune-on", "gsm8k", "--dev-data", dev_dir, "--dev-predictions", dev_pred])
+    args = build_parser().parse_args(base + ["--tune-on", "gsm8k", "--dev-data", dev_dir,
+                                             "--dev-predictions", dev_pred])
     args.func(args)
     m = json.loads(out.read_text())
     assert m["tuned_on"] == "gsm8k" and m["threshold"] == m_processbench.tune_threshold(

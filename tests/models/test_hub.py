@@ -199,7 +199,8 @@ UNPINNED = {
     "models.qwq_32b_preview": "one public record only (an HF cache path, 91906fe4…), nothing independent",
     "models.rlhflow_8b_mistral_data": "huggingface.co shows short ids only (head 0a4c93a)",
     "models.qwen25_math_7b_prm800k": "Qwen/Qwen2.5-Math-7B-PRM800K: no commit on record in the project",
-    "models.qwen2_math_7b_instruct": "the data policy: no commit of Qwen/Qwen2-Math-7B-Instruct found on public record here",
+    "models.qwen2_math_7b_instruct":
+        "the data policy: no commit of Qwen/Qwen2-Math-7B-Instruct found on public record here",
     "problems.train": "MATH-lighteval dataset: no commit verified; the rule records the one it resolved",
 }
 HEX40 = re.compile(r"[0-9a-f]{40}")

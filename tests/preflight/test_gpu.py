@@ -38,7 +38,8 @@ def dry_run(specs, tmp_path_factory):
                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     stats = out.stdout.split("Job stats:")[1].split("\n\n")[0]
-    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M) if m.group(1) != "total"}
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)
+              if m.group(1) != "total"}
     resources: dict[str, list[str]] = {}
     for block in re.split(r"^(?:localrule|rule) ", out.stdout, flags=re.M)[1:]:
         rule = block.split(":", 1)[0]

@@ -58,7 +58,8 @@ def fake_scoring(monkeypatch):
     pytest.importorskip("torch")
 
     monkeypatch.setattr(evaluation, "_score_frame", _fake_scores)
-    monkeypatch.setattr("prm_lessons.scoring.load.load_adapter", lambda spec, backend=None: FakeAdapter(spec["adapter"] == "qwen_orm"))
+    monkeypatch.setattr("prm_lessons.scoring.load.load_adapter",
+                        lambda spec, backend=None: FakeAdapter(spec["adapter"] == "qwen_orm"))
 
 
 # ------------------------------------------------------------------------------------------- the split
@@ -196,11 +197,13 @@ def test_shard_prms_split_only_the_prms_listed():
     assert [plan.score_shards(some, p) for p in ("a", "b", None)] == [3, 1, 3]
     assert [plan.score_shards(every, p) for p in ("a", "b", None)] == [3, 3, 3]
     tables = ["results/{policy_dir}scores/{prm}/gsm8k"]
-    assert plan.score_shard_paths(some, tables, {"policy_dir": "", "prm": "b"}) == ["results/scores/b/gsm8k/shard0of1.parquet"]
+    assert plan.score_shard_paths(some, tables, {"policy_dir": "", "prm": "b"}) == [
+        "results/scores/b/gsm8k/shard0of1.parquet"]
     assert plan.score_shard_paths(some, tables, {"policy_dir": "policies/x/", "prm": "a"}) == [
         f"results/policies/x/scores/a/gsm8k/shard{i}of3.parquet" for i in range(3)]
     assert plan.score_shard_paths(every, tables) == [f"{tables[0]}/shard{i}of3.parquet" for i in range(3)]
-    assert plan.scoring_runtime(some, 480, 0, 1, prm="b") == 480 and plan.scoring_runtime(some, 480, 0, 1, prm="a") == 160
+    assert plan.scoring_runtime(some, 480, 0, 1, prm="b") == 480
+    assert plan.scoring_runtime(some, 480, 0, 1, prm="a") == 160
 
 
 def test_shard_prms_name_prms_of_the_run():

@@ -9,13 +9,6 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-
-class _Wildcards(SimpleNamespace):
-    """Snakemake's Wildcards as input functions use them: attributes and items()."""
-
-    def items(self):
-        return vars(self).items()
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -31,6 +24,14 @@ from prm_lessons.plan import codedeps
 from prm_lessons.rules import evaluation as evaluation_rules
 from prm_lessons.rules import sampling as sampling_rules
 from prm_lessons.tables import TableError, join_scores, merge_shards, read_table, table_meta, write_json, write_table
+
+
+class _Wildcards(SimpleNamespace):
+    """Snakemake's Wildcards as input functions use them: attributes and items()."""
+
+    def items(self):
+        return vars(self).items()
+
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "src" / "prm_lessons"
@@ -69,7 +70,8 @@ UNGRADED_RULES = ("sample", "merge_samples", "step_features", "score_samples", "
                   "bon_judge", "merge_bon_judge")
 
 
-@pytest.mark.parametrize("configfiles", [("config/config.yaml", "config/all.yaml"), ("config/paper.yaml",)], ids=["embedded", "paper"])
+@pytest.mark.parametrize("configfiles", [("config/config.yaml", "config/all.yaml"), ("config/paper.yaml",)],
+                         ids=["embedded", "paper"])
 def test_sampling_and_scoring_jobs_neither_run_grading_code_nor_read_the_graded_table(configfiles):
     with parsed_workflow(configfiles) as wf:
         g = wf.globals
@@ -102,7 +104,8 @@ def test_sampling_and_scoring_jobs_neither_run_grading_code_nor_read_the_graded_
         assert re.fullmatch(sources, f"responses/{bench}") and not re.fullmatch(sources, f"samples/{bench}")
         # grading itself runs in the local rule, which writes the graded table every consumer reads
         assert GRADING.search(" ".join(codedeps.rule_code_inputs(PKG, "sampling:grade_samples")))
-        assert [_plain(str(f)) for f in rules["grade_samples"].output] == ["results/{policy_dir}samples/{dataset}.parquet"]
+        assert [_plain(str(f)) for f in rules["grade_samples"].output] == [
+            "results/{policy_dir}samples/{dataset}.parquet"]
         # ... with the whole grading section as a param: a grader edit regrades
         want = "harness" if "config/paper.yaml" in configfiles else "math_verify"
         assert dict(rules["grade_samples"].params.items())["grading"]["grader"] == want
@@ -251,7 +254,8 @@ def test_bon_metrics_from_joined_scores_equal_those_of_full_copy_score_tables(tm
                                       read_table(tmp_path / f"old_{bench}.parquet", "step_scores"))
         old_frames.append(old.assign(benchmark=bench))
     out = tmp_path / "m.json"
-    evaluation_rules.bon_metrics(inputs={"samples": samples_paths, "scores": score_paths}, outputs={"metrics": str(out)},
+    evaluation_rules.bon_metrics(inputs={"samples": samples_paths, "scores": score_paths},
+                                 outputs={"metrics": str(out)},
                                  params={"bon": BON, "policy": "p", "ns": {"arith": [4, 2], "chain": [4]}},
                                  wildcards={"prm": "prm"}, threads=1)
     got = json.loads(out.read_text())

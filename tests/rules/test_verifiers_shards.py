@@ -34,7 +34,8 @@ def bon_samples(bench: str, n_problems: int, n: int = 3) -> pd.DataFrame:
     for p in range(n_problems):
         for k in range(n):
             steps = [f"{bench} p{p} k{k} q={(7 * p + 3 * k) % 10} {'ok' if (p + k) % 2 else 'bad'}", "ok"][: 1 + k % 2]
-            rows.append({"problem_id": f"{bench}-{p:05d}", "sample_idx": k, "dataset": bench, "question": f"Q {bench} {p}",
+            rows.append({"problem_id": f"{bench}-{p:05d}", "sample_idx": k, "dataset": bench,
+                         "question": f"Q {bench} {p}",
                          "answer": "1", "response": "\n\n".join(steps), "steps": steps, "pred": "1",
                          "correct": bool((p + k) % 3 == 0), "grade_status": "ok", "n_tokens": 3,
                          "finish_reason": "stop"})
@@ -309,7 +310,8 @@ def test_paper_plan_shards_the_judges_and_critics_and_no_retry_exceeds_max_runti
     runs = len(plan.bon_judge_policies(cfg)) * len(plan.bon_judge_runs(cfg))
     generators = [c for c, s in plan.critic_generation_sources(plan.critic_specs(cfg)).items() if s == c]
     assert counts["bon_judge"] == nj * runs and counts["merge_bon_judge"] == runs
-    assert counts["critic_processbench"] == nc * len(generators) and counts["merge_critic_processbench"] == len(generators)
+    assert counts["critic_processbench"] == nc * len(generators)
+    assert counts["merge_critic_processbench"] == len(generators)
     assert f"results/bon_judges/qwq_32b_preview/pointwise/math/shard{nj - 1}of{nj}.parquet" in out
     assert f"results/critics/qwq_32b_preview/processbench/shard{nc - 1}of{nc}.parquet" in out
     cap = int(cfg["cluster"]["max_runtime"])
@@ -342,7 +344,8 @@ def test_embedded_plan_keeps_one_unsharded_judge_and_critic_job(tmp_path):
     assert "output: results/bon_judges/smollm2/pointwise/arith.parquet" in out
     assert "log: logs/bon_judge/smollm2/pointwise.log" in out
     assert "output: results/critics/smollm2/processbench.parquet" in out
-    assert not [j for j in _jobs(out) if j["rule"] in ("bon_judge", "critic_processbench") and re.search(r"shard\d+of", j["block"])]
+    assert not [j for j in _jobs(out)
+                if j["rule"] in ("bon_judge", "critic_processbench") and re.search(r"shard\d+of", j["block"])]
 
 
 def test_paper_rehearsal_with_one_critic_and_one_judge_plans(tmp_path):

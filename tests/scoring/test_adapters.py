@@ -15,7 +15,7 @@ transformers = pytest.importorskip("transformers")
 
 from conftest import scoring_tokenizer  # noqa: E402
 from prm_lessons import plan  # noqa: E402
-from prm_lessons.scoring.adapters import (
+from prm_lessons.scoring.adapters import (  # noqa: E402
     DeclaredAdapter,
     EurusAdapter,
     QwenORMAdapter,
@@ -23,10 +23,10 @@ from prm_lessons.scoring.adapters import (
     StepHeadAdapter,
     TrainedAdapter,
 )
-from prm_lessons.scoring.batch import ScoreStats, score_encoded, score_naive_per_prefix, score_prefixes, score_responses
-from prm_lessons.scoring.encode import truncate
-from prm_lessons.scoring.heads import build_head_model, load_head_model
-from prm_lessons.scoring.load import load_adapter
+from prm_lessons.scoring.batch import ScoreStats, score_encoded, score_naive_per_prefix, score_prefixes, score_responses  # noqa: E402
+from prm_lessons.scoring.encode import truncate  # noqa: E402
+from prm_lessons.scoring.heads import build_head_model, load_head_model  # noqa: E402
+from prm_lessons.scoring.load import load_adapter  # noqa: E402
 from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat, build_prm_input  # noqa: E402
 
 QUESTION = "Janet has 16 eggs. She eats 3. How many are left?"

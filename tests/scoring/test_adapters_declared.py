@@ -26,7 +26,8 @@ from prm_lessons.steps import COT_SYSTEM_PROMPT  # noqa: E402
 QUESTIONS = ["Janet has 16 eggs. She eats 3. How many are left?", "What is 2 + 3 * 4?"]
 STEPS = [["She starts with 16 eggs.", "She eats 3, so $16 - 3 = 13$.", "The answer is $\\boxed{13}$."],
          ["First 3 * 4 = 12.", "Then 2 + 12 = 14, so the answer is 14."]]
-CONFIGS = {"llama3": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config, "mistral_v1": transformers.MistralConfig}
+CONFIGS = {"llama3": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
+           "mistral_v1": transformers.MistralConfig}
 
 
 @functools.lru_cache(maxsize=None)
@@ -161,7 +162,7 @@ def test_a_label_the_loaded_head_lacks_is_named(saved):
         _load(saved("llama3_lm"), {"step_tag": "\n"})
 
 
-# ------------------------------------------------------------------------------------------ the families' parameter sets
+# ------------------------------------------------------------------------------------ the families' parameter sets
 
 @pytest.fixture(scope="module")
 def pb_cases():

@@ -192,7 +192,8 @@ def test_resolve_dir_picks_weight_format_and_remote_code(monkeypatch):
     asked = {}
     monkeypatch.setattr(hub, "repo_files", lambda repo, rev, cache_dir=None: trees[repo])
     monkeypatch.setattr(huggingface_hub, "snapshot_download",
-                        lambda repo, revision=None, allow_patterns=None, **kw: asked.setdefault(repo, allow_patterns) and "/x")
+                        lambda repo, revision=None, allow_patterns=None, **kw:
+                        asked.setdefault(repo, allow_patterns) and "/x")
     resolve_dir("bin/only")
     resolve_dir("has/safetensors", trust_remote_code=True)
     assert "pytorch_model.bin" in asked["bin/only"] and "training_args.bin" not in asked["bin/only"]

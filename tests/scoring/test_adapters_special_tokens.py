@@ -82,7 +82,8 @@ def test_step_head_formats_keep_the_rows_text_text(row):
         assert [i for i, t in enumerate(enc.input_ids) if t == sid] == enc.positions, kind
         # the special tokens are the template's own: those of the same prompt with plain words
         clean = a.encode("plain question", ["plain step"] * len(steps)).input_ids
-        assert sorted(t for t in enc.input_ids if t in SPECIAL_IDS) == sorted(t for t in clean if t in SPECIAL_IDS), kind
+        assert (sorted(t for t in enc.input_ids if t in SPECIAL_IDS)
+                == sorted(t for t in clean if t in SPECIAL_IDS)), kind
 
 
 @EXAMPLES

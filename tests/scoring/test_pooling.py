@@ -19,10 +19,10 @@ from conftest import SHARED, on_ci, shared_data_dir  # noqa: E402
 from prm_lessons.config import ConfigError, validate_config  # noqa: E402
 from prm_lessons.models import prm as P  # noqa: E402
 from prm_lessons.scoring import pooling  # noqa: E402
-from prm_lessons.scoring.adapters import StepHeadAdapter
-from prm_lessons.scoring.batch import ScoreStats, score_prefixes, score_responses
-from prm_lessons.scoring.heads import load_head_model
-from prm_lessons.scoring.load import load_adapter
+from prm_lessons.scoring.adapters import StepHeadAdapter  # noqa: E402
+from prm_lessons.scoring.batch import ScoreStats, score_prefixes, score_responses  # noqa: E402
+from prm_lessons.scoring.heads import load_head_model  # noqa: E402
+from prm_lessons.scoring.load import load_adapter  # noqa: E402
 from prm_lessons.training import train as T  # noqa: E402
 
 FAST = {"epochs": 1, "max_steps": 2, "batch_size": 4, "learning_rate": 1e-3, "save_steps": 0, "max_length": 256,

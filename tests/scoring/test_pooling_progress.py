@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("vllm")  # PoolingParams and TokensPrompt are vLLM's
 
 from prm_lessons.jobs import progress  # noqa: E402
-from prm_lessons.scoring import pooling
+from prm_lessons.scoring import pooling  # noqa: E402
 
 
 def test_one_encode_call_logs_progress(caplog, monkeypatch):

@@ -12,7 +12,8 @@ import pandas as pd
 
 PRMS = ["mc_hard", "mc_soft", "judge", "human", "consensus_hard", "consensus_soft", "mc_hard_t1of2"]
 SWEEP = [(0.0, "mc_hard"), (0.5, "mc_hard_t1of2")]
-BON7 = ["gsm8k", "math", "minerva_math", "gaokao2023en", "olympiadbench", "college_math", "mmlu_stem"]  # the paper's BoN set
+# the paper's BoN set
+BON7 = ["gsm8k", "math", "minerva_math", "gaokao2023en", "olympiadbench", "college_math", "mmlu_stem"]
 
 
 def bon_frame(prms=PRMS, benches=("arith", "chain_sum"), n=4, seed=0) -> pd.DataFrame:

@@ -16,22 +16,12 @@ from _prm_tiny import score_steps, signal_rows, tiny_base, write_trainset  # noq
 from prm_lessons.models import prm as P  # noqa: E402
 from prm_lessons.rules import training as rules_training  # noqa: E402
 from prm_lessons.steps import build_prm_input  # noqa: E402
-from prm_lessons.training import (
-    checkpoints as train_checkpoints,
-)  # noqa: E402
-from prm_lessons.training import (
-    data as train_data,
-)
-from prm_lessons.training import (
-    launch as train_launch,
-)
-from prm_lessons.training import (
-    settings as train_settings,
-)
+from prm_lessons.training import checkpoints as train_checkpoints  # noqa: E402
+from prm_lessons.training import data as train_data  # noqa: E402
+from prm_lessons.training import launch as train_launch  # noqa: E402
+from prm_lessons.training import settings as train_settings  # noqa: E402
 from prm_lessons.training import train as T  # noqa: E402
-from prm_lessons.training import (
-    trainer as train_setup,
-)
+from prm_lessons.training import trainer as train_setup  # noqa: E402
 
 FAST = {"epochs": 6, "batch_size": 4, "learning_rate": 3e-3, "save_steps": 0, "max_length": 256,
         "logging_steps": 1, "gradient_checkpointing": True}

@@ -19,9 +19,9 @@ from _prm_tiny import score_steps, signal_rows, tiny_base, write_trainset  # noq
 from conftest import on_ci  # noqa: E402
 from prm_lessons.models import prm as P  # noqa: E402
 from prm_lessons.training import launch as train_launch  # noqa: E402
-from prm_lessons.training import settings as train_settings
+from prm_lessons.training import settings as train_settings  # noqa: E402
 from prm_lessons.training import train as T  # noqa: E402
-from prm_lessons.training import trainer as train_setup
+from prm_lessons.training import trainer as train_setup  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 ZERO3 = ROOT / "config" / "deepspeed" / "zero3.json"

@@ -15,13 +15,13 @@ pytest.importorskip("transformers")
 from safetensors.torch import load_file  # noqa: E402
 
 from _prm_tiny import tiny_base, write_trainset  # noqa: E402
-from prm_lessons.jobs import budget
+from prm_lessons.jobs import budget  # noqa: E402
 from prm_lessons.models import prm as P  # noqa: E402
 from prm_lessons.rules import evaluation as E  # noqa: E402
 from prm_lessons.rules import training as rules_training  # noqa: E402
 from prm_lessons.training import data as train_data  # noqa: E402
 from prm_lessons.training import features as F  # noqa: E402
-from prm_lessons.training import settings as train_settings
+from prm_lessons.training import settings as train_settings  # noqa: E402
 from prm_lessons.training import train as T  # noqa: E402
 
 SETTINGS = {"mode": "head", "epochs": 4, "batch_size": 4, "learning_rate": 1e-2, "save_steps": 0,
@@ -77,7 +77,8 @@ def setup(request, tmp_path_factory):
                     outputs={"features": str(d / "f.safetensors")},
                     params={"base_dir": str(base), "training": settings, "max_length": settings["max_length"],
                             "batch_size": 5}, wildcards={}, threads=1)
-    trainsets = {name: (lt, write_trainset(d / f"{name}.parquet", df)) for name, (lt, df) in _variants(responses).items()}
+    trainsets = {name: (lt, write_trainset(d / f"{name}.parquet", df))
+                 for name, (lt, df) in _variants(responses).items()}
     yield d, base, trainsets, request.param
     mp.undo()
 
@@ -109,7 +110,8 @@ def test_variants_train_the_same_heads_from_one_shared_pass(setup):
         assert shared_m["feature_tokens"] == 0 and shared_rec is None and shared_m["features"] == feats
         # the trained PRM scores from the benchmark features like any other head-only PRM
         info = json.loads((d / f"{name}-shared" / P.FORMAT_FILE).read_text())
-        assert info["base_fingerprint"] == json.loads((d / f"{name}-own" / P.FORMAT_FILE).read_text())["base_fingerprint"]
+        own = json.loads((d / f"{name}-own" / P.FORMAT_FILE).read_text())
+        assert info["base_fingerprint"] == own["base_fingerprint"]
 
 
 def test_shared_items_are_the_own_pass_items(setup):

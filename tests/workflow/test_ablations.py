@@ -137,7 +137,8 @@ SIDE_BY_SIDE = {
                     {"sample", "grade_samples", "mc", "merge_mc"}),
     "hard_vs_soft": ({"train_prm", "score_samples", "score_processbench"},
                      {"sample", "mc", "judge", "human_labels", "consensus", "trainset"}),
-    "mc_threshold": ({"trainset", "train_prm", "score_samples"}, {"sample", "mc", "judge", "human_labels", "consensus"}),
+    "mc_threshold": ({"trainset", "train_prm", "score_samples"},
+                     {"sample", "mc", "judge", "human_labels", "consensus"}),
 }
 
 

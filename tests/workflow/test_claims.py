@@ -100,7 +100,8 @@ def test_the_scan_sees_direct_writes(tmp_path):
 
 
 # the review process's traces: pointers to files outside the repository, and issue numbers
-LEAK = re.compile(r"shared/(research|DESIGN)|reviews-20\d\d|paper_reference\.md|research notes|issue\s*#?\d+", re.IGNORECASE)
+LEAK = re.compile(r"shared/(research|DESIGN)|reviews-20\d\d|paper_reference\.md|research notes|issue\s*#?\d+",
+                  re.IGNORECASE)
 SHIPPED = ["src", "workflow", "docs", "config", "bench", "profiles", "README.md", "Makefile", "Snakefile"]
 # the config schema is being replaced by the typed config (which generates it); until then its section
 # comments are left as they are

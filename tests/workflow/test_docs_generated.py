@@ -18,7 +18,8 @@ def _docs_tool():
 def test_generated_docs_are_up_to_date():
     docs = _docs_tool()
     found = docs.stale(ROOT)
-    assert not found, "".join(f"stale: {rel} (regenerate: {docs.HOW_TO_REGENERATE})\n{diff}" for rel, diff in found.items())
+    assert not found, "".join(f"stale: {rel} (regenerate: {docs.HOW_TO_REGENERATE})\n{diff}"
+                              for rel, diff in found.items())
 
 
 def test_the_module_map_names_every_module():

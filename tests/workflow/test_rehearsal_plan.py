@@ -32,8 +32,8 @@ SCORING_RULES = {"score_samples", "score_processbench", "search_orm_scores"}
 # jobs: + the paper's judge prompt (judge_template), the labelling judge on ProcessBench, Table 8's greedy
 # pass@1 on one benchmark, the released PRM800K model scored with transformers, Figure 6's annotation sheet,
 # the data policy's model; the search on one benchmark instead of two. 2026-11-25: 48 engine jobs,
-# 342 jobs, 18 of them the local grade_samples; before prms.shard_prms, the 72B policy's two benchmarks and the disabled duplicate
-# critics/BoN judges, 69 and 393). To raise it, add what the new jobs cost the CI
+# 342 jobs, 18 of them the local grade_samples; before prms.shard_prms, the 72B policy's two benchmarks and the
+# disabled duplicate critics/BoN judges, 69 and 393). To raise it, add what the new jobs cost the CI
 # rehearsal (~20 s per engine job on 2 cores, ~3-7 s per other job, the two cores shared) to the commit
 # message, check .ci/run's stage times still leave room under its 90 minutes, then raise these numbers.
 ENGINE_BUDGET = 50

@@ -37,7 +37,8 @@ EXPECTED_IDS = {
 
 
 def test_parse_job_table():
-    text = "Job stats:\njob            count\n-----------  -------\nsample           8\nall              1\ntotal            9\n"
+    text = ("Job stats:\njob            count\n-----------  -------\n"
+            "sample           8\nall              1\ntotal            9\n")
     assert parse_job_table(text) == {"sample": 8, "all": 1}
 
 

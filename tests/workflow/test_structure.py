@@ -24,7 +24,8 @@ from prm_lessons.plan import codedeps
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "src" / "prm_lessons"
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-# modules that run only while the DAG is built: no job may import them (plan: the package and its modules, codedeps and where among them)
+# modules that run only while the DAG is built: no job may import them (plan: the package and its modules,
+# codedeps and where among them)
 DAG_ONLY = {"prm_lessons.config", "prm_lessons.plan"} | {
     f"prm_lessons.plan.{f.stem}" for f in (PKG / "plan").glob("*.py") if f.stem != "__init__"}
 
@@ -85,7 +86,8 @@ def test_no_job_imports_the_dag_time_modules_and_no_library_module_imports_rule_
                 assert not closure & DAG_ONLY, f"{name}:{f} runs DAG-time code {closure & DAG_ONLY}"
         elif not name.startswith(("prm_lessons.rules", "prm_lessons.rehearsal")) and name not in DAG_ONLY:
             deps = codedeps._imports(PKG, file)[1]
-            assert not {d for d in deps if d.startswith("prm_lessons.rules")}, f"library module {name} imports rule glue"
+            assert not {d for d in deps if d.startswith("prm_lessons.rules")}, (
+                f"library module {name} imports rule glue")
 
 
 def test_package_import_graph_has_no_cycle():
@@ -119,7 +121,8 @@ def _local_imports(file: Path):
             continue
         for node in ast.walk(fn):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                own = isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("prm_lessons"))
+                own = isinstance(node, ast.ImportFrom) and (
+                    node.level > 0 or (node.module or "").startswith("prm_lessons"))
                 own = own or any(a.name.startswith("prm_lessons") for a in getattr(node, "names", []))
                 near = lines[node.lineno - 1] + " " + (lines[node.lineno - 2] if node.lineno > 1 else "")
                 yield node.lineno, ast.unparse(node), own, near
@@ -133,7 +136,8 @@ def test_imports_sit_at_module_top_except_lazy_heavy_ones_with_a_reason():
             if own and not (name.startswith("prm_lessons.rules.") or name == "prm_lessons.cli"):
                 bad.append(f"{file.relative_to(ROOT)}:{line}: own-package import inside a function: {stmt}")
             elif "lazy" not in near:  # rule glue may import a torch module lazily, with its reason
-                bad.append(f"{file.relative_to(ROOT)}:{line}: function-local import without a '# lazy: <reason>': {stmt}")
+                bad.append(f"{file.relative_to(ROOT)}:{line}: "
+                           f"function-local import without a '# lazy: <reason>': {stmt}")
     assert not bad, "\n".join(bad)
 
 
@@ -254,7 +258,8 @@ def test_one_concept_one_rerun_unit():
     candidate scorers are in the search's alone (a KV-cache scorer edit reruns the search only), no job that
     scores with a PRM or trains one holds the text generation (vLLM's CPU set-up is hardware's), and
     the rehearsal's head weights need no adapter."""
-    rules = {r.name: f for r in load_rules(("config/config.yaml", "config/all.yaml")) if (f := dict(r.params.items()).get("func"))}
+    rules = {r.name: f for r in load_rules(("config/config.yaml", "config/all.yaml"))
+             if (f := dict(r.params.items()).get("func"))}
     closure = {name: codedeps.rule_modules(PKG, f) for name, f in rules.items()}
     assert {r for r, mods in closure.items() if "prm_lessons.evaluation.search_scorers" in mods} == {"search_greedy"}
     scorers = {r for r, mods in closure.items() if "prm_lessons.scoring.load" in mods}

@@ -34,7 +34,8 @@ def smk(*args, cwd=ROOT, timeout=600, check=True):
 def test_embedded_dry_run_plans_every_stage(embedded_plan):
     for rule in ("problems", "sample", "merge_samples", "bon_baselines", "mc", "judge", "trainset",
                  "train_prm", "score_samples", "bon_metrics", "processbench_metrics"):
-        assert embedded_plan.counts.get(rule, 0) >= 1, f"rule {rule} missing from the embedded DAG: {embedded_plan.counts}"
+        assert embedded_plan.counts.get(rule, 0) >= 1, (
+            f"rule {rule} missing from the embedded DAG: {embedded_plan.counts}")
 
 
 def test_head_mode_shares_base_features_once_per_table(embedded_plan):
@@ -48,7 +49,8 @@ def test_head_mode_shares_base_features_once_per_table(embedded_plan):
     assert embedded_plan.counts["step_features"] == sum(
         len(p.get("benchmarks") or cfg["benchmarks"]) for p in policies.values()) + 2 + 1
     # every variant plus one per sweep threshold that no declared variant has (0 is mc_hard's)
-    sweep = [t for t in cfg["trainsets"]["mc_threshold_sweep"] if t != cfg["trainsets"]["variants"]["mc_hard"]["threshold"]]
+    sweep = [t for t in cfg["trainsets"]["mc_threshold_sweep"]
+             if t != cfg["trainsets"]["variants"]["mc_hard"]["threshold"]]
     assert embedded_plan.counts["train_prm"] == len(cfg["trainsets"]["variants"]) + len(sweep)
 
 

@@ -135,7 +135,8 @@ def _pick_n(g: pd.DataFrame, params: Mapping) -> pd.DataFrame:
     return g
 
 
-def bon_cells(bon: pd.DataFrame, selections: Iterable[Mapping], pub: Mapping, tid: str, params: Mapping) -> pd.DataFrame:
+def bon_cells(bon: pd.DataFrame, selections: Iterable[Mapping], pub: Mapping, tid: str,
+              params: Mapping) -> pd.DataFrame:
     """Cells of a Best-of-N table. Each selection = {row, prm, metric[, key, aggregation]}: the reproduced
     row `row` is bon.csv's (prm, metric) on every benchmark, plus the unweighted average."""
     pub_long = published_long(pub, tid)
@@ -168,7 +169,8 @@ def bon_cells(bon: pd.DataFrame, selections: Iterable[Mapping], pub: Mapping, ti
         comparable = all(c["comparable"] for c in bench_cells)
         complete = len(bench_cells) == len(benches)
         # members per paper column as configured (a configured benchmark without rows still counts)
-        sizes = pd.Series([paper_column(b, params) for b in (params.get("benchmarks") or benches)]).value_counts().to_dict()
+        sizes = pd.Series([paper_column(b, params)
+                           for b in (params.get("benchmarks") or benches)]).value_counts().to_dict()
         bench_cells, per_column = _merge_paper_columns(bench_cells, sizes, pub_long, key, agg)
         rows.extend(bench_cells)
         same_set = sorted(per_column) == sorted(paper_cols)

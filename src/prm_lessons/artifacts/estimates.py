@@ -106,7 +106,8 @@ def f1_est(avg: pd.DataFrame, prm: str) -> Est | None:
 
 
 def delta_est(avg: pd.DataFrame, prm: str) -> Est | None:
-    if not all(c in avg.columns for c in DELTA_COLUMNS) or prm not in avg.index or not finite(avg.at[prm, DELTA_COLUMNS[0]]):
+    if (not all(c in avg.columns for c in DELTA_COLUMNS) or prm not in avg.index
+            or not finite(avg.at[prm, DELTA_COLUMNS[0]])):
         return None
     r = avg.loc[prm]
     return Est(float(r[DELTA_COLUMNS[0]]), _num(r[DELTA_COLUMNS[1]]), _num(r[DELTA_COLUMNS[2]]))

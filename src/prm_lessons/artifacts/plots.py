@@ -219,7 +219,8 @@ def plot_hard_soft(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping,
         if d.empty or "stage" not in d or d["stage"].isna().all():
             mark_empty(ax, f"{origin}: no hard/soft rows before/after filtering")
             continue
-        draw_bars(ax, sns, d, "stage", "value", hue="labels", order=[s for s in ("before", "after") if s in set(d["stage"])],
+        draw_bars(ax, sns, d, "stage", "value", hue="labels",
+                  order=[s for s in ("before", "after") if s in set(d["stage"])],
               hue_order=[h for h in ("soft", "hard") if h in set(d["labels"])])
         ax.set_xlabel("consensus filtering", fontsize=6)
         ax.set_ylabel(ylabel if j == 0 else "")

@@ -232,7 +232,8 @@ def table_tex(aid: str, cells: pd.DataFrame, pub: Mapping, run: Mapping, extra_n
     footnotes, e.g. what each critic row ran with)."""
     a = ARTIFACTS[aid]
     display = display_frame(cells, aid, pub) if len(cells) else pd.DataFrame({"row": ["(no rows in this run)"]})
-    return latex_table(display, a["title"], a["source"], run, aid, table_notes(aid, cells, pub) + list(extra_notes or []))
+    return latex_table(display, a["title"], a["source"], run, aid,
+                       table_notes(aid, cells, pub) + list(extra_notes or []))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -322,7 +323,8 @@ def latexmk_pdf(tex: str | Path, pdf: str | Path, timeout_s: int = 600) -> None:
     print(res.stdout[-20000:])
     print(res.stderr[-5000:])
     if res.returncode != 0 or not pdf.exists():
-        raise RuntimeError(f"latexmk failed with exit code {res.returncode}; see the log above and {build / 'main.log'}")
+        raise RuntimeError(f"latexmk failed with exit code {res.returncode}; "
+                           f"see the log above and {build / 'main.log'}")
 
 
 def emit_table(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping, inputs: Mapping,

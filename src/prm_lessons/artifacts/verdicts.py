@@ -231,9 +231,11 @@ def lesson1_label_sources(processbench: pd.DataFrame | None, judge_pb: pd.DataFr
 L2 = "2. Consensus filtering (MC and judge agree) trains a better PRM with less data (§3.1.3)"
 _KEPT = load_published()["data_sizes"]["fig2"][CONSENSUS_HARD] / load_published()["data_sizes"]["fig2"][MC]
 L2_PAPER = (f"Fig 2: consensus {_p('fig2', CONSENSUS_HARD, 'processbench_f1')} F1 with "
-            f"{published_size('fig2', CONSENSUS_HARD)} of {published_size('fig2', MC)} (≈{round(100 * _KEPT, -1):.0f} % "
+            f"{published_size('fig2', CONSENSUS_HARD)} of {published_size('fig2', MC)} "
+            f"(≈{round(100 * _KEPT, -1):.0f} % "
             f"kept) vs MC {_p('fig2', MC, 'processbench_f1')}; Fig 4 (hard labels): "
-            f"{_p('fig4', CONSENSUS_HARD, 'processbench_f1')} after filtering ({published_size('fig4', CONSENSUS_HARD)} "
+            f"{_p('fig4', CONSENSUS_HARD, 'processbench_f1')} after filtering "
+            f"({published_size('fig4', CONSENSUS_HARD)} "
             f"of {published_size('fig4', MC)}) vs {_p('fig4', MC, 'processbench_f1')} before")
 L2_DECIDE = ("a judge that beats the structure-only baseline (else the filter keeps the cases both call "
              "correct), and enough kept instances to train on (hundreds, not a few)")
@@ -410,7 +412,8 @@ def lesson4_flawed_process(fig6: pd.DataFrame | None, processbench: pd.DataFrame
     # the first critic of the judge's model in config order (fixed in advance, not the best-scoring one)
     deltas = [(c, d) for c, d in deltas if d is not None][:1]
     if deltas:
-        measured += "; the judge as critic minus structure-only: " + ", ".join(f"`{c}` {fpb.diff(d)}" for c, d in deltas)
+        measured += "; the judge as critic minus structure-only: " + ", ".join(
+            f"`{c}` {fpb.diff(d)}" for c, d in deltas)
     if not deltas:
         return Verdict(L4, L4_PAPER, measured, UNDECIDABLE, "the judge's error finding is not measured (no critic row "
                        "of the labelling judge with a paired difference to the structure-only baseline)", L4_DECIDE)
@@ -427,7 +430,8 @@ _FIG8_MOST = ("rlhflow_prm_mistral_8b", "mc_math_shepherd", "rlhflow_prm_deepsee
               "qwen25_math_prm_72b", "human")
 _FIG8_HIGH = ("skywork_prm_7b", "math_shepherd_prm_7b", "eurus_prm_stage1", "eurus_prm_stage2")
 L5_PAPER = ("Fig 8: share of all Best-of-8 responses with the minimum at the final step "
-            f"{published_range('fig8', _FIG8_MOST, 'min_at_last')} % for most PRMs, {published_range('fig8', _FIG8_HIGH, 'min_at_last')} % "
+            f"{published_range('fig8', _FIG8_MOST, 'min_at_last')} % for most PRMs, "
+            f"{published_range('fig8', _FIG8_HIGH, 'min_at_last')} % "
             "for Skywork-7B, Math-Shepherd-PRM-7B and Eurus (length mix not published)")
 L5_DECIDE = ("Best-of-N problems whose responses have ≥ 3 steps, in the hundreds (e.g. 2–4 terms with `*`), "
              "so the observed share can be told from its chance rate")
@@ -470,7 +474,8 @@ def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM,
     chance = _fig8_cell(fig8, prm, FIG8_HEADLINE, "all responses: chance")
     short = []
     for col, what in (("1 step", "by definition"), ("2 steps", "chance")):
-        o, c = _fig8_cell(fig8, prm, col, "all responses: observed"), _fig8_cell(fig8, prm, col, "all responses: chance")
+        o, c = (_fig8_cell(fig8, prm, col, "all responses: observed"),
+                _fig8_cell(fig8, prm, col, "all responses: chance"))
         if o is not None and c is not None:
             short.append(f"{col}: {float(o['value']):.1f} % ({what} {float(c['value']):.1f} %, n = {int(o['n'])})")
     if obs is None or chance is None or not finite(obs["n"]) or int(obs["n"]) == 0:
@@ -497,7 +502,8 @@ def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM,
 
 
 L6 = "6. A PRM trained with the paper's recipe beats majority voting in Best-of-N (§4, Table 6)"
-_L6_GAIN = f"{published_value('table6', 'qwen25_math_prm_7b', 'average') - published_value('table6', 'maj', 'average'):+.1f}"
+_L6_GAIN = f"""{published_value('table6', 'qwen25_math_prm_7b', 'average')
+                - published_value('table6', 'maj', 'average'):+.1f}"""
 L6_PAPER = (f"Table 6: Qwen2.5-Math-PRM-7B {_p('table6', 'qwen25_math_prm_7b')} vs maj@8 {_p('table6', 'maj')} "
             f"({_L6_GAIN}); most public PRMs at or below maj@8")
 L6_DECIDE = ("the recipe's PRM (consensus-filtered hard labels) trained in distribution for the Best-of-N "
@@ -510,7 +516,8 @@ def _trained_on(trainsets: pd.DataFrame | None, prm: str) -> str:
         return ""
     r = trainsets[trainsets["variant"].astype(str) == prm]
     n = pd.to_numeric(r["n_instances"], errors="coerce")
-    return f"; `{prm}` trained on {int(n.iloc[0])} instances (the paper's: ~{published_size('fig4', RECIPE)})" if len(n) and finite(n.iloc[0]) else ""
+    return (f"; `{prm}` trained on {int(n.iloc[0])} instances (the paper's: ~{published_size('fig4', RECIPE)})"
+            if len(n) and finite(n.iloc[0]) else "")
 
 
 def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", prm: str = RECIPE,
@@ -587,7 +594,8 @@ def verdicts_markdown(rows: Sequence[Verdict]) -> str:
           "undecidable here, with what would decide it. Every comparison is fixed in advance "
           "(`prm_lessons.artifacts.verdicts`), none chosen from the evaluation results. Percent, "
           "differences in points, [interval].", "",
-          "| Lesson | The paper found | This run measured | Verdict | Why undecidable or not measured; what would decide it |",
+          "| Lesson | The paper found | This run measured | Verdict | "
+          "Why undecidable or not measured; what would decide it |",
           "|---|---|---|---|---|"]
     for r in rows:
         why = r.reason

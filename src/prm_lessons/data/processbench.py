@@ -160,7 +160,8 @@ def load_processbench(spec: dict, files: dict[str, str | Path] | None = None) ->
                 found = [p for p in (path / f"{subset}.json", path / f"{subset}.jsonl", path / f"{subset}.parquet")
                          if p.exists()]
                 if not found:
-                    raise FileNotFoundError(f"{path}: no {subset}.json (or .jsonl/.parquet) for ProcessBench subset '{subset}'")
+                    raise FileNotFoundError(f"{path}: no {subset}.json (or .jsonl/.parquet) "
+                                            f"for ProcessBench subset '{subset}'")
                 file = found[0]
             verify_checksums(file, checks, what)
             where = str(file)

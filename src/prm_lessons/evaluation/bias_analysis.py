@@ -2,7 +2,8 @@
 
 1. Unreliable policy (Figure 6): among responses whose final answer is correct, the share whose process
    is flawed — judged by the configured LLM judge on the workflow's own policy samples
-   (`first_error != -1`) and, where the data is arithmetic, by the process checker (prm_lessons.labels.process_check), beside ProcessBench's own annotation of its cases
+   (`first_error != -1`) and, where the data is arithmetic, by the process checker
+   (prm_lessons.labels.process_check), beside ProcessBench's own annotation of its cases
    (`final_answer_correct & label != -1` among `final_answer_correct`).
 2. PRM tolerance (Table 5, Figure 7): a PRM's accuracy on the ProcessBench cases whose final answer is
    correct but a step is wrong (prediction == label); Figure 7 sets it against Best-of-N accuracy.

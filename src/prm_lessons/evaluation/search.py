@@ -224,7 +224,8 @@ def merge_shards(shards: Sequence[tuple[str, pd.DataFrame]], expected: Sequence[
             owners.setdefault(pid, []).append(path)
     want = [str(p) for p in expected]
     wanted = set(want)
-    problems = [f"problem_id {p} is in {len(ps)} shard rows: {', '.join(ps)}" for p, ps in owners.items() if len(ps) > 1]
+    problems = [f"problem_id {p} is in {len(ps)} shard rows: {', '.join(ps)}"
+                for p, ps in owners.items() if len(ps) > 1]
     problems += [f"problem_id {p} is in no shard (a shard table is missing it: rerun its search job)"
                  for p in want if p not in owners]
     problems += [f"problem_id {p} (in {', '.join(ps)}) is not a searched problem (a stale shard?)"

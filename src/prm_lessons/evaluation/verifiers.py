@@ -352,8 +352,9 @@ def judge_best_of_n(engine, samples: pd.DataFrame, mode: str, settings: JudgeSet
                     limit: int | None = None, template: str | None = None) -> pd.DataFrame:
     """Judge the Best-of-N sets of `samples` (a responses table, graded or not: the judge reads no grade;
     any number of datasets) → one row per problem (JUDGED_COLUMNS): the chosen sample_idx (`selected_idx`,
-    null when nothing could be chosen; judge_metrics looks up its correctness), the pointwise scores and step verdicts (JSON) or the pairwise bracket (JSON, in
-    sample indices), counts of unparsable verdicts, forced and truncated judgements, tokens generated."""
+    null when nothing could be chosen; judge_metrics looks up its correctness), the pointwise scores and step
+    verdicts (JSON) or the pairwise bracket (JSON, in sample indices), counts of unparsable verdicts, forced
+    and truncated judgements, tokens generated."""
     if mode not in MODES:
         raise ValueError(f"judge mode must be one of {MODES}, not {mode!r}")
     df = first_responses(samples, n, limit)

@@ -60,5 +60,6 @@ def install() -> bool:
     apply._prm_lessons_top_p = True
     apply.__wrapped__ = original
     sampler.apply_top_k_top_p_pytorch = apply
-    log.info("vLLM CPU top-p: top-%d selection in place of a full-vocabulary sort (prm_lessons.generation.cpu_top_p)", TOP)
+    log.info("vLLM CPU top-p: top-%d selection in place of a full-vocabulary sort "
+             "(prm_lessons.generation.cpu_top_p)", TOP)
     return True

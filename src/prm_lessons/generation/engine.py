@@ -88,7 +88,8 @@ class Engine(abc.ABC):
         self.stats = EngineStats()
 
     @abc.abstractmethod
-    def generate(self, prompts: list[str], spec: SamplingSpec, seeds: list[int] | None = None) -> list[list[Completion]]:
+    def generate(self, prompts: list[str], spec: SamplingSpec,
+                 seeds: list[int] | None = None) -> list[list[Completion]]:
         """One list of spec.n completions per prompt; per-prompt seeds override spec.seed."""
 
     def generate_logged(self, prompts: list[str], spec: SamplingSpec, seeds: list[int] | None, what: str,

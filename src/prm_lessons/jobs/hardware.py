@@ -76,7 +76,8 @@ def vllm_build() -> str | None:
 
 def _describe(info: dict) -> str:
     torch_part = ("torch is not installed" if info["torch"] is None else
-                  f"torch {info['torch']} ({'a CPU-only build' if not info['torch_cuda'] else 'CUDA ' + info['torch_cuda']})")
+                  f"torch {info['torch']} "
+                  f"({'a CPU-only build' if not info['torch_cuda'] else 'CUDA ' + info['torch_cuda']})")
     return (f"found {info['cuda_devices']} usable CUDA device(s); {torch_part}; "
             f"CUDA_VISIBLE_DEVICES={info['cuda_visible_devices']!r}")
 
@@ -112,8 +113,8 @@ def require_gpu_vllm(what: str) -> None:
 
 
 def vllm_cpu_setup(entry: dict) -> bool:
-    """Before a vLLM `LLM` starts (prm_lessons.generation.engine; the pooling runner, prm_lessons.scoring.pooling): on the
-    CPU build, set the environment it reads at start-up. Returns whether vLLM runs on CPU."""
+    """Before a vLLM `LLM` starts (prm_lessons.generation.engine; the pooling runner, prm_lessons.scoring.pooling):
+    on the CPU build, set the environment it reads at start-up. Returns whether vLLM runs on CPU."""
     on_cpu = vllm_on_cpu()
     if on_cpu:
         # vLLM's CPU backend sizes its KV cache from this variable (GiB), not from GPU memory

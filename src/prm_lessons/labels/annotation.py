@@ -109,7 +109,8 @@ def read_labels(path: str | Path, sheet: pd.DataFrame) -> pd.DataFrame:
             first = int(step)
         src = known[rid]
         rows.append({"id": rid, "benchmark": src.benchmark, "problem_id": src.problem_id,
-                     "sample_idx": int(src.sample_idx), "labelled": bool(flag), "flawed": (flag in YES) if flag else None,
+                     "sample_idx": int(src.sample_idx), "labelled": bool(flag),
+                     "flawed": (flag in YES) if flag else None,
                      "first_error_step": first})
     if errors:
         raise ValueError(f"Figure 6 human labels {path}: {len(errors)} bad row(s):\n  " + "\n  ".join(errors[:20])

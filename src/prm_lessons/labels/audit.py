@@ -191,7 +191,8 @@ def render_markdown(table: pd.DataFrame, k: int, label: str = "") -> list[str]:
     lines += ["| solutions | MC first error (t=0, K=%d) | MC step acc. | judge first error | consensus kept | "
               "consensus precision |" % k, "|---|---|---|---|---|---|"]
     for kind in list(KINDS) + [ALL]:
-        mc_fe = _get(table, section="mc", generator=ALL, kind=kind, threshold=t0, k_used=k, metric="first_error_accuracy")
+        mc_fe = _get(table, section="mc", generator=ALL, kind=kind, threshold=t0, k_used=k,
+                     metric="first_error_accuracy")
         if mc_fe is None:
             continue
         mc_st = _get(table, section="mc", generator=ALL, kind=kind, threshold=t0, k_used=k, metric="step_accuracy")
@@ -205,7 +206,8 @@ def render_markdown(table: pd.DataFrame, k: int, label: str = "") -> list[str]:
     ends = [(f"t = 0, K' = {k}", _get(table, section="mc", generator=ALL, kind=ALL, threshold=t0, k_used=k,
                                        metric="first_error_accuracy")),
             (f"t = {Fraction(t_max).limit_denominator(64)}, K' = {k}",
-             _get(table, section="mc", generator=ALL, kind=ALL, threshold=t_max, k_used=k, metric="first_error_accuracy")),
+             _get(table, section="mc", generator=ALL, kind=ALL, threshold=t_max, k_used=k,
+                  metric="first_error_accuracy")),
             ("t = 0, K' = 1", _get(table, section="mc", generator=ALL, kind=ALL, threshold=t0, k_used=1,
                                    metric="first_error_accuracy"))]
     ends = [(name, r) for name, r in ends if r is not None]
@@ -216,7 +218,8 @@ def render_markdown(table: pd.DataFrame, k: int, label: str = "") -> list[str]:
     hard = _get(table, section="calibration", source="mc_hard", generator=ALL, kind=ALL, metric="brier")
     ece = _get(table, section="calibration", source="mc_soft", generator=ALL, kind=ALL, metric="ece")
     if soft is not None and hard is not None:
-        lines.append(f"Calibration against step truth: Brier soft {soft['value']:.3f} vs hard (t=0) {hard['value']:.3f}; "
+        lines.append(f"Calibration against step truth: Brier soft {soft['value']:.3f} "
+                     f"vs hard (t=0) {hard['value']:.3f}; "
                      f"soft-label ECE {ece['value']:.3f}.")
     cost = table[table["section"] == "cost"]
     if len(cost):

@@ -119,7 +119,8 @@ def _walk_prm800k(rec: dict, neutral: str, where: str, expand: bool = False):
     for i, st in enumerate(steps_in or []):
         at = f"{where} step {i}"
         comps = st.get("completions") if isinstance(st, dict) else None
-        if not isinstance(st, dict) or not isinstance(comps or [], list) or not all(isinstance(c, dict) for c in comps or []):
+        if (not isinstance(st, dict) or not isinstance(comps or [], list)
+                or not all(isinstance(c, dict) for c in comps or [])):
             raise ValueError(f"{at}: not a PRM800K step (an object whose completions are a list of objects)")
         comps = comps or []
         chosen = st.get("chosen_completion")
@@ -129,7 +130,8 @@ def _walk_prm800k(rec: dict, neutral: str, where: str, expand: bool = False):
             if not 0 <= chosen < len(comps):
                 raise ValueError(f"{where}: chosen_completion {chosen} out of range ({len(comps)} completions)")
             used = chosen
-            text, label = _text(comps[used]), _rating_label(comps[used].get("rating"), neutral, f"{at} completion {used}")
+            text, label = (_text(comps[used]),
+                           _rating_label(comps[used].get("rating"), neutral, f"{at} completion {used}"))
         elif st.get("human_completion") is not None:
             text, label = _text(st["human_completion"]), 1.0
         else:
@@ -185,13 +187,15 @@ def convert_prm800k(records: Iterable[dict], neutral: str = "positive",
         counts["alternatives"] = 0
     for n, rec in enumerate(records):
         counts["records"] += 1
-        if not isinstance(rec, dict) or not isinstance(rec.get("label"), dict) or not isinstance(rec.get("question"), dict):
+        if (not isinstance(rec, dict) or not isinstance(rec.get("label"), dict)
+                or not isinstance(rec.get("question"), dict)):
             raise ValueError(f"{source} line {n + 1}: not a PRM800K record (needs question.problem and label.steps)")
         label = rec["label"]
         if keep_finish_reasons and label.get("finish_reason") not in keep_finish_reasons:
             counts["finish_reason"] += 1
             continue
-        if skip_quality_control and (rec.get("is_quality_control_question") or rec.get("is_initial_screening_question")):
+        if skip_quality_control and (rec.get("is_quality_control_question")
+                                     or rec.get("is_initial_screening_question")):
             counts["quality_control"] += 1
             continue
         where = f"{source} line {n + 1}"

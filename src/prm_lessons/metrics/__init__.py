@@ -37,9 +37,9 @@ prediction = index of the first step whose score is < threshold, −1 if none. A
 (an unparsable critic answer) never equals the label: it is counted wrong and reported.
 A tuned threshold (evaluate_processbench's `tune_on`) maximises the average F1 on a dev split (disjoint
 ids), or is cross-fitted over two folds of the cases (no case scored with a threshold tuned on itself),
-or, ProcessBench's own rule (§4.1), maximises the F1 of the evaluated GSM8K subset (in-sample). Model-free baselines (always_correct,
-first_step, structure: the best rule on subset × number of steps, fitted on the dev split) see only
-structure_view(cases); paired_f1_difference compares two predictors on the same bootstrap draws.
+or, ProcessBench's own rule (§4.1), maximises the F1 of the evaluated GSM8K subset (in-sample). Model-free
+baselines (always_correct, first_step, structure: the best rule on subset × number of steps, fitted on the dev
+split) see only structure_view(cases); paired_f1_difference compares two predictors on the same bootstrap draws.
 
 Modules (one concept each, so that a job's code closure, prm_lessons.plan.codedeps, holds only what it runs;
 this file imports nothing):

@@ -38,7 +38,7 @@ def f1_harmonic(error_acc, correct_acc):
 
 def _subset_stats(labels: np.ndarray, preds: list) -> dict:
     err = labels != -1
-    match = np.array([p is not None and int(p) == int(l) for p, l in zip(preds, labels)], dtype=bool)
+    match = np.array([p is not None and int(p) == int(label) for p, label in zip(preds, labels)], dtype=bool)
     e = float(match[err].mean()) if err.any() else float("nan")
     c = float(match[~err].mean()) if (~err).any() else float("nan")
     f1 = f1_harmonic(0.0 if math.isnan(e) else e, 0.0 if math.isnan(c) else c)
@@ -348,8 +348,8 @@ def paired_f1_difference(cases: pd.DataFrame, preds_a: dict, preds_b: dict, n_bo
     for _, g in cases.groupby("subset", sort=False):
         labels = g["label"].to_numpy(dtype=int)
         gid = [str(i) for i in g["id"]]
-        hit_a = np.array([pa[i] is not None and int(pa[i]) == int(l) for i, l in zip(gid, labels)], dtype=float)
-        hit_b = np.array([pb[i] is not None and int(pb[i]) == int(l) for i, l in zip(gid, labels)], dtype=float)
+        hit_a = np.array([pa[i] is not None and int(pa[i]) == int(label) for i, label in zip(gid, labels)], dtype=float)
+        hit_b = np.array([pb[i] is not None and int(pb[i]) == int(label) for i, label in zip(gid, labels)], dtype=float)
         if not n_boot:
             continue
         err = labels != -1

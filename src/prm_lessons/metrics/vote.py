@@ -27,7 +27,8 @@ def vote_keys(pred_lists: Sequence[Sequence], grouping: str = "normalized", time
     if grouping == "math_verify":
         return math_verify_groups(pred_lists, timeout_s=timeout_s, workers=workers, pool=pool)
     keyf = normalize_answer if grouping == "normalized" else exact_key
-    return [[keyf(p) for p in preds] for preds in pred_lists], {"answers": 0, "comparisons": 0, "timeouts": 0, "errors": 0}
+    return ([[keyf(p) for p in preds] for preds in pred_lists],
+            {"answers": 0, "comparisons": 0, "timeouts": 0, "errors": 0})
 
 
 def majority_index(preds: Sequence, grouping: str = "normalized", timeout_s: float = 5.0) -> int | None:
@@ -44,8 +45,8 @@ def math_verify_groups(pred_lists: Sequence[Sequence], timeout_s: float = 5.0, w
                        pool: "grading.GradingPool | None" = None) -> tuple[list[list], dict]:
     """Group ids by math-verify equivalence to each group's first member (harness use_symbol=True), for
     many problems at once: a response joins the first earlier group whose representative math-verify
-    judges equivalent (its worker comparison, prm_lessons.grading.pool), else starts a group. Identical answer strings always share
-    a group; an answer math-verify cannot parse equals no other answer.
+    judges equivalent (its worker comparison, prm_lessons.grading.pool), else starts a group. Identical answer
+    strings always share a group; an answer math-verify cannot parse equals no other answer.
 
     Bounded: every parse and comparison runs in a grading worker process killed after `timeout_s`, so a
     hostile answer (a SymPy power tower, a huge factorial) costs at most one parse timeout, after which

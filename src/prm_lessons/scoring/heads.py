@@ -134,7 +134,8 @@ def load_head_model(path: str, kind: str, dtype=None, trust_remote_code: bool = 
     """Released PRM/ORM with a head: remote class when allowed, else base + head built here."""
     path = resolve_dir(path, trust_remote_code)
     if trust_remote_code:
-        model = AutoModel.from_pretrained(path, dtype=pretrained_dtype(dtype), trust_remote_code=trust_remote_code, **placement())
+        model = AutoModel.from_pretrained(path, dtype=pretrained_dtype(dtype), trust_remote_code=trust_remote_code,
+                                          **placement())
         return RemoteOutputs(model)
     base = AutoModel.from_pretrained(path, dtype=pretrained_dtype(dtype), **placement())
     m = build_head_model(base, kind)

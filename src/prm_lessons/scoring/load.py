@@ -36,7 +36,8 @@ def _hub_tokenizer_class(model_dir: str):
     name = cfg.get("tokenizer_class")
     if not name or cfg.get("auto_map"):
         return None
-    return tokenizer_class_from_name(name) or (None if name.endswith("Fast") else tokenizer_class_from_name(name + "Fast"))
+    return tokenizer_class_from_name(name) or (None if name.endswith("Fast")
+                                               else tokenizer_class_from_name(name + "Fast"))
 
 
 def _tokenizer(path: str, trust_remote_code: bool = False):

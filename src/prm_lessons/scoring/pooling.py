@@ -1,13 +1,15 @@
 """Step scoring with vLLM's pooling runner: the `vllm` scoring backend (`backend: vllm` on a `prms.models`
 entry, `prms.trained_backend: vllm` for the trained PRMs).
 
-For the architectures vLLM implements natively, with tensor parallelism and continuous batching:
+For the architectures vLLM implements natively, with tensor parallelism and continuous batching (vLLM's
+readouts in model_executor/models/qwen2_rm.py):
 
-| adapter   | checkpoint `architectures`    | vLLM readout (model_executor/models/qwen2_rm.py)                    |
-|-----------|-------------------------------|---------------------------------------------------------------------|
-| qwen_prm  | Qwen2ForProcessRewardModel    | pooling STEP: the head's 2 logits at every `step_tag_id` token, softmax; P(class 1) |
-| trained   | Qwen2ForProcessRewardModel    | the same (a fully fine-tuned PRM saved in the released layout, `prm.save_prm`) |
-| qwen_orm  | Qwen2ForRewardModel           | pooling ALL: the 1-logit head at every token, no activation (vLLM's default for it); the last token's value |
+- qwen_prm (checkpoint `architectures` Qwen2ForProcessRewardModel): pooling STEP, the head's 2 logits at
+  every `step_tag_id` token, softmax; P(class 1)
+- trained (Qwen2ForProcessRewardModel): the same (a fully fine-tuned PRM saved in the released layout,
+  `prm.save_prm`)
+- qwen_orm (Qwen2ForRewardModel): pooling ALL, the 1-logit head at every token, no activation (vLLM's
+  default for it); the last token's value
 
 The inputs are the transformers backend's, token for token: the adapter of `prm_lessons.scoring` encodes
 (question, steps) with the one step-format contract (`steps.build_prm_input`; the ORM's chat) and the

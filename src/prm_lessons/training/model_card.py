@@ -120,9 +120,11 @@ def _input_code(fmt: dict, step_id: int | None) -> str:
                   "add_generation_prompt=True)")
     else:
         prefix = "question + '\\n\\n'"
-    return (f"STEP_ID = tok.convert_tokens_to_ids({fmt.get('step_token', '<extra_0>')!r})  # {step_id} in this tokenizer\n\n"
+    return (f"STEP_ID = tok.convert_tokens_to_ids({fmt.get('step_token', '<extra_0>')!r})"
+            f"  # {step_id} in this tokenizer\n\n"
             "def encode(question, steps):\n"
-            "    # the prompt, then each step tokenised on its own followed by the step token, whose position carries the score\n"
+            "    # the prompt, then each step tokenised on its own followed by the step token, "
+            "whose position carries the score\n"
             f"    ids = tok({prefix}, add_special_tokens=False)['input_ids']\n"
             "    pos = []\n"
             "    for s in steps:\n"
@@ -137,8 +139,10 @@ def _load_section(prm_dir: Path, name: str, meta: dict, token_added: bool) -> st
     fmt = meta.get("format") or {}
     out = ("## How to load it\n\n### With prm-lessons\n\n"
            "```bash\n"
-           "# rows {\"id\": ..., \"problem\": \"...\", \"steps\": [\"...\", ...]} (or TRL's {\"prompt\", \"completions\"})\n"
-           f"prm-lessons score --prm {name if '/' in name else 'PATH/TO/THIS/DIRECTORY'} --input steps.jsonl --output scores.jsonl\n"
+           "# rows {\"id\": ..., \"problem\": \"...\", \"steps\": [\"...\", ...]} "
+           "(or TRL's {\"prompt\", \"completions\"})\n"
+           f"prm-lessons score --prm {name if '/' in name else 'PATH/TO/THIS/DIRECTORY'} "
+           "--input steps.jsonl --output scores.jsonl\n"
            "```\n\n"
            "writes each row with `step_scores`: P(the step is correct), one per step. In Python: "
            "`prm_lessons.models.prm.load_prm(path)` gives the model, its tokenizer and step format.\n\n"
@@ -148,7 +152,8 @@ def _load_section(prm_dir: Path, name: str, meta: dict, token_added: bool) -> st
                      "head = {}  # score.0.* / score.2.* as net.0.* / net.2.*\n"
                      "for f in sorted(glob.glob(f'{path}/model*.safetensors')):\n"
                      "    with safe_open(f, 'pt') as fh:\n"
-                     "        head.update({'net.' + k[len('score.'):]: fh.get_tensor(k) for k in fh.keys() if k.startswith('score.')})\n")
+                     "        head.update({'net.' + k[len('score.'):]: fh.get_tensor(k) for k in fh.keys() "
+                     "if k.startswith('score.')})\n")
         out += ("This directory has the layout of the released Qwen2.5-Math-PRM (`Qwen2ForProcessRewardModel`: "
                 "the Qwen2 body as `model.*`, the head as `score.*`). vLLM serves it as it serves the released "
                 "PRM: `LLM(model=path, runner=\"pooling\")`, `llm.encode(prompts, pooling_task=\"token_classify\")`, "

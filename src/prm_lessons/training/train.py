@@ -254,7 +254,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     metrics = {
         "mode": mode, "label_type": label_type, "soft_loss": settings["soft_loss"] if label_type == "soft" else None,
         "base": str(base_dir), "trainset": str(trainset), "step_token": fmt.step_token, "step_token_added": added,
-        "loss_history": [l for _, l in history], "loss_history_steps": [s for s, _ in history],
+        "loss_history": [loss for _, loss in history], "loss_history_steps": [s for s, _ in history],
         "final_train_loss": float(result.training_loss) if result.training_loss is not None else None,
         "global_steps": int(trainer.state.global_step), "epochs": float(trainer.state.epoch or 0.0),
         "resumed_from": resume, "world_size": int(args.world_size),
@@ -269,7 +269,8 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         # head mode: accuracy of the trained head on its own training steps beside the majority-class
         # rate (a head that learnt nothing sits at the majority rate)
         "train_fit": step_fit(trainee.head, trainee.dataset) if mode == "head" else {},
-        "data": data_stats, "precision": "bf16" if bf16 else ("bf16-frozen-base" if dtype == torch.bfloat16 else "fp32"),
+        "data": data_stats,
+        "precision": "bf16" if bf16 else ("bf16-frozen-base" if dtype == torch.bfloat16 else "fp32"),
         "hardware": hardware(), "settings": settings,
     }
     if not rank0:

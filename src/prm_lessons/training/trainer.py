@@ -126,7 +126,8 @@ def training_arguments(settings: dict, ckpt: Path, on_gpu: bool, bf16: bool | No
         use_cpu=not on_gpu and ds is None,
         # gradient checkpointing is switched on on the base model (trainable_model: the wrapper is no PreTrainedModel)
         gradient_checkpointing=False,
-        train_sampling_strategy="group_by_length" if settings["group_by_length"] and settings["mode"] != "head" else "random",
+        train_sampling_strategy=("group_by_length" if settings["group_by_length"] and settings["mode"] != "head"
+                                 else "random"),
         logging_strategy="steps",
         logging_steps=int(settings["logging_steps"]),
         save_strategy="steps" if save_steps(settings) else "no",

@@ -27,7 +27,8 @@ def test_human_rate_counts_labelled_rows_only(tmp_path):
     _, _, sheet = _setup(tmp_path)
     rates = analysis.human_flaw_rates(annotation.read_labels(tmp_path / "filled.csv", sheet), sheet)
     r = rates.iloc[0]
-    assert (r["dataset"], r["source"], r["n_judged"], r["n_unjudged"], r["n_flawed"]) == ("gsm8k", "policy_human", 2, 1, 1)
+    assert (r["dataset"], r["source"], r["n_judged"], r["n_unjudged"], r["n_flawed"]) == (
+        "gsm8k", "policy_human", 2, 1, 1)
     assert r["rate"] == 50.0 and r["ci_low"] < 50.0 < r["ci_high"]
 
 

@@ -35,12 +35,14 @@ from prm_lessons.artifacts.published import load_published, lookup, published_lo
 ID = "fig1"
 KIND = "figure"
 SOURCE = "Figure 1"
-TITLE = "Overview: Best-of-N average accuracy and ProcessBench average F1 per PRM, with pass@N, maj@N and o1-mini (published) reference lines"
+TITLE = ("Overview: Best-of-N average accuracy and ProcessBench average F1 per PRM, with pass@N, maj@N and o1-mini "
+         "(published) reference lines")
 SECTION = "Overview"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "processbench")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "figure", "not_compared")
+PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "figure",
+          "not_compared")
 
 
 REFERENCE_KEYS = ("pass", "maj", "o1_mini")  # Figure 1's reference lines (published.yaml fig1 keys)

@@ -31,7 +31,8 @@ SECTION = "Scoring strategy"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "trainsets")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "figure", "mc_experiment", "data_setting")
+PARAMS = ("n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "figure", "mc_experiment",
+          "data_setting")
 
 
 def build_fig9(bon, pub, params):
@@ -70,4 +71,5 @@ def plot_fig9(cells: pd.DataFrame, pub: Mapping, params: Mapping):
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
     """Figure 9 (Best-of-N by scoring strategy per training-data source)."""
-    emit_figure("fig9", build_fig9(read_bon(inputs, params), load_published(), params), plot_fig9, outputs, params, inputs)
+    emit_figure("fig9", build_fig9(read_bon(inputs, params), load_published(), params), plot_fig9, outputs, params,
+                inputs)

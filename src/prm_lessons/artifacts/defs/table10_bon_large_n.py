@@ -25,7 +25,8 @@ def run(*, inputs, outputs, params, wildcards, threads) -> None:
     n, benches = t10.get("n"), list(t10.get("benchmarks") or [])
     own = {**{k: params.get(k) for k in ("run", "aggregation", "paper_rows", "paper_columns")},
            "n": n, "benchmarks": benches}
-    cells = build_table6(read_bon(inputs, params, n=n), load_published(), own, tid="table10") if n else finish_cells([], own)
+    cells = (build_table6(read_bon(inputs, params, n=n), load_published(), own, tid="table10") if n
+             else finish_cells([], own))
     notes = [f"Best-of-{n} on {', '.join(benches) or 'every benchmark evaluated at that N'}: every N is evaluated on "
              "the first N samples of each problem of one sampling pass (bon.more_n), not on new draws."] if n else []
     emit_table("table10", cells, outputs, params, inputs, notes=notes + policy_notes(params) + grader_notes(params))

@@ -6,7 +6,8 @@ from prm_lessons.artifacts.defs.table11_llm_judge_bon import judge_table
 ID = "table12"
 KIND = "table"
 SOURCE = "Table 12"
-TITLE = "LLMs as Best-of-N verifiers with the second policy: accuracy (%) of pointwise and pairwise judges beside pass@N, maj@N and PRMs"
+TITLE = ("LLMs as Best-of-N verifiers with the second policy: accuracy (%) of pointwise and pairwise judges beside "
+         "pass@N, maj@N and PRMs")
 SECTION = "Second policy"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "judges")

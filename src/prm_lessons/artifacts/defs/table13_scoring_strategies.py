@@ -14,7 +14,8 @@ SECTION = "Scoring strategy"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregations", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "grader", "not_compared")
+PARAMS = ("aggregations", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "grader",
+          "not_compared")
 
 
 def build_table13(bon, pub, params, tid: str = "table13"):

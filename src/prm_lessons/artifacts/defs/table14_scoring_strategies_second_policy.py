@@ -15,7 +15,8 @@ SECTION = "Second policy"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregations", "n", "benchmarks", "paper_rows", "paper_columns", "second_policy", "policy_labels", "grader", "not_compared")
+PARAMS = ("aggregations", "n", "benchmarks", "paper_rows", "paper_columns", "second_policy", "policy_labels",
+          "grader", "not_compared")
 
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:

@@ -15,7 +15,8 @@ SECTION = "Chinese benchmarks"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregations", "n", "chinese_benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "grader", "not_compared")
+PARAMS = ("aggregations", "n", "chinese_benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels",
+          "grader", "not_compared")
 
 
 def chinese_table(aid: str, inputs, outputs, params, policy_key: str) -> None:

@@ -11,7 +11,8 @@ SECTION = "Chinese benchmarks"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregations", "n", "chinese_benchmarks", "paper_rows", "paper_columns", "second_policy", "policy_labels", "grader", "not_compared")
+PARAMS = ("aggregations", "n", "chinese_benchmarks", "paper_rows", "paper_columns", "second_policy",
+          "policy_labels", "grader", "not_compared")
 
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:

@@ -19,7 +19,8 @@ SECTION = "Preliminary trials"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "trainsets")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "mc_experiment", "grader", "data_setting")
+PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels",
+          "mc_experiment", "grader", "data_setting")
 
 
 def preliminary_notes(cells: pd.DataFrame, params: Mapping) -> list[str]:
@@ -44,4 +45,5 @@ def run(*, inputs, outputs, params, wildcards, threads) -> None:
     Table 3's builder on analysis.policy's rows; the notes name the variants that stand in for the paper's
     preliminary (3M) models."""
     cells = build_table3(read_bon(inputs, params), load_published(), params, tid="table1", baselines=True)
-    emit_table("table1", cells, outputs, params, inputs, notes=preliminary_notes(cells, params) + policy_notes(params) + grader_notes(params))
+    emit_table("table1", cells, outputs, params, inputs,
+               notes=preliminary_notes(cells, params) + policy_notes(params) + grader_notes(params))

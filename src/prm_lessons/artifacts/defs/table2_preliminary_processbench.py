@@ -10,7 +10,8 @@ from prm_lessons.artifacts.render import emit_table
 ID = "table2"
 KIND = "table"
 SOURCE = "Table 2"
-TITLE = "Preliminary trials: ProcessBench error/correct accuracy and F1 (%) of PRMs trained on MC hard and soft labels and on PRM800K"
+TITLE = ("Preliminary trials: ProcessBench error/correct accuracy and F1 (%) of PRMs trained on MC hard and soft "
+         "labels and on PRM800K")
 SECTION = "Preliminary trials"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("processbench", "trainsets")

@@ -22,7 +22,8 @@ SECTION = "Data sources"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "trainsets")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "mc_experiment", "grader", "data_setting")
+PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels",
+          "mc_experiment", "grader", "data_setting")
 
 
 def build_table3(bon, pub, params, tid: str = "table3", baselines: bool = False):

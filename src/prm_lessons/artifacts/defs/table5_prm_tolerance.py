@@ -42,7 +42,8 @@ def build_table5(tol: pd.DataFrame, pub, params):
         for _, r in g.iterrows():
             pc = "average" if r["subset"] == "average" else paper_column(r["subset"], params)
             pv, plabel = lookup(pub_long, key, pc)
-            lo, hi = analysis.wilson_interval(int(r["n_correct"]), int(r["n"])) if r["subset"] != "average" else (np.nan, np.nan)
+            lo, hi = (analysis.wilson_interval(int(r["n_correct"]), int(r["n"])) if r["subset"] != "average"
+                      else (np.nan, np.nan))
             rows.append({"row": prm, "key": key, "label": plabel, "column": r["subset"], "paper_column": pc,
                          "n": r["n"], "value": r["accuracy"], "ci_low": lo, "ci_high": hi, "published": pv,
                          "comparable": same_n[r["subset"]] if r["subset"] != "average"

@@ -22,7 +22,8 @@ SECTION = "Main results"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "seed_bon")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "grader", "not_compared", "seed_runs")
+PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "grader",
+          "not_compared", "seed_runs")
 
 
 def build_table6(bon, pub, params, tid: str = "table6"):

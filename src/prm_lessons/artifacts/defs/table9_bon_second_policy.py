@@ -15,10 +15,12 @@ SECTION = "Second policy"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon",)
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "second_policy", "policy_labels", "grader", "not_compared")
+PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "second_policy", "policy_labels",
+          "grader", "not_compared")
 
 
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
     """Table 9: Table 6 on the second policy's rows (analysis.second_policy)."""
-    emit_table("table9", build_table6(read_bon(inputs, params, "second_policy"), load_published(), params, tid="table9"),
+    emit_table("table9",
+               build_table6(read_bon(inputs, params, "second_policy"), load_published(), params, tid="table9"),
                 outputs, params, inputs, notes=policy_notes(params, "second_policy") + grader_notes(params))
