@@ -282,7 +282,7 @@ def test_report_md_opens_with_the_findings(tmp_path):
                              wildcards={}, threads=1)
     lines = (tmp_path / "paper/report.md").read_text().splitlines()
     # the lesson-by-lesson verdicts open it (artifacts.verdicts), the findings follow
-    from prm_lessons.artifacts.verdicts import HEADING as VERDICTS
+    from prm_lessons.artifacts.verdict_rules import HEADING as VERDICTS
     assert lines[0].startswith("# Reproduction report:") and lines[1] == "" and lines[2] == VERDICTS
     md = "\n".join(lines)
     assert md.index(VERDICTS) < md.index(HEADING) < md.index("**What produced these numbers:**") < md.index("## Table")

@@ -6,6 +6,7 @@ import math
 import pandas as pd
 import pytest
 
+from prm_lessons.artifacts import verdict_rules as R
 from prm_lessons.artifacts import verdicts as V
 from prm_lessons.artifacts.estimates import Est
 from prm_lessons.rules.paper import paper_report
@@ -198,8 +199,8 @@ def test_a_lesson_that_fails_becomes_a_row_not_a_failed_report():
 def test_markdown_table_escapes_and_tallies():
     rows = [V.Verdict("L | x", "p", "m", V.UNDECIDABLE, "interval contains 0", "more data"),
             V.Verdict("L2", "p", "m", V.REPRODUCED)]
-    md = V.verdicts_markdown(rows)
-    assert md.startswith(V.HEADING) and "L \\| x" in md
+    md = R.verdicts_markdown(rows)
+    assert md.startswith(R.HEADING) and "L \\| x" in md
     assert "interval contains 0. Would decide it: more data" in md and "**reproduced**" in md
     assert "1 reproduced, 1 undecidable here" in md
 
@@ -216,11 +217,11 @@ def test_report_opens_with_the_verdict_table(tmp_path, monkeypatch):
                  params={"run": {"name": "t"}, "n": 4}, wildcards={}, threads=1)
     text = (tmp_path / "paper/report.md").read_text()
     body = [ln for ln in text.splitlines() if ln.strip()]
-    assert body[0].startswith("# ") and body[1] == V.HEADING
+    assert body[0].startswith("# ") and body[1] == R.HEADING
     table = [ln for ln in body if ln.startswith("| 1. ")]
     assert table and "| **reproduced** |" in table[0]      # judge's interval lies above MC's
     assert [ln for ln in body if ln.startswith("| 6. ")][0].count("undecidable here") == 1
-    assert text.index(V.HEADING) < text.index("## What this run found")
+    assert text.index(R.HEADING) < text.index("## What this run found")
 
 
 def _fig6_rows(judge_kn, checker_kn):
@@ -294,7 +295,7 @@ def test_report_renders_the_label_audit_after_the_verdicts(tmp_path, monkeypatch
                  outputs={"report": "paper/report.md", "run_info": "paper/tables/run_info.tex"},
                  params={"run": {"name": "t"}, "audit_k": 8}, wildcards={}, threads=1)
     text = (tmp_path / "paper/report.md").read_text()
-    assert text.index(V.HEADING) < text.index("### Label audit") < text.index("## What this run found")
+    assert text.index(R.HEADING) < text.index("### Label audit") < text.index("## What this run found")
     assert "t = 7/8, K' = 8: 33%" in text
 
 

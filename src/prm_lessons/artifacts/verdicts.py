@@ -15,12 +15,13 @@ audit, a process checker's flaw rate, a same-pool label comparison) plugs in as 
 function and is passed by `verdict_rows`. Numbering: the lessons follow the paper's §3.1.2, §3.1.3,
 §3.1.4, §3.2 and §4 (Table 6).
 
-Pure: frames in, rows / Markdown out (rule glue: prm_lessons.rules.paper.paper_report).
+Pure: frames in, rows out; the verdict vocabulary, the interval rules and the Markdown table are
+prm_lessons.artifacts.verdict_rules (rule glue: prm_lessons.rules.paper.paper_report).
 """
 from __future__ import annotations
 
 import logging
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 
@@ -45,56 +46,25 @@ from prm_lessons.artifacts.published import (
     published_text,
     published_value,
 )
+from prm_lessons.artifacts.verdict_rules import (
+    ABSENT,
+    CONTRADICTED,
+    REPRODUCED,
+    UNDECIDABLE,
+    Verdict,
+    interval_verdict,
+    separated_verdict,
+)
 from prm_lessons.evaluation.bias_analysis import FLAW_ROWS, wilson_interval
 
 log = logging.getLogger(__name__)
 
-HEADING = "## The paper's lessons: verdicts of this run"
-REPRODUCED, CONTRADICTED, UNDECIDABLE, ABSENT = ("reproduced", "contradicted", "undecidable here",
-                                                 "not measured in this run")
-VERDICTS = (REPRODUCED, CONTRADICTED, UNDECIDABLE, ABSENT)
 # Fixed in advance (never chosen from the results): the PRMs each lesson compares.
 MC, JUDGE, HUMAN, CHECKER = "mc_hard", "judge", "human", "checker"
 CONSENSUS_HARD, CONSENSUS_SOFT = "consensus_hard", "consensus_soft"
 RECIPE = CONSENSUS_HARD          # the paper's final recipe: consensus-filtered hard labels (§4.1)
 MIN_AT_LAST_PRM = MC             # Figure 8: the paper ties the shift to outcome to MC (outcome-derived) labels
 FIG8_HEADLINE = "3+ steps"       # artifacts/defs/fig8_min_at_last_step.LENGTH_COLUMNS["3+"]
-
-
-class Verdict(NamedTuple):
-    """One row of the table. `reason`: why undecidable / not measured; `decide`: the smallest setting
-    that would decide it (undecidable rows)."""
-    lesson: str
-    paper: str
-    measured: str
-    verdict: str
-    reason: str = ""
-    decide: str = ""
-
-
-def interval_verdict(est: Est | None, null: float, null_name: str, above_reproduces: bool = True
-                     ) -> tuple[str, str]:
-    """(verdict, reason) from an interval against a null value: above it → reproduced (or contradicted
-    when `above_reproduces` is False), below it → the other, containing it → undecidable."""
-    if est is None or not est.has_ci:
-        return UNDECIDABLE, "no interval (a point estimate decides nothing)"
-    if est.lo > null:
-        return (REPRODUCED if above_reproduces else CONTRADICTED), ""
-    if est.hi < null:
-        return (CONTRADICTED if above_reproduces else REPRODUCED), ""
-    return UNDECIDABLE, f"interval contains {null_name}"
-
-
-def separated_verdict(higher: Est | None, lower: Est | None, hi_name: str, lo_name: str) -> tuple[str, str]:
-    """(verdict, reason) for the paper's claim `hi_name` > `lo_name` from the two unpaired intervals:
-    reproduced when `higher`'s lies above `lower`'s, contradicted when below, undecidable when they overlap."""
-    if higher is None or lower is None or not (higher.has_ci and lower.has_ci):
-        return UNDECIDABLE, "no interval (a point estimate decides nothing)"
-    if higher.lo > lower.hi:
-        return REPRODUCED, ""
-    if higher.hi < lower.lo:
-        return CONTRADICTED, ""
-    return UNDECIDABLE, f"the intervals of {hi_name} and {lo_name} overlap (their difference's interval contains 0)"
 
 
 def _row(lesson: str, paper: str, decide: str, measured: str, verdict: str, reason: str) -> Verdict:
@@ -580,29 +550,3 @@ def verdict_rows(*, processbench: pd.DataFrame | None = None, bon: pd.DataFrame 
         (L6, L6_PAPER, lambda: lesson6_bon_vs_maj(bon, aggregation, trainsets=trainsets)),
     ]
     return [_guarded(fn, lesson, paper) for lesson, paper, fn in calls]
-
-
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ") or " "
-
-
-def verdicts_markdown(rows: Sequence[Verdict]) -> str:
-    """The section that opens paper/report.md: a short rule, then the table."""
-    md = [HEADING, "",
-          "Each verdict comes from a 95 % interval, never from a point estimate: an interval that excludes the "
-          "null (0, the other arm, the chance rate) decides; one that contains it leaves the lesson "
-          "undecidable here, with what would decide it. Every comparison is fixed in advance "
-          "(`prm_lessons.artifacts.verdicts`), none chosen from the evaluation results. Percent, "
-          "differences in points, [interval].", "",
-          "| Lesson | The paper found | This run measured | Verdict | "
-          "Why undecidable or not measured; what would decide it |",
-          "|---|---|---|---|---|"]
-    for r in rows:
-        why = r.reason
-        if r.decide and r.verdict in (UNDECIDABLE, ABSENT):
-            why = (why + ". " if why else "") + "Would decide it: " + r.decide
-        verdict = f"**{r.verdict}**" if r.verdict in (REPRODUCED, CONTRADICTED) else r.verdict
-        md.append("| " + " | ".join(_cell(x) for x in (r.lesson, r.paper, r.measured, verdict, why)) + " |")
-    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
-    md += ["", "Tally: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".", ""]
-    return "\n".join(md)

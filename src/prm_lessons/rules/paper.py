@@ -13,7 +13,8 @@ from prm_lessons.artifacts.findings import findings_markdown
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.registry import ARTIFACTS
 from prm_lessons.artifacts.render import latexmk_pdf, report_markdown, run_info_tex
-from prm_lessons.artifacts.verdicts import verdict_rows, verdicts_markdown
+from prm_lessons.artifacts.verdict_rules import verdicts_markdown
+from prm_lessons.artifacts.verdicts import verdict_rows
 from prm_lessons.labels.audit import render_markdown as render_audit
 from prm_lessons.tables import CorruptTableError, read_csv, write_plain_csv, write_text_atomic
 
