@@ -3,8 +3,11 @@ the same quantity: the MC data set the run stands for (analysis.mc_experiment), 
 and Figure 6's judge (the paper used human annotation)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from prm_lessons.artifacts.cells import mc_experiment_comparability
 from prm_lessons.artifacts.defs.fig6_flawed_process import build_fig6
@@ -71,3 +74,32 @@ def test_figure6_judges_a_benchmarks_first_n_samples_only():
            "sampling": {"n": 4}}
     assert plan.judge_sample_cap(cfg, "olympiadbench") == 8
     assert plan.judge_sample_cap(cfg, "train") is None
+
+
+LABELLED = {"mc", "judge", "consensus"}  # label sources whose rows the run trains on its own labelled data
+
+
+def _labelled_variants(files) -> set[str]:
+    from prm_lessons import plan
+    from prm_lessons.config import load_config
+
+    return {name for name, spec in plan.variants(load_config(*files)).items() if spec.get("source") in LABELLED}
+
+
+@pytest.mark.parametrize("files", [["config/config.yaml"], ["config/paper.yaml"]], ids=["embedded", "paper"])
+def test_every_published_row_of_a_self_labelled_variant_is_tagged_and_sized(files, monkeypatch):
+    """The Δ rule for every artifact with published numbers: a row that the run trains on its own MC, judge
+    or consensus labels is compared with the paper's only where published.yaml names the paper's data set
+    (`mc_experiments`) and size (`data_sizes`) for it; a row without them would print a Δ whatever data
+    the run trained it on (as Figure 9's judge row once did)."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    pub, variants = load_published(), _labelled_variants(files)
+    missing = []
+    for aid, table in pub["tables"].items():
+        tags = pub.get("mc_experiments", {}).get(aid, {})
+        sizes = pub.get("data_sizes", {}).get(aid, {})
+        for row in table.get("rows") or []:
+            key = row["key"]
+            if key in variants and not ((key in tags or "*" in tags) and (key in sizes or "*" in sizes)):
+                missing.append(f"{aid}:{key}")
+    assert not missing, f"published rows of self-labelled variants without a data tag or size: {missing}"
