@@ -10,6 +10,7 @@ import math
 import os
 import socket
 import sys
+import warnings
 from pathlib import Path
 from typing import Iterable
 from urllib.parse import urlparse
@@ -24,7 +25,13 @@ from .grading.pool import GRADERS, MAX_WORKERS
 from .grading.rows import grade_rows
 from .labels.stepwise import to_stepwise, write_stepwise
 from .metrics.bon import bon_metrics
-from .metrics.processbench import TUNE_PROTOCOLS, evaluate_processbench, first_error
+from .metrics.processbench import (
+    TUNE_PROTOCOLS,
+    DegenerateTuningWarning,
+    evaluate_processbench,
+    first_error,
+    mark_undefined_f1,
+)
 from .metrics.rows import (
     BON_COLUMNS,
     check_threshold,
@@ -334,34 +341,81 @@ def predictions_from_rows(rows: Iterable[dict], threshold: float,
     return preds, scores
 
 
-def _cli_processbench(args) -> int:
+def _tuning_args(args) -> tuple[float | str, str]:
+    """(threshold, tune_on) of `eval processbench`: an explicit --tune-on implies --tune-threshold; flags that
+    would do nothing (--threshold with tuning, a dev split without tuning or with a protocol that does not
+    read it) are errors naming them."""
+    tune = args.tune_threshold or args.tune_on is not None
+    tune_on = args.tune_on or "auto"
+    if tune and args.threshold is not None:
+        raise ValueError(f"--threshold {args.threshold:g} and "
+                         + (f"--tune-on {args.tune_on}" if args.tune_on else "--tune-threshold")
+                         + ": give a fixed threshold or tuning, not both")
+    for flag, given in (("--dev-data", args.dev_data), ("--dev-predictions", args.dev_predictions)):
+        if given and not tune:
+            raise ValueError(f"{flag} is read only when tuning the threshold (--tune-threshold or --tune-on "
+                             "dev/auto); without tuning it would be ignored")
+        if given and tune_on in ("gsm8k", "crossfit"):
+            raise ValueError(f"{flag}: --tune-on {tune_on} does not read a dev split (use --tune-on dev or auto)")
     if bool(args.dev_data) != bool(args.dev_predictions):
         raise ValueError("--dev-data and --dev-predictions go together")
+    return ("tune" if tune else (0.5 if args.threshold is None else args.threshold)), tune_on
+
+
+def _cli_processbench(args) -> int:
+    thr, tune_on = _tuning_args(args)
     _check_output(args.output)
     cases = _load_cases(args.data, "--data")
-    thr: float | str = "tune" if args.tune_threshold else args.threshold
+    fixed = 0.5 if thr == "tune" else thr  # the predictions of step_scores rows before tuning replaces them
     try:
-        preds, scores = predictions_from_rows(read_records(args.predictions), args.threshold, cases)
+        preds, scores = predictions_from_rows(read_records(args.predictions), fixed, cases)
     except InputError as exc:
         raise exc.within(args.predictions) from None
     dev_cases = dev_scores = None
     if args.dev_data:
         dev_cases = _load_cases(args.dev_data, "--dev-data")
         try:
-            _, dev_scores = predictions_from_rows(read_records(args.dev_predictions), args.threshold, dev_cases)
+            _, dev_scores = predictions_from_rows(read_records(args.dev_predictions), fixed, dev_cases)
         except InputError as exc:
             raise exc.within(args.dev_predictions) from None
-    m, _ = evaluate_processbench(cases, preds, scores, thr, dev_cases=dev_cases, dev_scores=dev_scores,
-                                 bootstrap=args.bootstrap, seed=args.seed, tune_on=args.tune_on)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DegenerateTuningWarning)
+        m, _ = evaluate_processbench(cases, preds, scores, thr, dev_cases=dev_cases, dev_scores=dev_scores,
+                                     bootstrap=args.bootstrap, seed=args.seed, tune_on=tune_on)
+    notes = [str(w.message) for w in caught if issubclass(w.category, DegenerateTuningWarning)]
+    for w in caught:  # numpy's "All-NaN slice" is the interval of an undefined accuracy: said below instead
+        if not issubclass(w.category, DegenerateTuningWarning) and "All-NaN slice" not in str(w.message):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    notes += mark_undefined_f1(m)
     write_json(m, args.output)
     for name, s in m["subsets"].items():
-        print(f"{name:>14}: n={s['n']:5d} error_acc={100 * s['error_acc']:5.1f} "
-              f"correct_acc={100 * s['correct_acc']:5.1f} f1={100 * s['f1']:5.1f}")
-    print(f"{'average F1':>14}: {100 * m['average_f1']:.1f}"
-          + (f"  (unparsable predictions: {m['n_unparsed']})" if m["n_unparsed"] else ""))
+        f1 = (f"F1 undefined ({s['f1_undefined']})" if "f1_undefined" in s
+              else f"f1={_pct(s['f1'])}{_ci_text(s.get('ci', {}).get('f1'))}")
+        print(f"{name:>14}: n={s['n']:5d} error_acc={_pct(s['error_acc'])} correct_acc={_pct(s['correct_acc'])} {f1}")
+    undefined = [f"{n}: {s['f1_undefined']}" for n, s in m["subsets"].items() if "f1_undefined" in s]
+    avg = (f"undefined ({'; '.join(undefined)})" if undefined
+           else f"{100 * m['average_f1']:.1f}{_ci_text(m.get('average_f1_ci'))}")
+    print(f"{'average F1':>14}: {avg}" + (f"  (unparsable predictions: {m['n_unparsed']})" if m["n_unparsed"] else ""))
     if m["tuned_on"]:
         print(f"{'threshold':>14}: {m['threshold']} ({m['threshold_policy']})")
+    if args.bootstrap:
+        print(f"{'intervals':>14}: [low, high] = 95% bootstrap interval, {args.bootstrap:,} resamples "
+              f"(seed {args.seed})")
+    for line in notes:
+        print(f"prm-lessons: warning: {line}", file=sys.stderr)
     return 0
+
+
+def _pct(v) -> str:
+    """A fraction as a percentage, 5 wide ('  n/a' when undefined)."""
+    return "  n/a" if v is None or not math.isfinite(v) else f"{100 * v:5.1f}"
+
+
+def _ci_text(ci) -> str:
+    """' [low, high]' of an interval of fractions, in percent; '' without one (no bootstrap, or undefined)."""
+    if not ci or any(v is None or not math.isfinite(v) for v in ci):
+        return ""
+    return f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
 def _cli_bon(args) -> int:
@@ -391,9 +445,12 @@ def _cli_bon(args) -> int:
         raise exc.within(args.samples) from None
     write_json(m, args.output)
     for name, e in list(m["benchmarks"].items()) + [("average", m["average"])]:
-        vals = " ".join(f"{k}={100 * v:.1f}" for k, v in e.items()
+        vals = " ".join(f"{k}={100 * v:.1f}{_ci_text(e.get('ci', {}).get(k))}" for k, v in e.items()
                         if k not in ("n_problems", "n", "n_benchmarks", "ci"))
         print(f"{name:>14}: {vals}")
+    if args.bootstrap:
+        print(f"{'intervals':>14}: [low, high] = 95% bootstrap interval, {args.bootstrap:,} resamples "
+              f"(seed {args.seed})")
     for col, count in m["n_unscored"].items():
         if count:
             ids = [f"{b}/{p}" for b, lists in m["unscored"].items() for p in lists.get(col, [])]
@@ -421,20 +478,22 @@ def _add_eval(subparsers) -> None:
     pb.add_argument("--data", required=True, help="directory of {subset}.json files, a cases.parquet, or a Hub id")
     pb.add_argument("--predictions", required=True,
                     help='JSONL rows {"id", "prediction"} (int, -1 = no error) or {"id", "step_scores"}')
-    pb.add_argument("--threshold", type=_finite_float, default=0.5,
-                    help="a step is erroneous when its score is below this (default 0.5; a finite number)")
+    pb.add_argument("--threshold", type=_finite_float, default=None,
+                    help="a step is erroneous when its score is below this (default 0.5; a finite number; "
+                         "not with tuning)")
     pb.add_argument("--tune-threshold", action="store_true",
-                    help="tune the threshold instead (--tune-on); needs step_scores")
-    pb.add_argument("--tune-on", choices=TUNE_PROTOCOLS, default="auto",
-                    help="with --tune-threshold: dev = the best average F1 on the dev split (--dev-data and "
-                         "--dev-predictions); crossfit = cross-fitted over 2 folds of the cases (each case is "
-                         "scored with the threshold tuned on the other fold); gsm8k = ProcessBench's rule, the "
-                         "best F1 on the gsm8k subset (in-sample) applied to all; auto (default) = dev with a "
-                         "dev split, else crossfit")
+                    help="tune the threshold instead (--tune-on, default auto); needs step_scores")
+    pb.add_argument("--tune-on", choices=TUNE_PROTOCOLS, default=None,
+                    help="tune the threshold (implies --tune-threshold) by: dev = the best average F1 on the "
+                         "dev split (--dev-data and --dev-predictions); crossfit = cross-fitted over 2 folds of "
+                         "the cases (each case is scored with the threshold tuned on the other fold); gsm8k = "
+                         "ProcessBench's rule, the best F1 on the gsm8k subset (in-sample) applied to all; "
+                         "auto (the default with --tune-threshold) = dev with a dev split, else crossfit")
     pb.add_argument("--dev-data", default=None,
-                    help="the dev split's cases (as --data; no id shared with --data) for --tune-threshold")
+                    help="the dev split's cases (as --data; no id shared with --data) for tuning on the dev "
+                         "split (an error without tuning, or with --tune-on gsm8k/crossfit)")
     pb.add_argument("--dev-predictions", default=None,
-                    help='JSONL rows {"id", "step_scores"} of the dev split for --tune-threshold')
+                    help='JSONL rows {"id", "step_scores"} of the dev split, with --dev-data')
     pb.add_argument("--bootstrap", type=_bootstrap, default=0,
                     help=f"bootstrap resamples for CIs (0 = none; at most {MAX_BOOTSTRAP:,})")
     pb.add_argument("--seed", type=_seed, default=0, help="resampling seed (0..2**32-1)")

@@ -91,8 +91,8 @@ def test_crossfit_never_scores_a_case_with_a_threshold_from_its_own_fold(monkeyp
     calls: list[tuple[set, float]] = []
     real = m_processbench.tune_threshold
 
-    def spy(cases, sc, subset=None):
-        real(cases, sc, subset)  # still validates
+    def spy(cases, sc, subset=None, **kw):
+        real(cases, sc, subset, **kw)  # still validates
         t = (0.3, 0.7)[len(calls)]
         calls.append(({str(i) for i in cases["id"]}, t))
         return t
@@ -261,8 +261,11 @@ def test_cli_tunes_on_the_dev_split_or_cross_fits(tmp_path):
     args.func(args)
     m = json.loads(out.read_text())
     assert m["tuned_on"] == "crossfit" and len(m["threshold"]) == 2
-    args = build_parser().parse_args(base + ["--tune-on", "gsm8k", "--dev-data", dev_dir,
-                                             "--dev-predictions", dev_pred])
+    with pytest.raises(ValueError, match="--dev-data: --tune-on gsm8k does not read a dev split"):
+        args = build_parser().parse_args(base + ["--tune-on", "gsm8k", "--dev-data", dev_dir,
+                                                 "--dev-predictions", dev_pred])
+        args.func(args)
+    args = build_parser().parse_args(base + ["--tune-on", "gsm8k"])
     args.func(args)
     m = json.loads(out.read_text())
     assert m["tuned_on"] == "gsm8k" and m["threshold"] == m_processbench.tune_threshold(

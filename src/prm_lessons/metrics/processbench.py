@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -45,6 +46,46 @@ def _subset_stats(labels: np.ndarray, preds: list) -> dict:
     return {"n": int(len(labels)), "n_error": int(err.sum()), "n_correct": int((~err).sum()),
             "error_acc": e, "correct_acc": c, "f1": f1,
             "n_unparsed": int(sum(p is None for p in preds)), "match": match}
+
+
+def f1_undefined_reason(stats: dict) -> str | None:
+    """Why a subset's F1 (stats: a processbench_metrics subset, with n_error / n_correct) is undefined, or None:
+    F1 is the harmonic mean of the error and the correct accuracy, and a subset without erroneous cases or
+    without clean cases has only one of them. processbench_metrics reports 0.0 there (the workflow's tables
+    keep it, and their subsets always hold both kinds); mark_undefined_f1 says so instead."""
+    if not stats["n_correct"] and not stats["n_error"]:
+        return "no cases"
+    if not stats["n_correct"]:
+        return "no clean cases"
+    if not stats["n_error"]:
+        return "no erroneous cases"
+    return None
+
+
+def mark_undefined_f1(metrics: dict) -> list[str]:
+    """processbench_metrics' output with every undefined F1 (f1_undefined_reason) made NaN in place: the
+    subset's f1 and its interval, with `f1_undefined` = the reason, and the average F1 and its interval
+    (an average over a subset without an F1 has none). Returns one warning line per such subset."""
+    lines = []
+    for name, st in metrics["subsets"].items():
+        why = f1_undefined_reason(st)
+        if why is None:
+            continue
+        st["f1"], st["f1_undefined"] = float("nan"), why
+        if "ci" in st:
+            st["ci"]["f1"] = [float("nan"), float("nan")]
+        lines.append(f"subset {name}: F1 undefined ({why}: {st['n_error']} erroneous, {st['n_correct']} clean "
+                     "case(s)); the average F1 is undefined too")
+    if lines:
+        metrics["average_f1"] = float("nan")
+        if "average_f1_ci" in metrics:
+            metrics["average_f1_ci"] = [float("nan"), float("nan")]
+    return lines
+
+
+class DegenerateTuningWarning(UserWarning):
+    """Threshold tuning on cases of which some subset has no clean or no erroneous case: that subset's F1 is
+    0 at every threshold (it does not inform the choice); when every subset is so, the threshold is arbitrary."""
 
 
 def _pred_by_id(cases: pd.DataFrame, predictions: dict) -> dict:
@@ -108,7 +149,7 @@ def _prefix_minima(step_scores) -> np.ndarray:
     return np.minimum.accumulate(a) if len(a) else a
 
 
-def tune_threshold(cases: pd.DataFrame, scores: dict, subset: str | None = None) -> float:
+def tune_threshold(cases: pd.DataFrame, scores: dict, subset: str | None = None, what: str = "") -> float:
     """Threshold maximising ProcessBench F1 on `cases` (id, subset, label) with step scores `scores`
     (id → list): subset None = the average F1 over all subsets of `cases` (the ProcessBench average);
     a name = that subset's F1 only. Candidates: every distinct step score of the cases considered
@@ -117,7 +158,11 @@ def tune_threshold(cases: pd.DataFrame, scores: dict, subset: str | None = None)
 
     A case's prediction (first i with score_i < T) matches its label on one interval of T: label −1
     on T ≤ min(scores); label l on min(scores[:l+1]) < T ≤ min(scores[:l]); so every candidate is
-    scored at once from interval counts."""
+    scored at once from interval counts.
+
+    A subset of the cases considered without clean or without erroneous cases has F1 0 at every candidate:
+    a DegenerateTuningWarning names it (`what` names the cases: "the dev split", "fold 0"), and says the
+    threshold is arbitrary when no subset has both kinds. The threshold chosen is unchanged."""
     if subset is not None:
         g = cases[cases["subset"].astype(str) == str(subset)]
         if g.empty:
@@ -166,7 +211,19 @@ def tune_threshold(cases: pd.DataFrame, scores: dict, subset: str | None = None)
         c_acc = np.where(n_cor[:, None] > 0, counts[:, 0] / np.maximum(n_cor, 1)[:, None], 0.0)
     f1 = f1_harmonic(e_acc, c_acc)
     avg = np.round(f1.mean(axis=0), 12)  # exact ties → the first (smallest) candidate
-    return float(cand[int(np.argmax(avg))])
+    best = float(cand[int(np.argmax(avg))])
+    degenerate = [(n, "no clean cases" if not n_cor[k] else "no erroneous cases")
+                  for k, n in enumerate(names) if not (n_cor[k] and n_err[k])]
+    if degenerate:
+        where = f"threshold tuning{' on ' + what if what else ''}: " + "; ".join(
+            f"subset {n} has {why} (its F1 is 0 at every threshold)" for n, why in degenerate)
+        if len(degenerate) == len(names):
+            warnings.warn(f"{where}; the tuned threshold {best:.6g} is arbitrary (the smallest candidate); give "
+                          "cases of both kinds or a fixed threshold", DegenerateTuningWarning, stacklevel=2)
+        else:
+            warnings.warn(f"{where}; the threshold is chosen by the other subsets", DegenerateTuningWarning,
+                          stacklevel=2)
+    return best
 
 
 def crossfit_folds(ids: Sequence, subsets: Sequence, labels: Sequence, n_folds: int = 2) -> np.ndarray:
@@ -293,12 +350,12 @@ def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, thresh
                                  f"{', '.join(shared[:10])}" + (" …" if len(shared) > 10 else ""))
             check_processbench_inputs(dev_cases, {}, dev_scores, truncated_ok, what="dev split: ")
             _need_scores(dev_cases, dev_scores, "the dev split")
-            t = tune_threshold(dev_cases, dev_scores)
+            t = tune_threshold(dev_cases, dev_scores, what="the dev split")
             preds = {i: first_error(scores[i], t) for i in ids}
             threshold_used: float | list | None = t
             policy = f"tuned on the dev split ({len(dev_cases)} cases)"
         elif tune_on == "gsm8k":
-            t = tune_threshold(cases, scores, subset="gsm8k")
+            t = tune_threshold(cases, scores, subset="gsm8k", what="the GSM8K subset")
             preds = {i: first_error(scores[i], t) for i in ids}
             threshold_used = t
             n_gsm8k = int((cases["subset"].astype(str) == "gsm8k").sum())
@@ -309,7 +366,7 @@ def evaluate_processbench(cases: pd.DataFrame, preds: dict, scores: dict, thresh
             if min(sizes) == 0:
                 raise ValueError(f"cross-fitting the threshold needs cases in both folds (fold sizes {sizes}); "
                                  "give a dev split or a fixed threshold")
-            ts = [tune_threshold(cases[folds == k], scores) for k in (0, 1)]
+            ts = [tune_threshold(cases[folds == k], scores, what=f"cross-fitting fold {k}") for k in (0, 1)]
             preds = {i: first_error(scores[i], ts[1 - int(f)]) for i, f in zip(ids, folds)}
             threshold_used = ts
             policy = "cross-fitted over 2 folds"
