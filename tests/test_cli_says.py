@@ -169,3 +169,33 @@ def test_normal_subsets_are_unchanged(tmp_path):
     assert m["average_f1"] == lib["average_f1"] and m["average_f1_ci"] == lib["average_f1_ci"]
     assert {k: v["f1"] for k, v in m["subsets"].items()} == {k: v["f1"] for k, v in lib["subsets"].items()}
     assert all("f1_undefined" not in v for v in m["subsets"].values())
+
+
+# -------------------------------------------------------------------------------- d. score checks TRL labels
+
+def test_score_checks_trl_labels_as_trl_labels_does(tmp_path):
+    """Rows whose labels would be passed through misaligned: refused before any model is loaded, each
+    named, with the reasons of labels.stepwise (the checker of rule trl_labels)."""
+    from prm_lessons.labels.stepwise import MALFORMED_REASONS
+
+    rows = [{"prompt": "p", "completions": ["a", "b"], "labels": [True, True]},   # fine
+            {"prompt": "p", "completions": ["a", "b"]},                            # no labels: scored only
+            {"id": "short", "prompt": "p", "completions": ["a", "b"], "labels": [True]},
+            {"id": "text", "prompt": "p", "completions": ["a"], "labels": ["true"]}]
+    f = tmp_path / "trl.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in rows))
+    rc, stdout, stderr = _main(["score", "--prm", str(tmp_path / "no_prm_needed"), "--input", str(f),
+                                "--output", str(tmp_path / "o.jsonl")])
+    assert rc == 2 and not stdout and not (tmp_path / "o.jsonl").exists()
+    lines = stderr.splitlines()
+    assert len(lines) == 2, stderr
+    assert "row 3 (id='short')" in lines[0] and MALFORMED_REASONS["length_mismatch"] in lines[0]
+    assert "1 labels, 2 completions" in lines[0]
+    assert "row 4 (id='text')" in lines[1] and MALFORMED_REASONS["label_not_bool"] in lines[1]
+
+
+def test_score_parse_rows_accepts_good_trl_rows():
+    from prm_lessons.scoring.score_file import parse_rows
+
+    assert parse_rows([{"prompt": "p", "completions": ["a", "b"], "labels": [True, False]},
+                       {"prompt": "q", "completions": ["c"]}]) == [("p", ["a", "b"]), ("q", ["c"])]

@@ -2,7 +2,8 @@
 `prm-lessons score` command.
 
 Rows: `{id?, problem, steps: [...]}` (this project's form) or TRL's stepwise form `{prompt, completions:
-[...]}` (its `labels`, if any, pass through). Every row is checked before a model is loaded; each
+[...]}` (its `labels`, if any, pass through, checked as the workflow's `trl_labels` checks them: one
+boolean per completion, `labels.stepwise.check_row`). Every row is checked before a model is loaded; each
 problem is one line naming the row. The PRM: a directory written by this workflow's training (its
 prm.json says so: adapter `trained`), or a released-format checkpoint with the adapter named by the
 caller (`ADAPTERS`); a Hub id is snapshotted through huggingface_hub (`heads.resolve_dir`). Scores come
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import InputError, json_type
+from ..labels.stepwise import StepwiseRowError, check_row
 from ..models.prm import FORMAT_FILE
 from ..tables import atomic_path, read_json
 from .adapters import ADAPTERS
@@ -50,6 +52,7 @@ def parse_rows(rows: list) -> list[tuple[str, list[str]]]:
         if miss:
             problems.append(f"{where}: lacks field(s) {miss} (rows are {ROW_FORMS})")
             continue
+        before = len(problems)
         q, steps = r[qk], r[sk]
         if hasattr(steps, "tolist") and not isinstance(steps, str):  # a .parquet list column: a numpy array
             steps = steps.tolist()
@@ -62,6 +65,11 @@ def parse_rows(rows: list) -> list[tuple[str, list[str]]]:
             if bad:
                 problems.append(f"{where}: `{sk}[{bad[0]}]` is a JSON {json_type(steps[bad[0]])}, not a string"
                                 + (f" ({len(bad)} such steps)" if len(bad) > 1 else ""))
+        if trl and "labels" in r and len(problems) == before:
+            try:  # labels are passed through: checked as rule trl_labels checks them (one per step, booleans)
+                check_row(r, where)
+            except StepwiseRowError as exc:
+                problems.append(f"{exc} (TRL's stepwise format)")
         if "id" in r:
             if r["id"] is None or isinstance(r["id"], (dict, list)):
                 problems.append(f"{where}: `id` is a JSON {json_type(r['id'])} (give a string or a number, or no id)")
