@@ -59,11 +59,42 @@ def _cli(main, argv) -> tuple[int, str]:
     return code, err.getvalue()
 
 
+def _shared(root: Path, skip: str | None = None) -> Path:
+    """A shared data directory with (empty stand-ins of) every file the rehearsal reads, but `skip`."""
+    for rel in run.needed_shared_files():
+        if rel != skip:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text("")
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def test_an_explicit_shared_directory_is_used_or_refused_never_passed_over(tmp_path, monkeypatch):
+    """--shared or PRM_SHARED that does not exist or lacks a file the rehearsal reads fails at once naming
+    it (and the file), even where ../shared would do."""
+    monkeypatch.setattr(run, "REPO", _shared(tmp_path / "shared").parent / "checkout")  # ../shared: complete
+    monkeypatch.delenv("PRM_SHARED", raising=False)
+    assert run.find_shared() == (tmp_path / "shared").resolve()
+    typo = tmp_path / "typo-shraed"
+    with pytest.raises(SystemExit, match=f"--shared {typo}: no such directory"):
+        run.find_shared(str(typo))
+    monkeypatch.setenv("PRM_SHARED", str(typo))
+    with pytest.raises(SystemExit, match=f"PRM_SHARED={typo}: no such directory"):
+        run.find_shared()
+    half = _shared(tmp_path / "half", skip="data/processbench/math.json")
+    monkeypatch.setenv("PRM_SHARED", str(half))
+    with pytest.raises(SystemExit, match=f"PRM_SHARED={half}: lacks 1 file.*data/processbench/math.json"):
+        run.find_shared()
+    with pytest.raises(SystemExit, match=f"--shared {half}: lacks"):  # the flag wins over the variable
+        run.find_shared(str(half))
+    assert run.find_shared(str(tmp_path / "shared")) == (tmp_path / "shared").resolve()
+    assert "data/processbench/omnimath.json" in run.needed_shared_files()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_rehearsal_out_of_the_user_is_refused_untouched(tmp_path, kind):
     folder = _user_folders(tmp_path)[kind]
-    shared = tmp_path / "shared"
-    (shared / "data").mkdir(parents=True)
+    shared = _shared(tmp_path / "shared")
     before = _tree(tmp_path)
     code, err = _cli(run.main, ["--out", str(folder), "--shared", str(shared)])
     assert code == 2 and len(err.splitlines()) == 1 and f"--out {folder}" in err, err

@@ -39,15 +39,55 @@ from .prm800k_file import write_prm800k
 from .report import REPO, snakemake_cmd, write_report
 
 log = logging.getLogger("prm_lessons.rehearsal")
+CONFIG_DIR = REPO / "config"  # paper.yaml and the rehearsal.yaml overlay
+
+
+def needed_shared_files() -> list[str]:
+    """The files of the shared data directory the rehearsal reads (relative paths, sorted): every
+    `shared/...` path of config/rehearsal.yaml, with {subset} over paper.yaml's ProcessBench subsets, plus
+    the harness file the stand-ins are built from."""
+    overlay = yaml.safe_load((CONFIG_DIR / "rehearsal.yaml").read_text())
+    subsets = yaml.safe_load((CONFIG_DIR / "paper.yaml").read_text())["processbench"]["subsets"]
+    found: set[str] = {"data/bon/math_cot_100_samples.jsonl"}  # prepare_work's stand-ins read it
+
+    def walk(v) -> None:
+        if isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, str) and v.startswith("shared/"):
+            rel = v[len("shared/"):]
+            found.update({rel.format(subset=s) for s in subsets} if "{subset}" in rel else {rel})
+
+    walk(overlay)
+    return sorted(found)
 
 
 def find_shared(explicit: str | None = None) -> Path:
-    """The shared data directory: --shared, $PRM_SHARED, or ../shared beside the checkout."""
-    for cand in (explicit, os.environ.get("PRM_SHARED"), REPO.parent / "shared"):
-        if cand and (Path(cand) / "data").is_dir():
-            return Path(cand).resolve()
-    raise SystemExit("rehearsal: no shared data directory (pass --shared DIR or set PRM_SHARED; it must hold "
-                     "data/bon/*.jsonl and data/processbench/*.json)")
+    """The shared data directory: --shared, $PRM_SHARED, or ../shared beside the checkout. One given
+    explicitly (--shared, or a non-empty PRM_SHARED) is used or refused, never passed over: a directory that
+    does not exist, or lacks a file the rehearsal reads (needed_shared_files), is an error naming it and the
+    flag or variable, before anything is built. ../shared is checked the same way."""
+    env = os.environ.get("PRM_SHARED", "").strip()
+    if explicit:
+        where, cand = f"--shared {explicit}", Path(explicit)
+    elif env:
+        where, cand = f"PRM_SHARED={env}", Path(env)
+    else:
+        cand = REPO.parent / "shared"
+        where = f"{cand} (the default; pass --shared DIR or set PRM_SHARED)"
+        if not (cand / "data").is_dir():
+            raise SystemExit("rehearsal: no shared data directory (pass --shared DIR or set PRM_SHARED; it must "
+                             "hold data/bon/*.jsonl and data/processbench/*.json)")
+    if not cand.is_dir():
+        raise SystemExit(f"rehearsal: {where}: no such directory")
+    missing = [f for f in needed_shared_files() if not (cand / f).is_file()]
+    if missing:
+        raise SystemExit(f"rehearsal: {where}: lacks {len(missing)} file(s) the rehearsal reads: "
+                         + ", ".join(missing[:8]) + (" …" if len(missing) > 8 else ""))
+    return cand.resolve()
 
 
 def prepare_work(work: Path, shared: Path) -> Path:
