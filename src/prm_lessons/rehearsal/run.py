@@ -154,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m prm_lessons.rehearsal.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="results/rehearsal", help="rehearsal directory (wiped unless --resume)")
-    ap.add_argument("--shared", default=None, help="shared data directory (default: ../shared beside the checkout)")
+    ap.add_argument("--shared", default=None,
+                    help="shared data directory (default: $PRM_SHARED, else ../shared beside the checkout); "
+                         "one that does not exist or lacks a file the rehearsal reads is an error")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--resume", action="store_true", help="keep --out and continue an interrupted rehearsal")
     ap.add_argument("snakemake_args", nargs="*", help="extra Snakemake arguments (after --)")
