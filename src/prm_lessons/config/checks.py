@@ -1,91 +1,34 @@
-"""Config loading and validation: every key checked against the JSON schema before any job runs.
-
-Errors name the offending key path (e.g. ``sampling.n_samplez``) so a typo in a sweep file is caught
-at DAG-construction time, not hours later on a GPU node.
-"""
+"""Cross-checks of a validated config: what one key says about another (a role names a defined model, a
+list names known benchmarks, a budget fits the model's context, names do not clash). They read the config
+and change nothing; each error names the key path."""
 from __future__ import annotations
 
-import copy
-import functools
 import json
-import math
-import re
-from fractions import Fraction
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
 
-import jsonschema
-import yaml
-
-from .embedded_model import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
-from .pooling import ARCHITECTURES as VLLM_ARCHITECTURES  # torch-free at import: cheap at DAG time
-from .scoring.options import check_declared_params, check_token_classification_params  # torch-free
-from .templates import OFFICIAL_CRITIC_TEMPLATE, template_problem  # stdlib only
-
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-
-
-class ConfigError(ValueError):
-    """A config value the schema rejects; the message starts with the key path."""
+from ..embedded_model import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
+from ..pooling import ARCHITECTURES as VLLM_ARCHITECTURES  # torch-free at import: cheap at DAG time
+from ..scoring.options import check_declared_params, check_token_classification_params  # torch-free
+from ..templates import OFFICIAL_CRITIC_TEMPLATE, template_problem  # stdlib only
+from .access import used_models
+from .names import (
+    OUTPUT_PATH_KEYS,
+    TEXT_KEYS,
+    ConfigError,
+    _fraction,
+    output_dir_problem,
+    sweep_variant_name,
+    text_problem,
+)
+from .names import config_error as _err
 
 
-# -- names ----------------------------------------------------------------------------------------------
-# Every user-chosen name becomes a wildcard value and a file or directory name, often with a prefix or
-# suffix (critic-<judge>, <name>_predictions.parquet.corrupt, a temporary .<name>.…, two names joined):
-# 64 ASCII characters keep every such file name far below the 255-byte limit of common file systems.
-NAME_CHARS = "A-Za-z0-9_-"
-NAME_MAX = 64
-NAME_RE = re.compile(f"[{NAME_CHARS}]{{1,{NAME_MAX}}}")
-# the wildcard constraint of the name wildcards (workflow/rules/common.smk): the same characters; no
-# length bound there, since `prm` also takes the critic-<judge> rows the workflow names itself
-NAME_WILDCARD = f"[{NAME_CHARS}]+"
-# rows the tables add beside the user's: benchmark / subset `average`; `_baselines` / `_policy` rows;
-# the ProcessBench rows of critics (critic-<judge>) and model-free baselines (baseline_<kind>), which
-# share the `prm` wildcard with the PRMs. Compared case-insensitively.
-RESERVED_NAMES = ("average",)
-RESERVED_PREFIXES = ("_", "critic-", "baseline_")
-
-
-def name_problem(name) -> str | None:
-    """Why `name` cannot be a user-chosen name (the one rule for config names, wildcard values and CLI
-    names), or None when it can."""
-    if not isinstance(name, str):
-        return (f"{name!r} is a YAML {type(name).__name__}, not a string: a name is text (quote it; YAML "
-                "reads unquoted 1, true, null or 1.5 as other types)")
-    if re.fullmatch(NAME_WILDCARD, name) and len(name) > NAME_MAX:
-        return f"name {name[:20]!r}… is {len(name)} characters long (at most {NAME_MAX}: it becomes file names)"
-    if not NAME_RE.fullmatch(name):
-        return (f"name {name!r} is not allowed: a name becomes a wildcard value and a file name, so it may hold "
-                f"only letters, digits, '_' and '-' (no '/', '.', spaces or line breaks), at most {NAME_MAX}")
-    low = name.lower()
-    if low in RESERVED_NAMES or low.startswith(RESERVED_PREFIXES):
-        return (f"name {name!r} is reserved: the tables add rows named {', '.join(RESERVED_NAMES)} and "
-                f"names starting with {', '.join(map(repr, RESERVED_PREFIXES))} (any letter case)")
-    return None
-
-
-# -- free text that reaches a renderer (run.label, run.name) -----------------------------------------------
-# They are printed in the HTML report's captions (reStructuredText), paper/report.md (Markdown) and the
-# LaTeX tables and main.tex; each renderer escapes them, and here they are held to one line of characters
-# pdflatex (utf8 inputenc, T1 fonts: paper/main.tex) can set: printable ASCII, Latin-1, Latin Extended-A
-# and the dashes, quotes, bullet and ellipsis of General Punctuation.
-TEXT_KEYS = (("run", "label"), ("run", "name"))
-TEXT_MAX = 300
-_TEXT_CHAR_RE = re.compile("[\x20-\x7e\u00a0-\u017f\u2010-\u2027]")
-
-
-def text_problem(text) -> str | None:
-    """Why `text` cannot be user text that renderers print (the rule above), or None."""
-    if not isinstance(text, str):
-        return None  # the schema reports the type
-    if len(text) > TEXT_MAX:
-        return f"{len(text)} characters (at most {TEXT_MAX}: it is printed on every table and figure)"
-    for ch in text:
-        if not _TEXT_CHAR_RE.fullmatch(ch) or not ch.isprintable():  # no-break space, soft hyphen: not shown
-            what = "a line break or control character" if ch.isspace() or not ch.isprintable() else "a character"
-            return (f"{what} {ch!r} (U+{ord(ch):04X}) that the paper's LaTeX cannot set: one line of "
-                    "Latin-script text, dashes and quotes")
-    return None
+def check_config(cfg: dict) -> None:
+    """Every cross-check, in order (the first failing one raises)."""
+    _check_texts(cfg)
+    _check_output_paths(cfg)
+    _check_cross_references(cfg)
+    _check_namespaces(cfg)
 
 
 def _check_texts(cfg: dict) -> None:
@@ -96,303 +39,6 @@ def _check_texts(cfg: dict) -> None:
         problem = text_problem(node)
         if problem:
             raise _err(".".join(keys), problem)
-
-
-def check_name(name, key: str) -> str:
-    """`name` when it is an allowed name, else a ConfigError naming `key`."""
-    problem = name_problem(name)
-    if problem:
-        raise _err(key, problem)
-    return name
-
-
-def _printable(part) -> str:
-    # a key with a line break or a control character is shown escaped, so the message stays one line
-    text = str(part)
-    return text if text.isprintable() else repr(text)
-
-
-def _key_path(error: jsonschema.ValidationError) -> str:
-    parts = [_printable(p) for p in error.absolute_path]
-    if "propertyNames" in error.schema_path:
-        # jsonschema reports the map; the offending key is the instance
-        parts.append(_printable(error.instance))
-    elif error.validator == "additionalProperties":
-        # jsonschema reports the parent; name the unknown key itself
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        parts += extra[:1]
-    elif error.validator == "required":
-        # from the message: the defaulting validator may have filled the key since (a `then` runs
-        # before the `properties` that hold its default)
-        parts.append(error.message.split("'")[1] if error.message.startswith("'") else
-                     next((k for k in error.validator_value if k not in error.instance), ""))
-    return ".".join(parts) or "<root>"
-
-
-@functools.lru_cache(maxsize=None)
-def ecma_pattern(pattern: str) -> re.Pattern:
-    """A JSON Schema `pattern` (an ECMA-262 regex) compiled for Python: ECMA's `$` (no multiline flag)
-    matches only at the end of the string, Python's also before a final newline (jsonschema's own
-    `pattern` check, re.search, lets "name\\n" through `^...$`); so each `$` outside a class becomes `\\Z`."""
-    out, i, in_class = [], 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if c == "[":
-            in_class = True
-        elif c == "]":
-            in_class = False
-        elif c == "$" and not in_class:
-            c = r"\Z"
-        out.append(c)
-        i += 1
-    return re.compile("".join(out))
-
-
-def _pattern(validator, patrn, instance, schema):
-    if validator.is_type(instance, "string") and not ecma_pattern(patrn).search(instance):
-        yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
-
-
-def _name_keyword(validator, value, instance, schema):
-    """`x-name: true` ($defs/name): the one name rule, name_problem."""
-    problem = value and name_problem(instance)
-    if problem:
-        yield jsonschema.ValidationError(problem)
-
-
-def _defaulting_validator(schema: dict):
-    """A Draft 2020-12 validator that also fills `default:` values (as snakemake.utils.validate does),
-    matches `pattern` with ECMA semantics (ecma_pattern) and applies the name rule (`x-name`)."""
-    base = jsonschema.Draft202012Validator
-
-    def set_defaults(validator, properties, instance, schema):
-        if isinstance(instance, dict):
-            for name, sub in properties.items():
-                if "default" in sub and name not in instance:
-                    instance[name] = copy.deepcopy(sub["default"])
-        yield from base.VALIDATORS["properties"](validator, properties, instance, schema)
-
-    cls = jsonschema.validators.extend(base, {"properties": set_defaults, "pattern": _pattern,
-                                              "x-name": _name_keyword})
-    return cls(schema)
-
-
-def load_schema(path: str | Path | None = None) -> dict:
-    with open(path or SCHEMA_PATH) as fh:
-        return yaml.safe_load(fh)
-
-
-def _condition(schema: dict, schema_path) -> str:
-    """The `if` a `then` error came from, as `key: value` (e.g. `source: local`), or ''."""
-    node, cond = schema, ""
-    for part in schema_path:
-        # jsonschema leaves `$ref` out of schema_path: follow a (local, "#/$defs/<name>") reference
-        # when the next part is not in the referring schema itself
-        while isinstance(node, dict) and part not in node and "$ref" in node:
-            ref, node = node["$ref"], schema
-            for seg in ref.split("/")[1:]:
-                node = node[seg]
-        if isinstance(node, dict) and part == "then" and "if" in node:
-            props = node["if"].get("properties", {})
-            cond = ", ".join(f"{k}: {v['const']}" for k, v in props.items() if "const" in v)
-        try:
-            node = node[part]
-        except (KeyError, IndexError, TypeError):
-            break
-    return cond
-
-
-def _describe(alternative: dict) -> str:
-    if "const" in alternative:
-        return repr(alternative["const"])
-    return {"number": "a number", "integer": "an integer", "string": "a string", "null": "null"}.get(
-        alternative.get("type"), str(alternative))
-
-
-def _message(err: jsonschema.ValidationError, schema: dict) -> str:
-    defs = schema.get("$defs", {})
-    if err.validator == "additionalProperties":
-        msg = f"unknown key (allowed: {', '.join(sorted(err.schema.get('properties', {})))})"
-    elif err.validator == "required":
-        msg = "missing required value"
-    elif err.schema == defs.get("name"):
-        # every check of the name def gives the one rule's message (deduplicated per key)
-        msg = name_problem(err.instance) or err.message
-    elif err.schema == defs.get("hub_id"):
-        msg = (f"{err.instance!r} is not a Hugging Face repository id (`name` or `org/name`: letters, "
-               "digits, '_', '-', '.'; no '..' or '--')")
-    elif err.validator == "minProperties" and not err.instance:
-        msg = "must not be empty"
-    elif err.validator == "anyOf":
-        msg = f"{err.instance!r} is not {' or '.join(map(_describe, err.validator_value))}"
-    else:
-        msg = err.message
-    cond = _condition(schema, err.schema_path) if "then" in err.schema_path else ""
-    return f"{msg} (with `{cond}`)" if cond else msg
-
-
-# A config of the shipped kind has ~2,000 nodes; a YAML alias bomb (each level naming the one below
-# many times) has billions once expanded, which a validator walking the tree would visit one by one.
-MAX_CONFIG_NODES = 200_000
-# numpy.random.seed (transformers.set_seed, hence training) takes 0 ≤ seed < 2**32; every seed key is
-# held to that, so a seed fails here, not in a job
-SEED_RANGE = (0, 2**32 - 1)
-INT64_MAX = 2**63 - 1  # pyarrow, numpy and torch hold integers in 64 bits
-
-
-def _expanded_nodes(value, memo: dict) -> int:
-    """Nodes of the tree as a validator walks it: a mapping or list named n times (a YAML alias) counts
-    n times; memoised by identity, so this costs the distinct nodes only."""
-    key = id(value)
-    if key in memo:
-        return memo[key]
-    memo[key] = 1  # a cycle (not produced by YAML's safe loader) counts once
-    if isinstance(value, dict):
-        n = 1 + sum(_expanded_nodes(v, memo) for v in value.values()) + len(value)
-    elif isinstance(value, list):
-        n = 1 + sum(_expanded_nodes(v, memo) for v in value)
-    else:
-        n = 1
-    memo[key] = n
-    return n
-
-
-def _check_size(cfg) -> None:
-    n = _expanded_nodes(cfg, {})
-    if n > MAX_CONFIG_NODES:
-        raise _err("<root>", f"the config expands to {n:,} values (at most {MAX_CONFIG_NODES:,}): YAML aliases "
-                             "(*name) repeat a large block many times")
-
-
-def _check_integers(value, path: str = "") -> None:
-    """Every seed within what numpy accepts (SEED_RANGE); every other integer within 64 bits."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _check_integers(v, f"{path}.{k}" if path else str(k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _check_integers(v, f"{path}.{i}")
-    elif isinstance(value, int) and not isinstance(value, bool):
-        low, high = SEED_RANGE if path.rsplit(".", 1)[-1] == "seed" else (-INT64_MAX - 1, INT64_MAX)
-        if not low <= value <= high:
-            raise _err(path, f"{value} is outside {low}..{high}" + (" (the seeds numpy accepts)" if high == SEED_RANGE[1]
-                                                                    else " (a 64-bit integer)"))
-
-
-def validate_config(config: dict, schema_path: str | Path | None = None) -> dict:
-    """Validate (and fill defaults in) a config dict; raise ConfigError naming the first bad key path."""
-    _check_size(config)
-    schema = load_schema(schema_path)
-    cfg = copy.deepcopy(dict(config))
-    validator = _defaulting_validator(schema)
-    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        # dict.fromkeys: one line per message (a hub id can break both its pattern and its `not`)
-        lines = list(dict.fromkeys(f"config error at `{_key_path(err)}`: {_message(err, schema)}"
-                                   for err in errors))[:10]
-        raise ConfigError("\n".join(lines))
-    _check_finite(cfg)
-    _check_integers(cfg)
-    if ((cfg.get("training") or {}).get("max_steps")) == 0:
-        raise _err("training.max_steps", "0 optimizer steps: give a number ≥ 1, or -1 to train for `epochs`")
-    _check_texts(cfg)
-    _drop_disabled_benchmarks(cfg)
-    _apply_seed_replica(cfg)
-    _check_output_paths(cfg)
-    _check_cross_references(cfg)
-    _check_namespaces(cfg)
-    return cfg
-
-
-def _drop_disabled_benchmarks(cfg: dict) -> None:
-    """benchmarks.<name>.enabled: false removes the entry before anything reads the config (an overlay
-    cannot delete a key); `enabled` is removed from the others, so it changes no job's params."""
-    cons = (cfg.get("processbench") or {}).get("constructed") or {}
-    for where, entries in (("problems", cfg.get("problems")), ("processbench.constructed.subsets", cons.get("subsets")),
-                           ("processbench.constructed.dev.subsets", (cons.get("dev") or {}).get("subsets"))):
-        for name, spec in (entries or {}).items():
-            if "enabled" in spec:
-                raise _err(f"{where}.{name}.enabled", "only benchmarks can be switched off")
-    benchmarks = cfg.get("benchmarks") or {}
-    for name in list(benchmarks):
-        if benchmarks[name].pop("enabled", True) is False:
-            del benchmarks[name]
-    if "benchmarks" in cfg and not benchmarks:
-        raise _err("benchmarks", "every benchmark has enabled: false; at least one must stay")
-
-
-# the seeds a seed replica (run.seed) draws again: sampling, MC and judge labels, training
-SEEDED_SECTIONS = ("sampling", "mc", "judge", "training")
-
-
-def _apply_seed_replica(cfg: dict) -> None:
-    """run.seed: the run is a seed replica named seed<value> (Table 6's seed spread finds it by that name)
-    with that seed in every SEEDED_SECTIONS section; it reports no spread of its own (analysis.seeds)."""
-    seed = (cfg.get("run") or {}).get("seed")
-    if seed is None:
-        return
-    if cfg["run"].get("name") != f"seed{seed}":
-        raise _err("run.name", f"a seed replica (run.seed: {seed}) is named seed{seed}, not "
-                               f"{cfg['run'].get('name')!r} (the base run's Table 6 reads runs/seed{seed}/)")
-    for section in SEEDED_SECTIONS:
-        if section in cfg:
-            cfg[section]["seed"] = int(seed)
-    if cfg.get("analysis"):
-        cfg["analysis"]["seeds"] = []
-
-
-def _err(path: str, msg: str) -> ConfigError:
-    return ConfigError(f"config error at `{path}`: {msg}")
-
-
-def _check_finite(value, path: str = "") -> None:
-    """YAML's .nan / .inf pass the schema's `type: number` and every bound (comparisons with NaN are
-    false); no key has a use for them."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _check_finite(v, f"{path}.{k}" if path else str(k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _check_finite(v, f"{path}.{i}")
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise _err(path, f"{value} is not a finite number")
-
-
-# Config values that become Snakemake outputs: Snakemake empties an output directory before its job, so
-# such a folder must be the workflow's own. The rule: a sub-folder of resources/ (OUTPUT_PARENT) given as
-# a relative path of names (name rule characters: no '.', '..', '~', spaces or hidden folders), which is
-# neither resources/ itself nor inside or around a folder other rules write (WORKFLOW_OUTPUT_DIRS). So it
-# can never be the working directory, results/, config/, logs/, paper/, the checkout or a folder the user
-# keeps. Input paths (data files, local models, hub.cache_dir, ../shared/...) may point anywhere.
-OUTPUT_PATH_KEYS = (("hub", "models_dir"),)
-OUTPUT_PARENT = "resources"
-WORKFLOW_OUTPUT_DIRS = ("resources/data", "resources/models", "resources/templates")
-
-
-def output_dir_problem(value) -> str | None:
-    """Why `value` cannot be a configurable output folder (the rule above), or None."""
-    text = str(value)
-    p = PurePosixPath(text)
-    if p.is_absolute() or text.startswith("~") or ".." in p.parts:
-        return (f"{text!r} must be a relative path inside the working directory (no absolute path, no '~', "
-                "no '..'): rule outputs are written and deleted there")
-    bad = [part for part in p.parts if not NAME_RE.fullmatch(part)]
-    if bad or not text.strip():
-        return (f"{text!r}: each folder of the path is a name (letters, digits, '_', '-'; no '.', spaces or line "
-                "breaks)")
-    if len(p.parts) < 2 or p.parts[0] != OUTPUT_PARENT:
-        return (f"{text!r} is not a dedicated folder: an output folder is a sub-folder of {OUTPUT_PARENT}/ (e.g. "
-                f"{OUTPUT_PARENT}/hub), since Snakemake empties it, and so never the working directory, results/, "
-                "config/, logs/ or a folder you keep")
-    for other in WORKFLOW_OUTPUT_DIRS:
-        o = PurePosixPath(other)
-        if p == o or o in p.parents or p in o.parents:
-            return f"{text!r} overlaps {other}/, which other rules of the workflow write"
-    return None
 
 
 def _check_output_paths(cfg: dict) -> None:
@@ -465,8 +111,7 @@ def _check_cross_references(cfg: dict) -> None:
         # the main tables are at bon.n; bon.more_n's N are evaluated on their own benchmarks only
         raise _err("analysis.n", f"{n} differs from bon.n = {bon_n}, the N of the main tables "
                                  "(leave analysis.n null to use it)")
-    if isinstance(cfg.get("analysis"), dict) and n is None and bon_n is not None:
-        cfg["analysis"]["n"] = bon_n  # the tables read bon.csv at bon.n, never at a bon.more_n N
+    # (analysis.n null is set to bon.n by derive.derived_config)
     for name in sorted(used_models(cfg)):
         entry = models[name]
         if entry.get("source") == "hub" and not entry.get("revision"):
@@ -812,17 +457,6 @@ def _check_templates(cfg: dict) -> None:
             _check_template_file(bj[key], kind, f"bon_judges.{key}")
 
 
-def _fraction(t) -> Fraction:
-    # = prm_lessons.labels.mc.as_fraction, which this DAG-time module does not import (job code)
-    return t if isinstance(t, Fraction) else Fraction(str(t)).limit_denominator(1000)
-
-
-def sweep_variant_name(t) -> str:
-    """The MC threshold sweep's variant for threshold t: `mc_hard_t{p}of{q}` (0.125 → mc_hard_t1of8)."""
-    f = _fraction(t)
-    return f"mc_hard_t{f.numerator}" + (f"of{f.denominator}" if f.denominator != 1 else "")
-
-
 def _is_sweep_spec(spec: dict, t) -> bool:
     """Whether a declared variant is the sweep's hard MC variant at t (plan.variants then reuses it)."""
     return (spec.get("source") == "mc" and spec.get("label_type", "hard") == "hard" and not spec.get("datasets")
@@ -908,154 +542,3 @@ def _check_namespaces(cfg: dict) -> None:
                             "ProcessBench rows of critics and baselines")
 
 
-# -- reading config files ---------------------------------------------------------------------------------
-# Snakemake reads --configfile itself (JSON, else YAML through YTE); its YAML keeps the last of two equal
-# keys silently. The workflow reads each file again with this loader (common.smk, before validation), so
-# a repeated key, a YTE template or an alias bomb is an error naming the file and line.
-
-class _StrictLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses a key repeated in one mapping (YAML's last-wins would hide a typo)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen: dict = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: merging is what it is for
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                first = seen.setdefault(key, key_node.start_mark.line + 1)
-            except TypeError:  # an unhashable key (a list): the schema reports it
-                continue
-            if first != key_node.start_mark.line + 1:
-                raise ConfigError(f"{self.name}: line {key_node.start_mark.line + 1}: key {key!r} appears twice in "
-                                  f"one mapping (first at line {first}); YAML would silently keep the last")
-        return super().construct_mapping(node, deep)
-
-
-def read_config_file(path: str | Path) -> dict:
-    """One config file, read strictly: no repeated key, no YTE template (`__use_yte__`), at most
-    MAX_CONFIG_NODES values with aliases expanded; errors name the file (and line)."""
-    text = Path(path).read_text(encoding="utf-8")
-    loader = _StrictLoader(text)
-    loader.name = str(path)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return {}
-        n = _expanded_nodes_yaml(node, {})
-        if n > MAX_CONFIG_NODES:
-            raise ConfigError(f"{path}: expands to {n:,} values (at most {MAX_CONFIG_NODES:,}): YAML aliases "
-                              "(*name) repeat a large block many times")
-        data = loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    finally:
-        loader.dispose()
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a config file is a mapping of keys at the top level")
-    if "__use_yte__" in data:
-        # Snakemake has already run the template (and any Python in it) by now; this stops the run
-        raise ConfigError(f"{path}: `__use_yte__` turns on YTE templating, which runs Python from the config "
-                          "file; this workflow's configs are data only (write the values out)")
-    return data
-
-
-def _expanded_nodes_yaml(node, memo: dict) -> int:
-    """_expanded_nodes on a composed YAML node graph (an alias is the same node object)."""
-    key = id(node)
-    if key in memo:
-        return memo[key]
-    memo[key] = 1
-    if isinstance(node, yaml.MappingNode):
-        n = 1 + sum(_expanded_nodes_yaml(k, memo) + _expanded_nodes_yaml(v, memo) for k, v in node.value)
-    elif isinstance(node, yaml.SequenceNode):
-        n = 1 + sum(_expanded_nodes_yaml(v, memo) for v in node.value)
-    else:
-        n = 1
-    memo[key] = n
-    return n
-
-
-def check_config_files(paths) -> None:
-    """Read every config file Snakemake was given strictly (read_config_file); raises ConfigError."""
-    for p in paths:
-        read_config_file(p)
-
-
-def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:
-    """Merge YAML files left to right (later wins, nested dicts merged) and validate."""
-    merged: dict[str, Any] = {}
-    for p in paths:
-        deep_update(merged, read_config_file(p))
-    if overrides:
-        deep_update(merged, overrides)
-    return validate_config(merged)
-
-
-def deep_update(base: dict, new: dict) -> dict:
-    for k, v in new.items():
-        if isinstance(v, dict) and isinstance(base.get(k), dict):
-            deep_update(base[k], v)
-        else:
-            base[k] = copy.deepcopy(v)
-    return base
-
-
-def model_entry(config: dict, role_or_name: str) -> dict:
-    """The model entry for a role (`policy`, `completer`, `judge`, …) or a model name."""
-    name = config.get("roles", {}).get(role_or_name, role_or_name)
-    try:
-        entry = dict(config["models"][name])
-    except KeyError:
-        raise ConfigError(f"config error at `models.{name}`: model not defined") from None
-    entry["name"] = name
-    return entry
-
-
-def used_models(cfg: dict) -> set[str]:
-    """Model entries some rule loads: the roles, the training base, released PRMs (and their reference
-    models), the enabled critics and Best-of-N judges."""
-    models, roles = cfg.get("models", {}), cfg.get("roles", {}) or {}
-    names = set(roles.values())
-    base = (cfg.get("training") or {}).get("base")
-    if base:
-        names.add(roles.get(base, base))
-    for e in ((cfg.get("prms") or {}).get("models") or {}).values():
-        names.update(n for n in (e.get("model"), e.get("ref_model")) if n)
-    # a switched-off critic or judge (enabled: false) loads nothing
-    names.update(e["model"] for e in ((cfg.get("critics") or {}).get("judges") or {}).values()
-                 if e.get("enabled") is not False)
-    names.update(j.get("model") for j in ((cfg.get("bon_judges") or {}).get("judges") or {}).values()
-                 if j.get("enabled") is not False)
-    names.update(p.get("model") for p in ((cfg.get("bon") or {}).get("policies") or {}).values())
-    names.update(d.get(k) for d in (cfg.get("data_policies") or {}).values() for k in ("model", "completer"))
-    if (cfg.get("search") or {}).get("prms") and cfg["search"].get("policy"):
-        names.add(cfg["search"]["policy"])
-    return {n for n in names if n in models}
-
-
-def config_strings(value) -> set[str]:
-    """Every string value of a config: the files the user named (`path`, `template_path`, a local model's
-    `id`, …) among them, which tables.quarantine never moves, wherever they lie."""
-    if isinstance(value, dict):
-        return set().union(*map(config_strings, value.values())) if value else set()
-    if isinstance(value, (list, tuple)):
-        return set().union(*map(config_strings, value)) if value else set()
-    return {value} if isinstance(value, str) and value else set()
-
-
-def hub_models_dir(config: dict) -> str:
-    """Directory holding one linked snapshot per Hub model (rule download_model)."""
-    return str((config.get("hub") or {}).get("models_dir") or "resources/hub").rstrip("/")
-
-
-def model_path(config: dict, role_or_name: str) -> str:
-    """Where a job loads a model from: a local directory for every source. Embedded models are converted
-    into resources/models/<name>, Hub models linked into {hub.models_dir}/<name> by rule download_model,
-    local models are their own directory."""
-    entry = model_entry(config, role_or_name)
-    if entry["source"] == "embedded":
-        return f"resources/models/{entry['name']}"
-    if entry["source"] == "hub":
-        return f"{hub_models_dir(config)}/{entry['name']}"
-    return entry["id"]
