@@ -8,8 +8,6 @@ user wrote, with defaults; these are the run's reading of it):
 - analysis.n: null means bon.n (else sampling.n), the N of the main tables."""
 from __future__ import annotations
 
-from .names import config_error
-
 # the seeds a seed replica (run.seed) draws again: sampling, MC and judge labels, training
 SEEDED_SECTIONS = ("sampling", "mc", "judge", "training")
 
@@ -23,29 +21,19 @@ def derive(cfg: dict) -> dict:
 
 
 def _drop_disabled_benchmarks(cfg: dict) -> None:
-    cons = cfg.get("processbench", {}).get("constructed", {})
-    for where, entries in (("problems", cfg.get("problems")), ("processbench.constructed.subsets", cons.get("subsets")),
-                           ("processbench.constructed.dev.subsets", cons.get("dev", {}).get("subsets"))):
-        for name, spec in (entries or {}).items():
-            if "enabled" in spec:
-                raise config_error(f"{where}.{name}.enabled", "only benchmarks can be switched off")
-    benchmarks = cfg.get("benchmarks", {})
+    """(checks: only benchmarks have `enabled`, and one at least stays)"""
+    benchmarks = cfg["benchmarks"]
     for name in list(benchmarks):
         if benchmarks[name].pop("enabled", True) is False:
             del benchmarks[name]
-    if "benchmarks" in cfg and not benchmarks:
-        raise config_error("benchmarks", "every benchmark has enabled: false; at least one must stay")
 
 
 def _apply_seed_replica(cfg: dict) -> None:
-    """run.seed: the run is a seed replica named seed<value> (Table 6's seed spread finds it by that name)
+    """run.seed: the run is a seed replica (checks: named seed<value>, as Table 6's seed spread finds it by that name)
     with that seed in every SEEDED_SECTIONS section; it reports no spread of its own (analysis.seeds)."""
-    seed = cfg["run"].get("seed")
+    seed = cfg["run"]["seed"]
     if seed is None:
         return
-    if cfg["run"].get("name") != f"seed{seed}":
-        raise config_error("run.name", f"a seed replica (run.seed: {seed}) is named seed{seed}, not "
-                                       f"{cfg['run'].get('name')!r} (the base run's Table 6 reads runs/seed{seed}/)")
     for section in SEEDED_SECTIONS:
         cfg[section]["seed"] = int(seed)
     cfg["analysis"]["seeds"] = []

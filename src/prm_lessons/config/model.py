@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .base import Name, Number, Section, unique
+from .checks import check_config
 from .model_common import Dataset, ModelEntry
 from .model_evaluation import Bon, BonJudges, Critics, ProcessbenchEval, Search
 from .model_labels import Audit, Consensus, Human, Judge, MathShepherd, Mc, ProcessCheck, Trainsets
@@ -323,3 +324,8 @@ class Config(Section):
             "The paper's tables and figures and the Best-of-N bias analyses (prm_lessons.analysis / "
             "figures); how this run's rows and columns map to the paper's."))
     paper: Paper = Field(default_factory=Paper, description='paper/: report.md (always), main.pdf via latexmk.')
+
+    @model_validator(mode="after")
+    def _cross_checks(self):
+        check_config(self)
+        return self

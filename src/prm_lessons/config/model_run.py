@@ -488,3 +488,11 @@ class Training(Section):
     threads: Annotated[int, Field(ge=1)] = Field(
         default=2,
         description='CPU threads per training job (torch threads on CPU; data work on GPU).')
+
+
+    @model_validator(mode="after")
+    def _steps(self):
+        if self.max_steps == 0:
+            raise fail("max_steps", "0 optimizer steps: give a number ≥ 1, or -1 to train for `epochs`")
+        return self
+

@@ -152,14 +152,14 @@ def output_dir_problem(value) -> str | None:
     return None
 
 
-def _fraction(t) -> Fraction:
+def threshold_fraction(t) -> Fraction:
     # = prm_lessons.labels.mc.as_fraction, which this DAG-time module does not import (job code)
     return t if isinstance(t, Fraction) else Fraction(str(t)).limit_denominator(1000)
 
 
 def sweep_variant_name(t) -> str:
     """The MC threshold sweep's variant for threshold t: `mc_hard_t{p}of{q}` (0.125 → mc_hard_t1of8)."""
-    f = _fraction(t)
+    f = threshold_fraction(t)
     return f"mc_hard_t{f.numerator}" + (f"of{f.denominator}" if f.denominator != 1 else "")
 
 
