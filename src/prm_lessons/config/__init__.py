@@ -5,9 +5,8 @@ Snakemake and the plan receive a plain dict (validate_config); `typed_config` gi
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
-
-import yaml
 
 from .access import config_strings, hub_models_dir, model_entry, model_path, used_models
 from .derive import SEEDED_SECTIONS, derive
@@ -36,12 +35,27 @@ from .names import (
 )
 from .validate import INT64_MAX, SEED_RANGE, load_config, typed_config, validate_config
 
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.json"
 
 
 def load_schema(path: str | Path | None = None) -> dict:
-    with open(path or SCHEMA_PATH) as fh:
-        return yaml.safe_load(fh)
+    """The generated JSON Schema (docs.json_schema_text) with its `$ref`s inlined, so a key's schema is at
+    ["properties"][section]["properties"][key] (a recursive reference, a mix's parts, stays a `$ref`)."""
+    schema = json.loads(Path(path or SCHEMA_PATH).read_text(encoding="utf-8"))
+    defs = schema.get("$defs", {})
+
+    def inline(node, seen: tuple):
+        if isinstance(node, list):
+            return [inline(v, seen) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref", "")
+        if ref.startswith("#/$defs/") and ref not in seen:
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            return inline({**defs[ref.split("/")[-1]], **rest}, (*seen, ref))
+        return {k: inline(v, seen) for k, v in node.items() if k != "$defs"}
+
+    return inline(schema, ())
 
 
 __all__ = [

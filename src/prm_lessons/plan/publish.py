@@ -6,7 +6,7 @@ import re
 from .evaluation import trained_variants
 from .trainsets import variants
 
-# huggingface_hub's repo id rule (validate_repo_id), as the config schema's $defs/hub_id
+# huggingface_hub's repo id rule (validate_repo_id), as prm_lessons.config.names.hub_id_problem
 REPO_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 REPO_ID_MAX = 96
 
