@@ -19,21 +19,21 @@ def model_entry(config: dict, role_or_name: str) -> dict:
 def used_models(cfg: dict) -> set[str]:
     """Model entries some rule loads: the roles, the training base, released PRMs (and their reference
     models), the enabled critics and Best-of-N judges."""
-    models, roles = cfg.get("models", {}), cfg.get("roles", {}) or {}
+    models, roles = cfg.get("models", {}), cfg.get("roles", {})
     names = set(roles.values())
-    base = (cfg.get("training") or {}).get("base")
+    base = cfg.get("training", {}).get("base")
     if base:
         names.add(roles.get(base, base))
-    for e in ((cfg.get("prms") or {}).get("models") or {}).values():
+    for e in cfg.get("prms", {}).get("models", {}).values():
         names.update(n for n in (e.get("model"), e.get("ref_model")) if n)
     # a switched-off critic or judge (enabled: false) loads nothing
-    names.update(e["model"] for e in ((cfg.get("critics") or {}).get("judges") or {}).values()
+    names.update(e["model"] for e in cfg.get("critics", {}).get("judges", {}).values()
                  if e.get("enabled") is not False)
-    names.update(j.get("model") for j in ((cfg.get("bon_judges") or {}).get("judges") or {}).values()
+    names.update(j.get("model") for j in cfg.get("bon_judges", {}).get("judges", {}).values()
                  if j.get("enabled") is not False)
-    names.update(p.get("model") for p in ((cfg.get("bon") or {}).get("policies") or {}).values())
-    names.update(d.get(k) for d in (cfg.get("data_policies") or {}).values() for k in ("model", "completer"))
-    if (cfg.get("search") or {}).get("prms") and cfg["search"].get("policy"):
+    names.update(p.get("model") for p in cfg.get("bon", {}).get("policies", {}).values())
+    names.update(d.get(k) for d in cfg.get("data_policies", {}).values() for k in ("model", "completer"))
+    if cfg.get("search", {}).get("prms") and cfg["search"].get("policy"):
         names.add(cfg["search"]["policy"])
     return {n for n in names if n in models}
 
@@ -50,7 +50,7 @@ def config_strings(value) -> set[str]:
 
 def hub_models_dir(config: dict) -> str:
     """Directory holding one linked snapshot per Hub model (rule download_model)."""
-    return str((config.get("hub") or {}).get("models_dir") or "resources/hub").rstrip("/")
+    return str(config.get("hub", {}).get("models_dir") or "resources/hub").rstrip("/")
 
 
 def model_path(config: dict, role_or_name: str) -> str:

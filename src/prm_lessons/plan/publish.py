@@ -14,7 +14,7 @@ REPO_ID_MAX = 96
 def upload_repos(config: dict) -> dict[str, str]:
     """Training-set variant -> the Hub repository its PRM is uploaded to (`<repo_prefix><variant>`); {} when
     hub.upload is off. A variant that is not trained, or a repo id the Hub would refuse, is a config error."""
-    up = (config.get("hub") or {}).get("upload") or {}
+    up = config.get("hub", {}).get("upload", {})
     if not up.get("enabled"):
         return {}
     known = variants(config)
