@@ -15,6 +15,7 @@ from .load import MAX_CONFIG_NODES, deep_update, read_config_file
 from .model import Config
 from .model_scoring import ADAPTERS
 from .names import ConfigError, config_error
+from .order import ordered
 
 # numpy.random.seed (transformers.set_seed, hence training) takes 0 ≤ seed < 2**32; every seed key is
 # held to that, so a seed fails here, not in a job
@@ -28,7 +29,8 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
     _check_size(config)
     _check_finite(config)
     _check_integers(config)
-    return derive(typed_config(copy.deepcopy(dict(config))).model_dump())
+    raw = copy.deepcopy(dict(config))
+    return derive(ordered(typed_config(raw).model_dump(), raw, Config))
 
 
 def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:
