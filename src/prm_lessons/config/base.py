@@ -128,3 +128,12 @@ def _threshold(value):
 # a ProcessBench threshold: a number, or 'tune' (chosen by processbench_eval.tune_on)
 Threshold = Annotated[int | float | str, BeforeValidator(_threshold), WithJsonSchema(
     {"anyOf": [{"type": "number"}, {"const": "tune"}]})]
+
+
+def when(**rules: dict) -> ConfigDict:
+    """The JSON Schema `if`/`then` of a model's conditional keys, for editors (the model's validator is what
+    checks them): when("source", local=["path"]) → if source is local, path is required."""
+    (key, branches), = rules.items()
+    return ConfigDict(json_schema_extra={"allOf": [
+        {"if": {"properties": {key: {"const": value}}, "required": [key]}, "then": {"required": required}}
+        for value, required in branches.items()]})

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from .base import MISSING, Name, Number, Section, fail, given, then
+from .base import MISSING, Name, Number, Section, fail, given, then, when
 from .names import hub_id_problem
 
 
@@ -143,6 +143,7 @@ PART_SOURCES = ("reasoning_gym", "hub", "local")  # a part of a mix is no mix or
 
 
 class Dataset(Section):
+    model_config = when(source={"url": ["url"], "local": ["path"], "reasoning_gym": ["generator", "size"], "hub": ["id"], "mix": ["parts"]})
     source: Literal['reasoning_gym', 'hub', 'local', 'url', 'mix'] = Field(
         description=(
             'reasoning_gym (procedural generator), hub (Hugging Face dataset), local '

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import MISSING, HubId, Name, Number, Section, then
+from .base import MISSING, HubId, Name, Number, Section, then, when
 from .model_common import Dataset
 
 
@@ -174,6 +174,7 @@ class Judge(Section):
 
 
 class HumanPrm800k(Section):
+    model_config = when(source={"local": ["path"]})
     source: Literal['hub', 'local'] = Field(
         default='hub',
         description='hub: download from a Hugging Face dataset repository; local: a directory.')
@@ -263,6 +264,7 @@ class Human(Section):
 
 
 class MathShepherd(Section):
+    model_config = when(source={"local": ["path"]})
     source: Literal['hub', 'local'] = Field(
         default='hub',
         description=(
@@ -344,6 +346,7 @@ class Audit(Section):
 
 
 class TrainsetsVariantsEntryTrl(Section):
+    model_config = when(source={"local": ["path"], "hub": ["id", "revision"]})
     source: Literal['hub', 'local'] = Field(
         description=(
             'hub: the dataset `id` at `revision` (datasets.load_dataset, split `split`); local: the '
@@ -388,6 +391,7 @@ class TrainsetsVariantsEntryTrl(Section):
 
 
 class TrainsetsVariantsEntry(Section):
+    model_config = when(source={"trl": ["trl"]})
     source: Literal['mc', 'judge', 'human', 'consensus', 'math_shepherd', 'checker', 'trl'] = Field(
         description=(
             'Label source (math_shepherd: the released Math-Shepherd labels of the `math_shepherd` '

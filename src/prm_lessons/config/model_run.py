@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import MISSING, HubId, Name, Number, Section, fail, then, unique
+from .base import MISSING, HubId, Name, Number, Section, fail, then, unique, when
 from .model_common import Dataset
 
 
@@ -56,6 +56,7 @@ class Cluster(Section):
 
 
 class HubUpload(Section):
+    model_config = when(enabled={True: ["repo_prefix"]})
     enabled: bool = Field(default=False, description='Upload the trained PRMs (rule upload_prm).')
     repo_prefix: Annotated[str, Field(pattern='^[A-Za-z0-9][A-Za-z0-9_.-]*/([A-Za-z0-9][A-Za-z0-9_.-]*)?$')] | None = Field(
         default=None,
@@ -229,6 +230,7 @@ SUBSET_PATTERN = r"\{subset\}"
 
 
 class Processbench(Section):
+    model_config = when(source={"url": ["url"], "local": ["path"]})
     source: Literal['constructed', 'hub', 'local', 'url'] = Field(
         default='constructed',
         description=(

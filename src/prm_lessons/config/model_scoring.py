@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from .base import MISSING, Name, Section, Threshold, fail
+from .base import MISSING, Name, Section, Threshold, fail, when
 
 
 class TokenClassificationParams(Section):
@@ -155,6 +155,7 @@ class _PrmEntry(Section):
 
 
 class OtherPrm(_PrmEntry):
+    model_config = when(adapter={"eurus": ["ref_model"]})
     adapter: Literal[OTHER_ADAPTERS] = Field(description=ADAPTER_DESCRIPTION)
     params: dict[str, Any] = Field(
         default_factory=dict,
