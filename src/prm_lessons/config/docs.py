@@ -146,13 +146,28 @@ def _nested(tp) -> list[tuple[str, type[BaseModel]]]:
 
 
 def _sections(model: type[BaseModel], path: str, out: list[tuple[str, type[BaseModel]]]) -> None:
+    """(path, model) of every section; a model met again (a dataset entry under `benchmarks` after
+    `problems`) is listed at its new path but not walked again (its keys are documented at the first)."""
+    first = any(m is model for _, m in out)
     out.append((path, model))
+    if first:
+        return
     for name, field in model.model_fields.items():
         for suffix, sub in _nested(field.annotation):
             sub_path = f"{path}.{name}{suffix}" if path else f"{name}{suffix}"
-            if any(p == sub_path and m is sub for p, m in out) or sub_path.count(".parts.") > 0:
-                continue
-            _sections(sub, sub_path, out)
+            if sub_path.count(".parts.") == 0:
+                _sections(sub, sub_path, out)
+
+
+def _anchor(path: str) -> str:
+    return "#" + "".join(ch for ch in path.lower() if ch.isalnum() or ch in "_- ").replace(" ", "-")
+
+
+def _variant(model: type[BaseModel]) -> str:
+    """` (adapter qwen_prm, ...)` for a member of a union told apart by a Literal key, else ''."""
+    field = model.model_fields.get("adapter")
+    ann = field and typing.get_origin(field.annotation) is typing.Literal and typing.get_args(field.annotation)
+    return f" (adapter {', '.join(ann)})" if ann else ""
 
 
 def model_keys() -> list[str]:
@@ -172,10 +187,21 @@ def reference_markdown() -> str:
              "how to write overlays, ablations and seed replicas: [config/README.md](../config/README.md).", "",
              "*(absent)*: the key has no default and stays absent unless given (adding it later changes no job's",
              "params); *(section)*: a nested section, documented under its own heading.", ""]
+    documented: dict[type, str] = {}
+    variant = ("", "")  # (path, note) of the union member being documented: its nested sections say so too
     for path, model in sections:
         if not path:
             continue
-        lines += [f"{'#' * min(2 + path.count('.'), 4)} `{path}`", ""]
+        note = _variant(model)
+        if note:
+            variant = (path, note)
+        elif path.startswith(variant[0] + ".") and variant[0]:
+            note = variant[1]
+        lines += [f"{'#' * min(2 + path.count('.'), 4)} `{path}`{note}", ""]
+        if model in documented:
+            lines += [f"The same keys as [`{documented[model]}`]({_anchor(documented[model])}).", ""]
+            continue
+        documented[model] = path
         if vars(model).get("__doc__"):
             lines += [_cell(model.__doc__), ""]
         lines += ["| key | type | default | description |", "|---|---|---|---|"]
