@@ -4,8 +4,8 @@
     python tools/docs.py check   regenerate in memory; exit 1 naming each stale file (with a unified diff)
 
 A new generated file is one entry of GENERATORS: its path (relative to the checkout) → a function of no
-arguments that returns the file's text. Generators read source files (ast), not imported modules, so
-the check needs no heavy dependency.
+arguments that returns the file's text. The module map reads source files (ast); the config's JSON schema
+and key reference come from the config models (prm_lessons.config.docs: pydantic, no heavy dependency).
 """
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "prm_lessons"
+sys.path.insert(0, str(ROOT / "src"))  # this checkout's package, also without an install
+from prm_lessons.config import docs as config_docs  # noqa: E402
+
 HOW_TO_REGENERATE = "python tools/docs.py write"
 
 
@@ -59,6 +62,7 @@ def module_map() -> str:
 # path relative to the checkout → function of no arguments returning the file's text
 GENERATORS: dict[str, Callable[[], str]] = {
     "docs/modules.md": module_map,
+    **config_docs.GENERATED,  # workflow/schemas/config.schema.json, docs/config-reference.md
 }
 
 

@@ -343,11 +343,11 @@ def test_source_url_without_url_is_a_config_error():
         cfg = yaml.safe_load(fh)
     del cfg["benchmarks"]["gsm8k"]["url"]
     with pytest.raises(ConfigError, match="benchmarks.gsm8k"):
-        validate_config(cfg, ROOT / "workflow" / "schemas" / "config.schema.yaml")
+        validate_config(cfg)
     cfg["benchmarks"]["gsm8k"]["url"] = "x.jsonl"
     cfg["processbench"]["url"] = "https://example.org/dataset/math.json"  # no {subset}
     with pytest.raises(ConfigError, match="processbench"):
-        validate_config(cfg, ROOT / "workflow" / "schemas" / "config.schema.yaml")
+        validate_config(cfg)
 
 
 def test_problems_table_records_the_rows_of_the_whole_set(tmp_path):
@@ -396,22 +396,21 @@ def test_mix_in_the_config_is_checked_before_any_job():
 
     from prm_lessons.config import ConfigError, validate_config
 
-    schema = ROOT / "workflow" / "schemas" / "config.schema.yaml"
     with open(ROOT / "config" / "config.yaml") as fh:
         cfg = yaml.safe_load(fh)
     assert cfg["problems"]["train"]["source"] == "mix"
-    validate_config(cfg, schema)
+    validate_config(cfg)
     bad = yaml.safe_load(yaml.safe_dump(cfg))
     del bad["problems"]["train"]["parts"]["chain"]["size"]
     with pytest.raises(ConfigError, match="problems.train.parts.chain"):
-        validate_config(bad, schema)
+        validate_config(bad)
     bad = yaml.safe_load(yaml.safe_dump(cfg))
     bad["problems"]["train"]["parts"]["chain"] = {"source": "url", "url": "x.jsonl"}
     with pytest.raises(ConfigError, match="problems.train.parts.chain"):
-        validate_config(bad, schema)
+        validate_config(bad)
     del bad["problems"]["train"]["parts"]
     with pytest.raises(ConfigError, match="problems.train"):
-        validate_config(bad, schema)
+        validate_config(bad)
 
 
 def test_mix_size_at_dag_time_is_the_sum_of_its_parts():

@@ -13,13 +13,12 @@ from prm_lessons import plan
 from prm_lessons.config import validate_config
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 
 
 def _config(path: str = "config/config.yaml", **training) -> dict:
     cfg = yaml.safe_load((ROOT / path).read_text())
     cfg["training"] = {**cfg["training"], **training}
-    return validate_config(copy.deepcopy(cfg), SCHEMA)
+    return validate_config(copy.deepcopy(cfg))
 
 
 def test_sampled_variants_share_one_pass_per_problem_set():

@@ -39,7 +39,7 @@ HUB = {"source": "hub", "id": "trl-lib/prm800k", "revision": "82f00e1a1b3b474e89
 def _config(trl: dict) -> dict:
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     cfg["trainsets"]["variants"]["mine"] = {"source": "trl", "trl": trl}
-    return validate_config(cfg, ROOT / "workflow/schemas/config.schema.yaml")
+    return validate_config(cfg)
 
 
 def _write_jsonl(path: Path, rows) -> Path:
@@ -110,10 +110,10 @@ def test_hub_form_is_validated_and_planned_without_a_download():
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     cfg["trainsets"]["variants"]["mine"] = {"source": "trl"}
     with pytest.raises(ConfigError, match="config error at `trainsets.variants.mine.trl`: missing required"):
-        validate_config(cfg, ROOT / "workflow/schemas/config.schema.yaml")
+        validate_config(cfg)
     cfg["trainsets"]["variants"]["mine"] = {"source": "judge", "trl": dict(HUB)}
     with pytest.raises(ValueError, match="`trainsets.variants.mine.trl`: only a variant with `source: trl`"):
-        variants(validate_config(cfg, ROOT / "workflow/schemas/config.schema.yaml"))
+        variants(validate_config(cfg))
 
 
 def test_rule_export_trl_writes_the_trainset_back(tmp_path):

@@ -18,13 +18,12 @@ from prm_lessons.config import (
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths  # noqa: E402
 
 check_config_files(workflow.configfiles)  # repeated keys, YTE, alias bombs: errors naming the file
-SCHEMA = Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"
-config = validate_config(config, SCHEMA)
+config = validate_config(config)  # the models in src/prm_lessons/config/ are the schema
 # Runs side by side (prm_lessons.plan.runs): an ablation overlay (run.ablation: true, its own run.name)
 # writes under runs/<name>/ only, and reads the base run's (the --configfile files before the overlay)
 # upstream results where the config that made them is the same. run_out: every output and log path;
 # run_in: every input (a path, list, dict or input function). Identity for the base run.
-RUNS = plan.RunPaths(config, plan.base_config(workflow.configfiles, config, SCHEMA))
+RUNS = plan.RunPaths(config, plan.base_config(workflow.configfiles, config))
 if RUNS.base_unfinished():
     print(f"prm-lessons: {RUNS.base_unfinished()}", file=sys.stderr)
 run_out = RUNS.out

@@ -9,15 +9,15 @@ from .policies import bon_n, bon_policies
 def _table10(config: dict) -> tuple[int | None, list[str]]:
     """(N, benchmarks) of Table 10: analysis.table10, else the largest N of bon.more_n and its benchmarks;
     (None, []) when this config evaluates no larger N."""
-    t10 = (config.get("analysis") or {}).get("table10") or {}
-    more = list((config.get("bon") or {}).get("more_n") or [])
+    t10 = config.get("analysis", {}).get("table10", {})
+    more = list(config.get("bon", {}).get("more_n", []))
     n = t10.get("n") or (max(int(e["n"]) for e in more) if more else None)
     if n is None:
         return None, []
     if t10.get("benchmarks"):
         return int(n), list(t10["benchmarks"])
     entry = next((e for e in more if int(e["n"]) == int(n)), None)
-    return int(n), list(entry["benchmarks"]) if entry else list(config.get("benchmarks") or {})
+    return int(n), list(entry["benchmarks"]) if entry else list(config.get("benchmarks", {}))
 
 
 # Figure 6's annotation sheet (rule fig6_annotation_sheet; prm_lessons.labels.annotation)
@@ -29,11 +29,11 @@ def seed_runs(config: dict) -> list[dict]:
     """The seed replicas Table 6's seed spread reads (analysis.seeds): {seed, name} of every listed seed
     other than this run's own sampling.seed, named seed<value> (run.seed). None for a named run (an ablation
     or a replica): the replicas are the base run's, not draws of its setting."""
-    if (config.get("run") or {}).get("ablation"):
+    if config.get("run", {}).get("ablation"):
         return []
     own = int(config["sampling"]["seed"])
     return [{"seed": int(s), "name": f"seed{int(s)}"}
-            for s in (config.get("analysis") or {}).get("seeds") or [] if int(s) != own]
+            for s in config.get("analysis", {}).get("seeds", []) if int(s) != own]
 
 
 def analysis_settings(config: dict) -> dict:
@@ -45,7 +45,7 @@ def analysis_settings(config: dict) -> dict:
     `search_pass1` (search.pass1: Table 8 says how its pass@1 was measured), `data_setting` (who produced the
     labelled data: plan.data_setting), `seed_runs` (Table 6's seed replicas: seed_runs, with this run's own
     seed first)."""
-    a = dict(config.get("analysis") or {})
+    a = dict(config.get("analysis", {}))
     pols = bon_policies(config)
     policy = a.get("policy") or next(iter(pols))
     second = a.get("second_policy") or next((p for p in pols if p != policy), None)
@@ -54,9 +54,9 @@ def analysis_settings(config: dict) -> dict:
             "policy_labels": {p: str((s or {}).get("label") or p) for p, s in pols.items()},
             "table10": {"n": n10, "benchmarks": b10},
             "chinese_benchmarks": list(a.get("chinese_benchmarks") or []),
-            "grader": str((config.get("grading") or {}).get("grader") or "math_verify"),
-            "fig6_annotation": {**FIG6_ANNOTATION_DEFAULTS, **(a.get("fig6_annotation") or {})},
-            "search_pass1": str((config.get("search") or {}).get("pass1") or "mean"),
+            "grader": str(config.get("grading", {}).get("grader") or "math_verify"),
+            "fig6_annotation": {**FIG6_ANNOTATION_DEFAULTS, **a.get("fig6_annotation", {})},
+            "search_pass1": str(config.get("search", {}).get("pass1") or "mean"),
             "data_setting": data_setting(config),
             "seed_runs": {"seed": int(config["sampling"]["seed"]), "replicas": seed_runs(config)}}
 
@@ -76,7 +76,7 @@ def analysis_skipped(config: dict) -> dict[str, str]:
                "policy that samples a judged benchmark); `make run-all` (config/all.yaml) and config/paper.yaml add them")
         out["table11"] = why
         out.setdefault("table12", why)
-    if not (config.get("search") or {}).get("prms"):
+    if not config.get("search", {}).get("prms"):
         out["table8"] = ("no greedy search: search.prms is empty; `make run-all` (config/all.yaml) and "
                          "config/paper.yaml search with trained PRMs")
     if s["table10"]["n"] is None:
@@ -89,7 +89,7 @@ def analysis_skipped(config: dict) -> dict[str, str]:
                "(config/paper.yaml: CMATH, CN Middle School 24, GaoKao)")
         out.update({"table15": why, "table16": out.get("table16", why)})
     elif s["second_policy"] is not None:
-        own = (pols.get(s["second_policy"]) or {}).get("benchmarks")
+        own = pols.get(s["second_policy"], {}).get("benchmarks")
         if own and not set(own) & set(chinese):
             out["table16"] = (f"the second policy '{s['second_policy']}' samples none of "
                               f"analysis.chinese_benchmarks {chinese} (bon.policies.{s['second_policy']}.benchmarks)")

@@ -14,9 +14,9 @@ JUDGE_TEMPLATES = ("project_paraphrase", "paper_app_c")
 def critic_specs(config: dict) -> dict[str, dict]:
     """critic name → {model, every CRITIC_SETTINGS value} of every enabled critic: the section's values with
     the critic's own overrides. n = 1 is greedy: temperature 0, top_p 1, no top_k (what the engine is given)."""
-    sec = config.get("critics") or {}
+    sec = config.get("critics", {})
     out = {}
-    for name, entry in (sec.get("judges") or {}).items():
+    for name, entry in sec.get("judges", {}).items():
         if entry.get("enabled") is False:  # switched off (overlays merge key by key and cannot delete one)
             continue
         spec = {"model": entry["model"], **{k: entry.get(k, sec.get(k)) for k in CRITIC_SETTINGS}}
@@ -43,7 +43,7 @@ def critic_generation_sources(specs: dict[str, dict]) -> dict[str, str]:
 
 def critic_shards(config: dict) -> int:
     """Jobs per generating critic over ProcessBench case shards (critics.shards); 1 = one job writes the table."""
-    return int((config.get("critics") or {}).get("shards", 1))
+    return int(config.get("critics", {}).get("shards", 1))
 
 
 def critic_minutes(spec: dict) -> int:

@@ -23,7 +23,7 @@ def data_policies(config: dict) -> dict[str, dict]:
     entry's overrides), n (responses per training problem: the entry's `n`, else sampling.n), limit,
     configured}; none configured: the primary Best-of-N policy's model, sampling and limit with
     `roles.completer` (else the policy), configured False."""
-    entries = config.get("data_policies") or {}
+    entries = config.get("data_policies", {})
     n = int(config["sampling"]["n"])
     if not entries:
         name = primary_policy(config)
@@ -48,7 +48,7 @@ def data_policy(config: dict) -> dict:
 
 def mixed_policies(config: dict) -> list[str]:
     """The data policies of a mix (several configured: each samples into its own directory), else []."""
-    entries = config.get("data_policies") or {}
+    entries = config.get("data_policies", {})
     return list(entries) if len(entries) > 1 else []
 
 
@@ -117,7 +117,7 @@ def sampler(config: dict, dataset: str, policy: str | None = None) -> dict:
     primary = primary_policy(config)
     if policy in mixed_policies(config):
         d = data_policies(config)[policy]
-    elif (policy in (None, primary)) and dataset in (config.get("problems") or {}):
+    elif (policy in (None, primary)) and dataset in config.get("problems", {}):
         d = data_policy(config)
     else:
         d = {**bon_policies(config)[policy or primary], "n": None}
@@ -129,10 +129,10 @@ def data_setting(config: dict) -> dict:
     cell with the paper only where its data source matches (artifacts.cells.data_comparability): the first
     data policy's name, label, model and completer (entry names and their Hub ids, None for a non-Hub
     model), whether it was configured, and `policies`: every data policy so (several: a mix)."""
-    models = config.get("models") or {}
+    models = config.get("models", {})
 
     def hub(name: str) -> str | None:
-        m = models.get(name) or {}
+        m = models.get(name, {})
         return m.get("id") if m.get("source") == "hub" else None
 
     pols = [{"name": name, "label": d["label"], "model": d["model"], "completer": d["completer"],

@@ -17,18 +17,18 @@ def trained_variants(config: dict) -> list[str]:
 def resolve_prm_specs(config: dict) -> dict[str, dict]:
     """All PRMs to evaluate, name → spec: one per training-set variant (named after it, model under
     results/prms/{variant}) plus the released models of `prms.models` (model entries under `models`)."""
-    cfg = config.get("prms", {}) or {}
+    cfg = config.get("prms", {})
     out: dict[str, dict] = {}
     for v in trained_variants(config):
         out[v] = {"adapter": "trained", "path": f"results/prms/{v}", "max_length": cfg.get("max_length"),
                   "params": {}, "threshold": None, "trained": True}
         if cfg.get("trained_backend") == "vllm":
-            tr = config.get("training") or {}
+            tr = config.get("training", {})
             tp = tr["gpus_scoring"] if tr.get("gpus_scoring") is not None else gpus(config, tr.get("base", "policy"))
             base = model_entry(config, tr.get("base", "policy"))
             out[v].update(backend="vllm", vllm={"tensor_parallel_size": max(1, int(tp)),
                                                 "gpu_memory_utilization": base.get("gpu_memory_utilization", 0.9)})
-    for name, e in (cfg.get("models") or {}).items():
+    for name, e in cfg.get("models", {}).items():
         if name in out:
             raise ValueError(f"config error at `prms.models.{name}`: name clashes with a trained PRM variant")
         ent = model_entry(config, e["model"])
@@ -36,7 +36,7 @@ def resolve_prm_specs(config: dict) -> dict[str, dict]:
                 "dtype": ent.get("dtype"),
                 "trust_remote_code": bool(ent.get("trust_remote_code", False)),
                 "max_length": e.get("max_length", cfg.get("max_length")) or ent.get("max_model_len"),
-                "params": dict(e.get("params") or {}), "threshold": e.get("threshold"), "trained": False,
+                "params": dict(e.get("params", {})), "threshold": e.get("threshold"), "trained": False,
                 "label": e.get("label", name)}
         if e.get("backend") == "vllm":  # only then: a transformers spec (and its jobs' params) stays as it was
             spec.update(backend="vllm", vllm={"tensor_parallel_size": int(ent.get("tensor_parallel_size", 1)),
@@ -95,7 +95,7 @@ def training_features_input(config: dict, variant: str) -> list[str]:
 def training_feature_datasets(config: dict) -> list[str]:
     """The problem sets whose sampled responses the shared training features cover (in config order)."""
     want = {d for v in variants(config) if _shares_training_features(config, v) for d in variant_datasets(config, v)}
-    return [d for d in (config.get("problems") or {}) if d in want]
+    return [d for d in config.get("problems", {}) if d in want]
 
 
 def training_feature_sources(config: dict) -> list[str]:
@@ -140,7 +140,7 @@ def score_shards(config: dict, prm: str | None = None) -> int:
     """Scoring jobs per PRM (and policy) over problem shards (prms.shards); 1 = one job writes the tables.
     With `prm`: that PRM's count; prms.shard_prms (when set) lists the PRMs split, the others get one
     shard (`shard0of1`) through the same merge, so the rules keep one file layout. Without `prm`: the layout's."""
-    prms = config.get("prms") or {}
+    prms = config.get("prms", {})
     only = prms.get("shard_prms")
     if prm is not None and only is not None and prm not in only:
         return 1

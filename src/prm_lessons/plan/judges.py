@@ -13,7 +13,7 @@ BON_JUDGE_SETTING_KEYS = ("temperature", "top_p", "max_tokens", "seed", "system_
 
 def bon_judge_benchmarks(config: dict) -> list[str]:
     """The benchmarks the judges choose on: bon_judges.benchmarks, else every Best-of-N benchmark."""
-    return list((config.get("bon_judges") or {}).get("benchmarks") or []) or list(config.get("benchmarks") or {})
+    return list(config.get("bon_judges", {}).get("benchmarks", [])) or list(config.get("benchmarks", {}))
 
 
 def bon_judge_policies(config: dict) -> list[str]:
@@ -21,7 +21,7 @@ def bon_judge_policies(config: dict) -> list[str]:
     only those that sample a judged benchmark."""
     pols = bon_policies(config)
     judged = set(bon_judge_benchmarks(config))
-    names = list((config.get("bon_judges") or {}).get("policies") or []) or list(pols)
+    names = list(config.get("bon_judges", {}).get("policies", [])) or list(pols)
     return [p for p in names if judged & set(pols[p]["benchmarks"])]
 
 
@@ -39,25 +39,25 @@ def bon_judge_settings(config: dict, judge: str) -> dict:
 
 def bon_judge_template(config: dict, mode: str, package_dir: str | Path) -> str:
     """The prompt file a judge job reads: bon_judges.<mode>_template, else the package's built-in one."""
-    return (config.get("bon_judges") or {}).get(f"{mode}_template") or str(
+    return config.get("bon_judges", {}).get(f"{mode}_template") or str(
         Path(package_dir) / "prompts" / f"bon_judge_{mode}.txt")
 
 
 def bon_judge_names(config: dict) -> list[str]:
     """The enabled judges (bon_judges.judges.<name>.enabled, default true), in config order."""
-    judges = (config.get("bon_judges") or {}).get("judges") or {}
+    judges = config.get("bon_judges", {}).get("judges", {})
     return [j for j, e in judges.items() if (e or {}).get("enabled") is not False]
 
 
 def bon_judge_runs(config: dict) -> list[tuple[str, str]]:
     """(judge, mode) of every judge job (enabled judges only)."""
-    bj = config.get("bon_judges") or {}
+    bj = config.get("bon_judges", {})
     return [(j, m) for j in bon_judge_names(config) for m in bj.get("modes") or BON_JUDGE_MODES]
 
 
 def bon_judge_shards(config: dict) -> int:
     """Jobs per (policy, judge, mode) over problem shards (bon_judges.shards); 1 = one job writes the tables."""
-    return int((config.get("bon_judges") or {}).get("shards", 1))
+    return int(config.get("bon_judges", {}).get("shards", 1))
 
 
 def bon_judge_minutes(config: dict, judge: str) -> int:

@@ -6,7 +6,7 @@ from .base import wildcard_alternatives
 
 def bon_n(config: dict) -> int:
     """N of Best-of-N: bon.n, else sampling.n."""
-    return int((config.get("bon") or {}).get("n", config["sampling"]["n"]))
+    return int(config.get("bon", {}).get("n", config["sampling"]["n"]))
 
 
 # what a policy may set for itself; the rest of its sampling is the `sampling` section
@@ -19,8 +19,8 @@ def bon_policies(config: dict) -> dict[str, dict]:
     configured: one policy named after roles.policy. The primary's files are results/samples/,
     results/scores/, results/metrics/bon/ (what labels, search, judges and the figures read); any other
     policy's live under results/policies/{name}/."""
-    entries = (config.get("bon") or {}).get("policies") or {config["roles"]["policy"]: {}}
-    every = list(config.get("benchmarks") or {})
+    entries = config.get("bon", {}).get("policies") or {config["roles"]["policy"]: {}}
+    every = list(config.get("benchmarks", {}))
     out = {}
     for i, (name, e) in enumerate(entries.items()):
         sampling = {**config["sampling"], **{k: e[k] for k in POLICY_SAMPLING_KEYS if e.get(k) is not None}}
@@ -33,8 +33,8 @@ def bon_policies(config: dict) -> dict[str, dict]:
 def policy_prms(config: dict, policy: str, specs) -> list[str]:
     """The PRMs (of `specs`, in its order) that score a policy's samples: bon.policies.<policy>.prms, else
     every one. The primary's samples are scored by every PRM (labels, search and figures read them)."""
-    pols = (config.get("bon") or {}).get("policies") or {}
-    names = list((pols.get(policy) or {}).get("prms") or [])
+    pols = config.get("bon", {}).get("policies", {})
+    names = list(pols.get(policy, {}).get("prms") or [])
     if not names:
         return list(specs)
     if policy == primary_policy(config):
@@ -80,7 +80,7 @@ def bon_ns(config: dict, benchmark: str, policy: str | None = None) -> list[int]
     if benchmark not in pols[policy]["benchmarks"]:
         return []
     ns = {bon_n(config)}
-    for e in (config.get("bon") or {}).get("more_n") or []:
+    for e in config.get("bon", {}).get("more_n", []):
         if benchmark in e["benchmarks"] and policy in (e.get("policies") or [next(iter(pols))]):
             ns.add(int(e["n"]))
     return sorted(ns)
@@ -98,7 +98,7 @@ def sample_n(config: dict, benchmark: str, policy: str | None = None) -> int:
 def judge_sample_cap(config: dict, dataset: str) -> int | None:
     """How many samples per problem rule `judge` labels: a benchmark's first bon.n (Figure 6 judges the
     main Best-of-N samples; Table 10's larger N for the same benchmark is not judged), all of a problem set."""
-    return bon_n(config) if dataset in (config.get("benchmarks") or {}) else None
+    return bon_n(config) if dataset in config.get("benchmarks", {}) else None
 
 
 def bon_evaluations(config: dict) -> list[tuple[str, str, list[int]]]:

@@ -6,7 +6,7 @@ import re
 from .evaluation import trained_variants
 from .trainsets import variants
 
-# huggingface_hub's repo id rule (validate_repo_id), as the config schema's $defs/hub_id
+# huggingface_hub's repo id rule (validate_repo_id), as prm_lessons.config.names.hub_id_problem
 REPO_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 REPO_ID_MAX = 96
 
@@ -14,7 +14,7 @@ REPO_ID_MAX = 96
 def upload_repos(config: dict) -> dict[str, str]:
     """Training-set variant -> the Hub repository its PRM is uploaded to (`<repo_prefix><variant>`); {} when
     hub.upload is off. A variant that is not trained, or a repo id the Hub would refuse, is a config error."""
-    up = (config.get("hub") or {}).get("upload") or {}
+    up = config.get("hub", {}).get("upload", {})
     if not up.get("enabled"):
         return {}
     known = variants(config)

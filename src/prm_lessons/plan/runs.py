@@ -137,7 +137,7 @@ class _Fingerprints:
 
     def _data_policies(self):
         """Who samples the training sets and completes their MC rollouts (data_policies), with the models."""
-        pols = self.c.get("data_policies") or {}
+        pols = self.c.get("data_policies", {})
         return [pols, [(self._model(p.get("model")), self._model(p.get("completer"))) for p in pols.values()]]
 
     def _labels(self, m, path):
@@ -173,7 +173,7 @@ class _Fingerprints:
         c, v = self.c, m["v"]
         spec = variants(c).get(v)
         ins = trainset_inputs(c, v) if spec else {}
-        export = (c.get("trainsets") or {}).get("export_trl") if "/trl/" in path else None
+        export = c.get("trainsets", {}).get("export_trl") if "/trl/" in path else None
         return [spec, c["mc"]["completions"], export, sorted((k, [self.of(p) for p in _flat(ps)]) for k, ps in ins.items())]
 
     def _prm(self, m, path):
@@ -186,7 +186,7 @@ class _Fingerprints:
     def _features(self, m, path):
         c = self.c
         if m["src"] == "trainsets/responses":  # the shared pass over every training set's sampled responses
-            data = [self.of(f"results/samples/{d}.parquet") for d in sorted(c.get("problems") or {})]
+            data = [self.of(f"results/samples/{d}.parquet") for d in sorted(c.get("problems", {}))]
         else:
             data = self.of(f"results/{m['src']}.parquet")
         return [c["training"], self._model(c["training"].get("base", "policy")), c["prms"], data]
@@ -236,10 +236,10 @@ def _shared_specs(config: dict) -> dict:
     keys = ("source", "id", "revision", "trust_remote_code", "dtype")
     return {"models": {n: {k: e.get(k) for k in keys} for n, e in config["models"].items()},
             "hub": config.get("hub"),
-            "official_template": (config.get("critics") or {}).get("official_template"),
+            "official_template": config.get("critics", {}).get("official_template"),
             "data": {s: {n: {k: v for k, v in (e or {}).items() if k in ("url", "sha256", "git_blob_sha1", "prompt")}
-                         for n, e in (config.get(s) or {}).items()} for s in ("problems", "benchmarks")},
-            "processbench": {k: v for k, v in (config.get("processbench") or {}).items()
+                         for n, e in config.get(s, {}).items()} for s in ("problems", "benchmarks")},
+            "processbench": {k: v for k, v in config.get("processbench", {}).items()
                              if k in ("url", "sha256", "git_blob_sha1", "subsets")}}
 
 

@@ -10,7 +10,7 @@ from .policies import sample_n
 
 def dataset_spec(config: dict, name: str) -> dict:
     """The spec of a dataset named under ``problems:`` or ``benchmarks:`` (names must not clash)."""
-    found = [sec for sec in ("problems", "benchmarks") if name in (config.get(sec) or {})]
+    found = [sec for sec in ("problems", "benchmarks") if name in config.get(sec, {})]
     if not found:
         raise KeyError(f"dataset '{name}' is not defined under `problems` or `benchmarks`")
     if len(found) > 1:
@@ -23,7 +23,7 @@ def local_source_inputs(spec: dict | None, name: str | None = None) -> list[str]
     downloaded copy for `source: url` (made by rule benchmark_file / processbench_file), else none."""
     spec = spec or {}
     if spec.get("source") == "mix":  # its local parts' files (a mix takes no url part)
-        return [f for p in (spec.get("parts") or {}).values() for f in local_source_inputs(p, name)]
+        return [f for p in spec.get("parts", {}).values() for f in local_source_inputs(p, name)]
     if spec.get("source") == "local" and spec.get("path"):
         return [spec["path"]]
     if spec.get("source") == "url":
@@ -73,7 +73,7 @@ def dataset_problems(config: dict, name: str, policy: str | None = None) -> int 
 def _entry_problems(spec: dict) -> int | None:
     """Problems of one dataset entry as far as its config tells (dataset_problems), None when unbounded."""
     if spec.get("source") == "mix":  # the sum of its parts', unknown if one part's is
-        counts = [_entry_problems(p or {}) for p in (spec.get("parts") or {}).values()]
+        counts = [_entry_problems(p or {}) for p in spec.get("parts", {}).values()]
         return None if not counts or None in counts else sum(counts)
     if spec.get("source") == "reasoning_gym":  # data.load_dataset applies no subsample or limit to these
         return spec.get("size")

@@ -10,7 +10,7 @@ from .policies import bon_n
 
 def search_prms(config: dict, specs: dict) -> list[str]:
     """The PRMs that guide a search (search.prms), each one the workflow scores (`specs`)."""
-    names = list((config.get("search") or {}).get("prms") or [])
+    names = list(config.get("search", {}).get("prms", []))
     for i, n in enumerate(names):
         if n not in specs:
             raise ValueError(f"config error at `search.prms.{i}`: '{n}' is not a PRM of this run ({', '.join(specs)})")
@@ -19,26 +19,26 @@ def search_prms(config: dict, specs: dict) -> list[str]:
 
 def search_policy(config: dict) -> str:
     """The model that proposes the steps: search.policy, else roles.policy."""
-    return (config.get("search") or {}).get("policy") or config["roles"]["policy"]
+    return config.get("search", {}).get("policy") or config["roles"]["policy"]
 
 
 def search_policy_entry(config: dict) -> dict:
     """The policy's model entry in a search job: vLLM's memory share is search.gpu_memory_utilization
     (the PRM shares the GPUs) unless that is null."""
     entry = model_entry(config, search_policy(config))
-    share = (config.get("search") or {}).get("gpu_memory_utilization")
+    share = config.get("search", {}).get("gpu_memory_utilization")
     if share is not None:
         entry["gpu_memory_utilization"] = share
     return entry
 
 
 def search_benchmarks(config: dict) -> list[str]:
-    return list((config.get("search") or {}).get("benchmarks") or []) or list(config.get("benchmarks") or {})
+    return list(config.get("search", {}).get("benchmarks", [])) or list(config.get("benchmarks", {}))
 
 
 def search_n(config: dict) -> int:
     """N of the search baselines: search.n, else bon.n."""
-    n = (config.get("search") or {}).get("n")
+    n = config.get("search", {}).get("n")
     return int(n) if n is not None else bon_n(config)
 
 
@@ -55,7 +55,7 @@ def search_samples_path(config: dict, benchmark: str) -> str:
 
 def search_greedy_path(config: dict, benchmark: str) -> str | None:
     """The greedy response per problem behind Table 8's pass@1 (search.pass1: greedy); None for `mean`."""
-    if (config.get("search") or {}).get("pass1", "mean") != "greedy":
+    if config.get("search", {}).get("pass1", "mean") != "greedy":
         return None
     return f"results/search/greedy/{benchmark}.parquet"
 
@@ -67,7 +67,7 @@ def greedy_sampling(config: dict) -> dict:
 
 
 def search_orm_path(config: dict, benchmark: str) -> str | None:
-    orm = (config.get("search") or {}).get("orm")
+    orm = config.get("search", {}).get("orm")
     if orm is None:
         return None
     return (f"results/scores/{orm}/{benchmark}.parquet" if search_reuses_samples(config)
@@ -76,7 +76,7 @@ def search_orm_path(config: dict, benchmark: str) -> str | None:
 
 def search_shards(config: dict) -> int:
     """Jobs per guiding PRM over problem shards (search.shards); 1 = one job writes the tables."""
-    return int((config.get("search") or {}).get("shards", 1))
+    return int(config.get("search", {}).get("shards", 1))
 
 
 def search_outputs(config: dict, benchmarks: list[str]) -> list[str]:

@@ -25,9 +25,9 @@ def variants(config: dict) -> dict[str, dict]:
     """All training-set variants, declared and sweep, name → normalised spec (source, label_type,
     threshold, datasets). The MC threshold sweep adds `mc_hard_t{p}of{q}` unless a declared variant
     has the same definition, so no PRM is trained twice."""
-    tcfg = config.get("trainsets", {}) or {}
+    tcfg = config.get("trainsets", {})
     out: dict[str, dict] = {}
-    for name, spec in (tcfg.get("variants") or {}).items():
+    for name, spec in tcfg.get("variants", {}).items():
         if spec.get("enabled") is False:  # switched off (overlays merge key by key and cannot delete one)
             continue
         s = _norm_spec(spec)
@@ -40,7 +40,7 @@ def variants(config: dict) -> dict[str, dict]:
             raise ValueError(f"config error at `trainsets.variants.{name}.source`: 'checker' labels need "
                              "`process_check.enabled: true` (the checker reads arithmetic only)")
         if s["source"] == "consensus":
-            s["threshold"] = float((config.get("consensus") or {}).get("threshold", 0.0)) if s["label_type"] == "hard" else None
+            s["threshold"] = float(config.get("consensus", {}).get("threshold", 0.0)) if s["label_type"] == "hard" else None
         out[name] = s
     for t in tcfg.get("mc_threshold_sweep") or []:
         spec = {"source": "mc", "label_type": "hard", "threshold": float(as_fraction(t)), "datasets": None}
@@ -52,14 +52,14 @@ def variants(config: dict) -> dict[str, dict]:
 
 def process_check_enabled(config: dict) -> bool:
     """Whether the arithmetic process checker runs (process_check.enabled; off unless set)."""
-    return bool((config.get("process_check") or {}).get("enabled", False))
+    return bool(config.get("process_check", {}).get("enabled", False))
 
 
 def threshold_sweep_variants(config: dict) -> list[tuple[float, str]]:
     """(threshold, variant name) for the MC threshold sweep, in threshold order (Figure 5)."""
     vs = variants(config)
     out = []
-    for t in sorted({float(as_fraction(x)) for x in (config.get("trainsets", {}) or {}).get("mc_threshold_sweep") or []}):
+    for t in sorted({float(as_fraction(x)) for x in config.get("trainsets", {}).get("mc_threshold_sweep", [])}):
         spec = {"source": "mc", "label_type": "hard", "threshold": t, "datasets": None}
         out.append((t, next(n for n, v in vs.items() if v == spec)))
     return out
@@ -70,7 +70,7 @@ def label_needs(config: dict) -> dict:
     (the MC rule stops each step's completions once these are decided)."""
     ts: set[float] = set()
     soft = False
-    cons_t = float((config.get("consensus") or {}).get("threshold", 0.0))
+    cons_t = float(config.get("consensus", {}).get("threshold", 0.0))
     for v in variants(config).values():
         if v["source"] == "mc":
             if v["label_type"] == "soft":
@@ -80,7 +80,7 @@ def label_needs(config: dict) -> dict:
         elif v["source"] == "consensus":
             ts.add(cons_t)
             soft = soft or v["label_type"] == "soft"
-    if soft and (config.get("mc") or {}).get("protocol", "early") != "binary":
+    if soft and config.get("mc", {}).get("protocol", "early") != "binary":
         # soft labels roll out all K completions of every step up to the first zero step, which decides
         # every threshold: the thresholds change no rollout, so they stay out of the MC rule's params
         # (adding a sweep point relabels nothing)
@@ -98,8 +98,8 @@ def uses(config: dict, source: str) -> bool:
 
 def variant_datasets(config: dict, name: str) -> list[str]:
     spec = variants(config)[name]
-    names = spec["datasets"] or list((config.get("problems") or {}).keys())
-    unknown = [d for d in names if d not in (config.get("problems") or {})]
+    names = spec["datasets"] or list(config.get("problems", {}).keys())
+    unknown = [d for d in names if d not in config.get("problems", {})]
     if unknown:
         raise ValueError(f"config error at `trainsets.variants.{name}.datasets`: unknown problem set(s) {unknown}")
     return names
@@ -122,7 +122,7 @@ def label_shard_paths(config: dict, kind: str, dataset: str) -> list[str]:
 def eval_set_paths(config: dict) -> list[str]:
     """Every evaluation problem set (benchmarks + ProcessBench cases and its dev split), for
     decontaminating human labels."""
-    paths = [f"results/problems/{b}.parquet" for b in config.get("benchmarks") or {}]
+    paths = [f"results/problems/{b}.parquet" for b in config.get("benchmarks", {})]
     if config.get("processbench"):
         paths.append("results/processbench/cases.parquet")
     if processbench_dev(config):
@@ -143,7 +143,7 @@ def trl_local_files(spec: dict) -> list[str]:
 def trl_exports(config: dict) -> dict[str, float | None]:
     """Variants written in TRL's format by rule export_trl (trainsets.export_trl.enabled) → the soft-label
     threshold they need (None for hard labels); soft variants only with export_trl.soft_threshold."""
-    ex = (config.get("trainsets") or {}).get("export_trl") or {}
+    ex = config.get("trainsets", {}).get("export_trl", {})
     if not ex.get("enabled"):
         return {}
     thr = ex.get("soft_threshold")

@@ -2,23 +2,16 @@
 error a bad setting or trainset row raises (naming the key or row id)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-
-def _schema_defaults(properties: dict) -> dict:
-    return {k: _schema_defaults(v["properties"]) if "properties" in v else v["default"]
-            for k, v in properties.items()}
-
-
-# The `training` defaults of the config schema, so library callers and tests can pass a partial dict (the
-# workflow passes the validated block, defaults already filled in). The schema is read here, not through
-# prm_lessons.config, which only the DAG build imports.
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
-DEFAULTS: dict[str, Any] = _schema_defaults(
-    yaml.safe_load(SCHEMA_PATH.read_text())["properties"]["training"]["properties"])
+# The `training` defaults of the config (the schema generated from prm_lessons.config's models), so library
+# callers and tests can pass a partial dict (the workflow passes the validated block, defaults already
+# filled in). The schema is read here, not through prm_lessons.config, which only the DAG build imports.
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.json"
+DEFAULTS: dict[str, Any] = {k: v["default"] for k, v in
+                            json.loads(SCHEMA_PATH.read_text())["$defs"]["Training"]["properties"].items()}
 MODES = ("full", "lora", "head")
 SOFT_LOSSES = ("bce", "mse")
 LABEL_TYPES = ("hard", "soft")

@@ -1,0 +1,139 @@
+"""The building blocks of the config models: the section base class (unknown keys are errors), numbers,
+names, Hugging Face ids, and the error a cross-check raises (its key path relative to the model)."""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import (
+    MISSING,
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from .names import NAME_MAX, hub_id_problem, name_problem
+
+__all__ = ["MISSING", "Section", "OpenSection", "Number", "Name", "HubId", "unique", "fail", "given", "then"]
+
+
+def fail(key: str, msg: str) -> PydanticCustomError:
+    """A check's error: `key` is the path below the model that raises it ('' = the model itself)."""
+    return PydanticCustomError("config", "{msg}", {"key": key, "msg": msg})
+
+
+def given(value) -> bool:
+    """Whether an optional key without a default was given (MISSING: absent from the config)."""
+    return value is not MISSING
+
+
+class Section(BaseModel):
+    """A config section: known keys only (a typo in a sweep is an error naming the key), strict types (no
+    "1" for 1, no true for 1), and no default filled for a key that has none (MISSING: it stays absent, so
+    adding such a key later changes no job's params)."""
+    model_config = ConfigDict(extra="forbid", strict=True, protected_namespaces=(), validate_default=False,
+                              use_attribute_docstrings=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted((k for k in data if k not in cls.model_fields), key=str)
+            if unknown and cls.model_config.get("extra") == "forbid":
+                raise PydanticCustomError("config", "{msg}", {
+                    "key": unknown[0], "msg": f"unknown key (allowed: {', '.join(sorted(cls.model_fields))})"})
+        return data
+
+
+class OpenSection(Section):
+    """A section that passes unknown keys through (none of the shipped schema's objects but `critic`'s
+    shared settings, which only the sections that reference it close)."""
+    model_config = ConfigDict(extra="allow")
+
+
+def _number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PydanticCustomError("config", "{msg}", {"key": "", "msg": f"{value!r} is not of type 'number'"})
+    return value
+
+
+# a JSON Schema number: an int stays an int (a default of 1 is dumped as 1, not 1.0), a bool is no number
+Number = Annotated[int | float, BeforeValidator(_number), WithJsonSchema({"type": "number"})]
+
+
+def _name(value):
+    problem = name_problem(value)
+    if problem:
+        raise PydanticCustomError("config", "{msg}", {"key": "", "msg": problem})
+    return value
+
+
+Name = Annotated[str, BeforeValidator(_name), WithJsonSchema({
+    "type": "string", "pattern": "^[A-Za-z0-9_-]+$", "maxLength": NAME_MAX,
+    "description": "A name (model, PRM, critic judge, problem set, benchmark, trainset variant, ProcessBench "
+                   "subset): letters, digits, '_' and '-' only, at most 64; not `average` and not starting with "
+                   "`_`, `critic-` or `baseline_` (rows the tables add)."})]
+
+
+def _hub_id(value):
+    if not isinstance(value, str):
+        raise PydanticCustomError("config", "{msg}", {"key": "", "msg": f"{value!r} is not of type 'string'"})
+    problem = hub_id_problem(value)
+    if problem:
+        raise PydanticCustomError("config", "{msg}", {"key": "", "msg": problem})
+    return value
+
+
+HubId = Annotated[str, BeforeValidator(_hub_id), WithJsonSchema({
+    "type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$", "maxLength": 96,
+    "description": "A Hugging Face repository id: `name` or `org/name`."})]
+
+
+def _unique(items: list) -> list:
+    seen = []
+    for i, x in enumerate(items):
+        if x in seen:
+            raise PydanticCustomError("config", "{msg}", {"key": "", "msg": f"{items!r} has non-unique elements"})
+        seen.append(x)
+    return items
+
+
+unique = AfterValidator(_unique)
+
+
+def then(model: BaseModel, cond: str, required=(), strings=(), nonempty=()) -> None:
+    """The `then` of a condition (`cond`, e.g. "source: local", named in the message): keys that must be
+    given, values that must be strings, strings that must not be empty."""
+    for key in required:
+        if key not in model.model_fields_set:
+            raise fail(key, f"missing required value (with `{cond}`)")
+    for key in strings:
+        value = getattr(model, key)
+        if not isinstance(value, str):
+            raise fail(key, f"{value!r} is not of type 'string' (with `{cond}`)")
+    for key in nonempty:
+        if getattr(model, key) == "":
+            raise fail(key, f"'' should be non-empty (with `{cond}`)")
+
+
+def _threshold(value):
+    if value == "tune" or value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    raise PydanticCustomError("config", "{msg}", {"key": "", "msg": f"{value!r} is not a number or 'tune'"})
+
+
+# a ProcessBench threshold: a number, or 'tune' (chosen by processbench_eval.tune_on)
+Threshold = Annotated[int | float | str, BeforeValidator(_threshold), WithJsonSchema(
+    {"anyOf": [{"type": "number"}, {"const": "tune"}]})]
+
+
+def when(**rules: dict) -> ConfigDict:
+    """The JSON Schema `if`/`then` of a model's conditional keys, for editors (the model's validator is what
+    checks them): when("source", local=["path"]) → if source is local, path is required."""
+    (key, branches), = rules.items()
+    return ConfigDict(json_schema_extra={"allOf": [
+        {"if": {"properties": {key: {"const": value}}, "required": [key]}, "then": {"required": required}}
+        for value, required in branches.items()]})

@@ -1,0 +1,264 @@
+"""The prms section: released PRMs with their adapter params (one model per adapter family)."""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag, model_validator
+
+from .base import MISSING, Name, Section, Threshold, fail, when
+
+
+class TokenClassificationParams(Section):
+    step_separator: Annotated[str, Field(min_length=1)] = Field(
+        default='\n',
+        description=(
+            'Text appended after every step, tokenised alone (TRL PRMConfig.step_separator; '
+            "axolotl's step_separator); a step's score is read at the last token of its separator. "
+            'Must be what the PRM was trained with.'))
+    positive_label: Annotated[int, Field(ge=0)] = Field(
+        default=1,
+        description=(
+            "Index of the label meaning 'this step is correct' (TRL: labels True -> 1). Checked "
+            "against the checkpoint's num_labels: here for a local model, when the scoring job loads "
+            'it for a Hub model.'))
+    score: Literal['softmax', 'sigmoid'] = Field(
+        default='softmax',
+        description=(
+            'softmax: the step score is softmax(logits)[positive_label] (a 2-label TRL PRM); '
+            'sigmoid: sigmoid(logits[positive_label]) (e.g. a 1-label BCE head with positive_label '
+            '0).'))
+
+
+class DeclaredParamsReadout(Section):
+    label_ids: Annotated[list[Annotated[int, Field(ge=0)] | Annotated[str, Field(min_length=1)]], Field(min_length=2, max_length=2)] | MISSING = Field(
+        default=MISSING,
+        description=(
+            'model_class causal_lm (required): [good, bad], two token ids or token strings (a '
+            'string: the last token of its own tokenisation); the score is softmax over the two '
+            'logits, P(good).'))
+    class_index: Annotated[int, Field(ge=0)] | MISSING = Field(
+        default=MISSING,
+        description=(
+            "Classification heads: the label meaning 'this step is correct' [1]; checked against the "
+            "head's labels (process_reward: 2; a local token_classification checkpoint: its "
+            'config.json).'))
+    activation: Literal['softmax', 'sigmoid'] | MISSING = Field(
+        default=MISSING,
+        description=(
+            'Classification heads: softmax over the labels at class_index [softmax], or sigmoid of '
+            'that logit (a 1-label head: class_index 0).'))
+    position: Literal['tag_last', 'before_tag'] | MISSING = Field(
+        default=MISSING,
+        description=(
+            'tag_last [default]: the last token of the step tag; before_tag: the token before it (a '
+            "causal LM whose logits there predict the tag, as RLHFlow's assistant '+')."))
+
+
+class DeclaredParams(Section):
+    model_class: Literal['causal_lm', 'token_classification', 'process_reward'] = Field(
+        description=(
+            "causal_lm (AutoModelForCausalLM: softmax over two label tokens' logits), "
+            'token_classification (AutoModelForTokenClassification, any architecture), '
+            'process_reward (a Qwen2ForProcessRewardModel-style body + Linear-ReLU-Linear `score` '
+            "head over 2 labels, built here; the model entry's trust_remote_code: true runs the "
+            "repository's class instead)."))
+    step_tag: Annotated[str, Field(min_length=1)] = Field(
+        description=(
+            "Text appended after every step (a separator such as ' ', a tag such as ' ки', a special "
+            "token such as <extra_0>, or with prompt chat_turns the assistant's reply such as '+'); "
+            "the step's score is read at its last token (readout.position)."))
+    prompt: Literal['plain', 'chat', 'chat_turns'] | MISSING = Field(
+        default=MISSING,
+        description=(
+            'plain [default]: question_template, then each step_template + step_tag, step_join '
+            'between. chat: the chat template renders system (system_prompt) + user (the question) '
+            'and the steps follow in the assistant turn, each followed by step_tag, a single '
+            'vocabulary token (the step-format contract, as Qwen2.5-Math-PRM). chat_turns: one user '
+            'turn per step (the first: question_template + the step), each answered by an assistant '
+            "turn holding step_tag (as RLHFlow's PRMs)."))
+    tokenize: Literal['alone', 'in_context'] | MISSING = Field(
+        default=MISSING,
+        description=(
+            'alone [default for plain and chat]: each piece (prompt, step, tag) tokenised on its '
+            "own, no special tokens inside (TRL's PRMTrainer); in_context [the only form of "
+            'chat_turns]: the whole text tokenised once, the tag found by character offsets '
+            "(Math-Shepherd's card)."))
+    question_template: str | MISSING = Field(
+        default=MISSING,
+        description=(
+            "The text before the first step, with {question} ['{question}']; prompt plain and "
+            'chat_turns.'))
+    step_template: str | MISSING = Field(
+        default=MISSING,
+        description=(
+            "One step's text, with {step} and optionally {k} (its number from 1) ['{step}']; prompt "
+            'plain and chat_turns.'))
+    step_join: str | MISSING = Field(
+        default=MISSING,
+        description="Text between one step's tag and the next step [''] (prompt plain).")
+    system_prompt: str | None | MISSING = Field(
+        default=MISSING,
+        description='System message of prompt chat or chat_turns [null: none].')
+    bos: bool | MISSING = Field(
+        default=MISSING,
+        description=(
+            "Prompt plain: begin with the tokenizer's BOS token when it has one [true] (a chat "
+            'template writes its own).'))
+    readout: DeclaredParamsReadout | MISSING = Field(default=MISSING, description='How the step score is read.')
+
+
+
+OTHER_ADAPTERS = ("trained", "qwen_prm", "math_shepherd", "rlhflow", "skywork", "eurus", "qwen_orm")
+ADAPTERS = (*OTHER_ADAPTERS, "token_classification", "declared")
+ADAPTER_DESCRIPTION = (
+            'Step format + readout: qwen_prm (<extra_0>, 2-class head), math_shepherd (ки, +/-), '
+            'rlhflow (chat turns, +/-), skywork (value head, sigmoid), eurus (implicit PRM, needs '
+            'ref_model), qwen_orm (outcome RM, one score per response), token_classification (TRL / '
+            "axolotl PRMs: AutoModelForTokenClassification of any architecture, TRL's PRMTrainer "
+            'input, options in params), declared (any PRM described by its params: model class, step '
+            'tag and how it is tokenised, readout; math_shepherd, rlhflow and token_classification '
+            'are parameter sets of it), trained (a PRM trained by this workflow).')
+
+
+class _PrmEntry(Section):
+    """What every released PRM entry has; `adapter` picks the entry's class (PrmEntry), hence its params."""
+    model: str = Field(
+        description=(
+            'Model entry (under `models`) holding the weights; its trust_remote_code decides whether '
+            'Hub code may run (otherwise the head is built locally).'))
+    ref_model: str | None = Field(
+        default=None,
+        description=(
+            'Reference model entry for the implicit PRM (adapter eurus): Qwen2.5-Math-7B-Instruct '
+            'for EurusPRM.'))
+    label: str | None = Field(
+        default=None,
+        description='Display name in tables and figures (defaults to the entry name).')
+    threshold: Threshold | None = Field(
+        default=None,
+        description=(
+            "ProcessBench threshold for this model (a number, or 'tune': chosen by "
+            'processbench_eval.tune_on); null = processbench_eval.threshold.'))
+    max_length: Annotated[int, Field(ge=16)] | None = Field(
+        default=None,
+        description=(
+            'Token limit of one scoring input (whole leading steps are kept, the rest reported as '
+            "truncated); null = prms.max_length or the model's max_model_len."))
+    backend: Literal['transformers', 'vllm'] = Field(
+        default='transformers',
+        description=(
+            'Scoring backend: transformers (one forward per length-sorted batch; every adapter) or '
+            "vllm (vLLM's pooling runner with the model entry's tensor_parallel_size and "
+            'gpu_memory_utilization, prm_lessons.scoring.pooling; only adapters whose architecture vLLM '
+            'implements: qwen_prm (Qwen2ForProcessRewardModel), qwen_orm (Qwen2ForRewardModel), '
+            'trained). Same inputs and readout, same scores (tests/scoring/test_pooling.py).'))
+
+
+class OtherPrm(_PrmEntry):
+    model_config = when(adapter={"eurus": ["ref_model"]})
+    adapter: Literal[OTHER_ADAPTERS] = Field(description=ADAPTER_DESCRIPTION)
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            'Adapter options (defaults in brackets). declared {model_class, step_tag, prompt, '
+            'tokenize, question_template, step_template, step_join, system_prompt, bos, readout '
+            '{label_ids | class_index, activation; position}} (below); token_classification '
+            "{step_separator ['\\n'], positive_label [1], score [softmax] | sigmoid}; eurus {beta "
+            "[0.001, the card's coef], reward [cumulative] | step, sigmoid [false: raw cumulative "
+            'beta log-ratios as the EurusPRM card prints; true maps them through a sigmoid]}; '
+            "qwen_orm {sigmoid [false]}; math_shepherd {good_token ['+'], bad_token ['-'], step_tag "
+            "['ки']: ids as the card, encode('+ -')[1:] and encode('ки')[-1]}; rlhflow {good_token "
+            "['+'], bad_token ['-']: ids encode(t)[-1] as RLHFlow's code}; skywork {step_token "
+            "['\\n']}."))
+
+    @model_validator(mode="after")
+    def _eurus_ref_model(self):
+        if self.adapter == "eurus":
+            if "ref_model" not in self.model_fields_set:
+                raise fail("ref_model", "missing required value (with `adapter: eurus`)")
+            if not isinstance(self.ref_model, str):
+                raise fail("ref_model", f"{self.ref_model!r} is not of type 'string' (with `adapter: eurus`)")
+        return self
+
+
+class TokenClassificationPrm(_PrmEntry):
+    adapter: Literal["token_classification"] = Field(description=ADAPTER_DESCRIPTION)
+    params: TokenClassificationParams = Field(
+        default_factory=TokenClassificationParams,
+        description="Options of adapter token_classification (defaults filled).")
+
+
+class DeclaredPrm(_PrmEntry):
+    adapter: Literal["declared"] = Field(description=ADAPTER_DESCRIPTION)
+    # no defaults filled: scoring.options.check_declared_params resolves them (they depend on prompt and
+    # model_class), and a spec keeps the params as written
+    params: DeclaredParams = Field(
+        default_factory=dict, validate_default=True,
+        description="Options of adapter declared (defaults resolved by scoring.options.check_declared_params).")
+
+
+def _adapter(entry) -> str | None:
+    adapter = entry.get("adapter") if isinstance(entry, dict) else getattr(entry, "adapter", None)
+    if adapter in OTHER_ADAPTERS:
+        return "other"
+    return adapter if adapter in ("token_classification", "declared") else None
+
+
+# one entry class per adapter family: the params of each are checked by its own model
+PrmEntry = Annotated[
+    Annotated[OtherPrm, Tag("other")] | Annotated[TokenClassificationPrm, Tag("token_classification")]
+    | Annotated[DeclaredPrm, Tag("declared")],
+    Discriminator(_adapter, custom_error_type="adapter", custom_error_message="adapter")]
+
+
+class Prms(Section):
+    include_trained: bool = Field(
+        default=True,
+        description=(
+            'Score with every PRM this workflow trains (one per training-set variant, named after '
+            'the variant, loaded from results/prms/{variant}).'))
+    models: dict[Name, PrmEntry] = Field(
+        default_factory=dict,
+        description=(
+            'Released PRMs/ORMs by name (Tables 6/7 rows): each names a model entry under `models` '
+            'and the adapter that knows its step format and readout.'))
+    trained_backend: Literal['transformers', 'vllm'] = Field(
+        default='transformers',
+        description=(
+            'Scoring backend of the PRMs trained here (as prms.models.*.backend): vllm needs '
+            'training.mode full on a Qwen2 base (saved as Qwen2ForProcessRewardModel, prm.save_prm), '
+            "with tensor_parallel_size = training.gpus_scoring (else the base's GPUs); transformers "
+            '(default) loads any trained PRM.'))
+    max_length: Annotated[int, Field(ge=16)] | None = Field(
+        default=None,
+        description="Default token limit of one scoring input; null = the model entry's max_model_len.")
+    batch_tokens: Annotated[int, Field(ge=16)] = Field(
+        default=16384,
+        description='Padded tokens per scoring forward pass (inputs are length-sorted, longest first).')
+    batch_size: Annotated[int, Field(ge=1)] = Field(
+        default=64,
+        description='Maximum responses per scoring forward pass.')
+    shards: Annotated[int, Field(ge=1)] = Field(
+        default=1,
+        description=(
+            'Scoring jobs per PRM (and policy) over problem shards, as sampling.shards: each job '
+            'scores one shard of every Best-of-N set (whole problems; ProcessBench: whole cases, '
+            "every prefix of an outcome RM's case in the same shard), a local merge per PRM joins "
+            'them and refuses a problem in two shards or in none; a killed job loses one shard, and '
+            'a retried one asks for more time. 1 = one job per PRM writes the tables.'))
+    shard_prms: list[str] | None = Field(
+        default=None,
+        description=(
+            'The PRMs (trained variants or prms.models names) split into prms.shards scoring jobs; '
+            'the others score in one job (a shard0of1 table through the same merge). null = every '
+            'PRM. Lets a CPU rehearsal run the split and merge on one PRM per scoring backend '
+            'instead of on all of them.'))
+    shared_base_features: bool = Field(
+        default=True,
+        description=(
+            'Head-only trained PRMs (training.mode head) share one frozen base: compute its step '
+            'features once per benchmark / ProcessBench and once over the sampled training responses '
+            '(rule step_features), score each PRM by applying its head to them, and train every '
+            'variant labelled on the sampled responses (mc, judge, consensus, checker) on them. '
+            'false = every scoring and training job runs the base itself (same scores and heads up '
+            'to bf16 batching).'))
