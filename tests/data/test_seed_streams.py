@@ -3,12 +3,14 @@ from ``Random(seed + i)`` (basic_arithmetic, chain_sum), so two sets whose index
 ``[seed, seed + size)`` overlap reuse each other's draws: at the adjacent seeds the configs once had, chain_sum
 item i had the term count and digits of basic_arithmetic item i+1, and the "two subsets" of ProcessBench and
 Best-of-N were not independent samples. Checked on every combination of config files the project resolves
-(tests/test_config_golden.py's COMBOS)."""
+(tests/test_config_golden.py's COMBOS). A set with ``exclude_trivial`` may draw TRIVIAL_RESERVE x size indices
+(data.problems.reasoning_gym_index_range), and its whole reserve must be disjoint from the others."""
 import itertools
 
 import pytest
 
 from prm_lessons.config import load_config
+from prm_lessons.data.problems import reasoning_gym_index_range
 from test_config_golden import COMBOS, ROOT
 
 
@@ -27,14 +29,8 @@ def reasoning_gym_sets(node, path=""):
             yield from reasoning_gym_sets(v, f"{path}[{i}]")
 
 
-def index_range(spec: dict) -> range:
-    """The generator indices a set may draw from: [seed, seed + size)."""
-    seed = int(spec.get("seed", 0))
-    return range(seed, seed + int(spec["size"]))
-
-
 def overlaps(config: dict) -> list[str]:
-    sets = [(p, index_range(s)) for p, s in reasoning_gym_sets(config)]
+    sets = [(p, reasoning_gym_index_range(s)) for p, s in reasoning_gym_sets(config)]
     return [f"{a} [{ra.start}, {ra.stop}) and {b} [{rb.start}, {rb.stop})"
             for (a, ra), (b, rb) in itertools.combinations(sets, 2)
             if ra.start < rb.stop and rb.start < ra.stop]
@@ -64,3 +60,10 @@ def test_overlap_names_both_sets():
                "x": {"source": "reasoning_gym", "generator": "chain_sum", "size": 3}}}}}
     assert overlaps(cfg) == ["benchmarks.a [1001, 1017) and benchmarks.b [1002, 1018)",
                              "benchmarks.b [1002, 1018) and audit.problems.c [1017, 1022)"]
+
+
+def test_an_exclude_trivial_set_reserves_four_times_its_size():
+    cfg = {"benchmarks": {"a": {"source": "reasoning_gym", "generator": "chain_sum", "size": 10, "seed": 0,
+                                "exclude_trivial": True},
+                          "b": {"source": "reasoning_gym", "generator": "chain_sum", "size": 10, "seed": 39}}}
+    assert overlaps(cfg) == ["benchmarks.a [0, 40) and benchmarks.b [39, 49)"]
