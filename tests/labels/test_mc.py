@@ -136,7 +136,7 @@ def test_binary_rejects_soft_labels():
 
 
 def test_one_engine_call_per_round_batches_across_responses():
-    _, eng = run("early", Needs(), round_size=2)
+    _, eng = run("early", Needs(), round_size=2, last_step="rollout")  # every step of every response is rolled out
     assert len(eng.calls) <= 5 * 4  # at most steps × ceil(K / round_size) rounds
     assert eng.calls[0] == 2 * len(items())  # the first round holds every response
 
@@ -162,7 +162,7 @@ def test_no_responses_no_engine_call():
 
 def test_completions_that_never_finish_count_as_failures_and_are_reported():
     eng = SeededCompleter(never_finish=True)
-    rows, _ = run("early", Needs(), engine=eng, k=4)
+    rows, _ = run("early", Needs(), engine=eng, k=4, last_step="rollout")  # one-step responses get completions too
     for r in rows:
         assert first_error(r["n_success"], r["n_total"], 4, 0) == 0
         assert r["n_truncated"] == r["n_completions"] == 4

@@ -74,10 +74,11 @@ def dataset(n=40, k=8):
         steps = ["BAD" if j == bad else f"s{j}" for j in range(n_steps)]
         if i == 0:
             steps = []  # an empty response
+        correct = bool(steps) and bad is None  # mc.last_step "answer" labels the answer step by this grade
         rows.append({"problem_id": f"train-{i:05d}", "sample_idx": 0, "dataset": "train", "question": f"q{i}",
-                     "answer": "42", "response": "\n\n".join(steps), "steps": steps, "pred": None, "correct": False,
+                     "answer": "42", "response": "\n\n".join(steps), "steps": steps, "pred": None, "correct": correct,
                      "grade_status": "ok", "n_tokens": 1, "finish_reason": "stop"})
-        items.append(MCInput(f"train-{i:05d}", 0, f"q{i}", "42", steps, False))
+        items.append(MCInput(f"train-{i:05d}", 0, f"q{i}", "42", steps, correct))
     samples = pd.DataFrame(rows)
     mc = pd.DataFrame(run_mc(items, SeededCompleter(p_ok=0.3), k=k, needs=Needs.from_params(label_needs(CONFIG)),
                              protocol="early", round_size=2, prompt_fn=lambda q, p: q + p, grade_fn=boxed_grade))

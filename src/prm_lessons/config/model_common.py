@@ -168,10 +168,23 @@ class Dataset(Section):
         description='Number of problems to generate (reasoning_gym).')
     seed: int = Field(
         default=0,
-        description='Generator seed (reasoning_gym). Different seeds give disjoint-in-practice problem sets.')
+        description=(
+            'Generator seed (reasoning_gym): item i is drawn from Random(seed + i), so sets whose ranges '
+            '[seed, seed + size) overlap share random streams; give each set of a run its own range '
+            '(a test holds every shipped config to it).'))
     params: dict[str, Any] = Field(
         default_factory=dict,
         description='Extra keyword arguments for the reasoning-gym generator.')
+    # no default: absent stays absent, so the key changes no existing dataset job's params
+    exclude_trivial: bool | MISSING = Field(
+        default=MISSING,
+        description=(
+            'reasoning_gym (generators whose items carry metadata.expression: basic_arithmetic, '
+            'chain_sum): skip identity-trivial problems, whose answer is readable without computing (an '
+            'operand 1 as a factor of * or the divisor of /, an operand 0, two additive terms that cancel: '
+            '7 * 1, 3 + 7 * 0, 2 + 9 - 9; prm_lessons.data.problems.identity_trivial), continuing the '
+            "generator's index stream until `size` are kept. The set then reserves the indices "
+            '[seed, seed + 4 * size); fewer than `size` kept there stops the load.'))
     id: str | MISSING = Field(default=MISSING, description='Hub dataset id (source hub).')
     config: str | None = Field(default=None, description='Hub dataset configuration name (source hub).')
     split: str = Field(default='test', description='Hub dataset split (source hub).')

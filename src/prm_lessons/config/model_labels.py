@@ -37,12 +37,15 @@ class Mc(Section):
             'Completions per active step per round; each round is one batched engine call over all '
             'active responses. 1 = fewest tokens, larger = fewer rounds.'))
     last_step: Literal['rollout', 'answer'] = Field(
-        default='rollout',
+        default='answer',
         description=(
-            'rollout: the last step is completed like any other (INFERRED: the paper says only "8 '
-            'independent completions starting from this step", not whether the final step is '
-            "completed too); answer: the last step's label is the response's own grade (no "
-            'generation).'))
+            "answer: the step that states the final answer is labelled by the response's own grade "
+            '(positive iff the final answer is correct; no completions): a step stating a wrong final '
+            'answer is wrong. rollout: the last step is completed like any other, which only measures '
+            'whether the completer overwrites a stated answer (a wrong final answer is labelled positive '
+            'when one completion rewrites it; INFERRED: the paper says only "8 independent completions '
+            'starting from this step"). A response without a grade (the label audit\'s slice) is rolled '
+            'out either way.'))
     shards: Annotated[int, Field(ge=1)] = Field(
         default=1,
         description=(

@@ -94,7 +94,97 @@ def _answer_field(rec: dict, af) -> str:
     return af[-1]
 
 
+TRIVIAL_RESERVE = 4  # exclude_trivial: a set may draw generator indices [seed, seed + TRIVIAL_RESERVE * size)
+
+
+def reasoning_gym_index_range(spec: dict) -> range:
+    """The generator indices a reasoning_gym set may draw (reasoning-gym builds item i from
+    ``Random(seed + i)``): ``[seed, seed + size)``, or ``[seed, seed + TRIVIAL_RESERVE * size)`` with
+    ``exclude_trivial``. Two sets of a run whose ranges overlap share random streams."""
+    seed = int(spec.get("seed", 0))
+    return range(seed, seed + int(spec["size"]) * (TRIVIAL_RESERVE if spec.get("exclude_trivial") else 1))
+
+
+_TOKEN_RE = re.compile(r"\s*(\d+(?:\.\d+)?|[-+*/()])")
+
+
+def _tokens(expression: str) -> list[str]:
+    """Numbers (a unary minus joined to its number) and the operators + - * / ( ) of an expression."""
+    text, pos, raw = str(expression), 0, []
+    while pos < len(text):
+        m = _TOKEN_RE.match(text, pos)
+        if not m:
+            if text[pos:].strip():
+                raise ValueError(f"cannot read the arithmetic expression {expression!r}")
+            break
+        raw.append(m.group(1))
+        pos = m.end()
+    out: list[str] = []
+    for t in raw:
+        if out and out[-1] == "-" and (len(out) == 1 or out[-2] in "+-*/(") and t[0].isdigit():
+            out[-1] = "-" + t  # a unary minus: part of the number
+        else:
+            out.append(t)
+    return out
+
+
+def identity_trivial(expression: str) -> bool:
+    """Whether an arithmetic expression's value is readable without computing it (`7 * 1`, `2 + 9 - 9`,
+    `3 + 7 * 0`): a problem a policy can answer right over a wrong or absent process. True when any of:
+
+    1. an operand 1 is a factor of a ``*`` (either side) or the divisor of a ``/`` (``a * 1``, ``1 * a``,
+       ``a / 1``; ``1 / a`` is not trivial);
+    2. an operand is 0, wherever it stands (an identity of ``+`` and ``-``, absorbing in ``*``, ``0 / a``);
+    3. in an expression without parentheses, two additive terms (the operands of the top-level ``+`` and
+       ``-``, a product counting as one term; the first term has sign ``+``) are written the same and
+       have opposite signs, so that they cancel (``+ a ... - a`` or ``- a ... + a``; ``2 * 3 - 2 * 3``).
+
+    Operands are compared as written numbers (``1.0`` is 1); a negated operand (``-1``) is not 1.
+    Raises ValueError on text that is not numbers and ``+ - * / ( )``.
+    """
+    toks = _tokens(expression)
+
+    def number(t: str):
+        return float(t) if t[0].isdigit() or (t[0] == "-" and len(t) > 1) else None
+
+    for i, t in enumerate(toks):
+        v = number(t)
+        if v is None:
+            continue
+        before = toks[i - 1] if i > 0 else None
+        after = toks[i + 1] if i + 1 < len(toks) else None
+        if v == 0:
+            return True
+        if v == 1 and (before in ("*", "/") or after == "*"):
+            return True
+    if "(" in toks or ")" in toks:
+        return False
+    terms: list[tuple[int, str]] = []
+
+    def add(sign: int, cur: list[str]) -> None:
+        if cur[0].startswith("-"):  # a negated first operand: the term's sign flips (`3 + -3` cancels)
+            sign, cur = -sign, [cur[0][1:], *cur[1:]]
+        terms.append((sign, " ".join(cur)))
+
+    sign, cur = 1, []
+    for t in toks:
+        if t in ("+", "-") and cur:
+            add(sign, cur)
+            sign, cur = (1 if t == "+" else -1), []
+        else:
+            cur.append(t)
+    if cur:
+        add(sign, cur)
+    return any((1, text) in terms and (-1, text) in terms for _, text in terms)
+
+
 def _reasoning_gym_rows(spec: dict) -> list[dict]:
+    """The rows of a reasoning_gym set: items ``0 .. size-1`` of the generator at ``seed``. With
+    ``exclude_trivial`` (basic_arithmetic, chain_sum: items that carry ``metadata.expression``), items whose
+    expression is :func:`identity_trivial` are skipped and the index stream continues (item ``size``,
+    ``size + 1``, ...) until ``size`` are kept: deterministic, and at most ``TRIVIAL_RESERVE * size`` indices
+    are drawn (:func:`reasoning_gym_index_range`; fewer kept problems than ``size`` by then is an error).
+    A row's ``source_id`` is ``generator:seed:index`` with the generator index it was drawn at."""
     import reasoning_gym  # lazy: only reasoning-gym sets need it (slow import)
 
     generator = spec.get("generator")
@@ -102,17 +192,37 @@ def _reasoning_gym_rows(spec: dict) -> list[dict]:
         raise ValueError("dataset spec with source reasoning_gym needs `generator`")
     if not spec.get("size"):
         raise ValueError(f"reasoning_gym dataset '{generator}' needs `size`")
-    ds = reasoning_gym.create_dataset(generator, size=int(spec["size"]), seed=int(spec.get("seed", 0)),
+    size, exclude = int(spec["size"]), bool(spec.get("exclude_trivial", False))
+    indices = reasoning_gym_index_range(spec)
+    # item i depends only on seed + i (basic_arithmetic, chain_sum): a longer set continues the same stream
+    ds = reasoning_gym.create_dataset(generator, size=len(indices), seed=int(spec.get("seed", 0)),
                                       **(spec.get("params") or {}))
-    rows, corrected = [], []
-    for i, item in enumerate(ds):
+    rows, corrected, trivial = [], [], []
+    for i in range(len(indices)):
+        if len(rows) == size:
+            break
+        item = ds[i]
         meta = item.get("metadata") or {}
+        if exclude:
+            if meta.get("expression") is None:
+                raise ValueError(f"reasoning_gym dataset '{generator}': exclude_trivial needs items with "
+                                 "metadata.expression (basic_arithmetic, chain_sum)")
+            if identity_trivial(meta["expression"]):
+                trivial.append(str(meta["expression"]))
+                continue
         answer = precedence_answer(generator, meta.get("expression"), item.get("answer"))
         if answer != item.get("answer"):
             corrected.append(f"{meta.get('expression')} = {answer}, not {item.get('answer')}")
             item = {**item, "answer": answer}
         rows.append({"source_id": f"{generator}:{spec.get('seed', 0)}:{i}", "question": item.get("question"),
                      "answer": item.get("answer"), "gold_steps": _reasoning_gym_steps(generator, item, meta)})
+    if len(rows) < size:
+        raise ValueError(f"reasoning_gym dataset '{generator}' (seed {spec.get('seed', 0)}): only {len(rows)} of "
+                         f"{size} problems are not identity-trivial among the {len(indices)} generator indices "
+                         f"exclude_trivial may draw ({TRIVIAL_RESERVE} x size); change the generator's params")
+    if trivial:
+        log.info("%s (seed %s): %d identity-trivial problems skipped (exclude_trivial), e.g. %s; %d indices drawn",
+                 generator, spec.get("seed", 0), len(trivial), "; ".join(trivial[:3]), len(rows) + len(trivial))
     if corrected:
         log.warning("%s (seed %s): %d of %d answers corrected to the expression's value under the usual operator "
                     "precedence (reasoning-gym computes a parenthesis-free expression left to right), e.g. %s",

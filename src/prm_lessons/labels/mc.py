@@ -191,8 +191,14 @@ def completion_seed(base_seed: int, problem_id: str, sample_idx: int, step: int,
 def run_mc(items: Sequence[MCInput], engine, *, k: int, needs: Needs, protocol: str = "early",
            round_size: int = 1, seed: int = 0, spec=None,
            prompt_fn: Callable[[str, str], str], grade_fn: Callable[[list[str], list[str]], list[bool]],
-           separator: str = "\n\n", last_step: str = "rollout", keep_outcomes: bool = False) -> list[dict]:
+           separator: str = "\n\n", last_step: str = "answer", keep_outcomes: bool = False) -> list[dict]:
     """Label every response in `items`; return one row per response (the `mc` table's columns).
+
+    last_step: "answer" (default): the last step, which states the final answer, is labelled by the
+    response's own grade (K successes if correct, 0 if not; no generation), since a step that states a wrong
+    final answer is wrong, whatever completions from it might do; a response whose grade is unknown
+    (``correct`` None) has its last step rolled out. "rollout": the last step is completed like any other,
+    which only measures whether the completer overwrites a stated answer (a wrong one can come out positive).
 
     keep_outcomes: each row also gets ``outcomes``, per step the 0/1 grade of every completion in
     completion-index order (the label audit reads K' < K and every threshold from them).

@@ -67,7 +67,8 @@ def audit_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
     rows = run_mc(items, engine, k=k, needs=Needs(), protocol="naive", seed=int(mc_cfg["seed"]),
                   spec=spec_from_config(mc_cfg), prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
                   grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)), params.get("grading_workers")),
-                  separator=params.get("separator", "\n\n"), keep_outcomes=True)
+                  separator=params.get("separator", "\n\n"), keep_outcomes=True,
+                  last_step="rollout")  # the slice's items carry no grade (correct=None): every step is rolled out
     mc_cost = {**engine.take(), "generated_tokens": sum(r["tokens_generated"] for r in rows)}
     steps = [clean_steps(s) for s in part["steps"]]
     verdicts = judge_responses(

@@ -80,7 +80,7 @@ def mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: i
                       round_size=int(cfg["round_size"]), seed=int(cfg["seed"]), spec=spec_from_config(cfg),
                       prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
                       grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)), params.get("grading_workers")),
-                      separator=params.get("separator", "\n\n"), last_step=cfg.get("last_step", "rollout"))
+                      separator=params.get("separator", "\n\n"), last_step=cfg.get("last_step", "answer"))
         engine_stats = {"engine_seconds": round(engine.stats.seconds, 2), "engine_calls": engine.stats.calls}
     else:
         rows = run_mc(items, None, k=int(cfg["completions"]), needs=needs, protocol=cfg["protocol"],
