@@ -134,4 +134,4 @@ preflight-gpu:
 	$(if $(filter file,$(origin HF_HUB_OFFLINE)),env -u HF_HUB_OFFLINE) $(GPU_VENV)/bin/python -m prm_lessons.preflight.gpu $(PREFLIGHT_ARGS) $(SMK_ARGS)
 
 clean-results:
-	rm -rf results/*/ figures/fig* logs benchmarks resources/models paper/tables/*.tex paper/figures paper/report.md paper/main.pdf runs
+	rm -rf results/*/ figures/fig* logs benchmarks resources/models paper/tables/*.tex paper/figures paper/report.md paper/verdicts.html paper/main.pdf runs

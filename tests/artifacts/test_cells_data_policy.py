@@ -6,6 +6,7 @@ a "# samples" column and a provenance note."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -178,8 +179,10 @@ def test_a_data_source_figure_carries_its_provenance_note_into_the_report(paper_
     cells = pd.read_csv(out["csv"])
     mc = cells[cells["row"] == "mc_hard"]
     assert len(mc) and mc["diff"].isna().all() and (mc["n_samples"] == 59_800).all()   # ~60k: not compared
-    note = cells["data_note"].iloc[0]
+    notes = json.loads(Path(out["provenance"]).read_text())["notes"]   # cells.write_cells
+    note = " ".join(notes)
     assert "Qwen/Qwen2-Math-7B-Instruct responses" in note and "mc_hard 60k (paper 860k)" in note
-    md = report_markdown(load_published(), {"name": "t", "label": "t"}, {"fig9": cells}, tmp_path)
+    md = report_markdown(load_published(), {"name": "t", "label": "t"}, {"fig9": cells}, tmp_path,
+                         notes_of={"fig9": notes})
     section = md.split("## Figure 9")[1].split("\n## ")[0].replace("\\", "")   # md_escape's backslashes
     assert "Labelled data:" in section and "Qwen2-Math-7B-Instruct" in section

@@ -37,7 +37,8 @@ def render_caption(path: Path, run: dict) -> str:
     """A caption as snakemake.report renders it (report/__init__.py: Environment(trim_blocks=True,
     lstrip_blocks=True), then publish_parts(..., writer_name="html"))."""
     env = Environment(trim_blocks=True, lstrip_blocks=True)
-    snakemake = SimpleNamespace(config={"run": run, "roles": {"policy": "smollm2"}, "benchmarks": {"arith": {}}})
+    snakemake = SimpleNamespace(config={"run": run, "roles": {"policy": "smollm2"}, "benchmarks": {"arith": {}}},
+                                params=SimpleNamespace(grader="harness"))  # the job's params (Best-of-N captions)
     text = env.from_string(path.read_text()).render(snakemake=snakemake, categories={}, files={})
     return publish_parts(text, writer_name="html",
                          settings_overrides={"report_level": 5, "halt_level": 5})["body"]

@@ -27,6 +27,7 @@ HTML_REPORT = REPORT.with_name("report.html")
 WORK = REPORT.with_name("work")  # the rehearsal's working directory
 # the rehearsal's configs (prm_lessons.rehearsal.run; .ci/run passes the same to make report)
 REHEARSAL_CONFIGS = (ROOT / "config/paper.yaml", ROOT / "config/rehearsal.yaml")
+VERDICTS_HTML = "paper/verdicts.html"  # rule paper_report's report item (workflow/rules/paper.smk)
 
 # label-token ids as each model's own inference code computes them with its real tokenizer
 EXPECTED_IDS = {
@@ -151,7 +152,7 @@ def test_training_ran_multi_process_and_rank0_saved_and_the_prm_loads_in_scoring
 def test_the_html_report_holds_every_paper_figure_and_table_with_its_caption(html_report):
     """Each artifact the paper config makes is in the report under its own file name (a figure's PNG, a
     table's CSV), with the run's file byte for byte and its caption (workflow/report/<stem>.rst: the paper's figure or
-    table it reproduces, and the run it comes from), and nothing else is."""
+    table it regenerates, and the run it comes from), and nothing else is but the verdicts (the test below)."""
     _, results = html_report
     config = load_config(*REHEARSAL_CONFIGS)
     made = [aid for aid in ARTIFACTS if aid not in analysis_skipped(config)]
@@ -161,7 +162,7 @@ def test_the_html_report_holds_every_paper_figure_and_table_with_its_caption(htm
     for aid in made:
         key, kwargs = report_entry(aid)
         expected[artifact_paths(aid)[key]] = (aid, key, kwargs)
-    assert set(results) == set(expected)
+    assert set(results) == set(expected) | {VERDICTS_HTML}
     for path, (aid, key, kwargs) in expected.items():
         entry, a = results[path], ARTIFACTS[aid]
         assert entry["filename"] == Path(path).name, path
@@ -172,7 +173,9 @@ def test_the_html_report_holds_every_paper_figure_and_table_with_its_caption(htm
         assert base64.b64decode(data) == (WORK / path).read_bytes(), (
             f"{path}: not the run's file (a report older than the run? make report again)")
         caption = entry["caption"]
-        assert f"{a['source']} of Zhang et al. (2025), reproduced" in caption, path
+        assert f"{a['source']} of Zhang et al. (2025), regenerated (this run beside the paper)" in caption, path
+        # "reproduced" is a verdict (the verdicts entry below), never what a figure or table is
+        assert "reproduced" not in caption, path
         # the run label as written: its RST escapes (workflow/report/*.rst) leave no backslash behind
         assert f"<em>{config['run']['name']}</em>: {label}" in caption, path
         assert "\\" not in caption, path
@@ -186,3 +189,18 @@ def test_the_html_report_names_the_run_and_its_benchmarks(html_report):
     assert "\\" not in desc
     for name in config["benchmarks"]:
         assert f'<tt class="docutils literal">{name}</tt>' in desc, name
+
+
+def test_the_html_report_holds_the_verdict_table_and_tally(html_report):
+    """paper/verdicts.html (rule paper_report): the verdict table and tally that open paper/report.md, byte for
+    byte the run's file, under *Verdicts* with its caption (workflow/report/verdicts.rst)."""
+    _, results = html_report
+    entry = results[VERDICTS_HTML]
+    assert entry["job_properties"]["rule"] == "paper_report" and entry["labels"] == {"artifact": "verdicts"}
+    head, _, data = entry["data_uri"].partition(";base64,")
+    assert head.startswith("data:text/html")
+    page = base64.b64decode(data)
+    assert page == (WORK / VERDICTS_HTML).read_bytes(), "not the run's file (a report older than the run?)"
+    text = page.decode()
+    assert "Tally: " in text and "<table>" in text and "Why undecidable" in text
+    assert "undecidable here" in entry["caption"]

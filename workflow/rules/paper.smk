@@ -1,4 +1,5 @@
-# paper/: report.md (every table in Markdown beside the paper's numbers, every figure linked) always;
+# paper/: report.md (every table in Markdown beside the paper's numbers, every figure linked) and
+# verdicts.html (its verdict table and tally, in Snakemake's HTML report) always;
 # main.pdf with latexmk when it is installed (config paper.pdf: auto) or required (paper.pdf: true).
 # Logic: prm_lessons.artifacts.render; rule functions in prm_lessons.rules.paper. The LaTeX source
 # paper/main.tex lives in the repository and \input{}s the generated paper/tables/*.tex and includes
@@ -16,6 +17,8 @@ rule paper_report:
         **run_in(
             {
                 **{f"{aid}_csv": artifact_paths(aid)["csv"] for aid in ANALYSIS_ARTIFACTS},
+                # each artifact's notes (its provenance record's `notes`), printed under it
+                **{f"{aid}_provenance": artifact_paths(aid)["provenance"] for aid in ANALYSIS_ARTIFACTS},
                 **({"trainsets_table": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {}),
                 **(
                     {"judge_processbench_table": "results/tables/judge_processbench.csv"}
@@ -33,6 +36,13 @@ rule paper_report:
     output:
         report=run_out("paper/report.md"),
         run_info=run_out("paper/tables/run_info.tex"),
+        # the verdict table and tally that open report.md, as HTML for Snakemake's report (make report)
+        verdicts=report(
+            run_out("paper/verdicts.html"),
+            caption="../report/verdicts.rst",
+            category="Verdicts",
+            labels={"artifact": "verdicts"},
+        ),
     log:
         run_out("logs/paper/report.log"),
     benchmark:

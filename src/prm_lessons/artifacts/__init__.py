@@ -3,7 +3,7 @@
     registry   the artifact modules (MODULES), names, paths, report entries, each rule's inputs and params,
                provenance
     published  the paper's numbers (published.yaml), workflow row/column → paper row/column
-    cells      result tables → long "cells" tables (reproduced beside published): loaders, shared builders
+    cells      result tables → long "cells" tables (this run beside published): loaders, shared builders
     inputs     a rule's named inputs as frames      plots  matplotlib/seaborn style, shared figures
     render     LaTeX / Markdown tables, report.md, main.pdf
     defs       one module per artifact (defs/<stem>.py): its inputs, params, builder, plot or notes, `run`

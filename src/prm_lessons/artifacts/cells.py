@@ -2,7 +2,7 @@
 loaders and the builders artifacts share (Best-of-N, ProcessBench and summary cells) live here; each
 artifact's own builder lives in its module, artifacts/defs/<stem>.py.
 
-Every artifact is a long "cells" table (one row per reproduced number) with the columns
+Every artifact is a long "cells" table (one row per number of this run) with the columns
 
     run, row, key, label, aggregation, column, paper_column, n, value, ci_low, ci_high,
     published, diff, comparable   (+ threshold / stage / labels where the artifact has them)
@@ -10,7 +10,7 @@ Every artifact is a long "cells" table (one row per reproduced number) with the 
 `row` is the workflow's name (PRM / training-set variant / baseline), `key` the paper row it reproduces
 (config `analysis.paper_rows`, identity by default; the keys are those of published.yaml), `column`
 the workflow's benchmark / subset (mapped to the paper's by `analysis.paper_columns`), `value` the
-reproduced number in percent, `published` the paper's number for that cell (NaN when the paper has
+number this run measured, in percent, `published` the paper's number for that cell (NaN when the paper has
 none), `diff = value - published` only where `comparable` (same cell definition: same benchmark or
 subset, same Best-of-N N, and for averages the same set of benchmarks). Missing inputs, PRMs or
 variants are skipped with a logged note; an artifact with no rows is still written (empty table, a
@@ -137,7 +137,7 @@ def _pick_n(g: pd.DataFrame, params: Mapping) -> pd.DataFrame:
 
 def bon_cells(bon: pd.DataFrame, selections: Iterable[Mapping], pub: Mapping, tid: str,
               params: Mapping) -> pd.DataFrame:
-    """Cells of a Best-of-N table. Each selection = {row, prm, metric[, key, aggregation]}: the reproduced
+    """Cells of a Best-of-N table. Each selection = {row, prm, metric[, key, aggregation]}: the
     row `row` is bon.csv's (prm, metric) on every benchmark, plus the unweighted average."""
     pub_long = published_long(pub, tid)
     paper_cols = [c for c in pub["tables"].get(tid, {}).get("columns", []) if c != "average"]
@@ -499,13 +499,38 @@ def data_notes(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping) -> 
         sizes = ", ".join(f"{r} {_count(n)}" + (f" (paper {_count(p)})" if pd.notna(p) else "")
                           for r, n, p in zip(rows["row"], rows["n_samples"], rows["paper_n_samples"]))
         notes.append(f"# samples (training instances per row, results/tables/trainsets.csv): {sizes}.")
+    notes += mc_set_notes(aid, cells, pub, params)
+    return notes
+
+
+def artifact_mc_sets(aid: str, cells: pd.DataFrame, pub: Mapping) -> list[str]:
+    """The paper's MC-labelled sets (published.yaml `mc_experiments`: 860k, 3M) the artifact's rows come
+    from: the tags of the keys among `cells` (every tag of the artifact when the cells name none)."""
     tags = (pub.get("mc_experiments") or {}).get(aid) or {}
+    keys = set(cells["key"].astype(str)) if "key" in cells.columns and not cells.empty else set()
+    own = [tags.get(k, tags.get("*")) for k in sorted(keys)]
+    sets = [t for t in own if t is not None] or list(tags.values())
+    return sorted(dict.fromkeys(str(t) for t in sets))
+
+
+def mc_set_notes(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping) -> list[str]:
+    """The data rule's footnote, naming the sets the artifact's own rows come from (artifact_mc_sets), whether
+    the run's data source matches each, and, for a set other than the one the run reproduces
+    (analysis.mc_experiment), that its rows are shown, never compared (mc_experiment_comparability)."""
     exp = params.get("mc_experiment")
-    if tags and exp is not None:
-        src = "matches" if data_source_matches(pub, exp, setting) else "does not match"
-        notes.append(f"A row built from the paper's {exp} data is compared with the paper only where its data "
-                     f"source and size match the published row's; otherwise the paper's number is shown "
-                     f"without a difference. This run's data source {src} the paper's {exp} set.")
+    sets = artifact_mc_sets(aid, cells, pub)
+    if not sets or exp is None:
+        return []
+    setting = params.get("data_setting")
+    match = "; ".join(f"{'matches' if data_source_matches(pub, s, setting) else 'does not match'} the paper's {s} set"
+                      for s in sets)
+    notes = [f"A row built from the paper's {' or '.join(sets)} data is compared with the paper only where its "
+             f"data source and size match the published row's; otherwise the paper's number is shown without a "
+             f"difference. This run's data source {match}."]
+    other = [s for s in sets if s != str(exp)]
+    if other:
+        notes.append(f"This run's MC data stands for the paper's {exp} set (analysis.mc_experiment): rows from the "
+                     f"paper's {' and '.join(other)} set are shown, never compared.")
     return notes
 
 
@@ -531,10 +556,13 @@ def _count(n) -> str:
 # Writing
 # ------------------------------------------------------------------------------------------------
 
-def write_cells(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping, inputs: Mapping) -> None:
-    """An artifact's cells CSV and its provenance record (outputs `csv`, `provenance`)."""
+def write_cells(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping, inputs: Mapping,
+                notes: Iterable[str] = ()) -> None:
+    """An artifact's cells CSV and its provenance record (outputs `csv`, `provenance`); the record's `notes`
+    are the artifact's footnotes (the LaTeX table's, a figure's), which paper/report.md prints under it."""
     write_plain_csv(cells, outputs["csv"])
-    write_json(provenance(aid, params.get("run") or {}, inputs), outputs["provenance"])
+    write_json({**provenance(aid, params.get("run") or {}, inputs), "notes": [str(n) for n in notes]},
+               outputs["provenance"])
     n_pub = int(cells["published"].notna().sum()) if len(cells) else 0
     log.info("%s: %d cells (%d with a published number, %d comparable) → %s", aid, len(cells), n_pub,
              int(cells["comparable"].sum()) if len(cells) else 0, outputs["csv"])

@@ -15,6 +15,7 @@ import pandas as pd
 from prm_lessons.artifacts.cells import (
     data_comparability,
     data_notes,
+    grader_notes,
     mc_experiment_comparability,
     read_trainsets,
     write_cells,
@@ -25,6 +26,8 @@ from prm_lessons.artifacts.registry import ARTIFACTS, stamp
 from prm_lessons.tables import atomic_path
 
 ORIGIN_RUN, ORIGIN_PAPER = "this run", "paper"
+# what a figure (its footer) and its HTML caption (workflow/report/<stem>.rst) say it is
+REGENERATED = "regenerated (this run beside the paper)"
 
 
 def figure_style(params: Mapping):
@@ -136,7 +139,9 @@ def save_figure(fig, aid: str, outputs: Mapping, params: Mapping) -> None:
     """A figure artifact's PDF and PNG (outputs `pdf`, `png`), stamped with the run that made it."""
     run = params.get("run") or {}
     info = ARTIFACTS[aid]
-    note = f"{info['source']} reproduced. {stamp(run)}"
+    # "regenerated", never "reproduced": that word is a verdict (artifacts.verdict_rules), which a figure is not
+    grader = params["grader"] if "grader" in params else None
+    note = f"{info['source']} {REGENERATED}. {stamp(run)}" + (f" Graded by {grader}." if grader else "")
     fig.text(0.01, 0.003, textwrap.fill(note, int(figure_width(params) * 30)), fontsize=4.5, color="0.35",
              ha="left", va="bottom")
     meta = {"Title": f"{info['source']}: {info['title']}", "Subject": stamp(run),
@@ -236,10 +241,12 @@ def emit_figure(aid: str, cells: pd.DataFrame, plot: Callable, outputs: Mapping,
     """A figure rule's outputs: its cells CSV and provenance record, and the figure `plot` draws (PDF, PNG)."""
     pub = load_published()
     cells = mc_experiment_comparability(aid, cells, pub, params)
-    cells, _ = apply_not_compared(aid, cells, params)  # a figure's reasons are in its caption (workflow/report)
+    # the figure's notes, printed under it in paper/report.md (kept in its provenance record): the grader of a
+    # Best-of-N figure, the reasons of analysis.not_compared, the data-source figures' provenance
+    cells, notes = apply_not_compared(aid, cells, params)
     if "data_setting" in params:  # the data-source figures: # samples and the data rule (cells.data_comparability)
         cells = data_comparability(aid, cells, pub, params, read_trainsets(inputs))
-        if len(cells):  # the provenance note the data-source tables print, for the report under the figure
-            cells = cells.assign(data_note=" ".join(data_notes(aid, cells, pub, params)))
-    write_cells(aid, cells, outputs, params, inputs)
+        notes += data_notes(aid, cells, pub, params) if len(cells) else []
+    graded = grader_notes(params) if "grader" in params else []  # only a Best-of-N figure is given `grader`
+    write_cells(aid, cells, outputs, params, inputs, notes=graded + notes)
     save_figure(plot(cells, pub, params), aid, outputs, params)

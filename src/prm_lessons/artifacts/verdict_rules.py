@@ -1,8 +1,9 @@
 """The verdicts' vocabulary and rules: the four verdicts, a row of the verdict table, the two rules that
-turn intervals into a verdict (an interval against a null, two unpaired intervals), and the Markdown
-table that opens paper/report.md. The lessons that use them: prm_lessons.artifacts.verdicts."""
+turn intervals into a verdict (an interval against a null, two unpaired intervals), the Markdown table that
+opens paper/report.md and its HTML copy for Snakemake's report. The lessons: prm_lessons.artifacts.verdicts."""
 from __future__ import annotations
 
+import html
 from typing import NamedTuple, Sequence
 
 from prm_lessons.artifacts.estimates import Est
@@ -53,23 +54,53 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ") or " "
 
 
+RULE = ("Each verdict comes from a 95 % interval, never from a point estimate: an interval that excludes the "
+        "null (0, the other arm, the chance rate) decides; one that contains it leaves the lesson "
+        "undecidable here, with what would decide it. Every comparison is fixed in advance "
+        "(`prm_lessons.artifacts.verdicts`), none chosen from the evaluation results. Percent, "
+        "differences in points, [interval].")
+COLUMNS = ("Lesson", "The paper found", "This run measured", "Verdict",
+           "Why undecidable or not measured; what would decide it")
+
+
+def _why(r: Verdict) -> str:
+    if r.decide and r.verdict in (UNDECIDABLE, ABSENT):
+        return (r.reason + ". " if r.reason else "") + "Would decide it: " + r.decide
+    return r.reason
+
+
+def tally(rows: Sequence[Verdict]) -> str:
+    """'Tally: 1 reproduced, 6 undecidable here.'"""
+    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
+    return "Tally: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + "."
+
+
 def verdicts_markdown(rows: Sequence[Verdict]) -> str:
     """The section that opens paper/report.md: a short rule, then the table."""
-    md = [HEADING, "",
-          "Each verdict comes from a 95 % interval, never from a point estimate: an interval that excludes the "
-          "null (0, the other arm, the chance rate) decides; one that contains it leaves the lesson "
-          "undecidable here, with what would decide it. Every comparison is fixed in advance "
-          "(`prm_lessons.artifacts.verdicts`), none chosen from the evaluation results. Percent, "
-          "differences in points, [interval].", "",
-          "| Lesson | The paper found | This run measured | Verdict | "
-          "Why undecidable or not measured; what would decide it |",
-          "|---|---|---|---|---|"]
+    md = [HEADING, "", RULE, "", "| " + " | ".join(COLUMNS) + " |", "|---|---|---|---|---|"]
     for r in rows:
-        why = r.reason
-        if r.decide and r.verdict in (UNDECIDABLE, ABSENT):
-            why = (why + ". " if why else "") + "Would decide it: " + r.decide
         verdict = f"**{r.verdict}**" if r.verdict in (REPRODUCED, CONTRADICTED) else r.verdict
-        md.append("| " + " | ".join(_cell(x) for x in (r.lesson, r.paper, r.measured, verdict, why)) + " |")
-    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
-    md += ["", "Tally: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".", ""]
+        md.append("| " + " | ".join(_cell(x) for x in (r.lesson, r.paper, r.measured, verdict, _why(r))) + " |")
+    md += ["", tally(rows), ""]
     return "\n".join(md)
+
+
+def verdicts_html(rows: Sequence[Verdict], run: str = "") -> str:
+    """The same section as one HTML page (paper/verdicts.html): Snakemake's HTML report shows it under
+    *Verdicts* (workflow/rules/paper.smk), as it cannot show paper/report.md's Markdown."""
+    esc = html.escape
+    title = HEADING.lstrip("# ")
+    body = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{esc(title)}</title>",
+            "<style>body{font-family:sans-serif;font-size:14px;margin:1em}table{border-collapse:collapse}"
+            "td,th{border:1px solid #bbb;padding:4px 6px;vertical-align:top;text-align:left}</style>",
+            "</head><body>", f"<h2>{esc(title)}</h2>"]
+    if run:
+        body.append(f"<p>Run: {esc(run)}</p>")
+    body += [f"<p>{esc(RULE)}</p>", f"<p><strong>{esc(tally(rows))}</strong></p>", "<table>",
+             "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in COLUMNS) + "</tr>"]
+    for r in rows:
+        verdict = f"<strong>{esc(r.verdict)}</strong>" if r.verdict in (REPRODUCED, CONTRADICTED) else esc(r.verdict)
+        body.append("<tr>" + "".join(f"<td>{x}</td>" for x in (esc(r.lesson), esc(r.paper), esc(r.measured),
+                                                                verdict, esc(_why(r)))) + "</tr>")
+    body += ["</table>", "</body></html>", ""]
+    return "\n".join(body)

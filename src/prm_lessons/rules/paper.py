@@ -2,6 +2,7 @@
 `paper_report`), paper/main.pdf (rule `paper_pdf`). Rendering: prm_lessons.artifacts.render."""
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from prm_lessons.artifacts.findings import findings_markdown
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.registry import ARTIFACTS
 from prm_lessons.artifacts.render import latexmk_pdf, report_markdown, run_info_tex
-from prm_lessons.artifacts.verdict_rules import verdicts_markdown
+from prm_lessons.artifacts.verdict_rules import verdicts_html, verdicts_markdown
 from prm_lessons.artifacts.verdicts import verdict_rows
 from prm_lessons.labels.audit import render_markdown as render_audit
 from prm_lessons.tables import CorruptTableError, read_csv, write_plain_csv, write_text_atomic
@@ -35,6 +36,18 @@ def _read_csv(path, kind: str) -> pd.DataFrame | None:
         return None
 
 
+def _notes(path) -> list[str]:
+    """The notes an artifact's rule kept in its provenance record (cells.write_cells); none when the record is
+    not an input, absent, or older than the notes."""
+    if not path or not Path(path).exists():
+        return []
+    try:
+        return [str(n) for n in json.loads(Path(path).read_text()).get("notes") or []]
+    except (OSError, ValueError, AttributeError) as e:
+        log.warning("report: cannot read the notes of %s (%s); left out", path, e)
+        return []
+
+
 def _main_rows(bon: pd.DataFrame | None, params) -> pd.DataFrame | None:
     """bon.csv's rows of analysis.policy (params `policy`; a table without a policy column holds one
     policy's) at the main tables' N (params `n`), so the findings never mix policies or N."""
@@ -49,9 +62,11 @@ def _main_rows(bon: pd.DataFrame | None, params) -> pd.DataFrame | None:
 
 def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     """paper/report.md (opening with the lesson-by-lesson verdicts (artifacts.verdicts) and what this run
-    found, then every table in Markdown beside the paper's
-    numbers, every figure linked) and paper/tables/run_info.tex (run label and config hash for main.tex).
-    Inputs `<id>_csv`: each artifact's cells; one that does not exist is left out of the report.
+    found, then every table in Markdown beside the paper's numbers, every figure linked, each with its notes),
+    paper/tables/run_info.tex (run label and config hash for main.tex) and, where the rule has the output
+    `verdicts`, paper/verdicts.html (the verdict table and tally, for Snakemake's HTML report).
+    Inputs `<id>_csv`: each artifact's cells; one that does not exist is left out of the report; `<id>_provenance`:
+    its provenance record, whose `notes` (the LaTeX table's footnotes, a figure's) are printed under it.
     `processbench_table`, `bon_table`, `trainsets_table` (results/tables/*.csv, each optional): the
     findings; params `aggregation`, `threshold_sweep` (optional) as the analysis rules get them, `policy` and
     `n` (the main tables' policy and N: the findings read those rows), `skipped` (artifact id → why this
@@ -63,11 +78,12 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     run = params.get("run", {})
     report = Path(outputs["report"])
     report.parent.mkdir(parents=True, exist_ok=True)
-    cells_of = {}
+    cells_of, notes_of = {}, {}
     for aid in ARTIFACTS:
         csv = inputs.get(f"{aid}_csv")
         if csv and Path(csv).exists():
             cells_of[aid] = load_cells(csv)
+        notes_of[aid] = _notes(inputs.get(f"{aid}_provenance"))
     skipped = dict(params.get("skipped") or {})
     processbench = _read_csv(inputs.get("processbench_table"), "processbench_csv")
     bon = _main_rows(_read_csv(inputs.get("bon_table"), "bon_csv"), params)
@@ -76,17 +92,20 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     audit = _read_csv(inputs.get("label_audit_table"), "label_audit_csv")
     checker_bon = _read_csv(inputs.get("process_check_bon_table"), "process_check_bon_csv")
     aggregation = str(params.get("aggregation") or "product")
-    verdicts = verdicts_markdown(verdict_rows(
+    rows = verdict_rows(
         processbench=processbench, bon=bon, trainsets=trainsets, judge_pb=judge_pb, audit=audit, checker_bon=checker_bon, fig6=cells_of.get("fig6"),
         fig8=cells_of.get("fig8"), aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"),
-        judge_critics=params.get("judge_critics") or ()))
+        judge_critics=params.get("judge_critics") or ())
+    verdicts = verdicts_markdown(rows)
+    if outputs.get("verdicts"):  # the verdict table and tally for Snakemake's HTML report (paper.smk)
+        write_text_atomic(outputs["verdicts"], verdicts_html(rows, str(run.get("label") or run.get("name") or "")))
     findings = findings_markdown(processbench, bon, trainsets, str(run.get("label") or run.get("name") or ""),
                                  aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"))
     if audit is not None:  # the label audit: the mechanism behind the label lessons, after the verdicts
         verdicts += "\n" + "\n".join(render_audit(audit, int(params.get("audit_k") or 8))) + "\n"
     # the lesson-by-lesson verdicts open the report, the findings' detail follows
     write_text_atomic(report, report_markdown(load_published(), run, cells_of, report.parent, verdicts + "\n" + findings,
-                                      skipped))
+                                              skipped, notes_of))
     info = Path(outputs["run_info"])
     write_text_atomic(info, run_info_tex(run, skipped))
     log.info("wrote %s and %s", report, info)

@@ -41,14 +41,14 @@ SECTION = "Overview"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "processbench")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "figure",
-          "not_compared")
+PARAMS = ("grader", "aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels",
+          "figure", "not_compared")
 
 
 REFERENCE_KEYS = ("pass", "maj", "o1_mini")  # Figure 1's reference lines (published.yaml fig1 keys)
 
 
-O1_MINI_ROW = "o1-mini (published, not reproduced)"
+O1_MINI_ROW = "o1-mini (published, not run here)"
 
 
 def build_fig1(bon, pb, baselines, pub, params):
@@ -82,7 +82,7 @@ def plot_fig1(cells: pd.DataFrame, pub: Mapping, params: Mapping):
     """Figure 1: per PRM, Best-of-N average accuracy and ProcessBench average F1 (two bar panels, PRMs in
     one order, by Best-of-N), this run above the paper; pass@N / maj@N as labelled lines on the Best-of-N
     panels, o1-mini's published ProcessBench F1 on the ProcessBench panels (in this run's: "published, not
-    reproduced")."""
+    run here")."""
     plt, sns = figure_style(params)
     cols = {"bon_average": "BoN avg. acc. (%)", "processbench_f1": "ProcessBench avg. F1 (%)"}
     data = run_and_paper(cells, published_long(pub, "fig1"), cols)
@@ -109,7 +109,7 @@ def plot_fig1(cells: pd.DataFrame, pub: Mapping, params: Mapping):
             draw_bars(ax, sns, d, "name", "value", order=[n for n in order if n in set(d["name"])], horizontal=True)
             for _, r in ref.iterrows():
                 colour, ls = styles.get(r["key"], ("0.3", "--"))
-                text = ("o1-mini (published, not reproduced)" if r["key"] == "o1_mini" and origin == ORIGIN_RUN
+                text = ("o1-mini (published, not run here)" if r["key"] == "o1_mini" and origin == ORIGIN_RUN
                         else str(r["name"]).split(" (")[0]) + f" {float(r['value']):.1f}"
                 ax.axvline(float(r["value"]), color=colour, ls=ls, lw=0.8)
                 ax.text(float(r["value"]), 0.99, text, transform=ax.get_xaxis_transform(), rotation=90, ha="right",

@@ -29,8 +29,8 @@ SECTION = "MC threshold"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "processbench", "trainsets")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "figure",
-          "mc_experiment", "threshold_sweep", "data_setting")
+PARAMS = ("grader", "aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels",
+          "figure", "mc_experiment", "threshold_sweep", "data_setting")
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ SECTION = "Best-of-N bias"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "table5", "trainsets")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "figure",
-          "mc_experiment", "data_setting")
+PARAMS = ("grader", "aggregation", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels",
+          "figure", "mc_experiment", "data_setting")
 
 
 def plot_fig7(cells: pd.DataFrame, pub: Mapping, params: Mapping):

@@ -31,8 +31,8 @@ SECTION = "Scoring strategy"
 # what the rule reads: input groups of workflow/rules/analysis.smk (ARTIFACT_INPUT_GROUPS)
 INPUTS = ("bon", "trainsets")
 # the config `analysis.*` keys the rule receives as params (besides `run`)
-PARAMS = ("n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "figure", "mc_experiment",
-          "data_setting")
+PARAMS = ("grader", "n", "benchmarks", "paper_rows", "paper_columns", "policy", "policy_labels", "figure",
+          "mc_experiment", "data_setting")
 
 
 def build_fig9(bon, pub, params):
