@@ -108,7 +108,8 @@ def test_threshold_protocol_paper_gsm8k_embedded_auto_and_inapplicable_ones_name
                   {"processbench": {"subsets": ["math", "omnimath"]}}):  # gsm8k without a GSM8K subset
         with pytest.raises(ConfigError, match=r"`processbench_eval\.tune_on`"):
             validate_config(deep_update(copy.deepcopy(paper_yaml), patch))
-    with pytest.raises(ConfigError, match=r"`processbench_eval\.tune_on`.*constructed\.subsets lacks \(arith, chain_sum\)"):
+    with pytest.raises(ConfigError,
+                       match=r"`processbench_eval\.tune_on`.*constructed\.subsets lacks \(arith, chain_sum\)"):
         validate_config(deep_update(base(), {"processbench_eval": {"tune_on": "gsm8k"}}))
     assert validate_config(deep_update(base(), {"processbench_eval": {"tune_on": "crossfit"}}))
 

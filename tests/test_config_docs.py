@@ -45,8 +45,9 @@ def test_the_config_guide_names_only_keys_that_exist():
     assert not unknown, f"config/README.md or docs/config-notes.md name keys the models do not have: {unknown}"
 
 
-@pytest.mark.parametrize("path", ["sampling.n", "models.smollm2.dtype", "bon.more_n.0.n", "prms.models.x.params.step_tag",
-                                  "benchmarks.math.fields.answer", "trainsets.variants.mc_hard.trl.path"])
+@pytest.mark.parametrize("path", ["sampling.n", "models.smollm2.dtype", "bon.more_n.0.n",
+                                  "prms.models.x.params.step_tag", "benchmarks.math.fields.answer",
+                                  "trainsets.variants.mc_hard.trl.path"])
 def test_key_exists_reads_maps_lists_and_unions(path):
     assert key_exists(path)
 

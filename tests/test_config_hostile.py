@@ -111,7 +111,8 @@ def test_identifier_names_are_accepted(section):
 def test_the_shipped_configs_use_only_identifier_names():
     layers = [["config/config.yaml"], ["config/paper.yaml"], ["config/paper.yaml", "config/rehearsal.yaml"],
               ["config/config.yaml", "config/test.yaml"], ["config/config.yaml", "config/all.yaml"],
-              ["config/config.yaml", "config/all.yaml", "config/test.yaml"], ["config/config.yaml", "config/larger.yaml"]]
+              ["config/config.yaml", "config/all.yaml", "config/test.yaml"],
+              ["config/config.yaml", "config/larger.yaml"]]
     layers += [[b, str(a.relative_to(ROOT))] for a in sorted((ROOT / "config/ablations").glob("*.yaml"))
                for b in ("config/config.yaml", "config/paper.yaml")]
     for files in layers:
@@ -409,7 +410,8 @@ def test_dry_run_stops_before_any_job_and_writes_nothing_outside(tmp_path, patch
     assert f"config error at `{key}`" in out, out[-3000:]
     assert "Building DAG of jobs" not in out and "Job stats" not in out, out[-3000:]
     after = _outside(tmp_path, wd)
-    assert after == before, f"created or touched outside the working directory: {sorted(set(after.items()) ^ set(before.items()))}"
+    assert after == before, ("created or touched outside the working directory: "
+                             f"{sorted(set(after.items()) ^ set(before.items()))}")
     assert (tmp_path / "mydata" / "keep.txt").read_text() == "the user's data\n"
 
 
@@ -588,7 +590,8 @@ def test_a_key_repeated_in_a_config_file_is_refused_with_its_line(tmp_path_facto
     pad = "  " * depth
     head = "".join("  " * i + f"k{i}:\n" for i in range(depth))
     f.write_text(f"{head}{pad}{key!s}: 1\n{pad}other: 2\n{pad}{key!s}: 3\n")
-    with pytest.raises(ConfigError, match=f"c.yaml: line {depth + 3}: key .* appears twice .*first at line {depth + 1}"):
+    with pytest.raises(ConfigError,
+                       match=f"c.yaml: line {depth + 3}: key .* appears twice .*first at line {depth + 1}"):
         read_config_file(f)
 
 

@@ -163,7 +163,8 @@ def _rule_funcs(root: Path) -> list[str]:
     for f in sorted((root / "rules").glob("*.py")):
         if f.stem != "__init__":
             tree = ast.parse(f.read_text())
-            out += [f"{f.stem}:{n.name}" for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+            out += [f"{f.stem}:{n.name}" for n in tree.body
+                    if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
     return out
 
 

@@ -61,7 +61,8 @@ def test_embedded_plan_names_two_policies_and_two_n():
     assert plan.samples_per_problem(cfg, "train") == cfg["sampling"]["n"]
     assert plan.policy_dir(cfg, "smollm2") == "" and plan.policy_dir(cfg, "smollm2_t1") == "policies/smollm2_t1/"
     assert plan.policy_of_dir(cfg, "") == "smollm2" and plan.policy_of_dir(cfg, "policies/smollm2_t1/") == "smollm2_t1"
-    assert plan.sample_shards(cfg, "arith", "smollm2_t1") == ["results/policies/smollm2_t1/responses/arith/shard0of1.parquet"]
+    assert plan.sample_shards(cfg, "arith", "smollm2_t1") == [
+        "results/policies/smollm2_t1/responses/arith/shard0of1.parquet"]
     assert plan.sample_shards(cfg, "arith") == ["results/responses/arith/shard0of1.parquet"]
     assert cfg["analysis"]["n"] == cfg["bon"]["n"]  # the tables read bon.csv at bon.n, never at a more_n N
 
@@ -254,7 +255,8 @@ def test_judge_table_names_the_policy_of_each_row(tmp_path):
         judged = judged.reindex(columns=JUDGED_COLUMNS)
         write_table(judged, tmp_path / pol / "judged" / "arith.parquet", "bon_judge")
         out = tmp_path / pol / "m.json"
-        bon_judge_metrics(inputs={"samples": [str(samples)], "judged": [str(tmp_path / pol / "judged" / "arith.parquet")]},
+        bon_judge_metrics(inputs={"samples": [str(samples)],
+                                  "judged": [str(tmp_path / pol / "judged" / "arith.parquet")]},
                           outputs={"metrics": str(out)}, params={"bon": BON, "model": "m", "policy": pol},
                           wildcards={"judge": "j", "mode": "pointwise"}, threads=1)
         paths.append(str(out))

@@ -40,7 +40,8 @@ def test_on_one_repo_per_variant_and_the_evaluation_its_card_reports():
 
 @pytest.mark.parametrize("upload,needle", [
     ({"enabled": True}, "config error at `hub.upload.repo_prefix`: missing required value (with `enabled: True`)"),
-    ({"enabled": True, "repo_prefix": None}, "`hub.upload.repo_prefix`: None is not of type 'string' (with `enabled: True`)"),
+    ({"enabled": True, "repo_prefix": None},
+     "`hub.upload.repo_prefix`: None is not of type 'string' (with `enabled: True`)"),
     ({"enabled": True, "repo_prefix": "no-org-"}, "config error at `hub.upload.repo_prefix`"),
     ({"enabled": True, "repo_prefix": "org--x/"}, "config error at `hub.upload.repo_prefix`"),
     ({"enabled": "yes"}, "config error at `hub.upload.enabled`"),

@@ -182,8 +182,10 @@ def reference_markdown() -> str:
     sections: list[tuple[str, type[BaseModel]]] = []
     _sections(Config, "", sections)
     lines = ["# Config reference", "",
-             "Generated from the models in `src/prm_lessons/config/` (`prm_lessons.config.docs.reference_markdown`);",
-             "edit the models, not this file. How the config is validated: [config-validation.md](config-validation.md);",
+             "Generated from the models in `src/prm_lessons/config/` "
+             "(`prm_lessons.config.docs.reference_markdown`);",
+             "edit the models, not this file. How the config is validated: "
+             "[config-validation.md](config-validation.md);",
              "how to write overlays, ablations and seed replicas: [config/README.md](../config/README.md).", "",
              "*(absent)*: the key has no default and stays absent unless given (adding it later changes no job's",
              "params); *(section)*: a nested section, documented under its own heading.", ""]

@@ -1,4 +1,5 @@
-"""The config: one model per section, each key with its type, default and description (the only place they are written; workflow/schemas/config.schema.json and docs/config-reference.md are generated from it)."""
+"""The config: one model per section, each key with its type, default and description (the only place \
+they are written; workflow/schemas/config.schema.json and docs/config-reference.md are generated from it)."""
 from __future__ import annotations
 
 from typing import Annotated, Literal

@@ -143,7 +143,8 @@ PART_SOURCES = ("reasoning_gym", "hub", "local")  # a part of a mix is no mix or
 
 
 class Dataset(Section):
-    model_config = when(source={"url": ["url"], "local": ["path"], "reasoning_gym": ["generator", "size"], "hub": ["id"], "mix": ["parts"]})
+    model_config = when(source={"url": ["url"], "local": ["path"], "reasoning_gym": ["generator", "size"],
+                                "hub": ["id"], "mix": ["parts"]})
     source: Literal['reasoning_gym', 'hub', 'local', 'url', 'mix'] = Field(
         description=(
             'reasoning_gym (procedural generator), hub (Hugging Face dataset), local '

@@ -1,4 +1,5 @@
-"""Sections of the training labels and sets: mc, judge, human, math_shepherd, process_check, consensus, audit, trainsets."""
+"""Sections of the training labels and sets: mc, judge, human, math_shepherd, process_check, consensus, audit, \
+trainsets."""
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -444,7 +445,13 @@ class TrainsetsExportTrl(Section):
 
 class Trainsets(Section):
     variants: dict[Name, TrainsetsVariantsEntry] = Field(
-        default_factory=lambda: {'mc_hard': {'source': 'mc', 'label_type': 'hard', 'threshold': 0.0}, 'mc_soft': {'source': 'mc', 'label_type': 'soft'}, 'judge': {'source': 'judge'}, 'human': {'source': 'human'}, 'consensus_hard': {'source': 'consensus', 'label_type': 'hard'}, 'consensus_soft': {'source': 'consensus', 'label_type': 'soft'}},
+        default_factory=lambda: {
+            'mc_hard': {'source': 'mc', 'label_type': 'hard', 'threshold': 0.0},
+            'mc_soft': {'source': 'mc', 'label_type': 'soft'},
+            'judge': {'source': 'judge'},
+            'human': {'source': 'human'},
+            'consensus_hard': {'source': 'consensus', 'label_type': 'hard'},
+            'consensus_soft': {'source': 'consensus', 'label_type': 'soft'}},
         validate_default=True,
         description='Variant name → definition.')
     export_trl: TrainsetsExportTrl = Field(

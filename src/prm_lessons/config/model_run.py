@@ -1,4 +1,5 @@
-"""Sections of the run, the hardware and the data: run, cluster, hub, roles, data_policies, sampling, processbench, grading, training."""
+"""Sections of the run, the hardware and the data: run, cluster, hub, roles, data_policies, sampling, \
+processbench, grading, training."""
 from __future__ import annotations
 
 import re
@@ -58,7 +59,9 @@ class Cluster(Section):
 class HubUpload(Section):
     model_config = when(enabled={True: ["repo_prefix"]})
     enabled: bool = Field(default=False, description='Upload the trained PRMs (rule upload_prm).')
-    repo_prefix: Annotated[str, Field(pattern='^[A-Za-z0-9][A-Za-z0-9_.-]*/([A-Za-z0-9][A-Za-z0-9_.-]*)?$')] | None = Field(
+    repo_prefix: Annotated[
+        str, Field(pattern='^[A-Za-z0-9][A-Za-z0-9_.-]*/([A-Za-z0-9][A-Za-z0-9_.-]*)?$')
+    ] | None = Field(
         default=None,
         description=(
             '`org/` or `org/prefix-`: the PRM of variant <variant> goes to `<repo_prefix><variant>` '

@@ -30,7 +30,9 @@ class TokenClassificationParams(Section):
 
 
 class DeclaredParamsReadout(Section):
-    label_ids: Annotated[list[Annotated[int, Field(ge=0)] | Annotated[str, Field(min_length=1)]], Field(min_length=2, max_length=2)] | MISSING = Field(
+    label_ids: Annotated[
+        list[Annotated[int, Field(ge=0)] | Annotated[str, Field(min_length=1)]], Field(min_length=2, max_length=2)
+    ] | MISSING = Field(
         default=MISSING,
         description=(
             'model_class causal_lm (required): [good, bad], two token ids or token strings (a '

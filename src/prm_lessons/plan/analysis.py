@@ -73,7 +73,8 @@ def analysis_skipped(config: dict) -> dict[str, str]:
         out.update({aid: why for aid in ("table9", "table12", "table14", "table16")})
     if not (bon_judge_runs(config) and bon_judge_policies(config)):
         why = ("no LLM judge of Best-of-N: bon_judges.judges has no enabled judge (or bon_judges.policies no "
-               "policy that samples a judged benchmark); `make run-all` (config/all.yaml) and config/paper.yaml add them")
+               "policy that samples a judged benchmark); `make run-all` (config/all.yaml) and config/paper.yaml "
+               "add them")
         out["table11"] = why
         out.setdefault("table12", why)
     if not config.get("search", {}).get("prms"):

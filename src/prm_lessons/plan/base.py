@@ -10,8 +10,9 @@ def wildcard_alternatives(names) -> str:
     return "|".join(re.escape(n) for n in names) if names else "(?!)"
 
 
-# The layout of every problem-sharded job (scoring, greedy search, LLM judges, critics): a sharded job writes `<table>/shard{shard}of{nshards}.parquet`
-# for each of its tables, a local merge rule joins them into `<table>.parquet` (prm_lessons.jobs.shards).
+# The layout of every problem-sharded job (scoring, greedy search, LLM judges, critics): a sharded job writes
+# `<table>/shard{shard}of{nshards}.parquet` for each of its tables, a local merge rule joins them into
+# `<table>.parquet` (prm_lessons.jobs.shards).
 
 def shard_outputs(tables: list[str], nshards: int) -> list[str]:
     """A job's outputs for tables given as paths without `.parquet` (wildcards kept): the tables when

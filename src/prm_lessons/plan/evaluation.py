@@ -43,10 +43,11 @@ def resolve_prm_specs(config: dict) -> dict[str, dict]:
                                               "gpu_memory_utilization": ent.get("gpu_memory_utilization", 0.9)})
         if e["adapter"] == "eurus":
             if not e.get("ref_model"):
-                raise ValueError(f"config error at `prms.models.{name}.ref_model`: adapter eurus needs a reference model")
+                raise ValueError(f"config error at `prms.models.{name}.ref_model`: adapter eurus needs a "
+                                 "reference model")
             ref = model_entry(config, e["ref_model"])
-            spec.update(ref_model=e["ref_model"], ref_path=model_path(config, e["ref_model"]), ref_dtype=ref.get("dtype"),
-                        ref_trust_remote_code=bool(ref.get("trust_remote_code", False)))
+            spec.update(ref_model=e["ref_model"], ref_path=model_path(config, e["ref_model"]),
+                        ref_dtype=ref.get("dtype"), ref_trust_remote_code=bool(ref.get("trust_remote_code", False)))
         out[name] = spec
     return out
 
@@ -173,7 +174,8 @@ def score_shard_paths(config: dict, tables: list[str], wildcards: dict | None = 
 def scoring_runtime(config: dict, minutes: int, n_gpus: int, attempt: int, multi_gpu: int = 1,
                     prm: str | None = None) -> int:
     """Minutes of one scoring job: `minutes` for all of a PRM's inputs (× `multi_gpu` for a PRM spread over
-    several GPUs), split over the PRM's shards (prms.shards; at least 60: loading a 72B model takes minutes), × the attempt, so a job killed
-    at its limit is resubmitted with more time (retries), within cluster.max_runtime."""
+    several GPUs), split over the PRM's shards (prms.shards; at least 60: loading a 72B model takes minutes),
+    × the attempt, so a job killed at its limit is resubmitted with more time (retries), within
+    cluster.max_runtime."""
     whole = int(minutes) * (int(multi_gpu) if n_gpus > 1 else 1)
     return runtime(config, max(60, shard_minutes(whole, score_shards(config, prm))), attempt)

@@ -91,7 +91,8 @@ def sample_n(config: dict, benchmark: str, policy: str | None = None) -> int:
     evaluated on the first n samples of the same draws)."""
     ns = bon_ns(config, benchmark, policy)
     if not ns:
-        raise ValueError(f"policy '{policy}' does not sample benchmark '{benchmark}' (bon.policies.{policy}.benchmarks)")
+        raise ValueError(f"policy '{policy}' does not sample benchmark '{benchmark}' "
+                         f"(bon.policies.{policy}.benchmarks)")
     return ns[-1]
 
 

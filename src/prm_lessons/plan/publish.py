@@ -36,4 +36,5 @@ def upload_evaluation(config: dict, variant: str) -> dict[str, str]:
     metrics): {} when the trained PRMs are not evaluated (`prms.include_trained: false`)."""
     if variant not in trained_variants(config):
         return {}
-    return {"processbench": f"results/metrics/processbench/{variant}.json", "bon": f"results/metrics/bon/{variant}.json"}
+    return {"processbench": f"results/metrics/processbench/{variant}.json",
+            "bon": f"results/metrics/bon/{variant}.json"}

@@ -29,8 +29,8 @@ from .trainsets import eval_set_paths, label_needs, role_model, trainset_inputs,
 
 RUNS_DIR = "runs"
 # a named run's own files always (cheap, and what the run is for): metrics, tables, figures, the report
-PER_RUN = re.compile(r"^(results/(policies/[A-Za-z0-9_\-]+/)?(tables|metrics|checkpoints)/|results/(annotation|uploads)/"
-                     r"|figures/|paper/|logs/|benchmarks/)")
+PER_RUN = re.compile(r"^(results/(policies/[A-Za-z0-9_\-]+/)?(tables|metrics|checkpoints)/"
+                     r"|results/(annotation|uploads)/|figures/|paper/|logs/|benchmarks/)")
 SHARED = re.compile(r"^(resources/|\.snakemake/)")  # models, pinned data files, code fingerprints
 
 _D = r"[A-Za-z0-9_\-]+"
@@ -174,7 +174,8 @@ class _Fingerprints:
         spec = variants(c).get(v)
         ins = trainset_inputs(c, v) if spec else {}
         export = c.get("trainsets", {}).get("export_trl") if "/trl/" in path else None
-        return [spec, c["mc"]["completions"], export, sorted((k, [self.of(p) for p in _flat(ps)]) for k, ps in ins.items())]
+        return [spec, c["mc"]["completions"], export,
+                sorted((k, [self.of(p) for p in _flat(ps)]) for k, ps in ins.items())]
 
     def _prm(self, m, path):
         c, v = self.c, m["v"]

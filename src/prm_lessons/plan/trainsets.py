@@ -40,7 +40,8 @@ def variants(config: dict) -> dict[str, dict]:
             raise ValueError(f"config error at `trainsets.variants.{name}.source`: 'checker' labels need "
                              "`process_check.enabled: true` (the checker reads arithmetic only)")
         if s["source"] == "consensus":
-            s["threshold"] = float(config.get("consensus", {}).get("threshold", 0.0)) if s["label_type"] == "hard" else None
+            s["threshold"] = (float(config.get("consensus", {}).get("threshold", 0.0)) if s["label_type"] == "hard"
+                              else None)
         out[name] = s
     for t in tcfg.get("mc_threshold_sweep") or []:
         spec = {"source": "mc", "label_type": "hard", "threshold": float(as_fraction(t)), "datasets": None}

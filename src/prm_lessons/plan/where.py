@@ -29,8 +29,10 @@ def finish_message(root: str | Path = ".", prefix: str = "", configfiles=()) -> 
     found = [(prefix + p, what) for p, what in PLACES if (root / prefix / p).exists()]
     lines = ["", "prm-lessons: done. Open:"] if found else ["", "prm-lessons: done (no report yet: results/ so far)."]
     lines += [f"  {p:18s} {what}" for p, what in found]
-    lines += [f"  {prefix + 'report.html':18s} Snakemake's HTML report of every figure and table (with provenance), made by",
+    lines += [f"  {prefix + 'report.html':18s} Snakemake's HTML report of every figure and table (with provenance), "
+              "made by",
               f"  {'':18s} {report_command(prefix, configfiles)}",
               f"  {prefix + 'logs/<rule>/':18s} one log per job (progress lines of long jobs, errors)",
-              f"  {prefix + 'benchmarks/':18s} each job's time and memory: python bench/rule_times.py sums them per rule", ""]
+              f"  {prefix + 'benchmarks/':18s} each job's time and memory: python bench/rule_times.py sums them "
+              "per rule", ""]
     return "\n".join(lines)

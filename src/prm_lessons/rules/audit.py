@@ -20,7 +20,8 @@ from ..tables import merge_shards, read_table, table_meta, write_csv, write_tabl
 
 
 def audit_slice(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `audit_slice`: the stratified slice (generators × gold / error / keep) → results/labels/audit/slice.parquet."""
+    """Rule `audit_slice`: the stratified slice (generators × gold / error / keep) →
+    results/labels/audit/slice.parquet."""
     cfg = params["audit"]
     problems = {name: load_problems(name, spec) for name, spec in cfg["problems"].items()}
     df, counts = build_slice(problems, int(cfg["per_cell"]), int(cfg["seed"]),
@@ -65,14 +66,17 @@ def audit_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
           f"completion of every step), judge style={judge_cfg['style']}", flush=True)
     engine = _CountingEngine(generation.load_engine(params["model_dir"], params["model_entry"]))
     rows = run_mc(items, engine, k=k, needs=Needs(), protocol="naive", seed=int(mc_cfg["seed"]),
-                  spec=spec_from_config(mc_cfg), prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
-                  grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)), params.get("grading_workers")),
+                  spec=spec_from_config(mc_cfg),
+                  prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
+                  grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)),
+                                         params.get("grading_workers")),
                   separator=params.get("separator", "\n\n"), keep_outcomes=True,
                   last_step="rollout")  # the slice's items carry no grade (correct=None): every step is rolled out
     mc_cost = {**engine.take(), "generated_tokens": sum(r["tokens_generated"] for r in rows)}
     steps = [clean_steps(s) for s in part["steps"]]
     verdicts = judge_responses(
-        engine, list(part["question"]), steps, [instance_id(p, s) for p, s in zip(part["problem_id"], part["sample_idx"])],
+        engine, list(part["question"]), steps,
+        [instance_id(p, s) for p, s in zip(part["problem_id"], part["sample_idx"])],
         style=judge_cfg["style"], n=int(judge_cfg["n"]), temperature=float(judge_cfg["temperature"]),
         top_p=float(judge_cfg["top_p"]), max_tokens=int(judge_cfg["max_tokens"]), seed=int(judge_cfg["seed"]),
         template=load_template(inputs.get("template")), system_prompt=judge_cfg.get("system_prompt"),

@@ -153,7 +153,8 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
     results/{policy_dir}scores/{prm}/{dataset}.parquet (step_scores: the keys, step_scores and
     n_steps_scored, in the responses' order; consumers join them with the graded samples,
     tables.join_scores), for every Best-of-N set of one
-    policy and one PRM in one job: the model is loaded once, not once per set (a 72B PRM takes minutes to load; on CPU the imports alone cost ~5 s a job). `inputs["responses"]`,
+    policy and one PRM in one job: the model is loaded once, not once per set (a 72B PRM takes minutes to
+    load; on CPU the imports alone cost ~5 s a job). `inputs["responses"]`,
     `inputs["features"]` (head-only trained PRMs) and `outputs["scores"]` are matched by benchmark (file
     stem, or a shard file's folder); an output without samples (a benchmark the policy does not sample)
     is an empty table. With the `shard`/`nshards` wildcards (prms.shards > 1) it scores the responses of
@@ -416,7 +417,8 @@ def processbench_baseline(*, inputs: dict, outputs: dict, params: dict, wildcard
         dev_paths = as_paths(inputs.get("dev_cases"))
         if dev_paths:
             dev = read_table(dev_paths[0], "processbench")
-            rule = metrics_model_free.fit_structure_rule(metrics_model_free.structure_view(dev), dev["label"].astype(int).tolist())
+            rule = metrics_model_free.fit_structure_rule(metrics_model_free.structure_view(dev),
+                                                         dev["label"].astype(int).tolist())
             preds = metrics_model_free.baseline_predictions(kind, view, rule)
             fitted = f"dev split ({len(dev)} cases)"
         else:
@@ -427,7 +429,8 @@ def processbench_baseline(*, inputs: dict, outputs: dict, params: dict, wildcard
         fitted = None
     m, per_case = metrics_processbench.evaluate_processbench(cases, preds, {}, **_bootstrap_args(cfg))
     m.update(prm=f"baseline_{kind}", run_label=params.get("run_label"), baseline=kind, fitted_on=fitted,
-             rule=[{"subset": k[0], "n_steps": int(k[1]), "prediction": int(v)} for k, v in sorted((rule or {}).items())]
+             rule=[{"subset": k[0], "n_steps": int(k[1]), "prediction": int(v)}
+                   for k, v in sorted((rule or {}).items())]
              if isinstance(rule, dict) else rule)
     _write_pb(m, per_case, outputs)
     log.info("processbench baseline %s: average F1 %.3f (fitted on %s)", kind, m["average_f1"], fitted)

@@ -79,7 +79,8 @@ def mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: i
         rows = run_mc(items, engine, k=int(cfg["completions"]), needs=needs, protocol=cfg["protocol"],
                       round_size=int(cfg["round_size"]), seed=int(cfg["seed"]), spec=spec_from_config(cfg),
                       prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
-                      grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)), params.get("grading_workers")),
+                      grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)),
+                                             params.get("grading_workers")),
                       separator=params.get("separator", "\n\n"), last_step=cfg.get("last_step", "answer"))
         engine_stats = {"engine_seconds": round(engine.stats.seconds, 2), "engine_calls": engine.stats.calls}
     else:
@@ -116,7 +117,8 @@ def judge(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads
     if any(steps):
         engine = generation.load_engine(params["model_dir"], params["model_entry"])  # via the module: tests swap it
         rows = judge_responses(
-            engine, list(part["question"]), steps, [instance_id(p, s) for p, s in zip(part["problem_id"], part["sample_idx"])],
+            engine, list(part["question"]), steps,
+            [instance_id(p, s) for p, s in zip(part["problem_id"], part["sample_idx"])],
             style=cfg["style"], n=int(cfg["n"]), temperature=float(cfg["temperature"]), top_p=float(cfg["top_p"]),
             max_tokens=int(cfg["max_tokens"]), seed=int(cfg["seed"]), template=load_template(inputs.get("template")),
             system_prompt=cfg.get("system_prompt"), force_answer=bool(cfg["force_answer"]),
@@ -164,7 +166,8 @@ def judge_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: 
     refs: list = []
     for setting, cfg in zip(params["settings"], cfgs):
         refs += _case_references(cases, params["constructed"]) if cfg["reference"] else [None] * len(cases)
-        print(f"judge_processbench {setting}: {len(cases)} cases (per subset {cases['subset'].value_counts().to_dict()}, "
+        print(f"judge_processbench {setting}: {len(cases)} cases "
+              f"(per subset {cases['subset'].value_counts().to_dict()}, "
               f"{int((cases['label'] != -1).sum())} erroneous); style={cfg['style']}, max_tokens={cfg['max_tokens']}, "
               f"n={cfg['n']}: at most {len(cases) * int(cfg['n']) * int(cfg['max_tokens'])} generated tokens "
               "before forced answers", flush=True)

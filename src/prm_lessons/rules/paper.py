@@ -93,7 +93,8 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     checker_bon = _read_csv(inputs.get("process_check_bon_table"), "process_check_bon_csv")
     aggregation = str(params.get("aggregation") or "product")
     rows = verdict_rows(
-        processbench=processbench, bon=bon, trainsets=trainsets, judge_pb=judge_pb, audit=audit, checker_bon=checker_bon, fig6=cells_of.get("fig6"),
+        processbench=processbench, bon=bon, trainsets=trainsets, judge_pb=judge_pb, audit=audit,
+        checker_bon=checker_bon, fig6=cells_of.get("fig6"),
         fig8=cells_of.get("fig8"), aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"),
         judge_critics=params.get("judge_critics") or ())
     verdicts = verdicts_markdown(rows)
@@ -104,8 +105,8 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     if audit is not None:  # the label audit: the mechanism behind the label lessons, after the verdicts
         verdicts += "\n" + "\n".join(render_audit(audit, int(params.get("audit_k") or 8))) + "\n"
     # the lesson-by-lesson verdicts open the report, the findings' detail follows
-    write_text_atomic(report, report_markdown(load_published(), run, cells_of, report.parent, verdicts + "\n" + findings,
-                                              skipped, notes_of))
+    write_text_atomic(report, report_markdown(load_published(), run, cells_of, report.parent,
+                                              verdicts + "\n" + findings, skipped, notes_of))
     info = Path(outputs["run_info"])
     write_text_atomic(info, run_info_tex(run, skipped))
     log.info("wrote %s and %s", report, info)

@@ -22,8 +22,9 @@ BASELINE_COLUMNS = ["policy", "run", "benchmark", "n_problems", "n", "pass", "ma
 
 def sample(*, inputs, outputs, params, wildcards, threads) -> None:
     """Rule `sample`: one shard of one problem set → results/responses/{dataset}/shard{i}of{n}.parquet
-    (responses and steps, ungraded: rule grade_samples grades them). Problems too long for the policy (sampling.long_questions) stop the job before any generation, or
-    are skipped and recorded in the table's metadata (`long_questions`)."""
+    (responses and steps, ungraded: rule grade_samples grades them). Problems too long for the policy
+    (sampling.long_questions) stop the job before any generation, or are skipped and recorded in the
+    table's metadata (`long_questions`)."""
     problems = read_table(inputs["problems"], "problems")
     if params.get("limit") is not None:  # a Best-of-N policy's `limit`: its first problems of each set
         problems = problems.head(int(params["limit"]))

@@ -145,8 +145,8 @@ def bon_judge_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dic
                 n_unparsable = m["judging"]["total"]["n_unparsable"]
             else:
                 n_problems, n_unparsable = m["benchmarks"][b]["n_problems"], judging[b]["n_unparsable"]
-            rows.append({**r, "policy": m.get("policy"), "judge": m["judge"], "mode": m["mode"], "model": m["model"], "n_problems": n_problems,
-                         "n_unparsable": n_unparsable})
+            rows.append({**r, "policy": m.get("policy"), "judge": m["judge"], "mode": m["mode"], "model": m["model"],
+                         "n_problems": n_problems, "n_unparsable": n_unparsable})
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     df["run"] = params.get("run_label", "")
     write_csv(df, outputs["table"], "judge_bon_csv")

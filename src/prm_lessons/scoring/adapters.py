@@ -356,7 +356,8 @@ class EurusAdapter(Adapter):
             raise ValueError("adapter 'eurus' needs a reference model (prms entry key `ref_model`)")
         if reward not in ("cumulative", "step"):
             raise ValueError(f"eurus reward must be 'cumulative' or 'step', not {reward!r}")
-        self.ref_model, self.beta, self.reward, self.sigmoid, self.separator = ref_model, beta, reward, sigmoid, separator
+        self.ref_model, self.beta, self.reward, self.sigmoid, self.separator = (
+            ref_model, beta, reward, sigmoid, separator)
 
     def card_indices(self, question: str, steps: list[str]) -> list[int]:
         """The card's `step_last_tokens` (n + 1 indices: the response start, then one per step)."""
