@@ -301,8 +301,8 @@ def head_base_dtype(settings: dict):
 
 def load_base(base_dir: str, dtype):
     """The base model (AutoModel, no LM head) and its tokenizer."""
-    # lazy: transformers costs ~2 s of import; the head-only scoring jobs (features.score_with_features) never
-    # load a base
+    # the head-only scoring jobs (features.score_with_features) never load a base, so they skip transformers:
+    # lazy: transformers costs ~2 s of import
     from transformers import AutoModel, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(base_dir)

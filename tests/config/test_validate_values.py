@@ -3,7 +3,7 @@ a sampling budget that leaves no room for a prompt in the model's max_model_len 
 policy, the search's step budget), while MC, the judge, the critics and the Best-of-N judges may ask for
 more (the engine stops them at max_model_len, as the paper config's critics rely on); training.max_steps
 0 or below -1; grading.workers beyond its bound; and the schema's bounds are the constants the CLIs use.
-Seeds and 64-bit integers: tests/test_config_hostile.py."""
+Seeds and 64-bit integers: tests/config/test_validate_hostile.py."""
 from __future__ import annotations
 
 import copy
@@ -20,7 +20,7 @@ from prm_lessons.grading.pool import MAX_WORKERS
 from prm_lessons.metrics.stats import MAX_BOOTSTRAP
 from specs import set_key as _set
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # a validation takes ~0.3 s: a fixed count per test, the same under the dev and ci profiles
 FEW = settings(max_examples=16, deadline=None)
 BASE = yaml.safe_load((ROOT / "config/config.yaml").read_text())

@@ -7,7 +7,7 @@ import yaml
 
 from prm_lessons.config import ConfigError, deep_update, load_config, model_path, validate_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def base():

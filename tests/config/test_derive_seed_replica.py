@@ -8,7 +8,7 @@ import yaml
 
 from prm_lessons.config import SEEDED_SECTIONS, ConfigError, load_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REPLICAS = sorted((ROOT / "config/seeds").glob("*.yaml"))
 
 

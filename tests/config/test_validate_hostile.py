@@ -29,7 +29,7 @@ from prm_lessons.config import (
 )
 from specs import set_key as _set
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASE = yaml.safe_load((ROOT / "config/config.yaml").read_text())
 RG = {"source": "reasoning_gym", "generator": "basic_arithmetic", "size": 3}
 BAD_NAMES = ["../../mydata", "..", ".", "a/b", "odd name!", "tr.ain"]

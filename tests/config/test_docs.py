@@ -8,7 +8,7 @@ import pytest
 
 from prm_lessons.config.docs import GENERATED, key_exists, model_keys, reference_markdown
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("rel", sorted(GENERATED))

@@ -1,32 +1,15 @@
 """The resolved config (every default filled, every derived value set) of each combination of config files
 the Makefile, `.ci/run`, the tests and the docs use, pinned byte for byte: a change to how the config is
 declared, defaulted or checked must not change what any finished run's jobs were given (their params),
-or every one of them reruns. Regenerate on purpose only: `PRM_UPDATE_GOLDEN=1 pytest tests/test_config_golden.py`."""
+or every one of them reruns. Regenerate on purpose only: `PRM_UPDATE_GOLDEN=1 pytest
+tests/config/test_validate_golden.py`."""
 import json
 import os
-from pathlib import Path
 
 import pytest
 
+from config_combos import COMBOS, GOLDEN, ROOT
 from prm_lessons.config import load_config
-
-ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = ROOT / "tests" / "golden" / "configs"
-ABLATIONS = sorted(p.stem for p in (ROOT / "config" / "ablations").glob("*.yaml"))
-SEEDS = sorted(p.stem for p in (ROOT / "config" / "seeds").glob("*.yaml"))
-COMBOS = {
-    "config": ["config.yaml"],
-    "config+test": ["config.yaml", "test.yaml"],
-    "config+larger": ["config.yaml", "larger.yaml"],
-    "config+all": ["config.yaml", "all.yaml"],
-    **{f"config+ablation-{a}": ["config.yaml", f"ablations/{a}.yaml"] for a in ABLATIONS},
-    **{f"config+{s}": ["config.yaml", f"seeds/{s}.yaml"] for s in SEEDS},
-    "paper": ["paper.yaml"],
-    "paper+paper_3m": ["paper.yaml", "paper_3m.yaml"],
-    "paper+preflight": ["paper.yaml", "preflight.yaml"],
-    "paper+rehearsal": ["paper.yaml", "rehearsal.yaml"],
-    **{f"paper+ablation-{a}": ["paper.yaml", f"ablations/{a}.yaml"] for a in ("mc_threshold",)},
-}
 
 
 def resolved(files: list[str]) -> str:

@@ -1,17 +1,17 @@
-"""The key order of every resolved config is pinned too (tests/test_config_golden.py compares sorted
+"""The key order of every resolved config is pinned too (tests/config/test_validate_golden.py compares sorted
 keys): Snakemake compares a job's params by their repr, so a config dict whose keys come in another order
 reruns every job that takes it. The rule (prm_lessons.config.order): the keys the user wrote first, in the
 order written, then the defaults in the models' order. The digests were taken when the order was checked
 equal to the JSON Schema validator's (commit c9b5c83). Regenerate on purpose only:
-`PRM_UPDATE_GOLDEN=1 pytest tests/test_config_order.py`."""
+`PRM_UPDATE_GOLDEN=1 pytest tests/config/test_order.py`."""
 import hashlib
 import json
 import os
 
 import pytest
 
+from config_combos import COMBOS, GOLDEN, ROOT
 from prm_lessons.config import load_config, validate_config
-from test_config_golden import COMBOS, GOLDEN, ROOT
 
 ORDER = GOLDEN.parent / "config-order.json"
 

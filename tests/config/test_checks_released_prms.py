@@ -6,7 +6,7 @@ from prm_lessons import plan
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.config import load_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_paper_plan_scores_the_released_prm800k_model_as_the_papers_row():

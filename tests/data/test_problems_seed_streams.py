@@ -3,15 +3,15 @@ from ``Random(seed + i)`` (basic_arithmetic, chain_sum), so two sets whose index
 ``[seed, seed + size)`` overlap reuse each other's draws: at the adjacent seeds the configs once had, chain_sum
 item i had the term count and digits of basic_arithmetic item i+1, and the "two subsets" of ProcessBench and
 Best-of-N were not independent samples. Checked on every combination of config files the project resolves
-(tests/test_config_golden.py's COMBOS). A set with ``exclude_trivial`` may draw TRIVIAL_RESERVE x size indices
+(tests/support/config_combos.py's COMBOS). A set with ``exclude_trivial`` may draw TRIVIAL_RESERVE x size indices
 (data.problems.reasoning_gym_index_range), and its whole reserve must be disjoint from the others."""
 import itertools
 
 import pytest
 
+from config_combos import COMBOS, ROOT
 from prm_lessons.config import load_config
 from prm_lessons.data.problems import reasoning_gym_index_range
-from test_config_golden import COMBOS, ROOT
 
 
 def reasoning_gym_sets(node, path=""):
