@@ -172,12 +172,21 @@ class EurusParams(Section):
         description=(
             'false [default]: the raw cumulative β log-ratios the EurusPRM card prints (use last/min '
             'aggregation and threshold tune); true maps them through a sigmoid (the ORM objective).'))
+    separator: str | MISSING = Field(
+        default=MISSING,
+        description="Text joining the steps of a response ['\\n\\n'].")
 
 
 class QwenOrmParams(Section):
     sigmoid: bool | MISSING = Field(
         default=MISSING,
         description="false [default]: the head's raw score; true: its sigmoid.")
+    system_prompt: str | MISSING = Field(
+        default=MISSING,
+        description="System message of the chat prompt [the Qwen2.5-Math CoT prompt].")
+    separator: str | MISSING = Field(
+        default=MISSING,
+        description="Text joining the steps of the response ['\\n\\n'].")
 
 
 ADAPTER_DESCRIPTION = (
