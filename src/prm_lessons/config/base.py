@@ -43,8 +43,9 @@ class Section(BaseModel):
         if isinstance(data, dict):
             unknown = sorted((k for k in data if k not in cls.model_fields), key=str)
             if unknown and cls.model_config.get("extra") == "forbid":
+                allowed = ", ".join(sorted(cls.model_fields)) or "none"
                 raise PydanticCustomError("config", "{msg}", {
-                    "key": unknown[0], "msg": f"unknown key (allowed: {', '.join(sorted(cls.model_fields))})"})
+                    "key": unknown[0], "msg": f"unknown key (allowed: {allowed})"})
         return data
 
 

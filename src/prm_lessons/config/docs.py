@@ -206,6 +206,9 @@ def reference_markdown() -> str:
         documented[model] = path
         if vars(model).get("__doc__"):
             lines += [_cell(model.__doc__), ""]
+        if not model.model_fields:
+            lines += ["No keys.", ""]
+            continue
         lines += ["| key | type | default | description |", "|---|---|---|---|"]
         for name, field in model.model_fields.items():
             lines.append(f"| `{name}` | {_cell(_type(field.annotation))} | {_cell(_default(field))} | "

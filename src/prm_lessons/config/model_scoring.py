@@ -1,11 +1,12 @@
 """The prms section: released PRMs with their adapter params (one model per adapter family)."""
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import typing
+from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from .base import MISSING, Name, Section, Threshold, fail, when
+from .base import MISSING, Name, Number, Section, Threshold, fail, when
 
 
 class TokenClassificationParams(Section):
@@ -109,9 +110,85 @@ class DeclaredParams(Section):
     readout: DeclaredParamsReadout | MISSING = Field(default=MISSING, description='How the step score is read.')
 
 
+class TrainedParams(Section):
+    """Adapter trained takes no options: the step format and the head travel with the checkpoint (prm.json,
+    prm.load_prm)."""
 
-OTHER_ADAPTERS = ("trained", "qwen_prm", "math_shepherd", "rlhflow", "skywork", "eurus", "qwen_orm")
-ADAPTERS = (*OTHER_ADAPTERS, "token_classification", "declared")
+
+class QwenPrmParams(Section):
+    """Adapter qwen_prm takes no options: it reads the Qwen2.5-Math-PRM cards' step format (<extra_0> after
+    every step in the assistant turn, the CoT system prompt) and their 2-label head; another step format
+    or head is adapter declared (model_class process_reward, prompt chat)."""
+
+
+class MathShepherdParams(Section):
+    good_token: Annotated[str, Field(min_length=1)] | MISSING = Field(
+        default=MISSING,
+        description=(
+            "The label meaning 'this step is correct' ['+']: with bad_token, the ids the card reads, "
+            "encode('<good> <bad>')[1:] (two tokens, else the scoring job fails when it loads the "
+            'tokenizer).'))
+    bad_token: Annotated[str, Field(min_length=1)] | MISSING = Field(
+        default=MISSING,
+        description="The label meaning 'this step is wrong' ['-'] (as good_token).")
+    step_tag: Annotated[str, Field(min_length=1)] | MISSING = Field(
+        default=MISSING,
+        description=(
+            "Text appended after every step ['ки']; the step's score is read at its id "
+            "encode(step_tag)[-1], as the card."))
+
+
+class RlhflowParams(Section):
+    good_token: Annotated[str, Field(min_length=1)] | MISSING = Field(
+        default=MISSING,
+        description=(
+            "The assistant's reply after every step and the label meaning 'this step is correct' ['+']; "
+            "its id encode(t)[-1] as RLHFlow's code (one token, else the scoring job fails when it loads "
+            'the tokenizer).'))
+    bad_token: Annotated[str, Field(min_length=1)] | MISSING = Field(
+        default=MISSING,
+        description="The label meaning 'this step is wrong' ['-'] (as good_token).")
+
+
+class SkyworkParams(Section):
+    step_token: Annotated[str, Field(min_length=1)] | MISSING = Field(
+        default=MISSING,
+        description=(
+            "Text after every step ['\\n']; the value head is read at its id encode(step_token)[-1], as "
+            "skywork-o1-prm-inference's prepare_input."))
+
+
+class EurusParams(Section):
+    beta: Annotated[Number, Field(gt=0)] | MISSING = Field(
+        default=MISSING,
+        description="β of the implicit reward β·(log π − log π_ref), a number > 0 [0.001, the card's coef].")
+    reward: Literal['cumulative', 'step'] | MISSING = Field(
+        default=MISSING,
+        description=(
+            "cumulative [default]: step k's score is the reward summed from the response start to step k, "
+            'as the card; step: the per-step differences.'))
+    sigmoid: bool | MISSING = Field(
+        default=MISSING,
+        description=(
+            'false [default]: the raw cumulative β log-ratios the EurusPRM card prints (use last/min '
+            'aggregation and threshold tune); true maps them through a sigmoid (the ORM objective).'))
+    separator: str | MISSING = Field(
+        default=MISSING,
+        description="Text joining the steps of a response ['\\n\\n'].")
+
+
+class QwenOrmParams(Section):
+    sigmoid: bool | MISSING = Field(
+        default=MISSING,
+        description="false [default]: the head's raw score; true: its sigmoid.")
+    system_prompt: str | MISSING = Field(
+        default=MISSING,
+        description="System message of the chat prompt [the Qwen2.5-Math CoT prompt].")
+    separator: str | MISSING = Field(
+        default=MISSING,
+        description="Text joining the steps of the response ['\\n\\n'].")
+
+
 ADAPTER_DESCRIPTION = (
             'Step format + readout: qwen_prm (<extra_0>, 2-class head), math_shepherd (ки, +/-), '
             'rlhflow (chat turns, +/-), skywork (value head, sigmoid), eurus (implicit PRM, needs '
@@ -123,7 +200,7 @@ ADAPTER_DESCRIPTION = (
 
 
 class _PrmEntry(Section):
-    """What every released PRM entry has; `adapter` picks the entry's class (PrmEntry), hence its params."""
+    """What every released PRM entry has; `adapter` picks the entry's class (PRM_ENTRIES), hence its params."""
     model: str = Field(
         description=(
             'Model entry (under `models`) holding the weights; its trust_remote_code decides whether '
@@ -156,34 +233,67 @@ class _PrmEntry(Section):
             'trained). Same inputs and readout, same scores (tests/scoring/test_pooling.py).'))
 
 
-class OtherPrm(_PrmEntry):
+# One entry class per adapter family, each with its own params model: options absent stay absent (MISSING;
+# the adapter applies its defaults, written in brackets), so a spec keeps the params as written.
+
+class TrainedPrm(_PrmEntry):
+    """A PRM trained by this workflow, named by a model entry."""
+    adapter: Literal["trained"] = Field(description=ADAPTER_DESCRIPTION)
+    params: TrainedParams = Field(default_factory=TrainedParams, description="Options of adapter trained: none.")
+
+
+class QwenPrm(_PrmEntry):
+    """Qwen2.5-Math-PRM and -PRM800K: <extra_0> after every step, softmax of the 2-label head."""
+    adapter: Literal["qwen_prm"] = Field(description=ADAPTER_DESCRIPTION)
+    params: QwenPrmParams = Field(default_factory=QwenPrmParams, description="Options of adapter qwen_prm: none.")
+
+
+class MathShepherdPrm(_PrmEntry):
+    """Math-Shepherd's causal LM: ' ки' after every step, P(+) of softmax over the '+' and '-' logits."""
+    adapter: Literal["math_shepherd"] = Field(description=ADAPTER_DESCRIPTION)
+    params: MathShepherdParams = Field(
+        default_factory=MathShepherdParams, description="Options of adapter math_shepherd (defaults in brackets).")
+
+
+class RlhflowPrm(_PrmEntry):
+    """RLHFlow's PRMs: one user turn per step answered '+', P(+) read before each '+'."""
+    adapter: Literal["rlhflow"] = Field(description=ADAPTER_DESCRIPTION)
+    params: RlhflowParams = Field(
+        default_factory=RlhflowParams, description="Options of adapter rlhflow (defaults in brackets).")
+
+
+class SkyworkPrm(_PrmEntry):
+    """Skywork-o1-Open-PRM: a value head read (sigmoid) at the token after every step."""
+    adapter: Literal["skywork"] = Field(description=ADAPTER_DESCRIPTION)
+    params: SkyworkParams = Field(
+        default_factory=SkyworkParams, description="Options of adapter skywork (defaults in brackets).")
+
+
+class EurusPrm(_PrmEntry):
+    """EurusPRM, an implicit PRM: cumulative β log-ratios against the reference model `ref_model`."""
     model_config = when(adapter={"eurus": ["ref_model"]})
-    adapter: Literal[OTHER_ADAPTERS] = Field(description=ADAPTER_DESCRIPTION)
-    params: dict[str, Any] = Field(
-        default_factory=dict,
-        description=(
-            'Adapter options (defaults in brackets). declared {model_class, step_tag, prompt, '
-            'tokenize, question_template, step_template, step_join, system_prompt, bos, readout '
-            '{label_ids | class_index, activation; position}} (below); token_classification '
-            "{step_separator ['\\n'], positive_label [1], score [softmax] | sigmoid}; eurus {beta "
-            "[0.001, the card's coef], reward [cumulative] | step, sigmoid [false: raw cumulative "
-            'beta log-ratios as the EurusPRM card prints; true maps them through a sigmoid]}; '
-            "qwen_orm {sigmoid [false]}; math_shepherd {good_token ['+'], bad_token ['-'], step_tag "
-            "['ки']: ids as the card, encode('+ -')[1:] and encode('ки')[-1]}; rlhflow {good_token "
-            "['+'], bad_token ['-']: ids encode(t)[-1] as RLHFlow's code}; skywork {step_token "
-            "['\\n']}."))
+    adapter: Literal["eurus"] = Field(description=ADAPTER_DESCRIPTION)
+    params: EurusParams = Field(
+        default_factory=EurusParams, description="Options of adapter eurus (defaults in brackets).")
 
     @model_validator(mode="after")
     def _eurus_ref_model(self):
-        if self.adapter == "eurus":
-            if "ref_model" not in self.model_fields_set:
-                raise fail("ref_model", "missing required value (with `adapter: eurus`)")
-            if not isinstance(self.ref_model, str):
-                raise fail("ref_model", f"{self.ref_model!r} is not of type 'string' (with `adapter: eurus`)")
+        if "ref_model" not in self.model_fields_set:
+            raise fail("ref_model", "missing required value (with `adapter: eurus`)")
+        if not isinstance(self.ref_model, str):
+            raise fail("ref_model", f"{self.ref_model!r} is not of type 'string' (with `adapter: eurus`)")
         return self
 
 
+class QwenOrm(_PrmEntry):
+    """An outcome RM (Qwen2.5-Math-RM): one score per response, from the head at its last token."""
+    adapter: Literal["qwen_orm"] = Field(description=ADAPTER_DESCRIPTION)
+    params: QwenOrmParams = Field(
+        default_factory=QwenOrmParams, description="Options of adapter qwen_orm (defaults in brackets).")
+
+
 class TokenClassificationPrm(_PrmEntry):
+    """TRL / axolotl token-classification PRMs (a preset of adapter declared)."""
     adapter: Literal["token_classification"] = Field(description=ADAPTER_DESCRIPTION)
     params: TokenClassificationParams = Field(
         default_factory=TokenClassificationParams,
@@ -191,6 +301,7 @@ class TokenClassificationPrm(_PrmEntry):
 
 
 class DeclaredPrm(_PrmEntry):
+    """Any PRM described by its params."""
     adapter: Literal["declared"] = Field(description=ADAPTER_DESCRIPTION)
     # no defaults filled: scoring.options.check_declared_params resolves them (they depend on prompt and
     # model_class), and a spec keeps the params as written
@@ -199,17 +310,21 @@ class DeclaredPrm(_PrmEntry):
         description="Options of adapter declared (defaults resolved by scoring.options.check_declared_params).")
 
 
+# adapter name -> its entry class, in the order messages list the adapters: the one list of adapters
+PRM_ENTRIES = {typing.get_args(c.model_fields["adapter"].annotation)[0]: c for c in (
+    TrainedPrm, QwenPrm, MathShepherdPrm, RlhflowPrm, SkyworkPrm, EurusPrm, QwenOrm, TokenClassificationPrm,
+    DeclaredPrm)}
+ADAPTERS = tuple(PRM_ENTRIES)
+
+
 def _adapter(entry) -> str | None:
     adapter = entry.get("adapter") if isinstance(entry, dict) else getattr(entry, "adapter", None)
-    if adapter in OTHER_ADAPTERS:
-        return "other"
-    return adapter if adapter in ("token_classification", "declared") else None
+    return PRM_ENTRIES[adapter].__name__ if isinstance(adapter, str) and adapter in PRM_ENTRIES else None
 
 
-# one entry class per adapter family: the params of each are checked by its own model
+# the entry's class by its adapter (tagged by class name, which error paths skip: validate._is_tag)
 PrmEntry = Annotated[
-    Annotated[OtherPrm, Tag("other")] | Annotated[TokenClassificationPrm, Tag("token_classification")]
-    | Annotated[DeclaredPrm, Tag("declared")],
+    typing.Union[tuple(Annotated[c, Tag(c.__name__)] for c in PRM_ENTRIES.values())],
     Discriminator(_adapter, custom_error_type="adapter", custom_error_message="adapter")]
 
 

@@ -68,9 +68,8 @@ def _printable(part) -> str:
 def _is_tag(part) -> bool:
     """A part of pydantic's error location that names a union member or validator, not a key."""
     return isinstance(part, str) and (
-        "[" in part or part in ("int", "float", "str", "bool", "none", "constrained-str", "other", "declared",
-                                "token_classification")
-        or part[:1].isupper())
+        "[" in part or part in ("int", "float", "str", "bool", "none", "constrained-str")
+        or part[:1].isupper())  # a model's name: a union member's tag (the prms.models entries: their class)
 
 
 _NO_KEY = object()
