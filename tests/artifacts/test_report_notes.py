@@ -154,7 +154,8 @@ def test_no_caption_or_footer_says_reproduced(aid, tmp_path):
 
         fig = plt.figure(figsize=(3.3, 2))
         outputs = {"pdf": str(tmp_path / "f.pdf"), "png": str(tmp_path / "f.png")}
-        save_figure(fig, aid, outputs, {"run": {"name": "t"}, "figure": {"dpi": 20}, "grader": "harness"})
+        params = analysis_params(run={"name": "t"}, grader="harness")
+        save_figure(fig, aid, outputs, {**params, "figure": {**params["figure"], "dpi": 20}})
         footer = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
         assert f"{a['source']} regenerated (this run beside the paper)" in footer and "reproduced" not in footer
         assert "Graded by harness." in footer
