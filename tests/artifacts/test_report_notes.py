@@ -50,7 +50,8 @@ def report(tmp_path_factory):
         outputs = {"report": "paper/report.md", "run_info": "paper/tables/run_info.tex",
                    "verdicts": "paper/verdicts.html"}
         paper_report(inputs=report_inputs, outputs=outputs,
-                     params={"run": {"name": "synthetic", "label": "Synthetic"}}, wildcards={}, threads=1)
+                     params={"run": {"name": "synthetic", "label": "Synthetic"}, "skipped": {}},
+                     wildcards={}, threads=1)
         yield root, (root / "paper/report.md").read_text()
     finally:
         mp.undo()
