@@ -457,7 +457,7 @@ def _cli_bon(args) -> int:
             ids = [f"{b}/{p}" for b, lists in m["unscored"].items() for p in lists.get(col, [])]
             print(f"{'note':>14}: {col}: {count} problem(s) without a finite score on any response, counted "
                   f"wrong: {', '.join(ids[:10])}" + (f" … and {len(ids) - 10} more" if len(ids) > 10 else ""))
-    mc = m.get("maj_comparisons") or {}
+    mc = m["maj_comparisons"]
     if mc.get("timeouts") or mc.get("errors"):
         print(f"{'note':>14}: maj ({args.maj_grouping}): {mc['timeouts']} of {mc['comparisons']} answer comparisons "
               f"timed out after {args.maj_timeout:g} s and {mc['errors']} failed (each counted as different answers)")

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis_synth import analysis_params
 from prm_lessons.artifacts.cells import mc_experiment_comparability
 from prm_lessons.artifacts.defs.fig6_flawed_process import build_fig6
 from prm_lessons.artifacts.defs.table5_prm_tolerance import build_table5
@@ -48,9 +49,9 @@ def test_table5_compares_only_on_the_papers_case_counts(caplog):
     pub = load_published()
     paper = {"gsm8k": 7, "math": 94, "olympiadbench": 161, "omnimath": 259}
     assert pub["tables"]["table5"]["n"] == paper
-    ok = build_table5(_tolerance(paper), pub, {}).set_index("column")
+    ok = build_table5(_tolerance(paper), pub, analysis_params()).set_index("column")
     assert ok["comparable"].all()
-    fewer = build_table5(_tolerance({**paper, "math": 93}), pub, {}).set_index("column")
+    fewer = build_table5(_tolerance({**paper, "math": 93}), pub, analysis_params()).set_index("column")
     assert not fewer.loc["math", "comparable"] and not fewer.loc["average", "comparable"]
     assert fewer.loc["gsm8k", "comparable"]
     assert "case counts differ" in caplog.text and "'math': 93" in caplog.text
@@ -60,7 +61,7 @@ def test_fig6_judge_bars_are_not_compared_with_human_annotation():
     rates = pd.DataFrame([
         {"source": "policy_judge", "dataset": "gsm8k", "n_judged": 50, "rate": 8.0, "ci_low": 3.0, "ci_high": 19.0},
         {"source": "processbench", "dataset": "gsm8k", "n_judged": 200, "rate": 3.5, "ci_low": 1.7, "ci_high": 7.0}])
-    cells = build_fig6(rates, load_published(), {}).set_index("key")
+    cells = build_fig6(rates, load_published(), analysis_params()).set_index("key")
     assert cells.loc["policy", "published"] == 5.1 and not cells.loc["policy", "comparable"]
     assert np.isnan(cells.loc["policy", "diff"])
     assert cells.loc["processbench", "comparable"] and cells.loc["processbench", "diff"] == 0.0

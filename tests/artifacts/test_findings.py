@@ -278,7 +278,8 @@ def test_report_md_opens_with_the_findings(tmp_path):
     rules_paper.paper_report(inputs={"processbench_table": str(tables / "processbench.csv"),
                                      "bon_table": str(tables / "bon.csv"),
                                      "trainsets_table": str(tables / "trainsets.csv")},
-                             outputs=out, params={"run": {"name": "t", "label": RUN}, "aggregation": "product"},
+                             outputs=out, params={"run": {"name": "t", "label": RUN}, "aggregation": "product",
+                                     "skipped": {}},
                              wildcards={}, threads=1)
     lines = (tmp_path / "paper/report.md").read_text().splitlines()
     # the lesson-by-lesson verdicts open it (artifacts.verdicts), the findings follow
@@ -295,7 +296,7 @@ def test_report_md_without_table_inputs_still_builds(tmp_path):
     (tmp_path / "empty.csv").write_text("")
     rules_paper.paper_report(inputs={"bon_table": str(tmp_path / "empty.csv"),
                                      "processbench_table": str(tmp_path / "absent.csv")},
-                             outputs=out, params={"run": {"label": RUN}}, wildcards={}, threads=1)
+                             outputs=out, params={"run": {"label": RUN}, "skipped": {}}, wildcards={}, threads=1)
     md = (tmp_path / "report.md").read_text()
     assert HEADING in md and "ProcessBench: no table in this run" in md and "Best-of-N: no table in this run" in md
 

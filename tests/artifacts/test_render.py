@@ -94,7 +94,7 @@ def _build_all(tmp_path, monkeypatch):
                                                           wildcards={}, threads=1)
     rules_paper.paper_report(inputs={f"{aid}_csv": P.artifact_paths(aid)["csv"] for aid in P.ARTIFACTS},
                              outputs={"report": "paper/report.md", "run_info": "paper/tables/run_info.tex"},
-                             params={"run": params["run"]}, wildcards={}, threads=1)
+                             params={"run": params["run"], "skipped": {}}, wildcards={}, threads=1)
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,8 @@ def report(tmp_path_factory):
         outputs = {"report": "paper/report.md", "run_info": "paper/tables/run_info.tex",
                    "verdicts": "paper/verdicts.html"}
         paper_report(inputs=report_inputs, outputs=outputs,
-                     params={"run": {"name": "synthetic", "label": "Synthetic"}}, wildcards={}, threads=1)
+                     params={"run": {"name": "synthetic", "label": "Synthetic"}, "skipped": {}},
+                     wildcards={}, threads=1)
         yield root, (root / "paper/report.md").read_text()
     finally:
         mp.undo()
@@ -154,7 +155,8 @@ def test_no_caption_or_footer_says_reproduced(aid, tmp_path):
 
         fig = plt.figure(figsize=(3.3, 2))
         outputs = {"pdf": str(tmp_path / "f.pdf"), "png": str(tmp_path / "f.png")}
-        save_figure(fig, aid, outputs, {"run": {"name": "t"}, "figure": {"dpi": 20}, "grader": "harness"})
+        params = analysis_params(run={"name": "t"}, grader="harness")
+        save_figure(fig, aid, outputs, {**params, "figure": {**params["figure"], "dpi": 20}})
         footer = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
         assert f"{a['source']} regenerated (this run beside the paper)" in footer and "reproduced" not in footer
         assert "Graded by harness." in footer

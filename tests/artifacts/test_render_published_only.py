@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis_synth import analysis_params
 from prm_lessons.artifacts.defs.table7_processbench_main import build_table7
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.artifacts.render import display_frame, markdown_table, table_tex
@@ -19,7 +20,7 @@ def pb(names=("qwen25_math_prm_7b",)) -> pd.DataFrame:
 def test_table7_shows_gpt4o_and_o1_mini_as_published_only():
     pub = load_published()
     assert pub["tables"]["table7"]["published_only"] == ["gpt4o_0806", "o1_mini"]
-    cells = build_table7(pb(), pub, {})
+    cells = build_table7(pb(), pub, analysis_params())
     assert not cells["key"].isin(["gpt4o_0806", "o1_mini"]).any()   # nothing reproduced for them
     shown = display_frame(cells, "table7", pub).set_index("row")
     gpt = shown.loc["paper only: GPT-4o-0806"]
@@ -36,7 +37,7 @@ def test_table7_shows_gpt4o_and_o1_mini_as_published_only():
 
 def test_a_published_only_row_this_run_reproduces_is_not_repeated():
     pub = load_published()
-    cells = build_table7(pb(("qwen25_math_prm_7b", "o1_mini")), pub, {})
+    cells = build_table7(pb(("qwen25_math_prm_7b", "o1_mini")), pub, analysis_params())
     rows = list(display_frame(cells, "table7", pub)["row"])
     assert "paper only: o1-mini" not in rows and "paper: o1-mini" in rows
     assert "paper only: GPT-4o-0806" in rows

@@ -214,7 +214,7 @@ def test_report_opens_with_the_verdict_table(tmp_path, monkeypatch):
     paper_report(inputs={"processbench_table": "results/tables/processbench.csv",
                          "bon_table": "results/tables/bon.csv"},
                  outputs={"report": "paper/report.md", "run_info": "paper/tables/run_info.tex"},
-                 params={"run": {"name": "t"}, "n": 4}, wildcards={}, threads=1)
+                 params={"run": {"name": "t"}, "n": 4, "skipped": {}}, wildcards={}, threads=1)
     text = (tmp_path / "paper/report.md").read_text()
     body = [ln for ln in text.splitlines() if ln.strip()]
     assert body[0].startswith("# ") and body[1] == R.HEADING
@@ -293,7 +293,7 @@ def test_report_renders_the_label_audit_after_the_verdicts(tmp_path, monkeypatch
     write_csv(_audit_rows().assign(run="t"), "results/tables/label_audit.csv", "label_audit_csv")
     paper_report(inputs={"label_audit_table": "results/tables/label_audit.csv"},
                  outputs={"report": "paper/report.md", "run_info": "paper/tables/run_info.tex"},
-                 params={"run": {"name": "t"}, "audit_k": 8}, wildcards={}, threads=1)
+                 params={"run": {"name": "t"}, "audit_k": 8, "skipped": {}}, wildcards={}, threads=1)
     text = (tmp_path / "paper/report.md").read_text()
     assert text.index(R.HEADING) < text.index("### Label audit") < text.index("## What this run found")
     assert "t = 7/8, K' = 8: 33%" in text

@@ -261,7 +261,9 @@ def _problem_tables(tmp_path) -> list[str]:
         df = _problems(n).assign(dataset=bench, gold_steps=None)
         df["problem_id"] = [f"{bench}-{i:05d}" for i in range(n)]
         paths.append(str(tmp_path / f"problems/{bench}.parquet"))
-        write_table(df.sample(frac=1, random_state=1), paths[-1], "problems")  # not in id order
+        # not in id order; the metadata as rule problems writes it (the spec names the answer format)
+        write_table(df.sample(frac=1, random_state=1), paths[-1], "problems",
+                    meta={"dataset": bench, "spec": {"source": "reasoning_gym", "answer_format": "plain"}})
     return paths
 
 
@@ -272,7 +274,8 @@ def _run_search(problems, outs, shard=None):
     rules.search_greedy(inputs={"problems": problems}, outputs={"search": outs}, wildcards=wc, threads=1,
                         params={"search": SEARCH_CFG, "sampling": {"step_separator": "\n\n"},
                                 "grading": {"timeout_s": 5.0, "workers": 1}, "model": {"name": "fake"},
-                                "model_dir": "unused", "spec": {}, "scoring": {}})
+                                "model_dir": "unused", "spec": {},
+                                "scoring": {"batch_tokens": 16384, "batch_size": 64}})
 
 
 def _sharded(tmp_path, problems, n) -> list[str]:

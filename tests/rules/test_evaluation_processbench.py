@@ -15,6 +15,9 @@ from prm_lessons.rules import evaluation
 from prm_lessons.tables import write_table
 from specs import paper_config
 
+# what rule table7 is given (workflow/rules/analysis.smk: run + the PARAMS of table7)
+T7_PARAMS = {"run": {"name": "t", "label": "t"}, "paper_rows": {}, "paper_columns": {}}
+
 
 def test_paper_plan_tunes_scalar_prms_on_gsm8k_and_table7_says_so(tmp_path):
     cfg = paper_config()
@@ -44,6 +47,6 @@ def test_paper_plan_tunes_scalar_prms_on_gsm8k_and_table7_says_so(tmp_path):
                                   params={"run_label": "t"}, wildcards={}, threads=1)
     pb = load_processbench_table(table)
     assert set(pb["tuned_on"]) == {"gsm8k"}
-    notes = T7.threshold_notes(pb, T7.build_table7(pb, load_published(), {}))
+    notes = T7.threshold_notes(pb, T7.build_table7(pb, load_published(), T7_PARAMS))
     assert notes == [f"Threshold {T7.TUNED_ON_TEXT['gsm8k']} (processbench_eval.tune_on: gsm8k): skywork_prm_7b 0.6."]
     assert "GSM8K" in notes[0]

@@ -22,7 +22,8 @@ def _responses(path, n):
     rows = [{"problem_id": f"train-{i}", "sample_idx": k, "dataset": "train", "question": f"q{i}", "answer": "42",
              "response": "s0\n\ns1", "steps": ["s0", "s1"], "n_tokens": 3, "finish_reason": "stop"}
             for i in range(4) for k in range(n)]
-    write_table(pd.DataFrame(rows), path, "responses")
+    # as rules sample / merge_samples write it: the problems skipped as too long (none here)
+    write_table(pd.DataFrame(rows), path, "responses", meta={"long_questions": {"n_skipped": 0, "skipped": {}}})
     return str(path)
 
 

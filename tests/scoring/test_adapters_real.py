@@ -155,7 +155,7 @@ def test_skywork_bin_checkpoint_loads_and_scores(toks, tmp_path, shards):
     _save_bin(state, tmp_path, shards)
     T.save_tokenizer("qwen2", tmp_path)
     assert not list(tmp_path.glob("*.safetensors"))
-    a = load_adapter({"adapter": "skywork", "path": str(tmp_path), "dtype": "float32"})
+    a = load_adapter({"adapter": "skywork", "path": str(tmp_path), "dtype": "float32", "params": {}})
     assert a.token_info()["step_tag_id"] == t.encode("\n")[-1]
     got = score_responses(a, [QUESTION], [STEPS])[0]
     enc = a.encode(QUESTION, STEPS)
@@ -172,7 +172,7 @@ def test_math_shepherd_bin_only_repo_loads_with_sentencepiece_tokenizer(toks, tm
     lm.config.save_pretrained(tmp_path)
     _save_bin({k: v.clone() for k, v in lm.state_dict().items()}, tmp_path, shards=2)
     T.save_tokenizer("mistral_v1", tmp_path)
-    a = load_adapter({"adapter": "math_shepherd", "path": str(tmp_path), "dtype": "float32"})
+    a = load_adapter({"adapter": "math_shepherd", "path": str(tmp_path), "dtype": "float32", "params": {}})
     assert a.label_token_ids == (648, 387) and a.step_tag_id == 12902
     text = QUESTION + " " + "\n".join(f"Step {i + 1}: {s} ки" for i, s in enumerate(STEPS))
     ids = torch.tensor([t.encode(text)])

@@ -107,7 +107,7 @@ def test_sigmoid_of_a_one_label_head_and_the_other_label(prm_dir):
         want = _reference(one)(input_ids=torch.tensor([ids])).logits[0, labelled, 0].sigmoid().tolist()
     assert score_responses(a, QUESTIONS[:1], STEPS[:1])[0] == pytest.approx(want, abs=1e-5)
     # a head whose "correct" label is 0: softmax index 0 = 1 - index 1
-    spec = {"adapter": "token_classification", "path": str(prm_dir("qwen2")), "dtype": "float32"}
+    spec = {"adapter": "token_classification", "path": str(prm_dir("qwen2")), "dtype": "float32", "params": {}}
     p1 = score_responses(load_adapter(spec), QUESTIONS, STEPS)
     p0 = score_responses(load_adapter({**spec, "params": {"positive_label": 0}}), QUESTIONS, STEPS)
     for a1, a0 in zip(p1, p0):
@@ -117,11 +117,11 @@ def test_sigmoid_of_a_one_label_head_and_the_other_label(prm_dir):
 
 def test_truncation_keeps_whole_leading_steps(prm_dir):
     path = prm_dir("qwen2")
-    a = load_adapter({"adapter": "token_classification", "path": str(path), "dtype": "float32"})
+    a = load_adapter({"adapter": "token_classification", "path": str(path), "dtype": "float32", "params": {}})
     full = score_responses(a, QUESTIONS[:1], STEPS[:1])[0]
     enc = a.encode(QUESTIONS[0], STEPS[0])
     cut = load_adapter({"adapter": "token_classification", "path": str(path), "dtype": "float32",
-                        "max_length": enc.positions[1] + 1})
+                        "max_length": enc.positions[1] + 1, "params": {}})
     assert score_responses(cut, QUESTIONS[:1], STEPS[:1])[0] == pytest.approx(full[:2], abs=1e-5)
 
 
@@ -179,7 +179,8 @@ def test_search_rescores_candidates_with_their_prefix(prm_dir):
     as a whole response (no incremental KV-cache path for this adapter)."""
     from prm_lessons.evaluation.search_scorers import FullRescoringScorer, candidate_scorer
 
-    a = load_adapter({"adapter": "token_classification", "path": str(prm_dir("qwen2")), "dtype": "float32"})
+    a = load_adapter({"adapter": "token_classification", "path": str(prm_dir("qwen2")), "dtype": "float32",
+                      "params": {}})
     scorer = candidate_scorer(a)
     assert isinstance(scorer, FullRescoringScorer)
     prefix, cands = STEPS[0][:1], STEPS[0][1:]

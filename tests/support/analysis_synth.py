@@ -116,7 +116,8 @@ def analysis_params(**over) -> dict:
          "paper_columns": {}, "figure": {"width_in": 3.3, "dpi": 60, "font_size": 7, "palette": "colorblind"},
          "threshold_sweep": [list(x) for x in SWEEP], "policy": "smollm2", "second_policy": "smollm2_t1",
          "policy_labels": {"smollm2": "SmolLM2 (primary)", "smollm2_t1": "SmolLM2, T 1.0"},
-         "table10": {"n": 2, "benchmarks": ["arith"]}, "chinese_benchmarks": []}
+         "table10": {"n": 2, "benchmarks": ["arith"]}, "chinese_benchmarks": [],
+         "seed_runs": {"seed": 0, "replicas": []}}
     p.update(over)
     return p
 

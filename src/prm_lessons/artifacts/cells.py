@@ -119,7 +119,7 @@ def finish_cells(rows: list[dict], params: Mapping) -> pd.DataFrame:
     for c in CELL_COLUMNS:
         if c not in df.columns:
             df[c] = np.nan if c not in ("row", "key", "label", "aggregation", "column", "paper_column") else None
-    df["run"] = (params.get("run") or {}).get("name", "")
+    df["run"] = params["run"]["name"]
     df["comparable"] = df["comparable"].fillna(False).astype(bool) & df["published"].notna()
     df["diff"] = np.where(df["comparable"], df["value"] - df["published"], np.nan)
     extra = [c for c in EXTRA_FIELDS if c in df.columns]
@@ -379,7 +379,7 @@ def policy_notes(params: Mapping, key: str = "policy") -> list[str]:
     name = params.get(key)
     if not name:
         return []
-    label = (params.get("policy_labels") or {}).get(name) or name
+    label = params["policy_labels"].get(name) or name
     return [f"Policy: {label} (policy setting '{name}' of bon.policies)."]
 
 
@@ -402,7 +402,7 @@ def mc_experiment_comparability(aid: str, cells: pd.DataFrame, pub: Mapping, par
     """Cells whose published row comes from another MC data set than the one this run reproduces
     (published.yaml `mc_experiments`, config `analysis.mc_experiment`) keep their published number but
     are not comparable (no diff): one MC run cannot stand for the paper's 860k and 3M experiments at once."""
-    tags = (pub.get("mc_experiments") or {}).get(aid) or {}
+    tags = pub["mc_experiments"].get(aid, {})
     if not tags:  # read the param only where the artifact has MC rows: the others are not given it
         return cells
     ours = params.get("mc_experiment")
@@ -426,7 +426,7 @@ def data_source_matches(pub: Mapping, experiment: str | None, setting: Mapping |
     """Whether the run's data policies (params `data_setting`, plan.data_setting: each one's model and
     completer Hub ids) produced the paper's MC-labelled set `experiment` (published.yaml `data_sources`):
     every policy among the set's models and completers, or, for a mix (`mix`), exactly its pairs."""
-    src = (pub.get("data_sources") or {}).get(str(experiment))
+    src = pub["data_sources"].get(str(experiment))
     if not src or not setting:
         return False
     pairs = [(p.get("model_id"), p.get("completer_id")) for p in setting.get("policies") or [setting]]
@@ -451,8 +451,8 @@ def data_comparability(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapp
     DATA_SIZE_TOLERANCE); otherwise it is shown, not compared."""
     if cells.empty:
         return cells
-    sizes, paper_sizes = training_sizes(trainsets), (pub.get("data_sizes") or {}).get(aid) or {}
-    tags = (pub.get("mc_experiments") or {}).get(aid) or {}
+    sizes, paper_sizes = training_sizes(trainsets), pub["data_sizes"].get(aid, {})
+    tags = pub["mc_experiments"].get(aid, {})
     cells = cells.copy()
     cells["n_samples"] = cells["row"].map(lambda r: sizes.get(str(r), np.nan)).astype(float)
     cells["paper_n_samples"] = cells["key"].map(lambda k: paper_sizes.get(str(k), paper_sizes.get("*", np.nan))
@@ -506,7 +506,7 @@ def data_notes(aid: str, cells: pd.DataFrame, pub: Mapping, params: Mapping) -> 
 def artifact_mc_sets(aid: str, cells: pd.DataFrame, pub: Mapping) -> list[str]:
     """The paper's MC-labelled sets (published.yaml `mc_experiments`: 860k, 3M) the artifact's rows come
     from: the tags of the keys among `cells` (every tag of the artifact when the cells name none)."""
-    tags = (pub.get("mc_experiments") or {}).get(aid) or {}
+    tags = pub["mc_experiments"].get(aid, {})
     keys = set(cells["key"].astype(str)) if "key" in cells.columns and not cells.empty else set()
     own = [tags.get(k, tags.get("*")) for k in sorted(keys)]
     sets = [t for t in own if t is not None] or list(tags.values())
@@ -561,7 +561,7 @@ def write_cells(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping
     """An artifact's cells CSV and its provenance record (outputs `csv`, `provenance`); the record's `notes`
     are the artifact's footnotes (the LaTeX table's, a figure's), which paper/report.md prints under it."""
     write_plain_csv(cells, outputs["csv"])
-    write_json({**provenance(aid, params.get("run") or {}, inputs), "notes": [str(n) for n in notes]},
+    write_json({**provenance(aid, params["run"], inputs), "notes": [str(n) for n in notes]},
                outputs["provenance"])
     n_pub = int(cells["published"].notna().sum()) if len(cells) else 0
     log.info("%s: %d cells (%d with a published number, %d comparable) → %s", aid, len(cells), n_pub,

@@ -95,12 +95,12 @@ def column_label(pub: Mapping, column: str) -> str:
 
 def paper_key(name: str, params: Mapping) -> str:
     """The paper row a workflow row (PRM / training-set variant) reproduces (`analysis.paper_rows`)."""
-    return str((params.get("paper_rows") or {}).get(name, name))
+    return str(params["paper_rows"].get(name, name))
 
 
 def paper_column(name: str, params: Mapping) -> str:
     """The paper column a workflow benchmark / subset maps to (`analysis.paper_columns`)."""
-    return str((params.get("paper_columns") or {}).get(name, name))
+    return str(params["paper_columns"].get(name, name))
 
 
 def lookup(pub_long: pd.DataFrame, key: str, column: str, aggregation: str | None = None,

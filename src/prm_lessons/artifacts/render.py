@@ -363,4 +363,4 @@ def emit_table(aid: str, cells: pd.DataFrame, outputs: Mapping, params: Mapping,
     notes = list(notes or []) + setting_notes
     # the LaTeX table's footnotes, also kept in the provenance record: paper/report.md prints them under the table
     write_cells(aid, cells, outputs, params, inputs, notes=table_notes(aid, cells, pub) + notes)
-    write_text_atomic(outputs["tex"], table_tex(aid, cells, pub, params.get("run") or {}, notes))
+    write_text_atomic(outputs["tex"], table_tex(aid, cells, pub, params["run"], notes))

@@ -37,12 +37,12 @@ def seed_spread(cells: pd.DataFrame, replicas: list[pd.DataFrame]) -> pd.DataFra
 
 def seed_notes(params: Mapping) -> list[str]:
     """The table note on the seed spread (params `seed_runs`: this run's seed and its replicas)."""
-    runs = params.get("seed_runs") or {}
-    reps = runs.get("replicas") or []
+    runs = params["seed_runs"]
+    reps = runs["replicas"]
     if not reps:
         return ["Intervals resample problems only (the samples and the PRMs are one draw); analysis.seeds "
                 "repeats sampling and training over seeds for a seed spread."]
-    seeds = ", ".join(str(s) for s in [runs.get("seed")] + [r["seed"] for r in reps])
+    seeds = ", ".join(str(s) for s in [runs["seed"]] + [r["seed"] for r in reps])
     return [f"Seed spread: 'seed s.d.' under each row is the sample standard deviation of each cell over seeds "
             f"{seeds} (this run and the replicas {', '.join(r['name'] for r in reps)}: policy samples, MC and "
             "judge labels and PRM training drawn again; analysis.seeds), beside the problem-resampling 95% "

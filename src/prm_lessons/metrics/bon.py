@@ -280,8 +280,8 @@ def bon_long_rows(metrics: dict, prm: str) -> list[dict]:
             n_val = entry.get("n", metrics.get("settings", {}).get("n"))
             rows.append({"prm": prm, "benchmark": bench, "metric": key, "n": n_val, "accuracy": val,
                          "ci_low": lo, "ci_high": hi})
-    vs = metrics.get("vs_maj") or {}
-    paired = list((vs.get("benchmarks") or {}).items()) + ([("average", vs["average"])] if "average" in vs else [])
+    vs = metrics["vs_maj"]
+    paired = [*vs["benchmarks"].items(), ("average", vs["average"])]
     for bench, cols in paired:
         entry = metrics["benchmarks"].get(bench, {}) if bench != "average" else metrics["average"]
         n_val = entry.get("n", metrics.get("settings", {}).get("n"))

@@ -71,7 +71,7 @@ def adapter_rows(work: Path, config: dict) -> dict:
 
 
     rows = {}
-    for name, spec in (config.get("prms", {}).get("models") or {}).items():
+    for name, spec in config["prms"]["models"].items():
         path = work / "results" / "scores" / name / "processbench.parquet"
         entry = config["models"].get(spec.get("model"), {})
         row = {"adapter": spec.get("adapter"), "model": spec.get("model"), "model_id": entry.get("id"),

@@ -103,7 +103,7 @@ def label_audit(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, t
     k = int(params["k"])
     cost: dict[str, dict] = {}  # the shards' token counts (their metadata), summed
     for p in as_paths(inputs["shards"]):
-        for src, d in (table_meta(p).get("cost") or {}).items():
+        for src, d in table_meta(p)["cost"].items():
             for m, v in d.items():
                 cost.setdefault(src, {}).setdefault(m, 0)
                 cost[src][m] += int(v)

@@ -35,7 +35,7 @@ def fewshot_file(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
 def processbench_file(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `processbench_file`: one ProcessBench subset (processbench source url) → its verified copy."""
     subset, spec = wildcards["subset"], params["spec"]
-    checks = {k: (spec.get(k) or {}).get(subset) for k in ("sha256", "git_blob_sha1")}
+    checks = {k: spec[k].get(subset) for k in ("sha256", "git_blob_sha1")}
     fetch_file(spec["url"].format(subset=subset), outputs["file"], checks, f"ProcessBench subset '{subset}'")
 
 
@@ -87,7 +87,7 @@ def problems(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thre
     log.info("dataset %s: %d problems, %d with gold steps (mean %.1f steps)", name, len(df),
              int((n_steps > 0).sum()), float(n_steps[n_steps > 0].mean()) if (n_steps > 0).any() else 0.0)
     # repeated problems are kept as the source has them; the count and pairs travel with the table
-    repeated = df.attrs.get("repeated") or {}
+    repeated = df.attrs["repeated"]  # load_problems always sets it
     write_table(df, outputs["problems"], "problems",
                 meta={"dataset": name, "spec": params["spec"], "rows_loaded": df.attrs.get("rows_loaded"),
                       "n_repeated": len(repeated), "repeated": repeated})
@@ -99,7 +99,7 @@ def processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
     source = spec.get("source", "constructed")
     if source == "constructed":
         # held out: no problem whose question is among the training problems (params.exclude)
-        cases = constructed_processbench(spec.get("constructed") or {}, params.get("exclude"))
+        cases = constructed_processbench(spec["constructed"], params.get("exclude"))
     else:
         files = None
         if source == "url":  # the copies rule processbench_file made, in processbench_paths order
@@ -119,7 +119,7 @@ def processbench_dev(*, inputs: dict, outputs: dict, params: dict, wildcards: di
     ProcessBench (`processbench.constructed.dev`; questions disjoint from the evaluation cases and the
     training problems)."""
     spec = dict(params["spec"])
-    cases = constructed_processbench(spec.get("constructed") or {}, params.get("exclude"), split="dev")
+    cases = constructed_processbench(spec["constructed"], params.get("exclude"), split="dev")
     log.info("processbench dev split: %d cases; per subset: %s", len(cases),
              cases["subset"].value_counts().sort_index().to_dict())
     write_table(cases, outputs["cases"], "processbench", meta={"spec": spec, "split": "dev"})

@@ -342,7 +342,7 @@ def bon_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, t
     aggs = [] if outcome else list(cfg["aggregations"])
     if outcome:
         df["orm_score"] = [s[0] if s is not None and len(s) else None for s in df["step_scores"]]
-    ns_of = {b: [int(n) for n in ns] for b, ns in (params.get("ns") or {}).items()} or {
+    ns_of = {b: [int(n) for n in ns] for b, ns in params["ns"].items()} or {
         b: [int(cfg["n"])] for b in df["benchmark"].unique()}
     by_n = {}
     for n in sorted({n for ns in ns_of.values() for n in ns}):
@@ -494,7 +494,7 @@ def bon_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thr
     format): per policy and PRM the rows at bon.n, then those of each further N (the JSON's `by_n`)."""
     def rows(m, prm):
         out = []
-        for part in [m, *(m.get("by_n") or {}).values()]:
+        for part in [m, *m["by_n"].values()]:
             out += [{"policy": m.get("policy"), **r} for r in metrics_bon.bon_long_rows(part, prm)]
         return out
 

@@ -43,7 +43,7 @@ def mix_responses(*, inputs, outputs, params, wildcards, threads) -> None:
     frames, skipped = [], {}
     for path, part in zip(paths, parts):
         frames.append((part["name"], read_table(path, "responses"), int(part["offset"])))
-        lq = (table_meta(path).get("long_questions") or {}).get("skipped") or {}
+        lq = table_meta(path)["long_questions"]["skipped"]
         skipped.update({f"{part['name']}:{k}": v for k, v in lq.items()})
     df = join_mix(frames)
     write_table(df, outputs["responses"], "responses",
@@ -222,7 +222,7 @@ def judge_processbench_table(*, inputs: dict, outputs: dict, params: dict, wildc
         ids = set(judged["id"].astype(str))
         sl = cases[cases["id"].astype(str).isin(ids)].reset_index(drop=True)
         r, m = judge_pb.setting_rows(sl, judged, base, name, configured=name == configured,
-                                     setting=_judge_setting_text(table_meta(path).get("judge") or {}),
+                                     setting=_judge_setting_text(table_meta(path)["judge"]),
                                      bootstrap=int(b["samples"]), seed=int(b["seed"]),
                                      confidence=float(b["confidence"]))
         rows += r
@@ -395,7 +395,7 @@ def trainset(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thre
         made[spec["source"]] = read_table(inputs[spec["source"]], "trainset")
         meta = table_meta(inputs[spec["source"]])
         n_human = meta.get("n_candidates")
-        data_source = (meta.get("human") or {}).get("source")
+        data_source = meta["human"]["source"] if spec["source"] == "human" else None  # only rule human_labels writes it
     df, st = build_variant(
         name, spec, samples=[read_table(p, "samples") for p in as_paths(inputs.get("samples"))],
         mc=[read_table(p, "mc") for p in as_paths(inputs.get("mc"))],

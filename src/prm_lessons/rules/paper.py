@@ -84,7 +84,7 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
         if csv and Path(csv).exists():
             cells_of[aid] = load_cells(csv)
         notes_of[aid] = _notes(inputs.get(f"{aid}_provenance"))
-    skipped = dict(params.get("skipped") or {})
+    skipped = dict(params["skipped"])
     processbench = _read_csv(inputs.get("processbench_table"), "processbench_csv")
     bon = _main_rows(_read_csv(inputs.get("bon_table"), "bon_csv"), params)
     trainsets = _read_csv(inputs.get("trainsets_table"), "trainsets_csv")

@@ -52,7 +52,7 @@ def merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     df, _ = merge_shards(paths, "responses")
     skipped: dict[str, int] = {}
     for path in paths:
-        skipped.update((table_meta(path).get("long_questions") or {}).get("skipped") or {})
+        skipped.update(table_meta(path)["long_questions"]["skipped"])
     write_table(df, outputs["responses"], "responses",
                 meta={"long_questions": {"n_skipped": len(skipped), "skipped": skipped}})
     log.info("%s: %d responses over %d problems", wildcards["dataset"], len(df), df["problem_id"].nunique())
@@ -67,7 +67,7 @@ def grade_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     problems table's metadata: its config entry) by `grading.grader`, with the responses' `long_questions`
     metadata and the grading settings (`grading`: the grader and timeout the verdicts come from)."""
     responses = read_table(inputs["responses"], "responses")
-    fmt = (table_meta(inputs["problems"]).get("spec") or {}).get("answer_format", "plain")
+    fmt = table_meta(inputs["problems"])["spec"]["answer_format"]
     grading = params["grading"]
     grader = grading.get("grader", "math_verify")
     df = grade_table(responses, timeout_s=grading["timeout_s"], workers=grading.get("workers", 1), answer_format=fmt,

@@ -71,11 +71,10 @@ def search_greedy(*, inputs, outputs, params, wildcards, threads) -> None:
     # transformers whatever the PRM's scoring backend: candidates are scored incrementally on a KV-cached
     # prefix, beside the policy's vLLM engine in this process (a second vLLM engine would contend for memory)
     adapter = load_adapter(params["spec"], backend="transformers")
-    sc = params.get("scoring") or {}
-    scorer = candidate_scorer(adapter, cfg.get("scoring", "auto"), sc.get("batch_tokens", 16384),
-                              sc.get("batch_size", 64))
+    sc = params["scoring"]
+    scorer = candidate_scorer(adapter, cfg.get("scoring", "auto"), sc["batch_tokens"], sc["batch_size"])
     for src, dst, problems in todo:
-        fmt = (table_meta(src).get("spec") or {}).get("answer_format", "plain")
+        fmt = table_meta(src)["spec"]["answer_format"]
         what = f"search {Path(src).stem}" + (f" (shard {shard[0]} of {shard[1]})" if shard else "")
         records = search.greedy_search(engine, scorer, problems, settings, entry.get("max_model_len"), what)
         df = search.grade_records(records, params["grading"], fmt, keep_units=Path(src).stem in KEEP_UNITS)
@@ -119,7 +118,7 @@ def search_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     problems = _limited(read_table(inputs["problems"], "problems"), params.get("limit"))
     entry = params["model"]
     engine = generation.load_engine(params["model_dir"], entry)
-    fmt = (table_meta(inputs["problems"]).get("spec") or {}).get("answer_format", "plain")
+    fmt = table_meta(inputs["problems"])["spec"]["answer_format"]
     df = sample_problems(engine, problems, n=int(params["n"]), sampling=params["sampling"],
                          max_model_len=entry.get("max_model_len"), model_name=entry["name"])
     long_questions = df.attrs.get("long_questions")
@@ -145,13 +144,13 @@ def search_orm_scores(*, inputs, outputs, params, wildcards, threads) -> None:
     from ..scoring.load import load_adapter  # lazy: torch (module docstring)
 
     adapter = load_adapter(params["spec"])
-    cfg = params.get("scoring") or {}
+    cfg = params["scoring"]
     for src, dst in zip(as_paths(inputs["samples"]), as_paths(outputs["scores"])):
         df = read_table(src, "samples")
         stats = ScoreStats()
         steps = [list(s) if s is not None else [] for s in df["steps"]]
-        scores = score_responses(adapter, df["question"].tolist(), steps, cfg.get("batch_tokens", 16384),
-                                 cfg.get("batch_size", 64), stats)
+        scores = score_responses(adapter, df["question"].tolist(), steps, cfg["batch_tokens"], cfg["batch_size"],
+                                 stats)
         # keys and scores only, as score_samples writes (search_table reads nothing else)
         df = pd.DataFrame({"problem_id": df["problem_id"], "sample_idx": df["sample_idx"], "step_scores": scores,
                            "n_steps_scored": [len(s) for s in scores]})
@@ -200,10 +199,9 @@ def search_table(*, inputs, outputs, params, wildcards, threads) -> None:
                             for b, path in zip(benches, as_paths(inputs["greedy"]))], ignore_index=True)
     table = search.problem_table(searches, samples, int(params["n"]), params.get("maj_grouping", "normalized"), orm,
                                  pass1_samples=greedy)
-    boot = params.get("bootstrap") or {}
+    boot = params["bootstrap"]
     rows = search.search_metrics(table, list(params["prms"]), int(params["n"]), int(params["candidates"]),
-                                 int(boot.get("samples", 1000)), int(boot.get("seed", 0)),
-                                 float(boot.get("confidence", 0.95)))
+                                 int(boot["samples"]), int(boot["seed"]), float(boot["confidence"]))
     out = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     out.insert(0, "run", params.get("run_label", ""))
     write_csv(out, outputs["table"], "search_csv")

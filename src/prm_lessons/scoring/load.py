@@ -76,7 +76,7 @@ def load_adapter(spec: dict, backend: str | None = None) -> Adapter:
     if backend != "transformers":
         raise ValueError(f"unknown scoring backend {backend!r} (allowed: {', '.join(pooling.BACKENDS)})")
     path, dtype, trc = spec["path"], spec.get("dtype"), bool(spec.get("trust_remote_code", False))
-    params = dict(spec.get("params") or {})
+    params = dict(spec["params"])
     dev = _device()
     if kind == "trained":
         model, tok, fmt = load_prm(path)  # on its device
@@ -117,7 +117,7 @@ def _vllm_adapter(spec: dict) -> Adapter:
     kind, trc = spec["adapter"], bool(spec.get("trust_remote_code", False))
     path = resolve_dir(spec["path"], trc)
     pooling.check_servable(kind, path)  # before the tokenizer: a wrong checkpoint fails first, and clearly
-    params = dict(spec.get("params") or {})
+    params = dict(spec["params"])
     if kind == "trained":
         meta = read_json(Path(path) / FORMAT_FILE)
         tok = AutoTokenizer.from_pretrained(path)

@@ -54,8 +54,8 @@ def _base_line(base: dict | None, meta: dict) -> str:
 
 
 def _data_section(trainset: dict | None, metrics: dict) -> str:
-    spec = (trainset or {}).get("spec") or {}
-    st = metrics.get("data") or {}
+    spec = trainset["spec"] if trainset else {}  # rule trainset always writes it
+    st = metrics["data"]
     rows = [("training set", f"`{(trainset or {}).get('variant') or Path(str(metrics.get('trainset', '?'))).stem}`"),
             ("label source", spec.get("source")), ("label type", metrics.get("label_type")),
             ("label threshold", spec.get("threshold")),
@@ -72,19 +72,19 @@ def _data_section(trainset: dict | None, metrics: dict) -> str:
 
 
 def _training_section(metrics: dict) -> str:
-    s = metrics.get("settings") or {}
+    s = metrics["settings"]
     skip = {"soft_loss"} if metrics.get("label_type") != "soft" else set()
     skip |= {"standardize_features"} if s.get("mode") != "head" else set()
     rows = [(k, s.get(k)) for k in HYPERPARAMETERS if k in s and k not in skip]
     if s.get("mode") == "lora":
-        lc = s.get("lora") or {}
+        lc = s["lora"]
         targets = lc.get("target_modules")  # a list of names, or one string ("all-linear")
         rows += [("lora r / alpha / dropout", f"{lc.get('r')} / {lc.get('alpha')} / {lc.get('dropout')}"),
                  ("lora target modules", targets if isinstance(targets, str) else ", ".join(targets or []))]
     rows += [("optimizer steps", metrics.get("global_steps")), ("final training loss", metrics.get("final_train_loss")),
              ("training tokens", metrics.get("train_tokens")), ("processes", metrics.get("world_size")),
-             ("device", (metrics.get("hardware") or {}).get("device"))]
-    fit = metrics.get("train_fit") or {}
+             ("device", metrics["hardware"]["device"])]
+    fit = metrics["train_fit"]
     if fit.get("step_accuracy") is not None:
         rows.append(("step accuracy on its training steps (head only)",
                      f"{fit['step_accuracy']:.3f} (majority class: {fit['majority_rate']:.3f})"))
@@ -136,7 +136,7 @@ def _input_code(fmt: dict, step_id: int | None) -> str:
 
 def _load_section(prm_dir: Path, name: str, meta: dict, token_added: bool) -> str:
     layout, mode = meta.get("layout", "project"), meta.get("mode")
-    fmt = meta.get("format") or {}
+    fmt = meta["format"]
     out = ("## How to load it\n\n### With prm-lessons\n\n"
            "```bash\n"
            "# rows {\"id\": ..., \"problem\": \"...\", \"steps\": [\"...\", ...]} "
@@ -215,8 +215,8 @@ def render_card(prm_dir: str | Path, metrics: dict, *, name: str, base: dict | N
     (variant, spec, stats); `evaluation`: {"processbench": metrics JSON, "bon": metrics JSON} when known."""
     prm_dir = Path(prm_dir)
     meta = read_json(prm_dir / FORMAT_FILE)
-    fmt = meta.get("format") or {}
-    head = meta.get("head") or {}
+    fmt = meta["format"]
+    head = meta["head"]
     intro = (f"# {name}\n\nA process reward model trained with prm-lessons, a rebuild of [The Lessons of "
              "Developing Process Reward Models in Mathematical Reasoning](https://arxiv.org/abs/2501.07301): for "
              "a math problem and a solution split into steps, it gives each step the probability that the step "

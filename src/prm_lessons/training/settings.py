@@ -24,7 +24,7 @@ class TrainingError(ValueError):
 
 def settings_from(training: dict | None) -> dict:
     s = {**DEFAULTS, **(training or {})}
-    s["lora"] = {**DEFAULTS["lora"], **(s.get("lora") or {})}
+    s["lora"] = {**DEFAULTS["lora"], **s["lora"]}
     if s["mode"] not in MODES:
         raise TrainingError(f"training.mode: {s['mode']!r} is not one of {MODES}")
     if s["soft_loss"] not in SOFT_LOSSES:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from analysis_synth import analysis_params
 from prm_lessons.artifacts.defs import fig6_flawed_process as fig6
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.evaluation import bias_analysis as analysis
@@ -36,7 +37,7 @@ def test_human_row_is_compared_and_the_judge_proxy_is_not(tmp_path):
     samples, judge, sheet = _setup(tmp_path)
     human = analysis.human_flaw_rates(annotation.read_labels(tmp_path / "filled.csv", sheet), sheet)
     rates = analysis.flaw_rates({"gsm8k": samples}, {"gsm8k": judge}, None, None, human)
-    cells = fig6.build_fig6(rates, load_published(), {"paper_columns": {}})
+    cells = fig6.build_fig6(rates, load_published(), analysis_params())
     by_row = {r["row"]: r for r in cells.to_dict("records")}
     assert by_row["policy samples, human annotation"]["comparable"]
     assert by_row["policy samples, human annotation"]["diff"] == pytest.approx(50.0 - 5.1)  # the paper's GSM8K bar
@@ -50,9 +51,9 @@ def test_rule_reads_the_labels_when_given(tmp_path, monkeypatch):
     got = {}
     monkeypatch.setattr(fig6, "emit_figure", lambda aid, cells, *a, **k: got.setdefault("cells", cells))
     inputs = {"samples__gsm8k": str(tmp_path / "s.parquet"), "judge__gsm8k": str(tmp_path / "j.parquet")}
-    fig6.run(inputs=inputs, outputs={}, params={"paper_columns": {}}, wildcards={}, threads=1)
+    fig6.run(inputs=inputs, outputs={}, params=analysis_params(), wildcards={}, threads=1)
     assert "policy samples, human annotation" not in set(got.pop("cells")["row"])
     fig6.run(inputs={**inputs, "annotation_sheet": str(tmp_path / "sheet.csv"),
                      "human_labels": str(tmp_path / "filled.csv")},
-             outputs={}, params={"paper_columns": {}}, wildcards={}, threads=1)
+             outputs={}, params=analysis_params(), wildcards={}, threads=1)
     assert "policy samples, human annotation" in set(got["cells"]["row"])

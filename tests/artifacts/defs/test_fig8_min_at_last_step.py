@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from analysis_synth import analysis_params
 from prm_lessons.artifacts.defs import fig8_min_at_last_step as F
 from prm_lessons.artifacts.published import load_published
 from prm_lessons.evaluation import bias_analysis as A
@@ -61,7 +62,7 @@ def test_by_length_pools_benchmarks_and_counts_the_selected_response_apart():
 
 def test_cells_carry_observed_and_chance_per_length_and_keep_the_paper_comparison():
     scores = {("human", "b"): _scores([[0.9, 0.8, 0.1], [0.5, 0.2, 0.9], [0.3], [0.9, 0.1]])}  # a paper row
-    params = {"run": {"name": "t"}}
+    params = analysis_params(run={"name": "t"})
     cells = F.build_fig8(A.min_at_last_shares(scores), load_published(), params, True,
                          A.min_at_last_by_length(scores))
     head = cells[cells["column"] == F.HEADLINE].set_index("stage")
@@ -77,8 +78,8 @@ def test_cells_carry_observed_and_chance_per_length_and_keep_the_paper_compariso
 
 def test_plot_draws_chance_beside_observed():
     scores = {(p, "b"): _scores([[0.9, 0.8, 0.1], [0.5, 0.2, 0.9], [0.3]]) for p in ("mc_hard", "human")}
-    cells = F.build_fig8(A.min_at_last_shares(scores), load_published(), {"run": {}}, False,
+    cells = F.build_fig8(A.min_at_last_shares(scores), load_published(), analysis_params(), False,
                          A.min_at_last_by_length(scores))
-    fig = F.plot_fig8(cells, load_published(), {"run": {}})
+    fig = F.plot_fig8(cells, load_published(), analysis_params())
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "all, 3+ steps: observed" in labels and "all, 3+ steps: chance" in labels

@@ -21,9 +21,9 @@ PARAMS = ("aggregation", "table10", "paper_rows", "paper_columns", "policy", "po
 def run(*, inputs, outputs, params, wildcards, threads) -> None:
     """Table 10: Table 6 at analysis.table10's N on its benchmarks (analysis.policy's rows; the paper:
     Best-of-64 on MATH500, AIME24, AMC23, Minerva Math, GaoKao 2023 En, OlympiadBench)."""
-    t10 = params.get("table10") or {}
-    n, benches = t10.get("n"), list(t10.get("benchmarks") or [])
-    own = {**{k: params.get(k) for k in ("run", "aggregation", "paper_rows", "paper_columns")},
+    t10 = params["table10"]
+    n, benches = t10["n"], list(t10["benchmarks"])
+    own = {**{k: params[k] for k in ("run", "aggregation", "paper_rows", "paper_columns")},
            "n": n, "benchmarks": benches}
     cells = (build_table6(read_bon(inputs, params, n=n), load_published(), own, tid="table10") if n
              else finish_cells([], own))

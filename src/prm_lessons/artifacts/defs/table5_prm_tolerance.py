@@ -31,7 +31,7 @@ def build_table5(tol: pd.DataFrame, pub, params):
     ProcessBench as released in Dec 2024); the average only when all four subsets are."""
     pub_long = published_long(pub, "table5")
     paper_subsets = sorted(c for c in pub["tables"]["table5"]["columns"] if c != "average")
-    paper_n = pub["tables"]["table5"].get("n") or {}
+    paper_n = pub["tables"]["table5"]["n"]
     rows, off = [], {}
     for prm, g in tol.groupby("prm", sort=False):
         key = paper_key(prm, params)

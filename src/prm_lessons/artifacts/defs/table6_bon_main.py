@@ -41,6 +41,6 @@ def run(*, inputs, outputs, params, wildcards, threads) -> None:
     # analysis.seeds: the same cells from each seed replica's Best-of-N tables, and their spread
     replicas = [build_table6(read_bon({"bon": inputs[f"seed_bon__{r['name']}"],
                                        "baselines": inputs[f"seed_baselines__{r['name']}"]}, params), pub, params)
-                for r in (params.get("seed_runs") or {}).get("replicas") or []]
+                for r in params["seed_runs"]["replicas"]]
     emit_table("table6", seed_spread(cells, replicas), outputs, params, inputs,
                notes=policy_notes(params) + grader_notes(params) + seed_notes(params))
