@@ -114,6 +114,13 @@ def checkout_data(rel):
     ]
 
 
+def bon_judge_template(wc):
+    """[the prompt file, its fingerprint]: a built-in prompt is checkout data (checkout_data), a config's
+    template file is the user's (its mtime counts)."""
+    path = plan.bon_judge_template(config, wc.mode, "src/prm_lessons")
+    return checkout_data(path) if path.startswith("src/prm_lessons/prompts/") else [path]
+
+
 def code(func):
     """Fingerprint files of the package modules the job of `func` ("<stage>:<name>") runs, found from its
     imports and rewritten here only when a module's code changes (prm_lessons.plan.codedeps); declared as

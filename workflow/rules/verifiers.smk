@@ -15,13 +15,6 @@ JUDGE_TABLES = [f"results/{{policy_dir}}bon_judges/{{judge}}/{{mode}}/{b}" for b
 JUDGE_POLICIES = plan.bon_judge_policies(config)
 
 
-def bon_judge_template(wc):
-    """[the prompt file, its fingerprint]: a built-in prompt is checkout data (checkout_data), a config's
-    template file is the user's (its mtime counts)."""
-    path = plan.bon_judge_template(config, wc.mode, "src/prm_lessons")
-    return checkout_data(path) if path.startswith("src/prm_lessons/prompts/") else [path]
-
-
 rule bon_judge:
     input:
         code("verifiers:bon_judge"),
