@@ -271,7 +271,7 @@ def test_one_concept_one_rerun_unit():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("module, expected", [
-    ("config.py", set()),  # DAG time only: validation edits rerun nothing
+    ("config/checks.py", set()),  # DAG time only: validation edits rerun nothing
     ("plan/policies.py", set()),
     ("artifacts/plots.py", FIGURE_RULES),  # a plotting edit redraws figures, rebuilds no table
     ("training/train.py", {"train_prm"}),  # the trainer: scoring and features use models/prm.py, not training/train.py
