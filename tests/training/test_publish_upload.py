@@ -55,8 +55,10 @@ def test_rule_function_cards_the_evaluation_and_writes_the_receipt(tmp_path, mon
     from prm_lessons.tables import write_table
 
     d = _prm_dir(tmp_path)
-    (d / "train_metrics.json").write_text(json.dumps({"label_type": "hard", "settings": {"mode": "lora"},
-                                                      "data": {"instances": 3}}))
+    # as train_prm writes it: settings with their defaults, the device, the fit
+    (d / "train_metrics.json").write_text(json.dumps({"label_type": "hard", "settings": {"mode": "lora", "lora": {}},
+                                                      "data": {"instances": 3}, "hardware": {"device": "cpu"},
+                                                      "train_fit": {}}))
     ts = tmp_path / "ts.parquet"
     write_table(pd.DataFrame({"instance_id": ["a"], "question": ["q"], "steps": [["s"]], "labels": [[1.0]]}), ts,
                 "trainset", meta={"variant": "mc_hard", "spec": {"source": "judge"}})

@@ -67,7 +67,7 @@ def grade_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     problems table's metadata: its config entry) by `grading.grader`, with the responses' `long_questions`
     metadata and the grading settings (`grading`: the grader and timeout the verdicts come from)."""
     responses = read_table(inputs["responses"], "responses")
-    fmt = table_meta(inputs["problems"])["spec"]["answer_format"]
+    fmt = table_meta(inputs["problems"])["spec"].get("answer_format", "plain")  # a library spec may omit it
     grading = params["grading"]
     grader = grading.get("grader", "math_verify")
     df = grade_table(responses, timeout_s=grading["timeout_s"], workers=grading.get("workers", 1), answer_format=fmt,

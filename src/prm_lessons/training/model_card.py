@@ -77,7 +77,7 @@ def _training_section(metrics: dict) -> str:
     skip |= {"standardize_features"} if s.get("mode") != "head" else set()
     rows = [(k, s.get(k)) for k in HYPERPARAMETERS if k in s and k not in skip]
     if s.get("mode") == "lora":
-        lc = s["lora"]
+        lc = s.get("lora", {})  # a PRM trained elsewhere may record no LoRA settings
         targets = lc.get("target_modules")  # a list of names, or one string ("all-linear")
         rows += [("lora r / alpha / dropout", f"{lc.get('r')} / {lc.get('alpha')} / {lc.get('dropout')}"),
                  ("lora target modules", targets if isinstance(targets, str) else ", ".join(targets or []))]
