@@ -17,6 +17,7 @@ from prm_lessons.labels.audit import (
     cost_rows,
     k_subsets,
     mc_hard,
+    pad_outcomes,
     render_markdown,
     thresholds_for,
 )
@@ -313,6 +314,54 @@ def test_audit_rules_chained(tmp_path, monkeypatch):
     assert (r["successes"], r["n"]) == (2, 2)
     assert pick(t, section="judge", generator="all", kind="gold", metric="first_error_accuracy")["successes"] == 2
     cost = t[t["section"] == "cost"].set_index(["source", "metric"])["value"]
-    assert cost[("mc", "generated_tokens")] == (2 + 2 + 3) * 2 * 4 * 10  # 14 steps × K=4 completions × 10 tokens
+    # early protocol: a generator's gold rolls out step 0 (its last step is labelled by the correct answer),
+    # error stops at its BAD step 0, keep rolls out s0 and stops at BAD: 4 steps × K=4 × 10 tokens, × 2 generators
+    assert cost[("mc", "generated_tokens")] == (1 + 1 + 2) * 2 * 4 * 10
     assert cost[("mc", "prompt_tokens")] > cost[("mc", "prompt_tokens_distinct")] > 0  # K prompts share one
     assert cost[("judge", "generated_tokens")] == 6 * 4
+
+
+# -- the early protocol's outcomes and the label-level mechanism rows ------------------------------------
+
+def test_steps_after_the_first_step_without_a_success_read_as_negative():
+    assert pad_outcomes([[1, 0], [0, 0], []], 2) == [[1, 0], [0, 0], [0, 0]]
+    with pytest.raises(ValueError, match="step 1 has 1 of K=2"):
+        pad_outcomes([[1, 0], [1], []], 2, "x")
+
+
+def _mech(error_outcomes, keep_outcomes) -> pd.DataFrame:
+    rows = []
+    for i, oc in enumerate(error_outcomes):
+        rows.append({"problem_id": f"e{i}", "generator": "a", "kind": "error", "error_index": 1, "n_steps": 2,
+                     "outcomes": oc})
+    for i, oc in enumerate(keep_outcomes):
+        rows.append({"problem_id": f"k{i}", "generator": "a", "kind": "keep", "error_index": 1, "n_steps": 3,
+                     "outcomes": oc})
+    df = pd.DataFrame(rows)
+    df["judge_first_error"] = pd.array([None] * len(df), dtype="Int64")
+    t = audit_metrics(df, 2, 0.0)
+    return t[t["section"] == "mechanism"]
+
+
+def test_mc_detects_answer_changing_errors_and_misses_answer_keeping_ones():
+    found = [[[1, 1], [0, 0]]] * 10                        # error step reached, no completion succeeds
+    missed = [[[1, 1], [1, 0], [1, 1]]] * 10               # the kept answer: a completion still succeeds
+    never = [[[0, 0], [], []]]                             # stopped before the error: not reached
+    t = _mech(found, missed + never)
+    det = t[t["metric"] == "error_step_detected"].set_index("kind")
+    assert (det.loc["error", "successes"], det.loc["error", "n"]) == (10, 10)
+    assert (det.loc["keep", "successes"], det.loc["keep", "n"]) == (0, 10)
+    gap = t[t["metric"] == "detection_gap"].iloc[0]
+    assert gap["value"] == 1.0 and 0 < gap["ci_low"] <= gap["ci_high"] <= 1.0
+    # the other way round the gap is negative with an interval below 0
+    t2 = _mech(missed[:1] * 10, [[[1, 1], [0, 0], []]] * 10)
+    gap2 = t2[t2["metric"] == "detection_gap"].iloc[0]
+    assert gap2["value"] == -1.0 and gap2["ci_high"] < 0
+
+
+def test_the_threshold_gap_is_paired_over_the_same_solutions():
+    # one success in two at the error-free first step: positive at t = 0, negative at t = 1/2
+    t = _mech([[[1, 0], [0, 0]]] * 6, [])
+    gap = t[t["metric"] == "first_error_accuracy_gap"].iloc[0]
+    assert gap["threshold"] == 0.5 and gap["n"] == 6
+    assert gap["value"] == 1.0 and gap["ci_low"] == gap["ci_high"] == 1.0  # every pair differs the same way

@@ -37,6 +37,14 @@ def test_correct_final_answer_step_is_positive_by_default():
     assert first_error(row["n_success"], row["n_total"], 8, 0) == -1
 
 
+@pytest.mark.parametrize("correct", [True, False])
+def test_kept_outcomes_of_the_answer_step_are_its_grade_k_times(correct):
+    # the label audit reads every K' and threshold from the outcomes: the answer step's must be there too
+    row, _ = label(correct, needs=Needs(soft=True), keep_outcomes=True)
+    assert row["outcomes"][-1] == [int(correct)] * 8
+    assert all(len(o) == 8 for o in row["outcomes"])
+
+
 def test_rollout_labels_the_wrong_answer_step_by_its_completions():
     """What the default guards against: completing the answer step again rewards a completer that
     overwrites the stated wrong answer."""

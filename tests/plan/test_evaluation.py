@@ -15,10 +15,31 @@ from prm_lessons.config import validate_config
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _config(path: str = "config/config.yaml", **training) -> dict:
+def _config(path: str = "config/config.yaml", responses: str | None = "sampled", **training) -> dict:
+    """The config at `path`; responses `sampled` (the paper's design) turns the embedded default's
+    constructed pool off and adds the checker variant, which only sampled responses have."""
     cfg = yaml.safe_load((ROOT / path).read_text())
     cfg["training"] = {**cfg["training"], **training}
+    if responses == "sampled" and cfg.get("trainsets", {}).get("responses") == "constructed":
+        cfg["trainsets"]["responses"] = "sampled"
+        cfg["trainsets"]["variants"] = {n: v for n, v in cfg["trainsets"]["variants"].items() if v["source"] != "exact"}
+        cfg["trainsets"]["variants"]["checker"] = {"source": "checker"}
     return validate_config(copy.deepcopy(cfg))
+
+
+def test_pool_variants_share_one_pass_over_the_constructed_pool():
+    cfg = _config(responses=None)
+    assert cfg["trainsets"]["responses"] == "constructed"
+    want = [f"results/features/{plan.TRAINING_FEATURES_SOURCE}.safetensors"]
+    for name, spec in plan.variants(cfg).items():
+        shared = plan.training_features_input(cfg, name)
+        assert shared == ([] if spec["source"] == "human" else want), name
+        if spec["source"] in plan.POOL_SOURCES:
+            assert plan.trainset_inputs(cfg, name) == {"pool": plan.POOL_SLICE,
+                                                       "pool_labels": plan.audit_shard_paths(cfg)}
+    # one pass over the pool's solutions only: no sampled training responses are read
+    assert plan.training_feature_datasets(cfg) == []
+    assert plan.features_texts(cfg, plan.TRAINING_FEATURES_SOURCE) == [plan.POOL_SLICE]
 
 
 def test_sampled_variants_share_one_pass_per_problem_set():

@@ -93,8 +93,23 @@ def test_a_second_policy_has_its_own_metrics_and_reads_its_samples_from_the_base
     assert r.inp(f"results/policies/{pol}/samples/{bench}.parquet") == f"results/policies/{pol}/samples/{bench}.parquet"
 
 
-def test_a_changed_label_source_moves_only_what_reads_it():
+def test_a_changed_judge_relabels_the_constructed_pool_and_nothing_sampled():
+    # the embedded default labels one constructed pool, MC and the judge in one job (rule audit_labels):
+    # a judge change relabels the pool, so every variant cut from it is the ablation's own
     r = runs(ROOT / "config/ablations/data_source.yaml")  # judge.style, human.neutral
+    base = load_config(BASE)
+    assert base["trainsets"]["responses"] == "constructed"
+    assert r.own("results/labels/audit/labels/shard0of1.parquet")
+    assert r.own("results/trainsets/judge.parquet") and r.own("results/trainsets/mc_hard.parquet")
+    bench = next(iter(base["benchmarks"]))
+    assert not r.own(f"results/samples/{bench}.parquet") and not r.own("results/processbench/cases.parquet")
+
+
+def test_a_changed_label_source_moves_only_what_reads_it(tmp_path):
+    # sampled training responses (the paper's design): MC and the judge are jobs of their own
+    sampled = tmp_path / "sampled.yaml"
+    sampled.write_text("trainsets:\n  responses: sampled\n  variants:\n    exact: {enabled: false}\n")
+    r = runs(sampled, ROOT / "config/ablations/data_source.yaml")
     train = next(iter(load_config(BASE)["problems"]))
     assert r.inp(f"results/labels/mc/{train}.parquet") == f"results/labels/mc/{train}.parquet"
     assert r.own(f"results/labels/judge/{train}.parquet") and r.own(f"results/labels/consensus/{train}.parquet")

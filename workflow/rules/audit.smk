@@ -1,10 +1,12 @@
 # The label audit (`audit:`): MC, the LLM judge and their consensus on constructed solutions whose every
 # step's truth is known (both generators x gold / answer-changing error / answer-keeping error), against
-# that truth. Rule functions: prm_lessons.rules.audit; logic: prm_lessons.labels.{audit_slice,audit}.
-# The model job keeps every MC completion (naive protocol) so the analysis reads every threshold and
-# K' from the same completions; the analysis is a CPU rule of its own (changing it reruns no model call).
+# that truth. With trainsets.responses: constructed these solutions are also the one pool every label
+# source's training set is cut from (rule trainset). Rule functions: prm_lessons.rules.audit; logic:
+# prm_lessons.labels.{audit_slice,audit}. The model job keeps every MC completion up to each solution's
+# first step without a success, so the analysis reads every threshold and K' from the same completions;
+# the analysis is a CPU rule of its own (changing it reruns no model call).
 AUDIT = config["audit"]
-AUDIT_SHARDS = [f"results/labels/audit/labels/shard{i}of{AUDIT['shards']}.parquet" for i in range(AUDIT["shards"])]
+AUDIT_SHARDS = plan.audit_shard_paths(config)
 
 
 rule audit_slice:
@@ -33,7 +35,7 @@ rule audit_labels:
         code("audit:audit_labels"),
         slice=run_in("results/labels/audit/slice.parquet"),
         model=model_input(COMPLETER),
-        template=run_in(plan.judge_template_input(config["judge"])),
+        template=run_in(plan.judge_template_input(config["judge"]) if AUDIT["judge"] else []),
     output:
         table=run_out("results/labels/audit/labels/shard{shard}of{nshards}.parquet"),
     log:
@@ -52,8 +54,8 @@ rule audit_labels:
         func="audit:audit_labels",
         k=AUDIT["completions"],
         # only the settings the job uses: e.g. mc.protocol or judge.shards rerun no audit
-        mc={k: config["mc"][k] for k in ("temperature", "top_p", "max_tokens", "seed")},
-        judge={k: v for k, v in config["judge"].items() if k != "shards"},
+        mc={k: config["mc"][k] for k in ("temperature", "top_p", "max_tokens", "seed", "last_step")},
+        judge={k: v for k, v in config["judge"].items() if k != "shards"} if AUDIT["judge"] else None,
         system_prompt=config["sampling"]["system_prompt"],
         separator=config["sampling"]["step_separator"],
         grading_timeout_s=config["grading"]["timeout_s"],
@@ -87,5 +89,6 @@ rule label_audit:
         RUN
 
 
-if AUDIT["enabled"]:
+# the constructed pool of the training sets (trainsets.responses: constructed) is the audit's slice
+if AUDIT["enabled"] or plan.pool_responses(config):
     TARGETS.append("results/tables/label_audit.csv")

@@ -266,6 +266,8 @@ rule trainset:
         variant=lambda wc: wc.variant,
         spec=lambda wc: TRAINSET_VARIANTS[wc.variant],
         k=config["mc"]["completions"],
+        # consensus on the constructed pool (trainsets.responses: constructed) is decided here
+        consensus_threshold=config["consensus"]["threshold"],
         run=RUN_ID,
     script:
         RUN

@@ -106,6 +106,7 @@ def _check_references(c) -> None:
     _check_judge_template(c)
     benchmarks = enabled_benchmarks(c)
     _check_bon_judges(c, benchmarks)
+    _check_pool(c)
     for name, spec in c.trainsets.variants.items():
         unknown = [d for d in spec.datasets or [] if d not in c.problems]
         if unknown:
@@ -118,6 +119,31 @@ def _check_references(c) -> None:
     for i, d in enumerate(c.analysis.policy_flaw_datasets):
         if d not in c.problems and d not in benchmarks:
             raise fail(f"analysis.policy_flaw_datasets.{i}", f"'{d}' is not under `problems` or `benchmarks`")
+
+
+def _check_pool(c) -> None:
+    """trainsets.responses constructed: the audit's solutions are the pool (audit.problems needed);
+    `exact` labels exist only there, the checker reads sampled responses only, and judge/consensus
+    variants need the audit's judge."""
+    constructed = c.trainsets.responses == "constructed"
+    if constructed and not c.audit.problems:
+        raise fail("audit.problems", "trainsets.responses is constructed: the pool is built from these problem "
+                                     "sets, and there are none")
+    for name, spec in c.trainsets.variants.items():
+        if spec.enabled is False:
+            continue
+        key = f"trainsets.variants.{name}.source"
+        if spec.source == "exact" and not constructed:
+            raise fail(key, "'exact' labels are the constructed pool's step truth: set trainsets.responses: "
+                            "constructed")
+        if constructed and spec.source == "checker":
+            raise fail(key, "'checker' labels the sampled responses; with trainsets.responses: constructed the "
+                            "pool's exact labels are source 'exact'")
+        if constructed and spec.source in ("judge", "consensus") and not c.audit.judge:
+            raise fail(key, f"'{spec.source}' labels of the pool need the judge on it: set audit.judge: true")
+        if constructed and spec.datasets:
+            raise fail(f"trainsets.variants.{name}.datasets", "with trainsets.responses: constructed every "
+                                                              "variant labels the one pool (no problem sets)")
 
 
 def _check_analysis_n(c) -> None:

@@ -319,18 +319,29 @@ class Consensus(Section):
 
 
 class Audit(Section):
-    enabled: bool = Field(default=False, description='Make results/tables/label_audit.csv a target of `all`.')
+    enabled: bool = Field(
+        default=False,
+        description=(
+            'Make results/tables/label_audit.csv a target of `all` (on whenever trainsets.responses is '
+            'constructed: the audit\'s solutions are then the training pool).'))
     per_cell: Annotated[int, Field(ge=1)] = Field(
         default=6,
         description=(
             'Solutions per generator and kind (gold / error / keep), each from a problem of its own; '
             'the model cost grows with it (MC: per_cell × 3 kinds × generators × steps × '
-            'completions).'))
+            'completions). With trainsets.responses constructed this sizes the training pool.'))
+    judge: bool = Field(
+        default=True,
+        description=(
+            'Run the LLM judge on the solutions too (its labels: the audit\'s judge rows and, with '
+            'trainsets.responses constructed, the judge and consensus variants); false: MC only.'))
     completions: Annotated[int, Field(ge=1)] = Field(
         default=8,
         description=(
-            "MC completions K per step, all kept (the sweep's thresholds are j/K, the K' subsets the "
-            'powers of two below K, and K).'))
+            "MC completions K per step, all K kept for every step up to the first step with no "
+            "success (mc.protocol early with soft labels; later steps are negative whatever the "
+            "threshold), so the sweep's thresholds j/K and the K' subsets (the powers of two below K, "
+            'and K) are all read from the same completions.'))
     seed: int = Field(
         default=0,
         description=(
@@ -396,9 +407,10 @@ class TrainsetsVariantsEntryTrl(Section):
 
 class TrainsetsVariantsEntry(Section):
     model_config = when(source={"trl": ["trl"]})
-    source: Literal['mc', 'judge', 'human', 'consensus', 'math_shepherd', 'checker', 'trl'] = Field(
+    source: Literal['mc', 'judge', 'human', 'consensus', 'math_shepherd', 'checker', 'trl', 'exact'] = Field(
         description=(
-            'Label source (math_shepherd: the released Math-Shepherd labels of the `math_shepherd` '
+            'Label source (exact: the exact step truth of the constructed pool, needs '
+            'trainsets.responses constructed; math_shepherd: the released Math-Shepherd labels of the `math_shepherd` '
             "section; checker: the arithmetic process checker's exact step labels on the same "
             'sampled responses MC and the judge label, needs process_check.enabled; trl: a dataset '
             "in TRL's stepwise-supervision format {prompt, completions, labels}, named by the "
@@ -444,6 +456,13 @@ class TrainsetsExportTrl(Section):
 
 
 class Trainsets(Section):
+    responses: Literal['sampled', 'constructed'] = Field(
+        default='sampled',
+        description=(
+            "What the mc, judge, consensus and exact variants label: sampled = the policy's responses "
+            'to the `problems` sets (the paper); constructed = the label audit\'s constructed solutions '
+            '(`audit`: gold, answer-changing and answer-keeping errors, exact truth for every step), one '
+            'pool on which every label source trains on the same instances.'))
     variants: dict[Name, TrainsetsVariantsEntry] = Field(
         default_factory=lambda: {
             'mc_hard': {'source': 'mc', 'label_type': 'hard', 'threshold': 0.0},

@@ -2,8 +2,10 @@
 
 Input: one row per solution of the slice (labels.audit_slice) with ``generator``, ``kind`` (gold / error /
 keep), ``error_index`` (-1 for gold), ``n_steps``, ``outcomes`` (per step, the 0/1 grade of each of the
-K completions kept by the naive MC run, in completion-index order) and ``judge_first_error`` (None:
-no readable verdict). Every MC variant is read from those same completions, no model call:
+K completions, in completion-index order, for every step up to the first one without a success: MC's
+early protocol with soft labels; the steps after it were never rolled out and read as negative at every
+threshold, as MC's truncation makes them) and ``judge_first_error`` (None: no readable verdict). Every MC
+variant is read from those same completions, no model call:
 
 * hard label of step i at threshold t from the first K' completions: ``s' > t·K'`` (s' = successes among
   them). The first K' completions are what an MC run with K = K' draws (per-completion seeds);
@@ -17,14 +19,23 @@ no readable verdict). Every MC variant is read from those same completions, no m
   equals the judge's; share kept (of all solutions) and precision (kept ones whose agreed first error
   is the true one).
 
+* mechanism rows (section ``mechanism``, generator ``all``), the label-level contrasts the paper's account
+  of MC rests on: ``error_step_detected`` per error kind (share of solutions whose injected error step,
+  when MC reached it, is negative at t = 0 with all K: MC misses errors that keep the final answer),
+  ``detection_gap`` (answer-changing minus answer-keeping, Newcombe's interval) and
+  ``first_error_accuracy_gap`` (first-error accuracy at t = 0 minus at the largest threshold, same
+  solutions, paired bootstrap): the threshold trade-off.
+
 Every row carries (n, successes, value, ci_low, ci_high) in fractions; metrics without an interval
 (Brier, ECE, token counts) leave the interval empty.
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..evaluation.bias_analysis import wilson_interval
@@ -55,6 +66,24 @@ def mc_hard(outcomes: Sequence[Sequence[int]], k_used: int, t: Fraction) -> list
             raise ValueError(f"step {i} has {len(o)} kept completions, K'={k_used} needs that many")
         labels.append(int(sum(int(x) for x in o[:k_used]) > t * k_used))
     return labels
+
+
+def pad_outcomes(outcomes: Sequence[Sequence[int]], k: int, where: str = "") -> list[list[int]]:
+    """Outcomes with the steps MC's early protocol never rolled out (after the first step without a success
+    among all K) read as K failures: negative at every threshold and K', as truncation makes them. A step
+    missing completions before that point is an error naming the solution (its labels are undecided)."""
+    out, stopped = [], False
+    for i, o in enumerate(outcomes):
+        o = [int(x) for x in (o if o is not None else [])]
+        if stopped and not o:
+            out.append([0] * k)
+            continue
+        if len(o) < k:
+            raise ValueError(f"audit {where}: step {i} has {len(o)} of K={k} completions and no earlier step "
+                             "without a success (rerun rule audit_labels)")
+        stopped = stopped or sum(o[:k]) == 0
+        out.append(o)
+    return out
 
 
 def judge_step_labels(first_error, n_steps: int) -> list[int] | None:
@@ -102,7 +131,8 @@ def audit_metrics(records: pd.DataFrame, k: int, consensus_threshold: float = 0.
         raise ValueError(f"audit records lack {sorted(missing)}")
     df = records.copy()
     df["truth"] = [truth_labels(e, n) for e, n in zip(df["error_index"], df["n_steps"])]
-    df["outcomes"] = [[list(map(int, o)) for o in oc] for oc in df["outcomes"]]
+    where = df["problem_id"] if "problem_id" in df.columns else pd.Series(range(len(df)), index=df.index)
+    df["outcomes"] = [pad_outcomes(oc, k, str(w)) for oc, w in zip(df["outcomes"], where)]
     ct = Fraction(str(consensus_threshold)).limit_denominator(1000)
     rows: list[dict] = []
     for gen, kind, sub in _groups(df):
@@ -117,7 +147,64 @@ def audit_metrics(records: pd.DataFrame, k: int, consensus_threshold: float = 0.
         rows += _accuracy("judge", "judge", gen, kind, judged)  # no verdict: wrong (the judge gave no label)
         rows += _consensus(gen, kind, sub, k, ct)
         rows += _calibration(gen, kind, sub, k)
+    rows += _mechanism(df, k)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _detected(sub: pd.DataFrame, k: int) -> tuple[int, int]:
+    """(solutions whose error step MC reached, of them those whose error step is negative at t = 0, K)."""
+    reached = detected = 0
+    for oc, e in zip(sub["outcomes"], sub["error_index"]):
+        e = int(e)
+        if e < 0 or any(sum(o[:k]) == 0 for o in oc[:e]):  # an earlier step stopped MC: never reached
+            continue
+        reached += 1
+        detected += int(sum(oc[e][:k]) == 0)
+    return detected, reached
+
+
+def newcombe_interval(s1: int, n1: int, s2: int, n2: int) -> tuple[float, float]:
+    """Newcombe's hybrid score interval (95 %) for p1 - p2 of two independent proportions (fractions)."""
+    p1, p2 = s1 / n1, s2 / n2
+    l1, u1 = (x / 100 for x in wilson_interval(s1, n1))
+    l2, u2 = (x / 100 for x in wilson_interval(s2, n2))
+    d = p1 - p2
+    return d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+
+
+def paired_gap(a: Sequence[int], b: Sequence[int], n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """mean(a - b) over paired 0/1 outcomes with a percentile bootstrap 95 % interval over the pairs."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if not len(d):
+        return float("nan"), float("nan"), float("nan")
+    idx = np.random.default_rng(seed).integers(0, len(d), size=(n_boot, len(d)))
+    boots = d[idx].mean(axis=1)
+    return float(d.mean()), float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
+
+
+def _mechanism(df: pd.DataFrame, k: int) -> list[dict]:
+    """The label-level contrasts (module docstring), pooled over generators."""
+    rows, counts = [], {}
+    for kind in ("error", "keep"):
+        s, n = _detected(df[df["kind"] == kind], k)
+        counts[kind] = (s, n)
+        if n:
+            rows.append(_row("mechanism", "mc", ALL, kind, "error_step_detected", s, n, Fraction(0), k))
+    (s1, n1), (s2, n2) = counts["error"], counts["keep"]
+    if n1 and n2:
+        lo, hi = newcombe_interval(s1, n1, s2, n2)
+        r = _row("mechanism", "mc", ALL, "error-keep", "detection_gap", None, n1 + n2, Fraction(0), k,
+                 s1 / n1 - s2 / n2, interval=False)
+        rows.append({**r, "ci_low": lo, "ci_high": hi})
+    t_max = max(thresholds_for(k))
+    if t_max > 0 and len(df):
+        def correct(t):
+            return [int(first_error_from_labels(mc_hard(oc, k, t)) == first_error_from_labels(tr))
+                    for oc, tr in zip(df["outcomes"], df["truth"])]
+        v, lo, hi = paired_gap(correct(Fraction(0)), correct(t_max))
+        r = _row("mechanism", "mc", ALL, ALL, "first_error_accuracy_gap", None, len(df), t_max, k, v, interval=False)
+        rows.append({**r, "ci_low": lo, "ci_high": hi})
+    return rows
 
 
 def _consensus(gen, kind, sub, k, ct) -> list[dict]:

@@ -237,6 +237,7 @@ def run_mc(items: Sequence[MCInput], engine, *, k: int, needs: Needs, protocol: 
                     # the last step holds the final answer: label it by the response's own grade
                     rest = st.k - (st.n[i] or 0)
                     st.record(i, rest if items[r].correct else 0, rest)
+                    outcomes[r][i].extend([int(bool(items[r].correct))] * rest)  # as if every completion kept it
                     progressed = True
                     continue
                 j0 = st.n[i] or 0

@@ -13,7 +13,13 @@ A variant names a label source and type:
   same sampled responses MC and the judge label: truncated after the first wrong step; a wrong final
   answer with no step flagged gives no instance (:func:`checker_labels`);
 * ``consensus`` — MC responses whose first error (hard, ``consensus.threshold``) matches the judge's;
-  hard labels at that threshold or soft MC values.
+  hard labels at that threshold or soft MC values;
+* ``exact`` — the exact step truth of the constructed pool (``trainsets.responses: constructed``).
+
+With ``trainsets.responses: constructed`` the mc / judge / consensus / exact variants label one pool: the
+label audit's constructed solutions (gold, answer-changing error, answer-keeping error; labels.audit_slice)
+with their MC counts and judge verdicts (rule audit_labels), as :func:`pool_inputs` lays them out. Every
+source then labels the same instances, so their PRMs differ in the labels only.
 
 Every label list is truncated after its first negative step (soft: after the first zero step) and
 the steps are cut to match. The MC threshold sweep (``trainsets.mc_threshold_sweep``) adds one hard
@@ -33,8 +39,10 @@ from __future__ import annotations
 import pandas as pd
 
 from . import clean_steps, instance_id, labels_from_first_error
+from .consensus import consensus_table
 from .mc import LabelError, hard_labels, soft_labels
 
+NOT_JUDGED = "not_run"  # audit_labels' judge_status where audit.judge is off
 CSV_COLUMNS = ["variant", "source", "label_type", "threshold", "n_instances", "paper_n_instances", "n_steps",
                "positive_rate", "retained_fraction"]
 # the paper's instance counts of the external data sources (S1 §3.1.2 and the row labels of Tables 3/4/13:
@@ -111,6 +119,26 @@ def checker_labels(checks: pd.DataFrame, samples: pd.DataFrame) -> tuple[dict, d
     return out, counts
 
 
+def pool_inputs(pool: pd.DataFrame, labels: pd.DataFrame, k: int, consensus_threshold: float = 0.0) -> dict:
+    """The constructed pool as :func:`build_variant`'s inputs: `samples` (its solutions; a solution's answer
+    is correct unless its error changed it), `mc` (the audit's MC counts), `judge` (its verdicts, where the
+    audit ran the judge), `consensus` and `exact` (problem_id, sample_idx) → truth labels."""
+    recs = pool.merge(labels, on=["problem_id", "sample_idx"], how="inner", validate="one_to_one",
+                      suffixes=("", "_labels"))
+    if len(recs) != len(pool):
+        raise ValueError(f"pool: {len(pool) - len(recs)} of {len(pool)} constructed solutions have no labels")
+    samples = pool.assign(correct=pool["kind"] != "error", dataset="pool")
+    mc = recs[["problem_id", "sample_idx", "n_steps", "k", "n_success", "n_total"]]
+    out = {"samples": [samples], "mc": [mc], "judge": [], "consensus": []}
+    if "judge_status" in recs.columns and (recs["judge_status"] != NOT_JUDGED).any():
+        judge = recs[["problem_id", "sample_idx"]].assign(first_error=recs["judge_first_error"])
+        out["judge"] = [judge]
+        out["consensus"] = [consensus_table(mc, judge, k, consensus_threshold)]
+    out["exact"] = {(p, int(s)): labels_from_first_error(int(e), len(clean_steps(st)))
+                    for p, s, e, st in zip(pool["problem_id"], pool["sample_idx"], pool["error_index"], pool["steps"])}
+    return out
+
+
 def paper_n_instances(source: str, human_source: str | None = None) -> int | None:
     """The paper's instance count for a variant's data: Math-Shepherd's, PRM800K's for human labels from
     PRM800K (labels by construction have none)."""
@@ -131,7 +159,7 @@ def stats(df: pd.DataFrame, name: str, spec: dict, n_candidates: int, paper_n: i
 def build_variant(name: str, spec: dict, *, samples: list[pd.DataFrame] = (), mc: list[pd.DataFrame] = (),
                   judge: list[pd.DataFrame] = (), consensus: list[pd.DataFrame] = (), human: pd.DataFrame | None = None,
                   math_shepherd: pd.DataFrame | None = None, trl: pd.DataFrame | None = None,
-                  checker: list[pd.DataFrame] = (),
+                  checker: list[pd.DataFrame] = (), exact: dict | None = None,
                   k: int | None = None,
                   n_human_candidates: int | None = None,
                   paper_n_instances: int | None = None) -> tuple[pd.DataFrame, dict]:
@@ -155,6 +183,10 @@ def build_variant(name: str, spec: dict, *, samples: list[pd.DataFrame] = (), mc
         labels = judge_labels(pd.concat(list(judge), ignore_index=True), sm)
     elif src == "checker":
         labels, _ = checker_labels(pd.concat(list(checker), ignore_index=True), sm)
+    elif src == "exact":
+        if exact is None:
+            raise ValueError(f"variant {name}: exact labels need the constructed pool (trainsets.responses)")
+        labels = exact
     elif src == "consensus":
         cons = pd.concat(list(consensus), ignore_index=True)
         keep = {(p, int(s)) for p, s, a in zip(cons["problem_id"], cons["sample_idx"], cons["agree"]) if a}
@@ -169,4 +201,4 @@ def build_variant(name: str, spec: dict, *, samples: list[pd.DataFrame] = (), mc
     return df, stats(df, name, spec, len(sm), paper_n_instances)
 
 
-__all__ = ["build_variant", "checker_labels", "mc_labels", "judge_labels"]
+__all__ = ["build_variant", "checker_labels", "mc_labels", "judge_labels", "pool_inputs"]

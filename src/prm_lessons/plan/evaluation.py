@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..config import model_entry, model_path
 from .base import shard_files, shard_log, shard_minutes, shard_outputs
 from .models import gpus, model_input, runtime
-from .trainsets import variant_datasets, variants
+from .trainsets import POOL_SLICE, labels_pool, variant_datasets, variants
 
 
 def trained_variants(config: dict) -> list[str]:
@@ -80,7 +80,8 @@ TRAINING_FEATURES_SOURCE = "trainsets/responses"
 
 
 def _shares_training_features(config: dict, variant: str) -> bool:
-    return shared_features(config) and variants(config)[variant]["source"] in SAMPLED_SOURCES
+    return shared_features(config) and (variants(config)[variant]["source"] in SAMPLED_SOURCES
+                                        or labels_pool(config, variant))
 
 
 def training_features_input(config: dict, variant: str) -> list[str]:
@@ -95,20 +96,27 @@ def training_features_input(config: dict, variant: str) -> list[str]:
 
 def training_feature_datasets(config: dict) -> list[str]:
     """The problem sets whose sampled responses the shared training features cover (in config order)."""
-    want = {d for v in variants(config) if _shares_training_features(config, v) for d in variant_datasets(config, v)}
+    want = {d for v in variants(config) if _shares_training_features(config, v) and not labels_pool(config, v)
+            for d in variant_datasets(config, v)}
     return [d for d in config.get("problems", {}) if d in want]
+
+
+def training_pool_features(config: dict) -> bool:
+    """Whether the shared training features cover the constructed pool (variants labelling it)."""
+    return any(_shares_training_features(config, v) and labels_pool(config, v) for v in variants(config))
 
 
 def training_feature_sources(config: dict) -> list[str]:
     """The `source` wildcards of rule step_features that training reads (none without a shared pass)."""
-    return [TRAINING_FEATURES_SOURCE] if training_feature_datasets(config) else []
+    return [TRAINING_FEATURES_SOURCE] if training_feature_datasets(config) or training_pool_features(config) else []
 
 
 def features_texts(config: dict, source: str) -> list[str]:
     """The text tables of a step_features job: results/{source}.parquet, or for the training source the
     responses of every problem set it covers (one pass over their union)."""
     if source == TRAINING_FEATURES_SOURCE:
-        return [f"results/responses/{d}.parquet" for d in training_feature_datasets(config)]
+        return ([f"results/responses/{d}.parquet" for d in training_feature_datasets(config)]
+                + ([POOL_SLICE] if training_pool_features(config) else []))
     return [f"results/{source}.parquet"]
 
 

@@ -7,7 +7,12 @@ from .data_policies import mixed_policies
 from .processbench import PROCESSBENCH_DEV, processbench_dev
 from .sampling import sized_shard_count
 
-TRAINSET_SOURCES = ("mc", "judge", "human", "consensus", "math_shepherd", "checker", "trl")
+TRAINSET_SOURCES = ("mc", "judge", "human", "consensus", "math_shepherd", "checker", "trl", "exact")
+# the sources that label the constructed pool when trainsets.responses is `constructed`
+POOL_SOURCES = ("mc", "judge", "consensus", "exact")
+# the pool: the label audit's constructed solutions (rule audit_slice) and their MC (+ judge) labels
+# (rule audit_labels, one table per shard)
+POOL_SLICE = "results/labels/audit/slice.parquet"
 
 
 def _norm_spec(spec: dict) -> dict:
@@ -97,6 +102,22 @@ def uses(config: dict, source: str) -> bool:
     return source in srcs
 
 
+def pool_responses(config: dict) -> bool:
+    """Whether the mc / judge / consensus / exact variants label the constructed pool (the audit's
+    solutions, trainsets.responses: constructed) rather than sampled responses."""
+    return config.get("trainsets", {}).get("responses", "sampled") == "constructed"
+
+
+def labels_pool(config: dict, variant: str) -> bool:
+    """Whether `variant` is labelled on the constructed pool."""
+    return pool_responses(config) and variants(config)[variant]["source"] in POOL_SOURCES
+
+
+def audit_shard_paths(config: dict) -> list[str]:
+    n = int(config["audit"]["shards"])
+    return [f"results/labels/audit/labels/shard{i}of{n}.parquet" for i in range(n)]
+
+
 def variant_datasets(config: dict, name: str) -> list[str]:
     spec = variants(config)[name]
     names = spec["datasets"] or list(config.get("problems", {}).keys())
@@ -164,6 +185,8 @@ def trainset_inputs(config: dict, variant: str) -> dict:
         return {src: f"results/labels/{src}.parquet"}
     if src == "trl":  # its own data, read by rule trl_labels
         return {"trl": trl_labels_path(variant)}
+    if labels_pool(config, variant):  # the constructed solutions and their labels (rules audit_*)
+        return {"pool": POOL_SLICE, "pool_labels": audit_shard_paths(config)}
     ds = variant_datasets(config, variant)
     inputs = {"samples": [f"results/samples/{d}.parquet" for d in ds]}
     if src in ("mc", "consensus"):

@@ -16,6 +16,7 @@ from ..labels.audit_slice import build_slice
 from ..labels.human import eval_questions
 from ..labels.judge import judge_responses, load_template
 from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
+from ..labels.trainsets import NOT_JUDGED
 from ..tables import merge_shards, read_table, table_meta, write_csv, write_table
 
 
@@ -54,24 +55,29 @@ class _CountingEngine(Engine):
 
 
 def audit_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `audit_labels`: naive MC (all K completions of every step kept) and the judge on one shard of the
-    slice, one engine for both → results/labels/audit/labels/shard{s}of{n}.parquet (audit_labels table)."""
-    mc_cfg, judge_cfg, k = params["mc"], params["judge"], int(params["k"])
+    """Rule `audit_labels`: MC with every completion kept up to each solution's first step without a success
+    (the early protocol with soft labels: every threshold and K' is read from these completions) and, with
+    audit.judge, the judge on one shard of the slice, one engine for both →
+    results/labels/audit/labels/shard{s}of{n}.parquet (audit_labels table)."""
+    mc_cfg, judge_cfg, k = params["mc"], params.get("judge"), int(params["k"])
     sl = read_table(inputs["slice"], "audit_slice")
     shard, nshards = int(wildcards.get("shard", 0)), int(wildcards.get("nshards", 1))
     part = shard_by_problem(sl, shard, nshards)
-    items = [MCInput(r.problem_id, int(r.sample_idx), r.question, str(r.answer), list(r.steps), None)
+    # a constructed solution's final answer is correct unless its error changed it: the last step, which
+    # states it, is labelled by it (mc.last_step answer), as MC labels a sampled response's last step
+    items = [MCInput(r.problem_id, int(r.sample_idx), r.question, str(r.answer), list(r.steps), r.kind != "error")
              for r in part.itertuples()]
-    print(f"audit labels: {len(items)} solutions in shard {shard} of {nshards}; MC K={k} (naive: every "
-          f"completion of every step), judge style={judge_cfg['style']}", flush=True)
+    print(f"audit labels: {len(items)} solutions in shard {shard} of {nshards}; MC K={k} (every completion of "
+          f"every step up to the first without a success), judge "
+          f"{'style=' + judge_cfg['style'] if judge_cfg else 'off'}", flush=True)
     engine = _CountingEngine(generation.load_engine(params["model_dir"], params["model_entry"]))
-    rows = run_mc(items, engine, k=k, needs=Needs(), protocol="naive", seed=int(mc_cfg["seed"]),
+    rows = run_mc(items, engine, k=k, needs=Needs(soft=True), protocol="early", seed=int(mc_cfg["seed"]),
                   spec=spec_from_config(mc_cfg),
                   prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
                   grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)),
                                          params.get("grading_workers")),
                   separator=params.get("separator", "\n\n"), keep_outcomes=True,
-                  last_step="rollout")  # the slice's items carry no grade (correct=None): every step is rolled out
+                  last_step=mc_cfg.get("last_step", "answer"))
     mc_cost = {**engine.take(), "generated_tokens": sum(r["tokens_generated"] for r in rows)}
     steps = [clean_steps(s) for s in part["steps"]]
     verdicts = judge_responses(
@@ -81,14 +87,16 @@ def audit_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
         top_p=float(judge_cfg["top_p"]), max_tokens=int(judge_cfg["max_tokens"]), seed=int(judge_cfg["seed"]),
         template=load_template(inputs.get("template")), system_prompt=judge_cfg.get("system_prompt"),
         force_answer=bool(judge_cfg["force_answer"]), guided=bool(judge_cfg["guided"]),
-        force_truncated=bool(judge_cfg.get("force_truncated", False))) if items else []
+        force_truncated=bool(judge_cfg.get("force_truncated", False))) if items and judge_cfg else []
+    if not judge_cfg:
+        verdicts = [{"first_error": None, "status": NOT_JUDGED, "tokens_generated": 0} for _ in items]
     judge_cost = {**engine.take(), "generated_tokens": sum(int(v["tokens_generated"]) for v in verdicts)}
     df = pd.DataFrame(rows, columns=["problem_id", "sample_idx", "n_steps", "k", "n_success", "n_total", "outcomes",
                                      "tokens_generated", "n_completions", "n_truncated"])
     df["judge_first_error"] = pd.array([v["first_error"] for v in verdicts], dtype="Int64")
     df["judge_status"] = [v["status"] for v in verdicts]
     df["judge_tokens_generated"] = [int(v["tokens_generated"]) for v in verdicts]
-    cost = {"mc": mc_cost, "judge": judge_cost}
+    cost = {"mc": mc_cost, **({"judge": judge_cost} if judge_cfg else {})}
     print(f"audit labels: model tokens {cost}; engine {engine.stats.seconds:.1f}s", flush=True)
     write_table(df, outputs["table"], "audit_labels", meta={"k": k, "mc": mc_cfg, "judge": judge_cfg, "cost": cost})
 

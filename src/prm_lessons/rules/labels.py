@@ -27,7 +27,7 @@ from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, s
 from ..labels.mix import mix_responses as join_mix
 from ..labels.stepwise import convert_stepwise, stepwise_rows, to_stepwise, write_stepwise
 from ..labels.stepwise import malformed_lines as stepwise_malformed_lines
-from ..labels.trainsets import CSV_COLUMNS, build_variant, paper_n_instances
+from ..labels.trainsets import CSV_COLUMNS, build_variant, paper_n_instances, pool_inputs
 from ..metrics import judge_processbench as judge_pb
 from ..tables import iter_records, merge_shards, read_json, read_table, table_meta, write_csv, write_json, write_table
 
@@ -396,13 +396,19 @@ def trainset(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, thre
         meta = table_meta(inputs[spec["source"]])
         n_human = meta.get("n_candidates")
         data_source = meta["human"]["source"] if spec["source"] == "human" else None  # only rule human_labels writes it
-    df, st = build_variant(
-        name, spec, samples=[read_table(p, "samples") for p in as_paths(inputs.get("samples"))],
-        mc=[read_table(p, "mc") for p in as_paths(inputs.get("mc"))],
-        judge=[read_table(p, "judge") for p in as_paths(inputs.get("judge"))],
-        consensus=[read_table(p, None) for p in as_paths(inputs.get("consensus"))],
-        checker=[read_table(p, "checker") for p in as_paths(inputs.get("checker"))], k=k, n_human_candidates=n_human,
-        paper_n_instances=paper_n_instances(spec["source"], data_source), **made)
+    if inputs.get("pool"):  # the constructed pool (trainsets.responses: constructed), labelled by rule audit_labels
+        k = int(table_meta(as_paths(inputs["pool_labels"])[0])["k"])  # audit.completions
+        labels, _ = merge_shards(as_paths(inputs["pool_labels"]), "audit_labels")
+        sources = pool_inputs(read_table(inputs["pool"], "audit_slice"), labels, k,
+                              float(params.get("consensus_threshold", 0.0)))
+    else:
+        sources = {"samples": [read_table(p, "samples") for p in as_paths(inputs.get("samples"))],
+                   "mc": [read_table(p, "mc") for p in as_paths(inputs.get("mc"))],
+                   "judge": [read_table(p, "judge") for p in as_paths(inputs.get("judge"))],
+                   "consensus": [read_table(p, None) for p in as_paths(inputs.get("consensus"))],
+                   "checker": [read_table(p, "checker") for p in as_paths(inputs.get("checker"))]}
+    df, st = build_variant(name, spec, **sources, k=k, n_human_candidates=n_human,
+                           paper_n_instances=paper_n_instances(spec["source"], data_source), **made)
     print(f"trainset {name}: {st}", flush=True)
     if st.get("paper_n_instances"):
         print(f"trainset {name}: {st['n_instances']:,} instances; the paper: {st['paper_n_instances']:,}", flush=True)
