@@ -308,6 +308,18 @@ def render_markdown(table: pd.DataFrame, k: int, label: str = "") -> list[str]:
         lines.append(f"Calibration against step truth: Brier soft {soft['value']:.3f} "
                      f"vs hard (t=0) {hard['value']:.3f}; "
                      f"soft-label ECE {ece['value']:.3f}.")
+    det = {kind: _get(table, section="mechanism", kind=kind, metric="error_step_detected") for kind in ("error", "keep")}
+    gap = _get(table, section="mechanism", metric="detection_gap")
+    if det["error"] is not None and det["keep"] is not None:
+        lines.append(f"Label level: MC (t = 0, K = {k}) marks the error step wrong where the error changes the answer "
+                     f"{_cell(det['error'])}, where it keeps it {_cell(det['keep'])}"
+                     + (f"; difference {100 * gap['value']:+.0f} points [{100 * gap['ci_low']:+.0f}, "
+                        f"{100 * gap['ci_high']:+.0f}] (Newcombe)" if gap is not None else "") + ".")
+    tgap = _get(table, section="mechanism", metric="first_error_accuracy_gap")
+    if tgap is not None and not pd.isna(tgap["value"]):
+        lines.append(f"First-error accuracy at t = 0 minus t = {Fraction(tgap['threshold']).limit_denominator(64)}: "
+                     f"{100 * tgap['value']:+.0f} points [{100 * tgap['ci_low']:+.0f}, {100 * tgap['ci_high']:+.0f}] "
+                     f"(same {int(tgap['n'])} solutions, paired bootstrap).")
     cost = table[table["section"] == "cost"]
     if len(cost):
         parts = [f"{r.source} {r.metric.replace('_', ' ')} {int(r.value):,}" for r in cost.itertuples()]
