@@ -1,6 +1,7 @@
-"""ProcessBench F1 with training variance: a hierarchical bootstrap over the resample heads of head-only
-PRMs (training.resamples, prm_lessons.training.resamples) and over the cases, and paired PRM-vs-PRM
-differences on the same draws (results/tables/processbench_paired.csv).
+"""ProcessBench F1 with training variance and paired PRM-vs-PRM differences (processbench_paired.csv).
+
+A hierarchical bootstrap over the resample heads of head-only PRMs (training.resamples,
+prm_lessons.training.resamples) and over the cases; pairs are compared on the same draws.
 
 Per resample r of a PRM the threshold is chosen as the PRM's own (evaluate_processbench: a fixed number,
 or tuned by processbench_eval.tune_on on the dev split's scores of that same head) and its predictions on

@@ -1,6 +1,8 @@
-"""Training resamples of a head-only PRM (`training.resamples`): R extra step heads, each trained on a
-bootstrap resample of the training instances, so that a ProcessBench interval can include training
-variance (`prm_lessons.metrics.resampled`) and two PRMs can be compared on the same draws.
+"""Training resamples of a head-only PRM (`training.resamples`): the bootstrap draws and the heads' file.
+
+R extra step heads, each trained on a bootstrap resample of the training instances, so that a
+ProcessBench interval can include training variance (`prm_lessons.metrics.resampled`) and two PRMs can
+be compared on the same draws.
 
 Draw r picks n instances with replacement out of the n instances sorted by instance_id, from a numpy
 Generator seeded by (training seed, r): it depends on the instance ids only, never on labels or row
