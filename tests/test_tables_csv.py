@@ -136,6 +136,7 @@ def test_every_writer_column_has_a_dtype_and_every_schema_column_is_written():
     from prm_lessons.metrics.checker import VALIDATION_COLUMNS as CHECK_COLUMNS
     from prm_lessons.metrics.judge_processbench import COLUMNS as JUDGE_PB_COLUMNS
     from prm_lessons.metrics.processbench import PROCESSBENCH_LONG_COLUMNS
+    from prm_lessons.metrics.resampled import PAIRED_COLUMNS
     from prm_lessons.rules.evaluation import TABLE_COLUMNS
     from prm_lessons.rules.sampling import BASELINE_COLUMNS
     from prm_lessons.rules.search import TABLE_COLUMNS as SEARCH_COLUMNS
@@ -146,7 +147,8 @@ def test_every_writer_column_has_a_dtype_and_every_schema_column_is_written():
                "bon_baselines_csv": BASELINE_COLUMNS, "trainsets_csv": CSV_COLUMNS + ["run"],
                "judge_processbench_csv": JUDGE_PB_COLUMNS + ["run"],
                "label_audit_csv": AUDIT_COLUMNS + ["run"], "process_check_csv": CHECK_COLUMNS + ["run"],
-               "process_check_bon_csv": CHECK_BON_COLUMNS + ["run"]}
+               "process_check_bon_csv": CHECK_BON_COLUMNS + ["run"],
+               "processbench_paired_csv": PAIRED_COLUMNS + ["run"]}
     assert set(written) == set(T.CSV_DTYPES)
     for kind, cols in written.items():
         assert set(cols) == set(T.CSV_DTYPES[kind]), kind

@@ -65,6 +65,8 @@ SCHEMAS: dict[str, list[str]] = {
     "search_csv": ["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "n_problems"],
     "bon_baselines_csv": ["benchmark", "n_problems", "n", "pass", "maj", "mean_acc"],
     "processbench_csv": ["prm", "subset", "n", "error_acc", "correct_acc", "f1"],
+    # head-only PRMs with resample heads: F1 with training variance and paired differences (metrics.resampled)
+    "processbench_paired_csv": ["prm_a", "prm_b", "subset", "n_cases", "n_resamples", "value", "ci_low", "ci_high"],
     # the labelling judge as a ProcessBench critic, per setting (judge.reference off / on)
     "judge_processbench_csv": ["judge", "subset", "n", "error_acc", "correct_acc", "f1", "delta_f1_structure",
                                "delta_ci_low", "delta_ci_high"],
@@ -99,6 +101,7 @@ KEYS: dict[str, list[str]] = {
     "search_csv": ["prm", "benchmark", "metric", "n"],
     "bon_baselines_csv": ["policy", "benchmark", "n"],
     "processbench_csv": ["prm", "subset"],
+    "processbench_paired_csv": ["prm_a", "prm_b", "subset"],
     "judge_processbench_csv": ["judge", "subset"],
     "trainsets_csv": ["variant"],
     "process_check_csv": ["subset", "kind", "metric"],
@@ -128,6 +131,10 @@ CSV_DTYPES: dict[str, dict[str, str]] = {
                          "f1_ci_high": "fraction", "n_unparsed": "int", "threshold": "str",
                          "tuned_on": "str", "delta_f1_structure": "fraction", "delta_ci_low": "fraction",
                          "delta_ci_high": "fraction", "setting": "str", "run": "str"},
+    # value: an average F1 (prm_b empty) or a paired F1 difference (prm_a − prm_b)
+    "processbench_paired_csv": {"prm_a": "str", "prm_b": "str", "subset": "str", "n_cases": "int",
+                                "n_resamples": "int", "value": "fraction", "ci_low": "fraction",
+                                "ci_high": "fraction", "run": "str"},
     "judge_processbench_csv": {"judge": "str", "reference": "str", "configured": "str", "subset": "str", "n": "int",
                                "error_acc": "fraction", "correct_acc": "fraction", "f1": "fraction",
                                "f1_ci_low": "fraction", "f1_ci_high": "fraction", "n_unparsed": "int",

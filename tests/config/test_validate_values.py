@@ -101,3 +101,11 @@ def test_the_schema_bounds_are_the_constants_the_clis_use():
     assert props["grading"]["properties"]["workers"]["maximum"] == MAX_WORKERS
     for section in ("bon", "processbench_eval"):
         assert props[section]["properties"]["bootstrap"]["properties"]["samples"]["maximum"] == MAX_BOOTSTRAP
+
+
+@pytest.mark.parametrize("mode", ["full", "lora"])
+def test_training_resamples_need_head_mode(mode):
+    cfg = _set(_set(base(), "training.mode", mode), "training.resamples", 3)
+    with pytest.raises(ConfigError, match=r"config error at `training\.resamples`: 3 resample heads need mode: head"):
+        validate_config(cfg)
+    validate_config(_set(_set(base(), "training.mode", mode), "training.resamples", 0))  # the default passes

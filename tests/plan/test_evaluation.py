@@ -24,6 +24,8 @@ def _config(path: str = "config/config.yaml", responses: str | None = "sampled",
         cfg["trainsets"]["responses"] = "sampled"
         cfg["trainsets"]["variants"] = {n: v for n, v in cfg["trainsets"]["variants"].items() if v["source"] != "exact"}
         cfg["trainsets"]["variants"]["checker"] = {"source": "checker"}
+    if cfg["training"].get("mode") != "head":
+        cfg["training"]["resamples"] = 0  # resample heads are head mode's only
     return validate_config(copy.deepcopy(cfg))
 
 
@@ -87,3 +89,14 @@ def test_other_modes_and_the_paper_config_read_no_shared_features(mode):
     off = _config()
     off["prms"]["shared_base_features"] = False
     assert not any(plan.training_features_input(off, v) for v in plan.variants(off))
+
+
+def test_resampled_prms_are_the_trained_variants_in_head_mode_with_shared_features():
+    cfg = _config()
+    assert cfg["training"]["resamples"] > 0 and plan.resampled_prms(cfg) == plan.trained_variants(cfg)
+    assert plan.resampled_prms(_config(resamples=0)) == []
+    assert plan.resampled_prms(_config(mode="lora")) == []
+    off = _config()
+    off["prms"]["shared_base_features"] = False  # no stored features: no resample scores
+    assert plan.resampled_prms(off) == []
+    assert plan.resampled_prms(_config("config/paper.yaml")) == []

@@ -57,7 +57,7 @@ def test_head_mode_shares_base_features_once_per_table(embedded_plan):
 @pytest.mark.slow
 def test_full_mode_plans_no_shared_features(tmp_path):
     full = tmp_path / "full.yaml"
-    full.write_text("training:\n  mode: full\n")
+    full.write_text("training:\n  mode: full\n  resamples: 0\n")  # resample heads are head mode's only
     counts = job_counts(dry_run("--cores", "2", "--configfile", "config/config.yaml", str(full)))
     assert "step_features" not in counts and counts["score_samples"] >= 1
 

@@ -421,6 +421,43 @@ rule processbench_table:
         RUN
 
 
+# head-only PRMs trained with resample heads (training.resamples): ProcessBench F1 with training variance
+# and paired PRM-vs-PRM differences (hierarchical bootstrap over resamples and cases, metrics.resampled)
+RESAMPLED_PRMS = plan.resampled_prms(config)
+
+if RESAMPLED_PRMS:
+
+    rule processbench_paired:
+        input:
+            code("evaluation:processbench_paired"),
+            cases=run_in("results/processbench/cases.parquet"),
+            dev_cases=run_in([plan.PROCESSBENCH_DEV] if PB_DEV else []),
+            scores=run_in([f"results/scores/{p}/processbench.parquet" for p in RESAMPLED_PRMS]),
+            dev_scores=run_in(
+                [f"results/scores/{p}/processbench_dev.parquet" for p in RESAMPLED_PRMS] if PB_DEV else []
+            ),
+            structure=run_in("results/metrics/processbench/baseline_structure_predictions.parquet"),
+        output:
+            table=run_out("results/tables/processbench_paired.csv"),
+        log:
+            run_out("logs/processbench_paired.log"),
+        benchmark:
+            bench("processbench_paired", "logs/processbench_paired.log")
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="evaluation:processbench_paired",
+            prms=RESAMPLED_PRMS,
+            thresholds={p: PRM_SPECS[p].get("threshold") for p in RESAMPLED_PRMS},
+            processbench_eval=config["processbench_eval"],
+            run_label=config["run"]["label"],
+        script:
+            RUN
+
+    TARGETS.append("results/tables/processbench_paired.csv")
+
+
 TARGETS.extend(
     ["results/tables/bon.csv", "results/tables/processbench.csv"]
     + expand("results/metrics/processbench/{prm}_predictions.parquet", prm=list(PRM_SPECS) + CRITIC_NAMES)

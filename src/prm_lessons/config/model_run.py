@@ -412,6 +412,16 @@ class Training(Section):
             'training set, saved with the head) in front of the Linear-ReLU-Linear head; without it '
             'the head stays at the majority class on raw SmolLM2 features. Full and LoRA fine-tuning '
             "keep the paper's head unchanged."))
+    resamples: Annotated[int, Field(ge=0)] = Field(
+        default=0,
+        description=(
+            'Head mode only: besides the PRM on all instances, train this many extra heads in the same '
+            'job, each on a bootstrap resample of the instances (draw r: a numpy Generator seeded by '
+            '(seed, r) over the instances sorted by instance_id, so variants with the same instances get '
+            'the same draws), saved in the PRM directory (resample_heads.safetensors). With '
+            'prms.shared_base_features the ProcessBench scoring also writes their step scores, and '
+            'results/tables/processbench_paired.csv gives intervals with training variance and paired '
+            'PRM-vs-PRM differences. 0 = none.'))
     gradient_checkpointing: bool = Field(
         default=True,
         description='Recompute activations in the backward pass (full/lora); trades ~30% speed for memory.')
@@ -499,5 +509,8 @@ class Training(Section):
     def _steps(self):
         if self.max_steps == 0:
             raise fail("max_steps", "0 optimizer steps: give a number ≥ 1, or -1 to train for `epochs`")
+        if self.resamples and self.mode != "head":
+            raise fail("resamples", f"{self.resamples} resample heads need mode: head (mode {self.mode!r} "
+                                    "trains the base: a resample would be a whole fine-tuning run); set 0")
         return self
 

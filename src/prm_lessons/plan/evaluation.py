@@ -66,6 +66,16 @@ def shared_features(config: dict) -> bool:
     return bool(config["prms"]["shared_base_features"]) and config["training"]["mode"] == "head"
 
 
+def resampled_prms(config: dict) -> list[str]:
+    """Trained PRMs whose ProcessBench scores carry resample-head scores (training.resamples > 0 in head
+    mode, scored from shared features: the only path that writes them), in variant order; the PRMs of
+    results/tables/processbench_paired.csv."""
+    tr = config["training"]
+    if not (tr.get("resamples") and tr["mode"] == "head" and shared_features(config)):
+        return []
+    return trained_variants(config)
+
+
 def features_input(config: dict, specs: dict, prm: str, source: str) -> list[str]:
     """Head-only trained PRMs: the frozen base's step features of results/{source}.parquet (rule
     step_features)."""

@@ -22,6 +22,7 @@ from ..labels.judge import load_template
 from ..metrics import bon as metrics_bon
 from ..metrics import model_free as metrics_model_free
 from ..metrics import processbench as metrics_processbench
+from ..metrics import resampled as metrics_resampled
 from ..metrics import rows as metrics_rows
 from ..tables import SCHEMAS, join_scores, read_json, read_table, table_meta, write_csv, write_json, write_table
 
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 TABLE_COLUMNS = {
     "bon": ["policy", "prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high"],
     "processbench": list(metrics_processbench.PROCESSBENCH_LONG_COLUMNS),
+    "processbench_paired": list(metrics_resampled.PAIRED_COLUMNS),
 }
 
 
@@ -78,9 +80,11 @@ def _score_frame(adapter, questions, steps_list, cfg, prefixes=False):
     return scores, stats
 
 
-def _from_features(features_input, spec, row_ids):
+def _from_features(features_input, spec, row_ids, resamples: list | None = None):
     """Head-only trained PRMs: scores from the frozen base's stored step features (rule step_features)
-    plus this PRM's head; None when the rule gave no features input (any other PRM)."""
+    plus this PRM's head; None when the rule gave no features input (any other PRM). `resamples` (a
+    list): filled with the scores of the PRM's resample heads (training.resamples), per row a list of R
+    per-step lists, when it has any."""
     from ..scoring.batch import ScoreStats  # lazy: torch (module docstring)
     from ..training import features  # lazy: torch (module docstring)
 
@@ -88,10 +92,14 @@ def _from_features(features_input, spec, row_ids):
     if not paths:
         return None
     t0 = time.perf_counter()
-    scores, truncated = features.score_with_features(spec["path"], paths[0], row_ids, spec.get("max_length"))
+    scores, truncated, resampled = features.scores_and_resamples(spec["path"], paths[0], row_ids,
+                                                                 spec.get("max_length"), resamples is not None)
     stats = ScoreStats(responses=len(scores), truncated=truncated, seconds=time.perf_counter() - t0)
-    log.info("scored %d inputs from the frozen base's step features (%s) in %.2f s; %d truncated",
-             len(scores), paths[0], stats.seconds, truncated)
+    log.info("scored %d inputs from the frozen base's step features (%s) in %.2f s; %d truncated%s",
+             len(scores), paths[0], stats.seconds, truncated,
+             f"; and by {len(resampled[0]) if resampled else 0} resample heads" if resampled is not None else "")
+    if resamples is not None and resampled is not None:
+        resamples.extend(resampled)
     return scores, stats
 
 
@@ -188,7 +196,9 @@ def score_samples(*, inputs: dict, outputs: dict, params: dict, wildcards: dict,
 
 def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `score_processbench`: results/processbench/cases.parquet → results/scores/{prm}/processbench.parquet
-    (pb_scores). Outcome RMs score every prefix as its own response."""
+    (pb_scores; the dev split's likewise). Outcome RMs score every prefix as its own response. A head-only
+    PRM with resample heads scored from stored features also gets column `resample_scores` (per case a
+    list of R per-step score lists, resample r at index r)."""
     spec, cfg = params["spec"], params.get("scoring", {})
     shard = _shard(wildcards)
     adapter = None
@@ -199,11 +209,15 @@ def score_processbench(*, inputs: dict, outputs: dict, params: dict, wildcards: 
         cases = read_table(cases_path, "processbench")
         # sharded (prms.shards > 1): this shard's cases, every prefix of a case in the same shard
         mine = in_shard(cases["id"], *shard) if shard else np.ones(len(cases), dtype=bool)
-        done = _from_features(feats, spec, cases["id"].astype(str).tolist())
+        resampled: list = []
+        done = _from_features(feats, spec, cases["id"].astype(str).tolist(), resamples=resampled)
         cases, steps, scores, meta, adapter = _score_rows(cases, mine, done, "problem", spec, cfg, adapter,
                                                           prefixes=True)
         out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["subset"], "step_scores": scores,
                             "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
+        if resampled:  # resample heads: per case R per-step lists (metrics.resampled reads them)
+            out[metrics_resampled.RESAMPLE_COLUMN] = [r for r, keep in zip(resampled, mine) if keep]
+            meta = {**meta, "resamples": len(resampled[0])}
         write_table(out, dst, "pb_scores", meta=_score_meta(wildcards, meta, shard))
 
 
@@ -505,3 +519,33 @@ def processbench_table(*, inputs: dict, outputs: dict, params: dict, wildcards: 
     """Rule `processbench_table`: all results/metrics/processbench/*.json → results/tables/processbench.csv
     (long format)."""
     _long_table(inputs, outputs, params, "processbench", metrics_processbench.processbench_long_rows)
+
+
+def processbench_paired(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `processbench_paired`: the resample scores of every PRM trained with resample heads
+    (results/scores/{prm}/processbench{,_dev}.parquet, column resample_scores; params.prms in config
+    order) and the structure-only baseline's predictions → results/tables/processbench_paired.csv: each
+    PRM's average F1 with training variance, every pair's paired difference and each PRM against the
+    structure baseline (metrics.resampled: hierarchical bootstrap over resamples and cases)."""
+    cfg = params["processbench_eval"]
+    cases = read_table(inputs["cases"], "processbench")
+    dev_paths = as_paths(inputs.get("dev_scores"))
+    dev_cases = read_table(as_paths(inputs["dev_cases"])[0], "processbench") if dev_paths else None
+    prms = list(params["prms"])
+    hits = {}
+    for k, (prm, path) in enumerate(zip(prms, as_paths(inputs["scores"]))):
+        scores = metrics_resampled.scores_per_resample(pd.read_parquet(path), path)
+        dev = metrics_resampled.scores_per_resample(pd.read_parquet(dev_paths[k]), dev_paths[k]) if dev_paths else None
+        threshold = _pb_threshold({"threshold": params["thresholds"].get(prm), "processbench_eval": cfg})
+        hits[prm], used = metrics_resampled.resample_hits(cases, scores, threshold, dev_cases, dev,
+                                                          cfg.get("tune_on", "auto"))
+        log.info("processbench_paired %s: %d resample heads, thresholds %s", prm, len(scores),
+                 used)
+    structure = _predictions_by_id(pd.read_parquet(as_paths(inputs["structure"])[0]))
+    fixed = {metrics_resampled.STRUCTURE: metrics_resampled.hits(cases, structure)}
+    boot = _bootstrap_args(cfg)
+    rows = metrics_resampled.paired_rows(cases, hits, fixed, n_boot=boot["bootstrap"], seed=boot["seed"],
+                                         confidence=boot["confidence"])
+    df = pd.DataFrame(rows, columns=TABLE_COLUMNS["processbench_paired"])
+    df["run"] = params.get("run_label", "")
+    write_csv(df, outputs["table"], "processbench_paired_csv")

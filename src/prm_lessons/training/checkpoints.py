@@ -19,7 +19,8 @@ def run_fingerprint(settings: dict, label_type: str, base_dir: str, trainset: st
     keep = {k: v for k, v in settings.items() if k not in ("mem_mb", "runtime", "threads", "keep_checkpoints",
                                                             "gpus", "processes", "gpus_scoring", "jit_checkpoint",
                                                             "save_steps", "save_total_limit", "logging_steps",
-                                                            "base_params_b", "checkpoint_write_gbps")}
+                                                            "base_params_b", "checkpoint_write_gbps",
+                                                            "resamples")}
     h.update(json.dumps({"settings": keep, "label_type": label_type, "base": str(base_dir)},
                         sort_keys=True, default=str).encode())
     with open(trainset, "rb") as fh:

@@ -5,7 +5,8 @@ With `training.mode: head` every trained PRM is the same frozen base plus its ow
 base's forward pass, nearly all of a scoring job's compute, is identical for every variant. Rule
 `step_features` runs it (`prm.frozen_base`) once per table (a benchmark's samples, the ProcessBench
 cases); the scoring rules then apply each PRM's head to the stored features (`score_with_features`):
-per (PRM, benchmark) jobs stay, but they no longer repeat the base.
+per (PRM, benchmark) jobs stay, but they no longer repeat the base. A PRM trained with resample heads
+(training.resamples) gets their scores from the same features (`scores_and_resamples`).
 
 Hidden states at a step token depend only on the tokens before it (causal attention), and
 `steps.build_prm_input` tokenises step by step, so the features are exactly those the full PRM reads.
@@ -33,6 +34,7 @@ from safetensors.torch import save_file
 from ..models import prm
 from ..steps import StepFormat, build_prm_input
 from ..tables import read_json
+from .resamples import load_resample_heads
 
 FEATURES_VERSION = 2  # 2: the token ids of every row (training checks its instances against them)
 
@@ -103,6 +105,16 @@ def score_with_features(prm_dir: str | Path, features_path: str | Path, row_ids:
                         max_length: int | None = None) -> tuple[list[list[float]], int]:
     """P(good step) of every step from stored base features and the PRM's head; steps beyond max_length
     get NaN (as in full scoring). Returns (scores per row, number of truncated rows)."""
+    scores, truncated, _ = scores_and_resamples(prm_dir, features_path, row_ids, max_length, resamples=False)
+    return scores, truncated
+
+
+def scores_and_resamples(prm_dir: str | Path, features_path: str | Path, row_ids: Sequence[str],
+                         max_length: int | None = None, resamples: bool = True):
+    """score_with_features plus, for a PRM trained with resample heads (training.resamples,
+    prm_lessons.training.resamples), each row's scores under every resample head: per row a list of R
+    per-step lists (NaN beyond max_length), from the same stored features; None when the PRM has none
+    (or `resamples` is off). Returns (scores, truncated rows, resample scores or None)."""
     prm_dir = Path(prm_dir)
     info = read_json(prm_dir / prm.FORMAT_FILE)
     feats, meta = load_features(features_path)
@@ -115,14 +127,24 @@ def score_with_features(prm_dir: str | Path, features_path: str | Path, row_ids:
     if list(row_ids) != list(meta["rows"]):
         raise ValueError(f"{where}: the features were computed for other rows ({len(meta['rows'])} rows from "
                          f"{meta['source']}); rerun rule step_features")
-    head = prm.load_head(prm_dir, info)
+    heads = [prm.load_head(prm_dir, info)] + (load_resample_heads(prm_dir) if resamples else [])
+    per_head = [_rows(_probs(h, feats["features"]), feats) for h in heads]
+    per_row = [list(rs) for rs in zip(*per_head[1:])] if len(heads) > 1 else None
+    return per_head[0], int((feats["n_kept"] < feats["n_steps"]).sum()), per_row
+
+
+def _probs(head, features: torch.Tensor) -> list[float]:
     with torch.no_grad():
-        probs = torch.softmax(head.eval()(feats["features"]).float(), dim=-1)[:, 1].tolist()
+        return torch.softmax(head.eval()(features).float(), dim=-1)[:, 1].tolist()
+
+
+def _rows(probs: list[float], feats: dict) -> list[list[float]]:
+    """Flat per-step probabilities → one list per row, NaN for its steps beyond max_length."""
     scores, offset = [], 0
     for n, k in zip(feats["n_steps"].tolist(), feats["n_kept"].tolist()):
         scores.append(probs[offset:offset + k] + [math.nan] * (n - k))
         offset += k
-    return scores, int((feats["n_kept"] < feats["n_steps"]).sum())
+    return scores
 
 
 def training_features(paths: Sequence[str | Path], instances: Sequence[dict], fingerprint: str, fmt: StepFormat,

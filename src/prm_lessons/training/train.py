@@ -14,6 +14,8 @@ labelled on the same responses then run the frozen base over them once, not once
 Output directory: the PRM directory of `prm.save_prm` (loaded with `prm.load_prm`; full fine-tuning of a
 Qwen2 base in the released Qwen2.5-Math-PRM layout, everything else in the project layout), plus
   train_metrics.json               loss_history, train_tokens, tokens_per_second, wall_seconds, hardware …
+  resample_heads.safetensors       head mode with training.resamples R > 0: R more heads, each trained as the
+                                   PRM's on a bootstrap draw of the instances (`resamples`), same job, same features
   lora_adapter/                    lora mode: the adapter unmerged, a standard PEFT directory (peft loads it)
 
 The run's parts live beside this module: settings (`settings`), trainset rows -> instances
@@ -60,6 +62,7 @@ from .checkpoints import resume_checkpoint, run_fingerprint
 from .data import training_instances
 from .features import training_features
 from .model_card import LORA_DIR
+from .resamples import DRAW_RULE, RESAMPLE_FILE, resample_draws, resample_seed, save_resample_heads
 from .settings import LABEL_TYPES, TrainingError, settings_from
 from .trainer import log_last_step_callback, progress_callback, trainer_class, training_arguments, zero3_init
 
@@ -138,7 +141,6 @@ def build_trainee(backbone, tokenizer, instances: list[dict], settings: dict, la
         with zero3_init():  # partitioned in the base's dtype under ZeRO-3 (train_setup.zero3_init)
             head = StepHead(int(backbone.config.hidden_size))
         return Trainee(trainable_model(backbone, head, settings, label_type), instances, head)
-    head = StepHead(int(backbone.config.hidden_size), standardize=bool(settings["standardize_features"]))
     for p in backbone.parameters():
         p.requires_grad_(False)
     tf = time.time()
@@ -150,11 +152,54 @@ def build_trainee(backbone, tokenizer, instances: list[dict], settings: dict, la
         dataset = step_features(backbone, instances, pad_id(tokenizer), int(settings["batch_size"]), device)
         backbone.to("cpu")
         feature_tokens = sum(len(it["input_ids"]) for it in instances)
-    feature_seconds = time.time() - tf
+    # no RNG is drawn by the feature pass: the head's init is what it was when built before it
+    return head_trainee(dataset, int(backbone.config.hidden_size), settings, label_type, feature_tokens,
+                        time.time() - tf)
+
+
+def head_trainee(dataset: list[dict], hidden_size: int, settings: dict, label_type: str, feature_tokens: int = 0,
+                 feature_seconds: float = 0.0) -> Trainee:
+    """Head mode: a fresh step head (init from the current torch seed) on step features, its
+    standardisation fitted on `dataset`'s; the PRM's head and every resample head are built here."""
+    head = StepHead(hidden_size, standardize=bool(settings["standardize_features"]))
     if head.standardize:
         head.fit_standardization(torch.cat([d["step_features"] for d in dataset]))
     return Trainee(HeadOnlyModel(head, label_type, settings["soft_loss"]), dataset, head, feature_tokens,
                    feature_seconds)
+
+
+def train_resample_heads(trainee: Trainee, instances: list[dict], settings: dict, label_type: str, on_gpu: bool,
+                         bf16: bool, tokenizer, ckpt: Path) -> tuple[list[dict] | None, list[dict]]:
+    """Head mode, `training.resamples` R > 0: R more heads on the PRM's features, head r trained as the
+    PRM's (head_trainee + run_trainer) on bootstrap draw r of the instances (resamples.resample_draws),
+    with its own seed and no checkpoints (seconds each). Returns (their state dicts on rank 0, else None;
+    one summary per resample for train_metrics.json)."""
+    from transformers import set_seed  # lazy: as train_setup.trainer_class
+
+    R = int(settings["resamples"])
+    draws = resample_draws([it["instance_id"] for it in instances], int(settings["seed"]), R)
+    heads: list[dict] = []
+    summaries = []
+    rank0 = True
+    for r, draw in enumerate(draws):
+        tr = time.time()
+        seed = resample_seed(int(settings["seed"]), r)
+        set_seed(seed)
+        sub = head_trainee([trainee.dataset[i] for i in draw], trainee.head.hidden_size, settings, label_type)
+        args = training_arguments({**settings, "seed": seed, "save_steps": 0}, ckpt / f"resample-{r}", on_gpu, bf16)
+        trainer, result, _ = run_trainer(sub, args, tokenizer, None, ckpt)
+        _, full_sd = gather_trained(trainer, args)
+        rank0 = trainer.is_world_process_zero()
+        if rank0:
+            heads.append({k[len("head."):]: v.detach().to("cpu", torch.float32, copy=True).contiguous()
+                          for k, v in full_sd.items() if k.startswith("head.")})
+        loss = float(result.training_loss) if result.training_loss is not None else None
+        summaries.append({"resample": r, "seed": seed, "distinct_instances": int(len(set(draw.tolist()))),
+                          "final_train_loss": loss, "seconds": time.time() - tr})
+        log.info("resample head %d/%d: %d draws of %d instances (%d distinct), loss %s, %.1f s", r + 1, R,
+                 len(draw), len(instances), summaries[-1]["distinct_instances"],
+                 "n/a" if loss is None else f"{loss:.4f}", summaries[-1]["seconds"])
+    return (heads if rank0 else None), summaries
 
 
 def run_trainer(trainee: Trainee, args, tokenizer, resume: str | None, ckpt: Path, callbacks: list | None = None):
@@ -249,6 +294,9 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     trainer, result, train_seconds = run_trainer(trainee, args, tokenizer, resume, ckpt, callbacks)
     train_tokens, full_sd = gather_trained(trainer, args)
     rank0 = trainer.is_world_process_zero()
+    resampled, resample_runs = (train_resample_heads(trainee, instances, settings, label_type, on_gpu, bf16,
+                                                     tokenizer, ckpt)
+                                if mode == "head" and settings["resamples"] else (None, []))
 
     history = [(h["step"], float(h["loss"])) for h in trainer.state.log_history if "loss" in h]
     metrics = {
@@ -269,6 +317,9 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         # head mode: accuracy of the trained head on its own training steps beside the majority-class
         # rate (a head that learnt nothing sits at the majority rate)
         "train_fit": step_fit(trainee.head, trainee.dataset) if mode == "head" else {},
+        # training.resamples: R heads on bootstrap draws of the instances (resamples.py), in RESAMPLE_FILE
+        "resamples": len(resample_runs), "resample_draw": DRAW_RULE if resample_runs else None,
+        "resample_runs": resample_runs,
         "data": data_stats,
         "precision": "bf16" if bf16 else ("bf16-frozen-base" if dtype == torch.bfloat16 else "fp32"),
         "hardware": hardware(), "settings": settings,
@@ -278,6 +329,8 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     meta = {"max_length": settings["max_length"], "label_type": label_type, "soft_loss": settings["soft_loss"],
             "mode": mode, "base": str(base_dir), "base_fingerprint": fingerprint}
     metrics["layout"] = save_trained(out, full_sd, trainer, backbone, tokenizer, fmt, settings, meta, dtype)
+    if resampled:
+        save_resample_heads(out / RESAMPLE_FILE, resampled, {"draw": DRAW_RULE, "seed": int(settings["seed"])})
     metrics["wall_seconds"] = time.time() - t0
     busy = train_seconds + trainee.feature_seconds
     metrics["tokens_per_second"] = train_tokens / busy if busy > 0 else None
