@@ -106,12 +106,12 @@ def _check_references(c) -> None:
     _check_judge_template(c)
     benchmarks = enabled_benchmarks(c)
     _check_bon_judges(c, benchmarks)
-    _check_pool(c)
     for name, spec in c.trainsets.variants.items():
         unknown = [d for d in spec.datasets or [] if d not in c.problems]
         if unknown:
             raise fail(f"trainsets.variants.{name}.datasets", f"unknown problem set(s) {unknown} (names under "
                                                              "`problems`)")
+    _check_pool(c)
     ann = c.analysis.fig6_annotation
     if ann.labels and not ann.per_benchmark:
         raise fail("analysis.fig6_annotation.labels", "labels of an annotation sheet, but per_benchmark is 0 (no "
