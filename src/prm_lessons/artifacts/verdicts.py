@@ -182,7 +182,7 @@ def _vs_structure(prm: str, paired: pd.DataFrame | None, avg: pd.DataFrame | Non
     else processbench.csv's paired-over-cases delta; (None, '… not measured') when neither has it."""
     p = paired_est(paired, prm, STRUCTURE)
     if p is not None:
-        return p.est, f"`{prm}` − structure-only {PF.diff(p.est)} points {_paired_how(p)}"
+        return p.est, f"`{prm}` − structure-only {PF.diff(p.est)} points (paired, training resamples included)"
     d = delta_est(avg, prm) if avg is not None else None
     if d is not None:
         return d, f"`{prm}` − structure-only {(fmt or PF).diff(d)} points (paired over cases)"
@@ -262,7 +262,7 @@ def _judge_instrument(judge_pb: pd.DataFrame | None, processbench: pd.DataFrame 
     order (processbench.csv); None when neither is in the run."""
     own = _judge_pb_deltas(judge_pb).get("judge")
     if own is not None:
-        return "the labelling judge with its own prompt", own, PF
+        return "its labelling prompt", own, PF
     avg, fmt = _pb(processbench)
     if avg is not None:
         for c in judge_critics:
@@ -885,8 +885,8 @@ L5_PAPER = ("Fig 8: share of all Best-of-8 responses with the minimum at the fin
 L5_DECIDE = ("Best-of-N problems whose responses have ≥ 3 steps, in the hundreds (e.g. 2–4 terms with `*`), "
              "so the observed share can be told from its chance rate")
 L5_DECIDE_LATER = ("an MC training set with at least {n} labelled steps after a response's first step (MC keeps "
-                   "steps up to the first negative one: a policy whose first steps are mostly right, or more "
-                   "training responses)")
+                   "steps up to the first negative one: more pool solutions, or solutions whose first steps are "
+                   "mostly right)")
 # Fixed in advance: a PRM that saw fewer labelled steps after the first learnt "first step" against "no
 # step", not what a last step looks like, so where its minimum falls says nothing about outcome drift.
 MIN_LATER_STEPS = 30
@@ -961,6 +961,13 @@ def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM,
                 + ("; " + "; ".join(short) if short else ""))
     verdict, reason = interval_verdict(est, ch, f"the chance rate {ch:.1f} %")
     later = _later_steps(trainsets, prm)
+    if later is not None and later[1] < MIN_LATER_STEPS and later[0] > 0:
+        per = later[1] / later[0]   # this run's yield of later labelled steps per training instance
+        need = (f"about {math.ceil(MIN_LATER_STEPS / per)} training instances at this run's yield of {per:.2f} later "
+                "steps per instance" if per > 0 else "instances whose later steps are labelled (none here were)")
+        later_decide = L5_DECIDE_LATER.format(n=MIN_LATER_STEPS) + f": {need}"
+    else:
+        later_decide = L5_DECIDE_LATER.format(n=MIN_LATER_STEPS)
     if later is not None:
         measured += (f"; `{prm}` trained on {later[0]} instances, {later[1]} labelled steps after the first"
                      f"; gate: ≥ {MIN_LATER_STEPS} labelled steps after the first")
@@ -969,8 +976,7 @@ def lesson5_min_at_last(fig8: pd.DataFrame | None, prm: str = MIN_AT_LAST_PRM,
                            f"gate not passed: `{prm}` saw {later[1]} labelled steps after a first step (fewer than "
                            f"{MIN_LATER_STEPS}): it never learnt what a later or last step looks like, so where its "
                            "minimum falls says nothing about a drift to outcome scoring"
-                           + _two_step_evidence(fig8, prm),
-                           L5_DECIDE_LATER.format(n=MIN_LATER_STEPS))
+                           + _two_step_evidence(fig8, prm), later_decide)
     return _row(L5, L5_PAPER, L5_DECIDE, measured, verdict, reason)
 
 
