@@ -509,7 +509,8 @@ def lesson_label_threshold(audit: pd.DataFrame | None) -> Verdict:
     est = _pct(gap)
     measured = (f"MC first-error accuracy at t = 0 minus at t = {frac_text(t) if finite(t) else 't_max'}: "
                 f"{PCT.diff(est)} points over {n if n is not None else 'an unknown number of'} solutions "
-                f"(paired bootstrap)" + _gate_measured([f"≥ {MIN_PER_KIND} solutions"]))
+                f"(paired bootstrap)" + _audit_note(audit, "threshold")
+                + _gate_measured([f"≥ {MIN_PER_KIND} solutions"]))
     failed = _count_gate({"solutions": n}, "solutions")
     if failed:
         return Verdict(LT, LT_PAPER, measured, UNDECIDABLE, failed, LT_DECIDE)
