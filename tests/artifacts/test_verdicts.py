@@ -95,7 +95,8 @@ def test_lesson1_absent():
                                            ((0.35, 0.1, 0.6), V.UNDECIDABLE)])
 def test_lesson2_consensus_vs_mc(cons, verdict):
     ts = pd.DataFrame({"variant": ["mc_hard", "consensus_hard"], "n_instances": [48, 6]})
-    row = V.lesson2_consensus(pb({"consensus_hard": cons, "mc_hard": (0.3, 0.25, 0.35)}), ts)
+    row = V.lesson2_consensus(pb({"consensus_hard": cons, "mc_hard": (0.3, 0.25, 0.35)}), ts,
+                              judge_pb=_judge_pb(0.05, 0.2))   # the gate: a judge above the structure baseline
     assert row.verdict == verdict and "6 vs 48 instances" in row.measured
     assert V.lesson2_consensus(pb({"mc_hard": (0.3, 0.25, 0.35)})).verdict == V.ABSENT
 
@@ -103,19 +104,23 @@ def test_lesson2_consensus_vs_mc(cons, verdict):
 @pytest.mark.parametrize("hard, verdict", [((0.7, 0.6, 0.8), V.REPRODUCED), ((0.1, 0.05, 0.15), V.CONTRADICTED),
                                            ((0.3, 0.2, 0.4), V.UNDECIDABLE)])
 def test_lesson3_hard_vs_soft(hard, verdict):
-    row = V.lesson3_hard_soft(pb({"consensus_hard": hard, "consensus_soft": (0.3, 0.25, 0.35)}))
+    row = V.lesson3_hard_soft(pb({"consensus_hard": hard, "consensus_soft": (0.3, 0.25, 0.35)}),
+                              judge_pb=_judge_pb(0.05, 0.2))
     assert row.verdict == verdict
     assert V.lesson3_hard_soft(pb({"consensus_hard": hard})).verdict == V.ABSENT
 
 
 def test_lesson3_threshold_compares_the_sweep_ends_fixed_in_advance():
     sweep = [(0.0, "mc_hard"), (0.25, "mc_hard_t1of4"), (0.75, "mc_hard_t3of4")]
+    up = (0.2, 0.1, 0.3)   # the gate: one end above the structure-only baseline
     # the middle point is the highest: it must not be picked (not tuned on evaluation results)
-    frame = pb({"mc_hard": (0.5, 0.45, 0.55), "mc_hard_t1of4": (0.9, 0.85, 0.95), "mc_hard_t3of4": (0.2, 0.15, 0.25)})
+    frame = pb({"mc_hard": (0.5, 0.45, 0.55, *up), "mc_hard_t1of4": (0.9, 0.85, 0.95),
+                "mc_hard_t3of4": (0.2, 0.15, 0.25)})
     assert V.lesson3_threshold(frame, None, sweep).verdict == V.REPRODUCED
-    frame = pb({"mc_hard": (0.2, 0.15, 0.25), "mc_hard_t1of4": (0.9, 0.85, 0.95), "mc_hard_t3of4": (0.5, 0.45, 0.55)})
+    frame = pb({"mc_hard": (0.2, 0.15, 0.25), "mc_hard_t1of4": (0.9, 0.85, 0.95),
+                "mc_hard_t3of4": (0.5, 0.45, 0.55, *up)})
     assert V.lesson3_threshold(frame, None, sweep).verdict == V.CONTRADICTED
-    frame = pb({"mc_hard": (0.5, 0.3, 0.7), "mc_hard_t3of4": (0.4, 0.2, 0.6)})
+    frame = pb({"mc_hard": (0.5, 0.3, 0.7, *up), "mc_hard_t3of4": (0.4, 0.2, 0.6)})
     assert V.lesson3_threshold(frame, None, sweep).verdict == V.UNDECIDABLE
     assert V.lesson3_threshold(pb({"mc_hard": (0.5, 0.3, 0.7)}), None, sweep).verdict == V.ABSENT
 
@@ -169,13 +174,14 @@ def test_lesson5_needs_a_prm_that_learnt_later_steps():
                                              ((-0.05, -0.09, -0.01), V.CONTRADICTED),
                                              ((0.02, -0.03, 0.07), V.UNDECIDABLE)])
 def test_lesson6_recipe_vs_maj_from_the_paired_interval(paired, verdict):
-    row = V.lesson6_bon_vs_maj(bon((0.45, 0.4, 0.5), (0.43, 0.38, 0.48), paired))
+    row = V.lesson6_bon_vs_maj(bon((0.45, 0.4, 0.5), (0.43, 0.38, 0.48), paired), processbench=RECIPE_ABOVE)
     assert row.verdict == verdict and "paired difference" in row.measured
 
 
 def test_lesson6_without_a_paired_difference_uses_the_unpaired_intervals():
-    assert V.lesson6_bon_vs_maj(bon((0.45, 0.4, 0.5), (0.43, 0.38, 0.48))).verdict == V.UNDECIDABLE
-    row = V.lesson6_bon_vs_maj(bon((0.8, 0.75, 0.85), (0.4, 0.35, 0.45)))
+    assert V.lesson6_bon_vs_maj(bon((0.45, 0.4, 0.5), (0.43, 0.38, 0.48)),
+                                processbench=RECIPE_ABOVE).verdict == V.UNDECIDABLE
+    row = V.lesson6_bon_vs_maj(bon((0.8, 0.75, 0.85), (0.4, 0.35, 0.45)), processbench=RECIPE_ABOVE)
     assert row.verdict == V.REPRODUCED and "unpaired intervals" in row.reason
     assert V.lesson6_bon_vs_maj(None).verdict == V.ABSENT
 
@@ -185,15 +191,16 @@ def test_lesson6_without_a_paired_difference_uses_the_unpaired_intervals():
 
 def test_every_lesson_has_a_row_even_with_no_tables():
     rows = V.verdict_rows()
-    assert [r.lesson.split(".")[0] for r in rows] == ["1", "2", "3a", "3b", "4", "5", "6"]
+    assert [r.lesson.split(".")[0] for r in rows] == ["1a", "1b", "(label level) 1/4", "(label level) 3b", "2",
+                                                     "3a", "3b", "4a", "4b", "5", "6"]
     assert {r.verdict for r in rows} == {V.ABSENT} and all(r.reason for r in rows)
 
 
 def test_a_lesson_that_fails_becomes_a_row_not_a_failed_report():
     broken = fig8("mc_hard", 60.0, 45.0, 73.0, 30.0, 40).assign(value="not a number")
     rows = V.verdict_rows(fig8=broken)
-    assert len(rows) == 7
-    assert rows[5].verdict == V.ABSENT and "could not be computed" in rows[5].reason
+    assert len(rows) == 11
+    assert rows[9].lesson == V.L5 and rows[9].verdict == V.ABSENT and "could not be computed" in rows[9].reason
 
 
 def test_markdown_table_escapes_and_tallies():
@@ -218,7 +225,7 @@ def test_report_opens_with_the_verdict_table(tmp_path, monkeypatch):
     text = (tmp_path / "paper/report.md").read_text()
     body = [ln for ln in text.splitlines() if ln.strip()]
     assert body[0].startswith("# ") and body[1] == R.HEADING
-    table = [ln for ln in body if ln.startswith("| 1. ")]
+    table = [ln for ln in body if ln.startswith("| 1a. ")]
     assert table and "| **reproduced** |" in table[0]      # judge's interval lies above MC's
     assert [ln for ln in body if ln.startswith("| 6. ")][0].count("undecidable here") == 1
     assert text.index(R.HEADING) < text.index("## What this run found")
@@ -231,12 +238,21 @@ def _fig6_rows(judge_kn, checker_kn):
     return pd.DataFrame(rows)
 
 
+GOLD_OK = pd.DataFrame([dict(subset="all", kind="gold", metric="false_alarm", k=0, n=60, rate=0.0, ci_low=0.0,
+                              ci_high=0.06)])
+RECIPE_ABOVE = pb({"consensus_hard": (0.5, 0.4, 0.6, 0.2, 0.1, 0.3)})  # lesson 6's gate passes
+
+
 def test_lesson4_checker_and_judge_are_not_pooled_and_the_checker_decides():
     # judge says 19 of 20 flawed, checker 0 of 40: pooled they would read ~32 %; apart, the checker decides
     row = V.lesson4_flawed_process(_fig6_rows((19, 20), (0, 40)))
     assert "0 of 40" in row.measured and "19 of 20" in row.measured
+    row = V.lesson4_flawed_process(_fig6_rows((19, 20), (0, 40)), checker_validation=GOLD_OK)
     assert row.verdict == V.UNDECIDABLE and "contains 0" in row.reason
-    assert V.lesson4_flawed_process(_fig6_rows((0, 20), (10, 40))).verdict == V.REPRODUCED
+    assert V.lesson4_flawed_process(_fig6_rows((0, 20), (10, 40)), checker_validation=GOLD_OK).verdict == V.REPRODUCED
+    # the checker's precision is its gate: not measured, the rate decides nothing
+    row = V.lesson4_flawed_process(_fig6_rows((0, 20), (10, 40)))
+    assert row.verdict == V.UNDECIDABLE and "gate not measured" in row.reason
 
 
 def test_lesson1_exact_labels_on_the_same_pool_decide_over_the_judge():
@@ -283,7 +299,7 @@ def test_the_label_audit_is_context_in_the_label_lessons_never_their_verdict():
     assert with_audit.verdict == V.lesson1_label_sources(p).verdict
     assert "consensus-kept 75.0" in V.lesson2_consensus(p, audit=_audit_rows()).measured
     rows = V.verdict_rows(processbench=p, audit=_audit_rows())
-    assert len(rows) == 7 and "label audit" in rows[0].measured
+    assert len(rows) == 11 and "label audit" in rows[0].measured
 
 
 def test_report_renders_the_label_audit_after_the_verdicts(tmp_path, monkeypatch):
@@ -303,8 +319,9 @@ def test_lesson4_on_the_best_of_n_samples_prefers_the_checker_table():
     cb = pd.DataFrame([dict(benchmark=b, metric=m, n=4, count=c, total=t, value=c / t, ci_low=0, ci_high=1)
                        for b, m, c, t in [("a", "flawed_among_correct", 3, 52), ("b", "flawed_among_correct", 5, 38),
                                           ("a", "step_coverage", 30, 100), ("b", "step_coverage", 30, 100)]])
-    row = V.lesson4_flawed_process(None, checker_bon=cb)
+    row = V.lesson4_flawed_process(None, checker_bon=cb, checker_validation=GOLD_OK)
     assert row.verdict == V.REPRODUCED and "8 of 90" in row.measured and "30 %" in row.measured
-    assert "8.9 [4.6, 16.6] %" in row.measured
+    assert "of all samples" in row.measured      # no step_coverage_correct row: says whose coverage it is
+    assert "8.9 [4.6, 16.6] %" in row.measured and "gate:" in row.measured
     none = cb.assign(count=[0, 0, 30, 30])
-    assert V.lesson4_flawed_process(None, checker_bon=none).verdict == V.UNDECIDABLE
+    assert V.lesson4_flawed_process(None, checker_bon=none, checker_validation=GOLD_OK).verdict == V.UNDECIDABLE

@@ -79,3 +79,17 @@ def test_checker_training_labels_skip_wrong_answers_the_checker_cannot_locate():
                            samples=[s], checker=[check_samples(s)])
     assert st["n_instances"] == 4 and st["n_candidates"] == 5
     assert df.set_index("instance_id").loc["p#1", "steps"] == BAD_KEEP[:1]
+
+
+def test_step_coverage_of_the_correct_answer_samples_is_their_own():
+    """Lesson 4a's coverage is over the samples its rate is about (the correct-answer ones), not all samples."""
+    s = _samples()
+    checks = check_samples(s)
+    out = bon(s, checks, "arith").set_index("metric")
+    right = checks.merge(s[["problem_id", "sample_idx", "correct"]], on=["problem_id", "sample_idx"])
+    right = right[right["correct"]]
+    assert out.loc["step_coverage_correct", ["count", "total"]].tolist() == [
+        int(right["n_checkable"].sum()), int(right["n_steps"].sum())]
+    assert out.loc["step_coverage", ["count", "total"]].tolist() == [
+        int(checks["n_checkable"].sum()), int(checks["n_steps"].sum())]
+    assert out.loc["step_coverage_correct", "total"] == 6      # p's two correct samples, 3 steps each

@@ -27,6 +27,18 @@ rule paper_report:
                 ),
                 **({"label_audit_table": "results/tables/label_audit.csv"} if config["audit"]["enabled"] else {}),
                 **({"process_check_bon_table": "results/tables/process_check_bon.csv"} if PROCESS_CHECK else {}),
+                # lesson 4a's gate: the checker's false alarms on constructed gold solutions
+                **(
+                    {"process_check_table": "results/tables/process_check.csv"}
+                    if PROCESS_CHECK and (config.get("processbench") or {}).get("source") == "constructed"
+                    else {}
+                ),
+                # paired PRM differences over training resamples of the pool (made when training.resamples > 0)
+                **(
+                    {"processbench_paired_table": "results/tables/processbench_paired.csv"}
+                    if int((config.get("training") or {}).get("resamples") or 0) > 0
+                    else {}
+                ),
             }
         ),
         figures=run_in([artifact_paths(aid)["png"] for aid in ANALYSIS_ARTIFACTS if ARTIFACTS[aid]["kind"] == "figure"]),
@@ -60,6 +72,12 @@ rule paper_report:
         n=ANALYSIS["n"],
         skipped=ANALYSIS_SKIPPED,
         audit_k=config["audit"]["completions"],
+        # lesson 6: the Best-of-N problems behind bon.csv's average (None when a benchmark has no fixed size)
+        bon_problems=(
+            sum(int(config["benchmarks"][b]["size"]) for b in BON_BENCHMARKS)
+            if all((config["benchmarks"][b] or {}).get("size") for b in BON_BENCHMARKS)
+            else None
+        ),
         # the verdict table's lesson 4 trusts the judge's flaw rate only if the labelling judge, as a
         # ProcessBench critic, beats the structure-only baseline
         judge_critics=[

@@ -17,7 +17,9 @@ every problem): ``single`` (mean accuracy of one sample), ``pass`` (any of the N
 verifier's ceiling), ``checker`` (the first sample whose process the checker finds flawless, i.e. no
 wrong step; none flawless: sample 0; it reads no gold answer), ``flawed_among_correct`` (correct final
 answer, a step flagged: lesson 4 without a judge), ``unflagged_among_wrong`` (wrong final answer, no step
-flagged: what the checker cannot see) and ``step_coverage``.
+flagged: what the checker cannot see), ``step_coverage`` (steps with a verdict / steps, all samples) and
+``step_coverage_correct`` (the same over the correct-answer samples only: the population of
+``flawed_among_correct``, whose unchecked steps count as sound).
 """
 from __future__ import annotations
 
@@ -126,7 +128,8 @@ def bon(samples: pd.DataFrame, checks: pd.DataFrame, benchmark: str, n: int | No
             ("checker", int(chosen.sum()), len(chosen)),
             ("flawed_among_correct", int(correct["flagged"].sum()), len(correct)),
             ("unflagged_among_wrong", int((~wrong["flagged"]).sum()), len(wrong)),
-            ("step_coverage", int(m["n_checkable"].sum()), int(m["n_steps"].sum()))]
+            ("step_coverage", int(m["n_checkable"].sum()), int(m["n_steps"].sum())),
+            ("step_coverage_correct", int(correct["n_checkable"].sum()), int(correct["n_steps"].sum()))]
     out = []
     for metric, k, tot in rows:
         r = _rate(k, tot)

@@ -17,7 +17,14 @@ from prm_lessons.artifacts.render import latexmk_pdf, report_markdown, run_info_
 from prm_lessons.artifacts.verdict_rules import verdicts_html, verdicts_markdown
 from prm_lessons.artifacts.verdicts import verdict_rows
 from prm_lessons.labels.audit import render_markdown as render_audit
-from prm_lessons.tables import CorruptTableError, read_csv, write_plain_csv, write_text_atomic
+from prm_lessons.tables import (
+    CSV_DTYPES,
+    CorruptTableError,
+    read_csv,
+    read_plain_csv,
+    write_plain_csv,
+    write_text_atomic,
+)
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +40,23 @@ def _read_csv(path, kind: str) -> pd.DataFrame | None:
         raise
     except (OSError, ValueError) as e:  # pandas' EmptyDataError / ParserError are ValueErrors
         log.warning("findings: cannot read %s (%s); its sentences are left out", path, e)
+        return None
+
+
+PAIRED_KIND = "processbench_paired_csv"
+
+
+def _read_paired(path) -> pd.DataFrame | None:
+    """results/tables/processbench_paired.csv (paired PRM differences over training resamples), checked as its
+    table kind where tables.py registers one, else read plain (the verdicts check its columns)."""
+    if PAIRED_KIND in CSV_DTYPES:
+        return _read_csv(path, PAIRED_KIND)
+    if not path or not Path(path).exists():
+        return None
+    try:
+        return read_plain_csv(path)
+    except (OSError, ValueError) as e:
+        log.warning("verdicts: cannot read %s (%s); the paired rows are left out", path, e)
         return None
 
 
@@ -74,7 +98,10 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     `process_check_bon_table` (optional: lesson 4 from the checker on the Best-of-N samples),
     `label_audit_table` (optional: rendered after the verdicts; param `audit_k`),
     `judge_processbench_table` (optional: the labelling judge on ProcessBench with its own prompt),
-    `judge_critics` (the ProcessBench critic rows of the labelling judge's model: lesson 4's instrument check)."""
+    `judge_critics` (the ProcessBench critic rows of the labelling judge's model: lesson 4's instrument check),
+    `processbench_paired_table` (optional: paired PRM differences with training resamples, the verdicts' first
+    source), `process_check_table` (optional: the checker's validation, lesson 4a's gate), param `bon_problems`
+    (the Best-of-N problems behind bon.csv's average: lesson 6's deciding size)."""
     run = params.get("run", {})
     report = Path(outputs["report"])
     report.parent.mkdir(parents=True, exist_ok=True)
@@ -91,12 +118,15 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     judge_pb = _read_csv(inputs.get("judge_processbench_table"), "judge_processbench_csv")
     audit = _read_csv(inputs.get("label_audit_table"), "label_audit_csv")
     checker_bon = _read_csv(inputs.get("process_check_bon_table"), "process_check_bon_csv")
+    checker_validation = _read_csv(inputs.get("process_check_table"), "process_check_csv")
+    paired = _read_paired(inputs.get("processbench_paired_table"))
     aggregation = str(params.get("aggregation") or "product")
     rows = verdict_rows(
         processbench=processbench, bon=bon, trainsets=trainsets, judge_pb=judge_pb, audit=audit,
         checker_bon=checker_bon, fig6=cells_of.get("fig6"),
         fig8=cells_of.get("fig8"), aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"),
-        judge_critics=params.get("judge_critics") or ())
+        judge_critics=params.get("judge_critics") or (), paired=paired, checker_validation=checker_validation,
+        table5=cells_of.get("table5"), bon_problems=params.get("bon_problems"))
     verdicts = verdicts_markdown(rows)
     if outputs.get("verdicts"):  # the verdict table and tally for Snakemake's HTML report (paper.smk)
         write_text_atomic(outputs["verdicts"], verdicts_html(rows, str(run.get("label") or run.get("name") or "")))
