@@ -25,7 +25,11 @@ rule paper_report:
                     if plan.judge_processbench_cases(config)
                     else {}
                 ),
-                **({"label_audit_table": "results/tables/label_audit.csv"} if config["audit"]["enabled"] else {}),
+                **(
+                    {"label_audit_table": "results/tables/label_audit.csv"}
+                    if config["audit"]["enabled"] or plan.pool_responses(config)
+                    else {}
+                ),
                 **({"process_check_bon_table": "results/tables/process_check_bon.csv"} if PROCESS_CHECK else {}),
                 # lesson 4a's gate: the checker's false alarms on constructed gold solutions
                 **(
@@ -36,7 +40,7 @@ rule paper_report:
                 # paired PRM differences over training resamples of the pool (made when training.resamples > 0)
                 **(
                     {"processbench_paired_table": "results/tables/processbench_paired.csv"}
-                    if int((config.get("training") or {}).get("resamples") or 0) > 0
+                    if plan.resampled_prms(config)
                     else {}
                 ),
             }

@@ -308,7 +308,8 @@ def render_markdown(table: pd.DataFrame, k: int, label: str = "") -> list[str]:
         lines.append(f"Calibration against step truth: Brier soft {soft['value']:.3f} "
                      f"vs hard (t=0) {hard['value']:.3f}; "
                      f"soft-label ECE {ece['value']:.3f}.")
-    det = {kind: _get(table, section="mechanism", kind=kind, metric="error_step_detected") for kind in ("error", "keep")}
+    det = {kind: _get(table, section="mechanism", kind=kind, metric="error_step_detected")
+           for kind in ("error", "keep")}
     gap = _get(table, section="mechanism", metric="detection_gap")
     if det["error"] is not None and det["keep"] is not None:
         lines.append(f"Label level: MC (t = 0, K = {k}) marks the error step wrong where the error changes the answer "

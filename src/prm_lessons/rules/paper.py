@@ -18,10 +18,8 @@ from prm_lessons.artifacts.verdict_rules import verdicts_html, verdicts_markdown
 from prm_lessons.artifacts.verdicts import verdict_rows
 from prm_lessons.labels.audit import render_markdown as render_audit
 from prm_lessons.tables import (
-    CSV_DTYPES,
     CorruptTableError,
     read_csv,
-    read_plain_csv,
     write_plain_csv,
     write_text_atomic,
 )
@@ -43,21 +41,6 @@ def _read_csv(path, kind: str) -> pd.DataFrame | None:
         return None
 
 
-PAIRED_KIND = "processbench_paired_csv"
-
-
-def _read_paired(path) -> pd.DataFrame | None:
-    """results/tables/processbench_paired.csv (paired PRM differences over training resamples), checked as its
-    table kind where tables.py registers one, else read plain (the verdicts check its columns)."""
-    if PAIRED_KIND in CSV_DTYPES:
-        return _read_csv(path, PAIRED_KIND)
-    if not path or not Path(path).exists():
-        return None
-    try:
-        return read_plain_csv(path)
-    except (OSError, ValueError) as e:
-        log.warning("verdicts: cannot read %s (%s); the paired rows are left out", path, e)
-        return None
 
 
 def _notes(path) -> list[str]:
@@ -119,7 +102,7 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     audit = _read_csv(inputs.get("label_audit_table"), "label_audit_csv")
     checker_bon = _read_csv(inputs.get("process_check_bon_table"), "process_check_bon_csv")
     checker_validation = _read_csv(inputs.get("process_check_table"), "process_check_csv")
-    paired = _read_paired(inputs.get("processbench_paired_table"))
+    paired = _read_csv(inputs.get("processbench_paired_table"), "processbench_paired_csv")
     aggregation = str(params.get("aggregation") or "product")
     rows = verdict_rows(
         processbench=processbench, bon=bon, trainsets=trainsets, judge_pb=judge_pb, audit=audit,
