@@ -169,3 +169,13 @@ class _Wc(dict):
 
     def __init__(self, **kw):
         super().__init__(kw)
+
+
+def test_a_resized_pool_owns_its_training_features_and_reads_the_cases_features(tmp_path):
+    # the shared frozen-base pass over the training texts covers the pool: a new pool is a new pass
+    ov = tmp_path / "pool.yaml"
+    ov.write_text("run: {name: pool_n96, ablation: true}\naudit: {per_cell: 16}\n")
+    r = runs(ov)
+    assert r.own(f"results/features/{plan.TRAINING_FEATURES_SOURCE}.safetensors")
+    assert r.own("results/labels/audit/slice.parquet") and r.own("results/trainsets/exact.parquet")
+    assert not r.own("results/features/processbench/cases.parquet".replace(".parquet", ".safetensors"))

@@ -21,7 +21,7 @@ import yaml
 
 from ..config import deep_update, model_entry, validate_config
 from .critics import critic_specs
-from .evaluation import resolve_prm_specs
+from .evaluation import TRAINING_FEATURES_SOURCE, features_texts, resolve_prm_specs
 from .policies import bon_n, bon_policies, judge_sample_cap, policy_of_dir
 from .sampling import dataset_spec, samples_per_problem
 from .search import search_benchmarks, search_n, search_policy_entry, search_prms
@@ -186,8 +186,9 @@ class _Fingerprints:
 
     def _features(self, m, path):
         c = self.c
-        if m["src"] == "trainsets/responses":  # the shared pass over every training set's sampled responses
-            data = [self.of(f"results/samples/{d}.parquet") for d in sorted(c.get("problems", {}))]
+        if m["src"] == TRAINING_FEATURES_SOURCE:  # the shared pass over the training responses: every
+            # training set's sampled ones and, with trainsets.responses constructed, the pool's solutions
+            data = [self.of(f) for f in features_texts(c, TRAINING_FEATURES_SOURCE)]
         else:
             data = self.of(f"results/{m['src']}.parquet")
         return [c["training"], self._model(c["training"].get("base", "policy")), c["prms"], data]
