@@ -29,6 +29,7 @@ import gzip
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,10 +157,12 @@ INTEGRITY_KEY = b"prm_lessons.integrity"  # {"kind", "rows"} recorded by write_t
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """The one atomic writer: yields `<path>.tmp` in path's folder for the caller to write; on success the
-    bytes are flushed to disk and moved onto `path` (os.replace: a reader sees the old file or the new one),
-    on any error the temporary file is removed. An existing path that is not a regular file (/dev/stdout, a
-    FIFO, /dev/full) cannot be replaced: it is yielded itself. An OSError of the write names `path`."""
+    """The one atomic writer: yields a temporary file `.<name>.<random>.tmp` in path's folder for the caller
+    to write (unique: two writers to one output never share it, so the file left is one writer's whole
+    output); on success the bytes are flushed to disk and moved onto `path` (os.replace: a reader sees the
+    old file or the new one), on any error the temporary file is removed. An existing path that is not a
+    regular file (/dev/stdout, a FIFO, /dev/full) cannot be replaced: it is yielded itself. An OSError of
+    the write names `path`."""
     path = Path(path)
     if path.exists() and not path.is_file() and not path.is_dir():
         try:
@@ -167,11 +170,17 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         except OSError as exc:
             raise _named(exc, path) from None
         return
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = Path(name)
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would make the output private
+        finally:
+            os.close(fd)
         yield tmp
         fd = os.open(tmp, os.O_RDONLY)
         try:
@@ -180,11 +189,26 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             os.close(fd)
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise _named(exc, path, tmp) from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, without changing it where /proc says it (os.umask alone must set one)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
 
 
 def _named(exc: OSError, path: Path, tmp: Path | None = None) -> OSError:
