@@ -175,7 +175,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        except OSError as exc:  # it names the random name tried: _named names the output instead
+            raise _named(exc, path, exc.filename) from None
         tmp = Path(name)
         try:
             os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would make the output private
@@ -191,7 +194,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     except OSError as exc:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
-        raise _named(exc, path, tmp) from None
+        raise (exc if tmp is None and exc.filename == str(path) else _named(exc, path, tmp)) from None
     except BaseException:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
