@@ -16,6 +16,7 @@ from prm_lessons.metrics import bon as m_bon
 from prm_lessons.metrics import select
 from prm_lessons.metrics import vote as m_vote
 
+
 @pytest.fixture(scope="module")
 def monkeypatch_session():
     """A MonkeyPatch for @given tests (the function-scoped one is not reset between examples)."""
