@@ -29,7 +29,9 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -498,15 +500,20 @@ def _no_constant(name):
     raise RowError(f"{name} is not a JSON value (a number must be finite)")
 
 
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
 def _depth_ok(text: str) -> bool:
-    """Whether brackets nest at most MAX_JSON_DEPTH deep (an upper bound: brackets inside strings count)."""
+    """Whether brackets nest at most MAX_JSON_DEPTH deep, brackets inside strings not counted (a string
+    of "[[[" is data, not nesting). Invalid JSON is json.loads's to report."""
     depth = 0
-    for c in text:
+    for c in _BRACKETS.findall(_JSON_STRING.sub("", text)):
         if c in "[{":
             depth += 1
             if depth > MAX_JSON_DEPTH:
                 return False
-        elif c in "]}":
+        else:
             depth -= 1
     return True
 
@@ -523,31 +530,52 @@ def loads_strict(text: str, constants: bool = True):
     return json.loads(text, object_pairs_hook=_no_repeated_keys, **kwargs)
 
 
-def iter_records(path: str | Path):
-    """Rows of a .jsonl(.gz) file one at a time (PRM800K is too large to hold as dicts); a line that is not
-    JSON, not UTF-8 or not an object names its file and line number."""
-
+def iter_lines(path: str | Path):
+    """(line number, bytes) of a text file, gunzipped when it ends in .gz: the one line reader of JSONL
+    inputs. A file that is not gzip although named so, a truncated or damaged stream, or a read error
+    raises ValueError naming the file and the line where it broke (gzip reports them as EOFError,
+    BadGzipFile, zlib.error: a traceback otherwise)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
+    gz = path.suffix == ".gz"
+    n = 0
+    try:
+        with (gzip.open if gz else open)(path, "rb") as fh:
+            for n, raw in enumerate(fh, 1):
+                yield n, raw
+    except (EOFError, OSError, zlib.error) as exc:
+        if isinstance(exc, gzip.BadGzipFile) or (gz and n == 0 and "gzip" in str(exc).lower()):
+            what = "not a gzip file (named .gz)"
+        elif isinstance(exc, EOFError):
+            what = "the compressed file is truncated"
+        elif isinstance(exc, zlib.error):
+            what = f"damaged compressed data ({exc})"
+        else:
+            what = f"cannot read ({getattr(exc, 'strerror', None) or exc})"
+        raise ValueError(f"{path}: line {n + 1}: {what}") from None
+
+
+def iter_records(path: str | Path):
+    """Rows of a .jsonl(.gz) file one at a time (PRM800K is too large to hold as dicts); a line that is not
+    JSON, not UTF-8 or not an object, and a damaged compressed file, name the file and line number."""
+    path = Path(path)
+    for n, raw in iter_lines(path):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: line {n} is not UTF-8 (byte {exc.object[exc.start]:#x} at column "
+                             f"{exc.start + 1})") from None
+        if line.strip():
             try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}: line {n} is not UTF-8 (byte {exc.object[exc.start]:#x} at column "
-                                 f"{exc.start + 1})") from None
-            if line.strip():
-                try:
-                    rec = loads_strict(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
-                except RowError as exc:
-                    raise ValueError(f"{path}: line {n}: {exc}") from None
-                if not isinstance(rec, dict):
-                    raise ValueError(f"{path}: line {n} is a JSON {type(rec).__name__}, not an object")
-                yield rec
+                rec = loads_strict(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
+            except RowError as exc:
+                raise ValueError(f"{path}: line {n}: {exc}") from None
+            if not isinstance(rec, dict):
+                raise ValueError(f"{path}: line {n} is a JSON {type(rec).__name__}, not an object")
+            yield rec
 
 
 def read_records(path: str | Path) -> list[dict]:
