@@ -5,6 +5,7 @@ was there stays byte for byte, no temporary file is left, and the error names th
 keeps new writers on the one helper."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -184,3 +185,34 @@ def test_every_writer_goes_through_the_atomic_helper():
             if DIRECT_WRITE.search(line) and "atomic_path" not in line and "tmp" not in line:
                 found.append(f"{rel}:{i}: {line.strip()}")
     assert not found, "write through tables.atomic_path / write_json / write_text_atomic:\n" + "\n".join(found)
+
+
+@given(st.lists(st.text(min_size=1, max_size=30), min_size=2, max_size=6), st.randoms(use_true_random=False))
+def test_writers_to_one_output_never_mix(tmp_path_factory, contents, rnd):
+    """Generated writers open one output together and finish in a generated order: each has its own
+    temporary file, the file after every finish is that writer's whole output, none is left behind."""
+    path = tmp_path_factory.mktemp("w") / "out.json"
+    with contextlib.ExitStack() as stack:
+        open_ = [(stack.enter_context(contextlib.ExitStack()), text) for text in contents]
+        tmps = []
+        for inner, text in open_:
+            tmp = inner.enter_context(atomic_path(path))
+            tmp.write_bytes(text.encode())
+            tmps.append(tmp)
+        assert len(set(tmps)) == len(tmps) and all(t.parent == path.parent and t.name.endswith(".tmp") for t in tmps)
+        order = list(range(len(open_)))
+        rnd.shuffle(order)
+        for k in order:
+            open_[k][0].close()
+            assert path.read_bytes() == contents[k].encode()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["out.json"]
+
+
+def test_an_atomic_write_has_the_umask_mode(tmp_path):
+    """A fresh temporary file is private (0600); the output gets what open() would have given it."""
+    old = os.umask(0o027)
+    try:
+        write_text_atomic(tmp_path / "m.json", "{}")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "m.json").stat().st_mode & 0o777 == 0o640

@@ -114,6 +114,94 @@ def _json_safe(value, counter: list) -> object:
     return value
 
 
+# -- checks of the arguments as a whole, before any command runs (main) ----------------------------------
+
+def _reads(action: argparse.Action) -> argparse.Action:
+    """Mark an argument as naming a file or folder the command reads: an --output that is it is refused."""
+    action.reads = True
+    return action
+
+
+# flags read only under another setting: (command, dest) -> (whether it is read, why it would not be).
+# A value other than the flag's default is refused when not read: the user asked for something nothing does.
+READ_ONLY_WHEN = {
+    ("grade", "keep_units"): (lambda a: a.grader == "harness",
+                              "is read only by --grader harness (the harness's units rule)"),
+    ("score", "ref_model"): (lambda a: a.adapter == "eurus",
+                             "is read only by --adapter eurus (the implicit PRM's reference model)"),
+    ("score", "revision"): (lambda a: not Path(a.prm).exists(),
+                            "picks a commit of a Hub id, and --prm is a local path"),
+    ("eval processbench", "seed"): (lambda a: a.bootstrap > 0, "seeds the bootstrap, and --bootstrap is 0"),
+    ("eval bon", "seed"): (lambda a: a.bootstrap > 0, "seeds the bootstrap, and --bootstrap is 0"),
+    ("eval bon", "maj_timeout"): (lambda a: a.maj_grouping == "math_verify",
+                                  "is read only by --maj-grouping math_verify (the others compare no answers)"),
+    ("eval bon", "workers"): (lambda a: a.maj_grouping == "math_verify",
+                              "is read only by --maj-grouping math_verify (the others start no workers)"),
+}
+
+
+def command_parser(parser: argparse.ArgumentParser, args) -> tuple[str, argparse.ArgumentParser]:
+    """The command's name ("eval bon") and its own parser."""
+    names, p = [], parser
+    while sub := next((a for a in p._actions if isinstance(a, argparse._SubParsersAction)), None):
+        names.append(getattr(args, sub.dest))
+        p = sub.choices[names[-1]]
+    return " ".join(names), p
+
+
+def _flag(action: argparse.Action) -> str:
+    return max(action.option_strings, key=len)
+
+
+def _same_file(output: str, given: str) -> str | None:
+    """How `output` would overwrite the input `given` (the same file, or a file already in that input
+    folder), or None. samefile sees through links, hard links and letter case on a case-insensitive file
+    system; a new file in an input folder overwrites nothing."""
+    src = Path(given)
+    if not src.exists():
+        return None  # a Hub id, or a missing file the command reports itself
+    out = Path(os.path.realpath(output))  # `a/../b`: the folders it really lies in
+    for up in [out, *out.parents]:
+        try:
+            if up.exists() and os.path.samefile(up, src):
+                if up == out:
+                    return "is the same folder as" if src.is_dir() else "is the same file as"
+                return "is a file in the folder" if out.exists() else None
+        except OSError:
+            continue
+    if os.path.normcase(str(out)) == os.path.normcase(os.path.realpath(src)):
+        return "is the same file as"
+    return None
+
+
+def check_args(parser: argparse.ArgumentParser, args) -> None:
+    """Arguments that would destroy an input or do nothing, refused before any work (ValueError naming the
+    flag): an empty value; an --output that is (or lies in) a file or folder the command reads; a flag
+    given where nothing reads it (READ_ONLY_WHEN)."""
+    command, p = command_parser(parser, args)
+    for a in p._actions:
+        value = getattr(args, a.dest, None)
+        if a.option_strings and isinstance(value, str) and not value.strip():
+            raise ValueError(f"{_flag(a)}: an empty value")
+    output = getattr(args, "output", None)
+    for a in p._actions:
+        value = getattr(args, a.dest, None)
+        if output and getattr(a, "reads", False) and isinstance(value, str):
+            how = _same_file(output, value)
+            if how:
+                raise ValueError(f"--output {output} {how} {_flag(a)} {value}: writing it would destroy the "
+                                 "input; give another output path")
+    inert = []
+    for a in p._actions:
+        rule = READ_ONLY_WHEN.get((command, a.dest))
+        value = getattr(args, a.dest, None)
+        if rule and value != a.default and not rule[0](args):
+            shown = "" if isinstance(value, bool) else f" {value}"
+            inert.append(f"{_flag(a)}{shown} {rule[1]}: it would do nothing here")
+    if inert:  # every one at once: a fix for each in one go
+        raise ValueError("\n".join(inert))
+
+
 # -- grade ---------------------------------------------------------------------------------------------
 
 def _cmd_grade(args) -> int:
@@ -147,7 +235,7 @@ def _add_grade(subparsers) -> None:
                     "is not a JSON object, a missing field, or a gold answer that is null, NaN, empty, a "
                     "boolean or an object is an error naming the row (exit status 2, nothing graded or "
                     "written). NaN/infinite values of other fields are written as null (JSON has no NaN).")
-    p.add_argument("--input", required=True, help="JSONL file, one row per problem or response")
+    _reads(p.add_argument("--input", required=True, help="JSONL file, one row per problem or response"))
     p.add_argument("--output", required=True, help="JSONL file to write")
     p.add_argument("--response-field", default="response", help="field with the response text (or a list of them)")
     p.add_argument("--answer-field", default="answer", help="field with the gold answer")
@@ -220,10 +308,10 @@ def _add_score(subparsers) -> None:
                     "that are not one boolean per completion (as rule trl_labels checks them) are errors naming "
                     "the row (exit status 2, nothing loaded or written). Rows with an `id` and the "
                     "ProcessBench steps feed `prm-lessons eval processbench --predictions` directly.")
-    p.add_argument("--prm", required=True,
+    _reads(p.add_argument("--prm", required=True,
                    help="PRM directory (one trained by this workflow, results/prms/<variant>, or a released "
-                        "checkpoint) or a Hub id org/name")
-    p.add_argument("--input", required=True, help="JSONL (or .json / .parquet) rows to score")
+                        "checkpoint) or a Hub id org/name"))
+    _reads(p.add_argument("--input", required=True, help="JSONL (or .json / .parquet) rows to score"))
     p.add_argument("--output", required=True, help="JSONL file to write")
     p.add_argument("--adapter", default=None,
                    help="the PRM's family, as prms.models.<name>.adapter (config/README.md): qwen_prm, "
@@ -235,7 +323,7 @@ def _add_score(subparsers) -> None:
                    help='adapter options as a JSON object, e.g. \'{"step_separator": "\\n\\n"}\' for '
                         "token_classification (the `params` of a prms.models entry)")
     p.add_argument("--revision", default=None, help="with a Hub id: the commit or branch (default main)")
-    p.add_argument("--ref-model", default=None, help="adapter eurus: the reference model (directory or Hub id)")
+    _reads(p.add_argument("--ref-model", default=None, help="adapter eurus: the reference model (directory or Hub id)"))
     p.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default=None,
                    help="weights dtype of a released checkpoint (default: the checkpoint's)")
     p.add_argument("--max-length", type=_positive_int, default=None,
@@ -420,6 +508,12 @@ def _ci_text(ci) -> str:
 
 
 def _cli_bon(args) -> int:
+    aggs = [a.strip() for a in args.aggregations.split(",")]
+    why = ("an empty name in the list" if not all(aggs) else "an aggregation named twice"
+           if len(set(aggs)) != len(aggs) else next((f"unknown aggregation {a!r}" for a in aggs
+                                                     if a not in AGGREGATIONS), None))
+    if why:  # an empty list would select nothing: no prm@N, silently
+        raise ValueError(f"--aggregations {args.aggregations!r}: {why} (a comma list from {', '.join(AGGREGATIONS)})")
     _check_output(args.output)
     rows = read_records(args.samples)
     if not rows:
@@ -437,7 +531,6 @@ def _cli_bon(args) -> int:
     if problems:
         raise InputError(problems, args.samples)
     df = pd.DataFrame(rows)
-    aggs = [a.strip() for a in args.aggregations.split(",") if a.strip()]
     try:
         m = bon_metrics(df, aggs, n=args.n, maj_grouping=args.maj_grouping,
                         orm_column="orm_score" if with_orm else None, bootstrap=args.bootstrap, seed=args.seed,
@@ -476,9 +569,10 @@ def _add_eval(subparsers) -> None:
                     "1.9 are errors; null = unparsable, counted wrong), step_scores that are not a list of "
                     "finite numbers with exactly one score per step (null, NaN, inf, strings, booleans are "
                     "errors), unknown, duplicate or missing ids.")
-    pb.add_argument("--data", required=True, help="directory of {subset}.json files, a cases.parquet, or a Hub id")
-    pb.add_argument("--predictions", required=True,
-                    help='JSONL rows {"id", "prediction"} (int, -1 = no error) or {"id", "step_scores"}')
+    _reads(pb.add_argument("--data", required=True,
+                           help="directory of {subset}.json files, a cases.parquet, or a Hub id"))
+    _reads(pb.add_argument("--predictions", required=True,
+                    help='JSONL rows {"id", "prediction"} (int, -1 = no error) or {"id", "step_scores"}'))
     pb.add_argument("--threshold", type=_finite_float, default=None,
                     help="a step is erroneous when its score is below this (default 0.5; a finite number; "
                          "not with tuning)")
@@ -490,11 +584,11 @@ def _add_eval(subparsers) -> None:
                          "the cases (each case is scored with the threshold tuned on the other fold); gsm8k = "
                          "ProcessBench's rule, the best F1 on the gsm8k subset (in-sample) applied to all; "
                          "auto (the default with --tune-threshold) = dev with a dev split, else crossfit")
-    pb.add_argument("--dev-data", default=None,
+    _reads(pb.add_argument("--dev-data", default=None,
                     help="the dev split's cases (as --data; no id shared with --data) for tuning on the dev "
-                         "split (an error without tuning, or with --tune-on gsm8k/crossfit)")
-    pb.add_argument("--dev-predictions", default=None,
-                    help='JSONL rows {"id", "step_scores"} of the dev split, with --dev-data')
+                         "split (an error without tuning, or with --tune-on gsm8k/crossfit)"))
+    _reads(pb.add_argument("--dev-predictions", default=None,
+                    help='JSONL rows {"id", "step_scores"} of the dev split, with --dev-data'))
     pb.add_argument("--bootstrap", type=_bootstrap, default=0,
                     help=f"bootstrap resamples for CIs (0 = none; at most {MAX_BOOTSTRAP:,})")
     pb.add_argument("--seed", type=_seed, default=0, help="resampling seed (0..2**32-1)")
@@ -512,9 +606,9 @@ def _add_eval(subparsers) -> None:
                     "aggregated score is not finite (no step scores, an empty list, NaN or inf) is never "
                     "chosen; a problem where no response has a finite score counts as WRONG for that "
                     "selector and is reported (printed, and `unscored` / `n_unscored` in the metrics JSON).")
-    bon.add_argument("--samples", required=True,
+    _reads(bon.add_argument("--samples", required=True,
                      help='JSONL rows {"benchmark", "problem_id", "sample_idx", "pred", "correct", '
-                          '"step_scores"} (optional "orm_score" → orm@N)')
+                          '"step_scores"} (optional "orm_score" → orm@N)'))
     bon.add_argument("--aggregations", default="product,min,last",
                      help=f"comma list from {', '.join(AGGREGATIONS)}")
     bon.add_argument("--n", type=_positive_int, default=None,
@@ -555,7 +649,7 @@ def _add_export_trl(subparsers) -> None:
                     "(a .jsonl or .parquet file, by suffix). A `source: trl` variant reads the file back. "
                     "Soft labels (any label other than 0 or 1) are an error naming the instance unless "
                     "--soft-threshold is given.")
-    p.add_argument("--trainset", required=True, help="a trainset table (.parquet)")
+    _reads(p.add_argument("--trainset", required=True, help="a trainset table (.parquet)"))
     p.add_argument("--output", required=True, help="the file to write (.jsonl or .parquet)")
     p.add_argument("--soft-threshold", type=_finite_float, default=None,
                    help="soft labels: a step is positive iff its label > this (the MC hard-label rule)")
@@ -576,6 +670,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check_args(parser, args)
         return int(args.func(args) or 0)
     except InputError as exc:  # bad input rows: one line per problem (the first 20, then a count)
         lines = exc.lines()

@@ -29,6 +29,9 @@ import gzip
 import hashlib
 import json
 import os
+import re
+import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,10 +166,12 @@ INTEGRITY_KEY = b"prm_lessons.integrity"  # {"kind", "rows"} recorded by write_t
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """The one atomic writer: yields `<path>.tmp` in path's folder for the caller to write; on success the
-    bytes are flushed to disk and moved onto `path` (os.replace: a reader sees the old file or the new one),
-    on any error the temporary file is removed. An existing path that is not a regular file (/dev/stdout, a
-    FIFO, /dev/full) cannot be replaced: it is yielded itself. An OSError of the write names `path`."""
+    """The one atomic writer: yields a temporary file `.<name>.<random>.tmp` in path's folder for the caller
+    to write (unique: two writers to one output never share it, so the file left is one writer's whole
+    output); on success the bytes are flushed to disk and moved onto `path` (os.replace: a reader sees the
+    old file or the new one), on any error the temporary file is removed. An existing path that is not a
+    regular file (/dev/stdout, a FIFO, /dev/full) cannot be replaced: it is yielded itself. An OSError of
+    the write names `path`."""
     path = Path(path)
     if path.exists() and not path.is_file() and not path.is_dir():
         try:
@@ -174,11 +179,20 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         except OSError as exc:
             raise _named(exc, path) from None
         return
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        try:
+            fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        except OSError as exc:  # it names the random name tried: _named names the output instead
+            raise _named(exc, path, exc.filename) from None
+        tmp = Path(name)
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would make the output private
+        finally:
+            os.close(fd)
         yield tmp
         fd = os.open(tmp, os.O_RDONLY)
         try:
@@ -187,11 +201,26 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             os.close(fd)
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise _named(exc, path, tmp) from None
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        raise (exc if tmp is None and exc.filename == str(path) else _named(exc, path, tmp)) from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, without changing it where /proc says it (os.umask alone must set one)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
 
 
 def _named(exc: OSError, path: Path, tmp: Path | None = None) -> OSError:
@@ -478,15 +507,20 @@ def _no_constant(name):
     raise RowError(f"{name} is not a JSON value (a number must be finite)")
 
 
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
 def _depth_ok(text: str) -> bool:
-    """Whether brackets nest at most MAX_JSON_DEPTH deep (an upper bound: brackets inside strings count)."""
+    """Whether brackets nest at most MAX_JSON_DEPTH deep, brackets inside strings not counted (a string
+    of "[[[" is data, not nesting). Invalid JSON is json.loads's to report."""
     depth = 0
-    for c in text:
+    for c in _BRACKETS.findall(_JSON_STRING.sub("", text)):
         if c in "[{":
             depth += 1
             if depth > MAX_JSON_DEPTH:
                 return False
-        elif c in "]}":
+        else:
             depth -= 1
     return True
 
@@ -503,31 +537,52 @@ def loads_strict(text: str, constants: bool = True):
     return json.loads(text, object_pairs_hook=_no_repeated_keys, **kwargs)
 
 
-def iter_records(path: str | Path):
-    """Rows of a .jsonl(.gz) file one at a time (PRM800K is too large to hold as dicts); a line that is not
-    JSON, not UTF-8 or not an object names its file and line number."""
-
+def iter_lines(path: str | Path):
+    """(line number, bytes) of a text file, gunzipped when it ends in .gz: the one line reader of JSONL
+    inputs. A file that is not gzip although named so, a truncated or damaged stream, or a read error
+    raises ValueError naming the file and the line where it broke (gzip reports them as EOFError,
+    BadGzipFile, zlib.error: a traceback otherwise)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
+    gz = path.suffix == ".gz"
+    n = 0
+    try:
+        with (gzip.open if gz else open)(path, "rb") as fh:
+            for n, raw in enumerate(fh, 1):
+                yield n, raw
+    except (EOFError, OSError, zlib.error) as exc:
+        if isinstance(exc, gzip.BadGzipFile) or (gz and n == 0 and "gzip" in str(exc).lower()):
+            what = "not a gzip file (named .gz)"
+        elif isinstance(exc, EOFError):
+            what = "the compressed file is truncated"
+        elif isinstance(exc, zlib.error):
+            what = f"damaged compressed data ({exc})"
+        else:
+            what = f"cannot read ({getattr(exc, 'strerror', None) or exc})"
+        raise ValueError(f"{path}: line {n + 1}: {what}") from None
+
+
+def iter_records(path: str | Path):
+    """Rows of a .jsonl(.gz) file one at a time (PRM800K is too large to hold as dicts); a line that is not
+    JSON, not UTF-8 or not an object, and a damaged compressed file, name the file and line number."""
+    path = Path(path)
+    for n, raw in iter_lines(path):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: line {n} is not UTF-8 (byte {exc.object[exc.start]:#x} at column "
+                             f"{exc.start + 1})") from None
+        if line.strip():
             try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}: line {n} is not UTF-8 (byte {exc.object[exc.start]:#x} at column "
-                                 f"{exc.start + 1})") from None
-            if line.strip():
-                try:
-                    rec = loads_strict(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
-                except RowError as exc:
-                    raise ValueError(f"{path}: line {n}: {exc}") from None
-                if not isinstance(rec, dict):
-                    raise ValueError(f"{path}: line {n} is a JSON {type(rec).__name__}, not an object")
-                yield rec
+                rec = loads_strict(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
+            except RowError as exc:
+                raise ValueError(f"{path}: line {n}: {exc}") from None
+            if not isinstance(rec, dict):
+                raise ValueError(f"{path}: line {n} is a JSON {type(rec).__name__}, not an object")
+            yield rec
 
 
 def read_records(path: str | Path) -> list[dict]:

@@ -89,15 +89,15 @@ def _rating_label(rating, neutral: str, where: str = "") -> float | None:
         return 0.0
     if r == 0:
         return 1.0 if neutral == "positive" else 0.0
-    raise ValueError(f"PRM800K rating must be -1, 0 or +1, got {rating!r}")
+    raise ValueError(f"{where}: PRM800K rating must be -1, 0 or +1, got {rating!r}")
 
 
-def _text(obj) -> str | None:
-    if obj is None:
-        return None
-    if isinstance(obj, str):
-        return obj
-    return obj.get("text")
+def _text(obj, where: str = "") -> str | None:
+    """A completion's text (the object's `text`, or a string); another type names `where`."""
+    text = obj.get("text") if isinstance(obj, dict) else obj
+    if text is None or isinstance(text, str):
+        return text
+    raise ValueError(f"{where}: a completion's text is a JSON {json_type(text)}, not a string")
 
 
 def _walk_prm800k(rec: dict, neutral: str, where: str, expand: bool = False):
@@ -111,6 +111,8 @@ def _walk_prm800k(rec: dict, neutral: str, where: str, expand: bool = False):
         steps_in = rec["label"]["steps"]
     except (KeyError, TypeError):
         raise ValueError(f"{where}: not a PRM800K record (needs question.problem and label.steps)") from None
+    if not isinstance(question, str):
+        raise ValueError(f"{where}: question.problem is a JSON {json_type(question)}, not a string")
     steps: list[str] = []
     labels: list[float] = []
     alternatives: list[tuple[int, int, str, float]] = []
@@ -130,19 +132,20 @@ def _walk_prm800k(rec: dict, neutral: str, where: str, expand: bool = False):
             if not 0 <= chosen < len(comps):
                 raise ValueError(f"{where}: chosen_completion {chosen} out of range ({len(comps)} completions)")
             used = chosen
-            text, label = (_text(comps[used]),
+            text, label = (_text(comps[used], f"{at} completion {used}"),
                            _rating_label(comps[used].get("rating"), neutral, f"{at} completion {used}"))
         elif st.get("human_completion") is not None:
-            text, label = _text(st["human_completion"]), 1.0
+            text, label = _text(st["human_completion"], f"{at} human_completion"), 1.0
         else:
             bad = [j for j, c in enumerate(comps)
                    if _rating_label(c.get("rating"), "positive", f"{at} completion {j}") == 0.0]
             used = bad[0] if bad else None
-            text, label = (_text(comps[used]), 0.0) if bad else (None, None)
+            text, label = (_text(comps[used], f"{at} completion {used}"), 0.0) if bad else (None, None)
         for j, c in enumerate(comps if expand else ()):
             alt = _rating_label(c.get("rating"), neutral, f"{at} completion {j}")
-            if j != used and alt is not None and _text(c) is not None:
-                alternatives.append((i, j, _text(c), alt))
+            alt_text = _text(c, f"{at} completion {j}")
+            if j != used and alt is not None and alt_text is not None:
+                alternatives.append((i, j, alt_text, alt))
         if label is None or text is None:
             break
         steps.append(text)

@@ -25,13 +25,12 @@ counted under its reason and named by id in the report (`MALFORMED_REASONS`).
 """
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..tables import RowError, loads_strict
+from ..tables import RowError, iter_lines, loads_strict
 
 TAG = "ки"
 LABEL_CHARS = {"+": 1.0, "-": 0.0}
@@ -156,15 +155,13 @@ def iter_rows(path: str | Path) -> Iterator:
         for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
             yield from batch.to_pylist()
         return
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
-        for raw in fh:
-            if not raw.strip():
-                continue
-            try:  # loads_strict: a repeated key, NaN/Infinity or deep nesting is a malformed row too
-                yield loads_strict(raw.decode("utf-8"), constants=False)
-            except (UnicodeDecodeError, json.JSONDecodeError, RowError):
-                yield None
+    for _, raw in iter_lines(path):  # a damaged .gz names the file and line
+        if not raw.strip():
+            continue
+        try:  # loads_strict: a repeated key, NaN/Infinity or deep nesting is a malformed row too
+            yield loads_strict(raw.decode("utf-8"), constants=False)
+        except (UnicodeDecodeError, json.JSONDecodeError, RowError):
+            yield None
 
 
 def math_shepherd_file(spec: dict) -> str:

@@ -20,15 +20,34 @@ def vote_keys(pred_lists: Sequence[Sequence], grouping: str = "normalized", time
     answers of some benchmarks (answer_key.KEEP_UNITS); only the `harness` grouping reads it."""
     if grouping not in MAJ_GROUPINGS:
         raise ValueError(f"unknown maj_grouping '{grouping}' (allowed: {', '.join(MAJ_GROUPINGS)})")
-    if grouping == "harness":
-        keep = [keep_units] * len(pred_lists) if isinstance(keep_units, bool) else list(keep_units)
-        return ([[harness_key(p, skip_unit=k) for p in preds] for preds, k in zip(pred_lists, keep)],
-                {"answers": 0, "comparisons": 0, "timeouts": 0, "errors": 0})
+    none = {"answers": 0, "comparisons": 0, "timeouts": 0, "errors": 0}
     if grouping == "math_verify":
         return math_verify_groups(pred_lists, timeout_s=timeout_s, workers=workers, pool=pool)
+    if grouping == "harness":
+        keep = [keep_units] * len(pred_lists) if isinstance(keep_units, bool) else list(keep_units)
+        return _memo_keys(pred_lists, keep, lambda p, k: harness_key(p, skip_unit=k)), none
     keyf = normalize_answer if grouping == "normalized" else exact_key
-    return ([[keyf(p) for p in preds] for preds in pred_lists],
-            {"answers": 0, "comparisons": 0, "timeouts": 0, "errors": 0})
+    return _memo_keys(pred_lists, [False] * len(pred_lists), lambda p, _: keyf(p)), none
+
+
+def _memo_keys(pred_lists: Sequence[Sequence], keep: Sequence[bool], keyf) -> list[list]:
+    """keyf(answer, keep) of every answer, computed once per distinct (answer, keep): N samples of a
+    problem mostly repeat a few answers, and the harness key's regexes dominate maj@N otherwise."""
+    memo: dict = {}
+    out = []
+    for preds, k in zip(pred_lists, keep):
+        row = []
+        for p in preds:
+            m = (type(p), p, k)  # typed: 1, 1.0 and True are one dict key, not one answer
+            try:
+                key = memo[m]
+            except KeyError:
+                key = memo[m] = keyf(p, k)
+            except TypeError:  # an unhashable value: its key uncached (rows are checked upstream)
+                key = keyf(p, k)
+            row.append(key)
+        out.append(row)
+    return out
 
 
 def majority_index(preds: Sequence, grouping: str = "normalized", timeout_s: float = 5.0) -> int | None:
