@@ -316,3 +316,27 @@ def test_a_sentence_that_fails_becomes_a_note(monkeypatch):
     md = findings_markdown(pb_frame({**BASE, "mc_hard": 0.5}), None, None, RUN)
     assert "_Label sources: could not be summarised from this run's table (KeyError" in md
     assert "**Against model-free baselines**" in md  # the other sentences are still written
+
+
+def test_report_says_which_dtype_and_host_its_numbers_came_from(tmp_path):
+    from prm_lessons.jobs.hardware import host_summary
+    from prm_lessons.tables import write_table
+
+    cpuinfo = "model name\t: Test CPU 9000\nflags\t\t: fpu avx2 avx512f amx_bf16\n"
+    rec = {"backend": "vllm", "dtype": "bfloat16", "dtype_reason": "auto on CPU: native bf16 (amx_bf16)",
+           **host_summary(cpuinfo)}
+    assert rec["cpu"] == "Test CPU 9000" and rec["cpu_flags"] == ["avx2", "avx512f", "amx_bf16"]
+    samples = tmp_path / "samples.parquet"
+    write_table(pd.DataFrame({"problem_id": [], "sample_idx": []}), samples, None, meta={"engines": [rec]})
+    out = {"report": str(tmp_path / "report.md"), "run_info": str(tmp_path / "run_info.tex")}
+    rules_paper.paper_report(inputs={"provenance_samples": str(samples)}, outputs=out,
+                             params={"run": {"label": RUN}, "skipped": {}}, wildcards={}, threads=1)
+    md = (tmp_path / "report.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("Where these numbers come from"))
+    assert "bfloat16 (auto on CPU: native bf16 (amx_bf16))" in line and "Test CPU 9000" in line
+    assert "avx2, avx512f, amx_bf16" in line
+    # without the record (a run made before it existed) the report has no such line
+    write_table(pd.DataFrame({"problem_id": [], "sample_idx": []}), samples, None, meta={})
+    rules_paper.paper_report(inputs={"provenance_samples": str(samples)}, outputs=out,
+                             params={"run": {"label": RUN}, "skipped": {}}, wildcards={}, threads=1)
+    assert "Where these numbers come from" not in (tmp_path / "report.md").read_text()

@@ -5,6 +5,8 @@ the scores with the graded samples gives the Best-of-N metrics of the old full-c
 from __future__ import annotations
 
 import json
+import os
+import platform
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -137,7 +139,7 @@ def _problems(n=7) -> pd.DataFrame:
                          "gold_steps": None})
 
 
-def _old_graded_table(problems: pd.DataFrame, nshards: int, n: int, tmp: Path) -> Path:
+def _old_graded_table(problems: pd.DataFrame, nshards: int, n: int, tmp: Path, engines: list) -> Path:
     """What the workflow wrote before: each sample job graded its shard (sampling.sample_problems then
     grade_many, columns pred/correct/grade_status appended), merge_samples merged the graded shards."""
     shards = []
@@ -153,7 +155,7 @@ def _old_graded_table(problems: pd.DataFrame, nshards: int, n: int, tmp: Path) -
         shards.append(path)
     df, _ = merge_shards(shards, "samples")
     out = tmp / "old/d.parquet"
-    write_table(df, out, "samples", meta={"long_questions": {"n_skipped": 0, "skipped": {}},
+    write_table(df, out, "samples", meta={"long_questions": {"n_skipped": 0, "skipped": {}}, "engines": engines,
                                           "grading": {"grader": "math_verify", "timeout_s": 5}})
     return out
 
@@ -178,7 +180,10 @@ def test_grade_samples_writes_what_grading_in_the_sampling_job_wrote(tmp_path, m
     sampling_rules.grade_samples(inputs={"responses": responses, "problems": str(probs_path)},
                                  outputs={"samples": str(graded)}, params={"grading": GRADING_CFG},
                                  wildcards={"dataset": "d"}, threads=1)
-    old = _old_graded_table(problems, nshards, n, tmp_path)
+    # where the shards were sampled (the report's provenance line): one record, this host
+    engines = table_meta(graded)["engines"]
+    assert len(engines) == 1 and engines[0]["host"] == platform.node() and engines[0]["cpus"] == os.cpu_count()
+    old = _old_graded_table(problems, nshards, n, tmp_path, engines)
     new_df, old_df = read_table(graded, "samples"), read_table(old, "samples")
     pd.testing.assert_frame_equal(new_df, old_df)
     # every grade status the fixture can give: right, wrong, no answer

@@ -20,6 +20,8 @@ rule paper_report:
                 # each artifact's notes (its provenance record's `notes`), printed under it
                 **{f"{aid}_provenance": artifact_paths(aid)["provenance"] for aid in ANALYSIS_ARTIFACTS},
                 **({"trainsets_table": "results/tables/trainsets.csv"} if TRAINSET_VARIANTS else {}),
+                # the dtype and host the policy's samples were made with (their table's metadata)
+                **({"provenance_samples": f"results/samples/{BON_BENCHMARKS[0]}.parquet"} if BON_BENCHMARKS else {}),
                 **(
                     {"judge_processbench_table": "results/tables/judge_processbench.csv"}
                     if plan.judge_processbench_cases(config)

@@ -178,6 +178,28 @@ def cpu_flags(cpuinfo: str | None = None) -> set[str]:
     return set()
 
 
+# the flags that decide a CPU host's speed class and dtype here (hosts of this kind differ ~6x)
+SPEED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def host_summary(cpuinfo: str | None = None) -> dict:
+    """Where a model job ran, for the report's provenance: host name, CPU model, the flags of SPEED_FLAGS it
+    has and the GPUs torch would see (names only where CUDA is up: no torch import here)."""
+    import platform
+
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo") as fh:
+                cpuinfo = fh.read()
+        except OSError:
+            cpuinfo = ""
+    model = next((line.partition(":")[2].strip() for line in cpuinfo.splitlines()
+                  if line.partition(":")[0].strip() == "model name"), platform.processor() or "unknown")
+    flags = cpu_flags(cpuinfo) if cpuinfo else set()
+    return {"host": platform.node(), "cpu": model, "cpu_flags": [f for f in SPEED_FLAGS if f in flags],
+            "cpus": os.cpu_count(), "gpus": cuda_device_count()}
+
+
 def resolve_dtype(name: str | None, *, on_gpu: bool | None = None, flags: set[str] | None = None) -> tuple[str, str]:
     """(dtype the engine is given, why) for a model entry's `dtype`. An explicit name is kept. `auto` on
     a GPU stays `auto` (the checkpoint's dtype, as vLLM and transformers read it); on CPU it is bfloat16

@@ -20,6 +20,7 @@ from prm_lessons.labels.audit import render_markdown as render_audit
 from prm_lessons.tables import (
     CorruptTableError,
     read_csv,
+    table_meta,
     write_plain_csv,
     write_text_atomic,
 )
@@ -115,6 +116,9 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
         write_text_atomic(outputs["verdicts"], verdicts_html(rows, str(run.get("label") or run.get("name") or "")))
     findings = findings_markdown(processbench, bon, trainsets, str(run.get("label") or run.get("name") or ""),
                                  aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"))
+    where = _engines_line(inputs.get("provenance_samples"))
+    if where:
+        verdicts += "\n" + where + "\n"
     if audit is not None:  # the label audit: the mechanism behind the label lessons, after the verdicts
         verdicts += "\n" + "\n".join(render_audit(audit, int(params.get("audit_k") or 8))) + "\n"
     # the lesson-by-lesson verdicts open the report, the findings' detail follows
@@ -123,6 +127,29 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     info = Path(outputs["run_info"])
     write_text_atomic(info, run_info_tex(run, skipped))
     log.info("wrote %s and %s", report, info)
+
+
+def engines_text(engines: list[dict]) -> str:
+    """One sentence: the dtype and host(s) the policy's samples were made with (sample jobs' metadata)."""
+    parts = []
+    for e in engines:
+        flags = ", ".join(e.get("cpu_flags") or []) or "none of avx2 / avx512f / avx512_bf16 / amx"
+        gpus = f", {e['gpus']} GPU(s)" if e.get("gpus") else ""
+        parts.append(f"{e.get('dtype') or 'unknown dtype'} ({e.get('dtype_reason') or 'as configured'}) on "
+                     f"`{e.get('host')}` ({e.get('cpu')}, {e.get('cpus')} CPUs{gpus}; CPU flags: {flags})")
+    return ("Where these numbers come from: the policy sampled in " + "; ".join(parts) + ". The same config "
+            "gives other samples, and so other numbers, in another dtype (bf16 on CPUs with native bf16, "
+            "float32 elsewhere).") if parts else ""
+
+
+def _engines_line(path) -> str:
+    if not path or not Path(path).exists():
+        return ""
+    try:
+        return engines_text(list(table_meta(path).get("engines") or []))
+    except (OSError, ValueError) as e:  # provenance is context: a report is still written without it
+        log.warning("report: cannot read the engine record of %s (%s)", path, e)
+        return ""
 
 
 def paper_pdf(*, inputs, outputs, params, wildcards, threads) -> None:

@@ -11,6 +11,7 @@ from ..generation import engine as generation
 from ..generation.sampling import sample_problems, shard_rows
 from ..grading.answer_key import KEEP_UNITS
 from ..grading.samples import grade_samples as grade_table
+from ..jobs.hardware import host_summary
 from ..metrics.bon import baselines, first_n_samples
 from ..tables import SCHEMAS, merge_shards, read_table, table_meta, write_csv, write_table
 
@@ -31,6 +32,7 @@ def sample(*, inputs, outputs, params, wildcards, threads) -> None:
     part = shard_rows(problems, int(wildcards["shard"]), int(wildcards["nshards"]))
     entry = params["model"]
     long_questions = {"policy": params["sampling"].get("long_questions", "error"), "n_skipped": 0, "skipped": {}}
+    engine_meta = None
     if len(part) == 0:  # more shards than problems: an empty shard is valid
         df = pd.DataFrame(columns=SCHEMAS["responses"])
     else:
@@ -40,8 +42,12 @@ def sample(*, inputs, outputs, params, wildcards, threads) -> None:
         long_questions = df.attrs.get("long_questions", long_questions)
         log.info("engine: %s backend, %d tokens in %.1f s", engine.backend, engine.stats.generated_tokens,
                  engine.stats.seconds)
+        # the report says which dtype and host its numbers came from
+        engine_meta = {"backend": engine.backend, "dtype": getattr(engine, "dtype", None),
+                       "dtype_reason": getattr(engine, "dtype_reason", None), **host_summary()}
     write_table(df, outputs["responses"], "responses",
-                meta={"policy": entry["name"], "sampling": params["sampling"], "long_questions": long_questions})
+                meta={"policy": entry["name"], "sampling": params["sampling"], "long_questions": long_questions,
+                      "engine": engine_meta})
 
 
 def merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
@@ -51,10 +57,14 @@ def merge_samples(*, inputs, outputs, params, wildcards, threads) -> None:
     paths = as_paths(inputs["shards"])
     df, _ = merge_shards(paths, "responses")
     skipped: dict[str, int] = {}
+    engines = []  # where the shards were sampled (distinct records, in shard order)
     for path in paths:
-        skipped.update(table_meta(path)["long_questions"]["skipped"])
+        meta = table_meta(path)
+        skipped.update(meta["long_questions"]["skipped"])
+        if meta.get("engine") and meta["engine"] not in engines:
+            engines.append(meta["engine"])
     write_table(df, outputs["responses"], "responses",
-                meta={"long_questions": {"n_skipped": len(skipped), "skipped": skipped}})
+                meta={"long_questions": {"n_skipped": len(skipped), "skipped": skipped}, "engines": engines})
     log.info("%s: %d responses over %d problems", wildcards["dataset"], len(df), df["problem_id"].nunique())
     if skipped:
         log.warning("%s: %d problem(s) not sampled, too long for the policy (sampling.long_questions: skip): %s",
@@ -74,7 +84,7 @@ def grade_samples(*, inputs, outputs, params, wildcards, threads) -> None:
                      grader=grader, keep_units=wildcards["dataset"] in KEEP_UNITS)
     meta = table_meta(inputs["responses"])
     write_table(df, outputs["samples"], "samples",
-                meta={"long_questions": meta.get("long_questions"),
+                meta={"long_questions": meta.get("long_questions"), "engines": meta.get("engines", []),
                       "grading": {"grader": grader, "timeout_s": grading["timeout_s"]}})
     log.info("%s: %d responses graded by %s (%s answers), %d correct", wildcards["dataset"], len(df), grader, fmt,
              int(df["correct"].astype(bool).sum()) if len(df) else 0)
