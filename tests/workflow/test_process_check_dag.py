@@ -2,18 +2,19 @@
 from __future__ import annotations
 
 
-def test_embedded_dag_runs_the_checker_on_the_same_pool(embedded_plan):
+def test_embedded_dag_runs_the_checker_on_the_samples_and_trains_on_the_constructed_pool(embedded_plan):
     jobs = {j.rule: [] for j in embedded_plan.jobs}
     for j in embedded_plan.jobs:
         jobs[j.rule].append(j)
     labelled = {j.wildcards.get("dataset") for j in jobs["process_check_labels"]}
-    # the training problems (the pool MC and the judge label) and the Best-of-N benchmarks
+    # the sampled training responses (Figure 6) and the Best-of-N benchmarks
     assert {"train", "arith", "chain_sum"} <= labelled
     assert jobs["process_check_validation"][0].input[-1] == "results/processbench/cases.parquet"
     assert "results/tables/process_check_bon.csv" in jobs["process_check_bon"][0].output
-    checker_set = [j for j in jobs["trainset"] if j.wildcards.get("variant") == "checker"]
-    assert checker_set and {"results/labels/checker/train.parquet", "results/samples/train.parquet"} <= set(
-        checker_set[0].input)
+    # the label sources train on the constructed pool (exact truth there), not on checker labels of samples
+    sets = {j.wildcards.get("variant"): set(j.input) for j in jobs["trainset"]}
+    assert "checker" not in sets and "results/labels/audit/slice.parquet" in sets["exact"]
+    assert sets["exact"] & sets["mc_hard"] >= {"results/labels/audit/slice.parquet"}
     fig6 = jobs["fig6_flawed_process"][0]
     assert "results/labels/checker/train.parquet" in fig6.input
     # no model: no job of the checker reads a model directory

@@ -32,8 +32,9 @@ def smk(*args, cwd=ROOT, timeout=600, check=True):
 
 
 def test_embedded_dry_run_plans_every_stage(embedded_plan):
-    for rule in ("problems", "sample", "merge_samples", "bon_baselines", "mc", "judge", "trainset",
-                 "train_prm", "score_samples", "bon_metrics", "processbench_metrics"):
+    # MC of the embedded default runs on the constructed pool (rule audit_labels, trainsets.responses)
+    for rule in ("problems", "sample", "merge_samples", "bon_baselines", "audit_labels", "judge", "trainset",
+                 "train_prm", "score_samples", "bon_metrics", "processbench_metrics", "processbench_paired"):
         assert embedded_plan.counts.get(rule, 0) >= 1, (
             f"rule {rule} missing from the embedded DAG: {embedded_plan.counts}")
 

@@ -13,6 +13,7 @@ here (`cuda_device_count`), and a job that asked for GPUs has vLLM spawn (`gpu_j
 from __future__ import annotations
 
 import os
+import platform
 from importlib import metadata
 
 ASKED_ENV = "PRM_LESSONS_GPUS_ASKED"
@@ -185,8 +186,6 @@ SPEED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 def host_summary(cpuinfo: str | None = None) -> dict:
     """Where a model job ran, for the report's provenance: host name, CPU model, the flags of SPEED_FLAGS it
     has and the GPUs torch would see (names only where CUDA is up: no torch import here)."""
-    import platform
-
     if cpuinfo is None:
         try:
             with open("/proc/cpuinfo") as fh:
