@@ -131,14 +131,15 @@ def _planned_files(workdir, configfiles):
 # per shipped ablation: upstream rules it must rerun (its own copies) and those it must read from the base run
 SIDE_BY_SIDE = {
     "aggregation": (set(), UPSTREAM),
-    "best_of_n": ({"sample", "score_samples"}, {"mc", "judge", "human_labels", "trainset", "train_prm",
+    # the embedded default labels its constructed pool in one job (rule audit_labels: MC and the judge)
+    "best_of_n": ({"sample", "score_samples"}, {"audit_labels", "judge", "human_labels", "trainset", "train_prm",
                                                 "score_processbench", "critic_processbench"}),
-    "data_source": ({"judge", "human_labels", "consensus", "trainset", "train_prm", "score_samples"},
-                    {"sample", "grade_samples", "mc", "merge_mc"}),
+    "data_source": ({"judge", "human_labels", "audit_labels", "trainset", "train_prm", "score_samples"},
+                    {"sample", "grade_samples", "audit_slice"}),
     "hard_vs_soft": ({"train_prm", "score_samples", "score_processbench"},
-                     {"sample", "mc", "judge", "human_labels", "consensus", "trainset"}),
+                     {"sample", "audit_labels", "judge", "human_labels", "trainset"}),
     "mc_threshold": ({"trainset", "train_prm", "score_samples"},
-                     {"sample", "mc", "judge", "human_labels", "consensus"}),
+                     {"sample", "audit_labels", "judge", "human_labels"}),
 }
 
 

@@ -182,7 +182,7 @@ def test_tiny_config_end_to_end(tmp_path, embedded_model_dir):
     # every model-calling job counted its tokens beside its log (prm_lessons.jobs.budget; bench/token_budget.py)
     sidecars = [json.loads(f.read_text()) for f in (wd / "logs").rglob("*.tokens.json")]
     by_rule = {r["rule"]: r for r in sidecars}
-    for rule in ("sample", "mc", "judge", "judge_processbench", "audit_labels"):
+    for rule in ("sample", "judge", "judge_processbench", "audit_labels"):
         assert by_rule[rule]["prefill_tokens"] > 0 and by_rule[rule]["decode_tokens"] > 0, by_rule.get(rule)
     assert by_rule["step_features"]["prefill_tokens"] > 0 and by_rule["step_features"]["decode_tokens"] == 0
     assert not {r["rule"] for r in sidecars} & {"grade_samples", "bon_metrics", "paper_report"}  # no model
