@@ -9,8 +9,6 @@ assert only what the CLI prints, exits with and writes, so the same tables can b
 checkout to count the cases it got wrong."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
@@ -23,21 +21,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from prm_lessons.cli import main
+from cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of `prm-lessons ARGV`, in-process. Any exception other than
-    SystemExit propagates: a traceback fails the test."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:  # argparse
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def write_lines(path: Path, rows: list) -> Path:

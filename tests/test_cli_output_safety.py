@@ -7,8 +7,6 @@ the command's output with the check switched off is byte for byte the output wit
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 from pathlib import Path
@@ -17,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from cli_run import run_cli as _run
 from prm_lessons import cli
-from prm_lessons.cli import READ_ONLY_WHEN, build_parser, check_args, main
+from prm_lessons.cli import READ_ONLY_WHEN, build_parser, check_args
 
 PARSER = build_parser()
 
@@ -47,16 +46,6 @@ def _required_argv(command: str, root: Path, skip: str = "") -> list[str]:
             f.write_text('{"x": 1}\n')
             argv += [_flag(a), str(f)]
     return argv
-
-
-def _run(argv) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def _case_insensitive(root: Path) -> bool:

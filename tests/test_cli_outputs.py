@@ -5,15 +5,13 @@ commands run in-process on small valid inputs, so the only fault is the output. 
 model is stood in (its writer, scoring.score_file.write_jsonl, is the real one)."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from prm_lessons.cli import main
+from cli_run import run_cli as run
 from prm_lessons.tables import write_table
 
 
@@ -88,16 +86,6 @@ def stand_in_scorer(monkeypatch):
                 "seconds": 0.0, "nonfinite": 0}
 
     monkeypatch.setattr(SF, "score_file", score_file)
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize("kind", OUTPUT_KINDS)

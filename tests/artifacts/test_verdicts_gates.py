@@ -406,3 +406,13 @@ def test_report_reads_the_paired_table_and_the_checker_validation(tmp_path, monk
     assert "| **reproduced** |" in row_1a and "exact − MC +10.0" in row_1a
     row_4a = next(ln for ln in text.splitlines() if ln.startswith("| 4a. "))
     assert "| **reproduced** |" in row_4a and "0 of 60" in row_4a
+
+
+def test_6_without_the_recipe_prm_is_not_a_laptop_lesson_sized_by_the_mc_prm():
+    mc_only = bon((-0.031, -0.157, 0.094)).assign(prm="mc_hard")
+    row = V.lesson6_bon_vs_maj(mc_only, n_problems=32)
+    hw = (0.094 + 0.157) / 2 * 100
+    assert row.verdict == V.UNDECIDABLE and V.NOT_LAPTOP in row.reason and "no consensus-filtered PRM" in row.reason
+    assert f"~{math.ceil(32 * (hw / abs(V.L6_GAIN_POINTS)) ** 2):,} Best-of-N problems" in row.decide
+    # neither the recipe nor the MC PRM: not measured
+    assert V.lesson6_bon_vs_maj(bon((0.0, -0.1, 0.1)).assign(prm="other")).verdict == V.ABSENT

@@ -62,7 +62,7 @@ def _named(section: str, name: str) -> tuple[dict, str]:
         cfg[section][name] = dict(RG)
         return cfg, f"{section}.{name}"
     if section == "trainsets.variants":
-        cfg["trainsets"]["variants"][name] = {"source": "judge"}
+        cfg["trainsets"]["variants"][name] = {"source": "exact"}
         return cfg, f"trainsets.variants.{name}"
     if section == "prms.models":
         cfg.setdefault("prms", {}).setdefault("models", {})[name] = {"adapter": "qwen_prm", "model": "smollm2"}
@@ -155,14 +155,14 @@ def test_released_prm_named_like_a_critic_row():
 
 def test_variant_named_like_a_processbench_baseline():
     cfg = base()
-    cfg["trainsets"]["variants"]["baseline_structure"] = {"source": "judge"}
+    cfg["trainsets"]["variants"]["baseline_structure"] = {"source": "exact"}
     rejects(cfg, "trainsets.variants.baseline_structure", "reserved")
 
 
 def test_variant_named_like_a_sweep_variant_of_another_definition():
     cfg = base()
     assert 0.5 in cfg["trainsets"]["mc_threshold_sweep"]
-    cfg["trainsets"]["variants"]["mc_hard_t1of2"] = {"source": "judge"}  # the sweep would replace it
+    cfg["trainsets"]["variants"]["mc_hard_t1of2"] = {"source": "exact"}  # the sweep would replace it
     rejects(cfg, "trainsets.variants.mc_hard_t1of2", "sweep")
     # the same definition is the sweep's own variant (declared, so the sweep reuses it): fine
     cfg["trainsets"]["variants"]["mc_hard_t1of2"] = {"source": "mc", "label_type": "hard", "threshold": 0.5}

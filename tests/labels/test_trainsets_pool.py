@@ -90,7 +90,7 @@ def test_the_embedded_default_trains_every_label_source_on_the_pool():
     cfg = validate_config(_base())
     assert cfg["trainsets"]["responses"] == "constructed"
     srcs = {v["source"] for v in cfg["trainsets"]["variants"].values()}
-    assert {"exact", "mc"} <= srcs and "checker" not in srcs
+    assert {"exact", "mc"} <= srcs and not srcs & {"checker", "judge", "consensus"}
     assert 6 * cfg["audit"]["per_cell"] >= 64  # the floor for the pool
 
 
@@ -108,8 +108,11 @@ def test_the_checker_does_not_label_the_pool():
 
 def test_judge_variants_on_the_pool_need_its_judge():
     cfg = _base()
-    cfg["audit"]["judge"] = False
+    assert cfg["audit"]["judge"] is False  # the embedded default: MC only (make run-all turns the judge on)
+    cfg["trainsets"]["variants"]["judge"] = {"source": "judge"}
     _rejects(cfg, "trainsets.variants.judge.source", "audit.judge")
+    cfg["audit"]["judge"] = True
+    validate_config(cfg)
 
 
 def test_the_pool_needs_problem_sets():

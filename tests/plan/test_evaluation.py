@@ -17,13 +17,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _config(path: str = "config/config.yaml", responses: str | None = "sampled", **training) -> dict:
     """The config at `path`; responses `sampled` (the paper's design) turns the embedded default's
-    constructed pool off and adds the checker variant, which only sampled responses have."""
+    constructed pool off and adds the checker variant, which only sampled responses have, and the judge's."""
     cfg = yaml.safe_load((ROOT / path).read_text())
     cfg["training"] = {**cfg["training"], **training}
     if responses == "sampled" and cfg.get("trainsets", {}).get("responses") == "constructed":
         cfg["trainsets"]["responses"] = "sampled"
         cfg["trainsets"]["variants"] = {n: v for n, v in cfg["trainsets"]["variants"].items() if v["source"] != "exact"}
-        cfg["trainsets"]["variants"]["checker"] = {"source": "checker"}
+        cfg["trainsets"]["variants"].update({"checker": {"source": "checker"}, "judge": {"source": "judge"},
+                                             "consensus_hard": {"source": "consensus"}})
     if cfg["training"].get("mode") != "head":
         cfg["training"]["resamples"] = 0  # resample heads are head mode's only
     return validate_config(copy.deepcopy(cfg))

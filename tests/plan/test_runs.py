@@ -93,12 +93,15 @@ def test_a_second_policy_has_its_own_metrics_and_reads_its_samples_from_the_base
     assert r.inp(f"results/policies/{pol}/samples/{bench}.parquet") == f"results/policies/{pol}/samples/{bench}.parquet"
 
 
-def test_a_changed_judge_relabels_the_constructed_pool_and_nothing_sampled():
-    # the embedded default labels one constructed pool, MC and the judge in one job (rule audit_labels):
-    # a judge change relabels the pool, so every variant cut from it is the ablation's own
-    r = runs(ROOT / "config/ablations/data_source.yaml")  # judge.style, human.neutral
+def test_a_changed_judge_leaves_the_constructed_pool_to_the_base_run():
+    # the embedded default labels its pool with MC only (audit.judge off): a judge change relabels nothing
+    # there; with the judge on the pool (make run-all), MC and the judge share one job, so the pool is its own
     base = load_config(BASE)
-    assert base["trainsets"]["responses"] == "constructed"
+    assert base["trainsets"]["responses"] == "constructed" and not base["audit"]["judge"]
+    r = runs(ROOT / "config/ablations/data_source.yaml")  # judge.style, human.neutral
+    assert not r.own("results/labels/audit/labels/shard0of1.parquet") and not r.own("results/trainsets/mc_hard.parquet")
+    assert r.own("results/trainsets/human.parquet")
+    r = runs(ROOT / "config/all.yaml", ROOT / "config/ablations/data_source.yaml")
     assert r.own("results/labels/audit/labels/shard0of1.parquet")
     assert r.own("results/trainsets/judge.parquet") and r.own("results/trainsets/mc_hard.parquet")
     bench = next(iter(base["benchmarks"]))
@@ -108,7 +111,8 @@ def test_a_changed_judge_relabels_the_constructed_pool_and_nothing_sampled():
 def test_a_changed_label_source_moves_only_what_reads_it(tmp_path):
     # sampled training responses (the paper's design): MC and the judge are jobs of their own
     sampled = tmp_path / "sampled.yaml"
-    sampled.write_text("trainsets:\n  responses: sampled\n  variants:\n    exact: {enabled: false}\n")
+    sampled.write_text("trainsets:\n  responses: sampled\n  variants:\n    exact: {enabled: false}\n"
+                       "    judge: {source: judge}\n    consensus_hard: {source: consensus}\n")
     r = runs(sampled, ROOT / "config/ablations/data_source.yaml")
     train = next(iter(load_config(BASE)["problems"]))
     assert r.inp(f"results/labels/mc/{train}.parquet") == f"results/labels/mc/{train}.parquet"

@@ -131,11 +131,11 @@ def _planned_files(workdir, configfiles):
 # per shipped ablation: upstream rules it must rerun (its own copies) and those it must read from the base run
 SIDE_BY_SIDE = {
     "aggregation": (set(), UPSTREAM),
-    # the embedded default labels its constructed pool in one job (rule audit_labels: MC and the judge)
+    # the embedded default labels its constructed pool with MC only (rule audit_labels; the judge: run-all)
     "best_of_n": ({"sample", "score_samples"}, {"audit_labels", "judge", "human_labels", "trainset", "train_prm",
                                                 "score_processbench", "critic_processbench"}),
-    "data_source": ({"judge", "human_labels", "audit_labels", "trainset", "train_prm", "score_samples"},
-                    {"sample", "grade_samples", "audit_slice"}),
+    "data_source": ({"judge", "human_labels", "trainset", "train_prm", "score_samples"},
+                    {"sample", "grade_samples", "audit_slice", "audit_labels"}),
     "hard_vs_soft": ({"train_prm", "score_samples", "score_processbench"},
                      {"sample", "audit_labels", "judge", "human_labels", "trainset"}),
     "mc_threshold": ({"trainset", "train_prm", "score_samples"},

@@ -1021,6 +1021,22 @@ def problems_needed(half_width: float, gain: float, n_now: int | None) -> str:
     return f"~{factor:.0f}× this run's Best-of-N problems (half-width × sqrt(n_now / n) < {abs(gain):.1f} points)"
 
 
+def _no_recipe(ba: dict, fmt: Fmt, prm: str, bon: pd.DataFrame, n_problems: int | None) -> Verdict:
+    """Lesson 6 without the recipe's PRM (a run that trains no consensus PRM: its judge cannot filter): the
+    size that would decide it from the per-problem spread of the MC PRM's paired difference to maj@N, the
+    same problems and N (fixed in advance: `mc_hard`, the filter's input)."""
+    diff = ba["paired"].get(MC)
+    if diff is None or not diff.has_ci:
+        return _absent(L6, L6_PAPER, f"no Best-of-N row for the recipe's PRM `{prm}`", L6_DECIDE)
+    hw = (diff.hi - diff.lo) / 2 * fmt.scale
+    measured = (f"no recipe PRM (`{prm}`: consensus filtering needs a judge, and this run trains none on it); "
+                f"the MC PRM `{MC}` − maj@{ba['N']} {fmt.diff(diff)} points (paired) sets the spread")
+    reason = (f"{NOT_LAPTOP}: no consensus-filtered PRM here, and at this run's spread the paired interval's "
+              f"half-width is {hw:.1f} points against the paper's gain of {L6_GAIN_POINTS:+.1f}")
+    return Verdict(L6, L6_PAPER, measured, UNDECIDABLE, reason,
+                   problems_needed(hw, L6_GAIN_POINTS, _n_problems(bon, n_problems)))
+
+
 def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", prm: str = RECIPE,
                        trainsets: pd.DataFrame | None = None, processbench: pd.DataFrame | None = None,
                        paired: pd.DataFrame | None = None, n_problems: int | None = None) -> Verdict:
@@ -1041,7 +1057,7 @@ def lesson6_bon_vs_maj(bon: pd.DataFrame | None, aggregation: str = "product", p
                                     errors="coerce")))
     acc, diff, maj = ba["acc"].get(prm), ba["paired"].get(prm), ba["maj"].get(prm)
     if acc is None:
-        return _absent(L6, L6_PAPER, f"no Best-of-N row for the recipe's PRM `{prm}`", L6_DECIDE)
+        return _no_recipe(ba, fmt, prm, bon, n_problems)
     n_val, col = ba["N"], ba["metric"]
     measured = f"`{prm}` {col}@{n_val} {fmt.est(acc)}" + (f", maj@{n_val} {fmt.est(maj)}" if maj is not None else "")
     if diff is not None:

@@ -162,7 +162,8 @@ class _Fingerprints:
 
     def _audit(self, m, path):
         c = self.c
-        return [c["audit"], c["mc"], c["judge"], c["consensus"], c["sampling"], c["grading"],
+        judge = c["judge"] if c["audit"].get("judge", True) else None  # audit.judge off: no judge call on it
+        return [c["audit"], c["mc"], judge, c["consensus"], c["sampling"], c["grading"],
                 self._model(role_model(c, "completer")), self._data_policies(), self._eval_sets()]
 
     def _judge_pb(self, m, path):
