@@ -407,8 +407,13 @@ def _check_bon(c) -> None:
 
 def _check_judge_template(c) -> None:
     """judge.template paper_app_c: the paper's prompt is in the paper's format (style paper), replaces the
-    project's text (no template_path beside it) and is checked against at least one pinned value."""
+    project's text (no template_path beside it) and is checked against at least one pinned value. A fallback copy
+    of the source names, in its url, the commit it is pinned at."""
     judge = c.judge
+    for i, fb in enumerate(judge.paper_template.fallbacks):
+        if fb.commit.lower() not in fb.url.lower():
+            raise fail(f"judge.paper_template.fallbacks.{i}.url", f"does not read the copy at its commit {fb.commit} "
+                                                                 "(a branch's copy can change under the pin)")
     if judge.template != "paper_app_c":
         return
     if judge.style != "paper":

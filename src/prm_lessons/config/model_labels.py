@@ -60,6 +60,17 @@ class Mc(Section):
             '`shards` jobs.'))
 
 
+class JudgePaperTemplateFallback(Section):
+    url: Annotated[str, Field(min_length=1)] = Field(
+        description=(
+            "A public copy of the paper's source (or of the prompt as plain text) at a fixed commit, e.g. a raw "
+            "GitHub file; tried when the primary url cannot be fetched."))
+    commit: Annotated[str, Field(pattern='^[0-9a-fA-F]{40}$')] = Field(
+        description="The commit the url reads the copy at (its 40 hex digits appear in the url).")
+    sha256: Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')] = Field(
+        description="sha256 of the copy's bytes (always checked: a fallback is never used unpinned).")
+
+
 class JudgePaperTemplate(Section):
     url: Annotated[str, Field(min_length=1)] = Field(
         default='https://arxiv.org/e-print/2501.07301v2',
@@ -76,6 +87,12 @@ class JudgePaperTemplate(Section):
             "sha256 of the extracted prompt's words (every whitespace run as one space; "
             'prm_lessons.labels.paper_prompt.words_sha256): the words App. C prints (taken from the '
             "text of the v2 PDF, pp. 16-18), whatever the source's line layout. null: not checked."))
+    fallbacks: list[JudgePaperTemplateFallback] = Field(
+        default_factory=list,
+        description=(
+            "Pinned public copies tried in order when the url cannot be fetched (no network to arXiv, an "
+            "outage): each read at a commit and checked against its sha256; the prompt's words are checked "
+            "against text_sha256 as from the url. A url that is fetched but fails its checks is not replaced."))
 
 
 class Judge(Section):

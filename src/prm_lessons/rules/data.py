@@ -48,17 +48,51 @@ def critique_template(*, inputs: dict, outputs: dict, params: dict, wildcards: d
              file_digests(outputs["file"])["sha256"])
 
 
+def fetch_paper_source(spec: dict, dest: Path) -> tuple[str, dict]:
+    """The paper's source named by judge.paper_template → `dest`: its url with its own checks, else (the url
+    could not be fetched: no route to arXiv, an outage) each pinned fallback in turn, read at its commit and
+    checked against its sha256. A source that is fetched but fails its checks raises: never replaced by a
+    fallback. (the url the source came from, the checks it passed.)"""
+    checks = {k: spec.get(k) for k in ("sha256", "git_blob_sha1")}
+    try:
+        fetch_file(spec["url"], dest, checks, "the paper's source (judge.paper_template)")
+        return spec["url"], checks
+    except OSError as err:  # urllib's URLError and a missing file are OSErrors; a checksum mismatch is not
+        fallbacks = spec.get("fallbacks") or []
+        if not fallbacks:
+            raise
+        log.warning("judge.paper_template.url %s could not be fetched (%s): trying its %d pinned fallback(s)",
+                    spec["url"], err, len(fallbacks))
+        last = err
+    for i, fb in enumerate(fallbacks):
+        if fb["commit"].lower() not in fb["url"].lower():
+            raise ValueError(f"judge.paper_template.fallbacks.{i}.url {fb['url']} does not name its commit "
+                             f"{fb['commit']}")
+        try:
+            fetch_file(fb["url"], dest, {"sha256": fb["sha256"]},
+                       f"the paper's source (judge.paper_template.fallbacks.{i}, commit {fb['commit']})")
+        except OSError as err:
+            log.warning("judge.paper_template.fallbacks.%d %s could not be fetched (%s)", i, fb["url"], err)
+            last = err
+            continue
+        log.warning("the paper's source read from fallback %d: %s at commit %s (sha256 checked)", i, fb["url"],
+                    fb["commit"])
+        return fb["url"], {"sha256": fb["sha256"]}
+    raise OSError(f"judge.paper_template: neither {spec['url']} nor any of its {len(fallbacks)} fallbacks could "
+                  f"be fetched (last: {last})")
+
+
 def judge_template(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `judge_template`: the paper's App. C judge prompt → resources/templates/ as a template with the
-    judge's placeholders, read from the source judge.paper_template names (fetched and checksummed; the
-    source itself is not kept)."""
+    judge's placeholders, read from the source judge.paper_template names (fetched and checksummed, or, when
+    it cannot be fetched, a pinned fallback copy; the source itself is not kept)."""
     spec = params["spec"]
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "source"
-        fetch_file(spec["url"], src, spec, "the paper's source (judge.paper_template)")
+        url, checked = fetch_paper_source(spec, src)
         digests = file_digests(src)
         for key in ("sha256", "git_blob_sha1"):
-            if not spec.get(key):  # not pinned yet: the value to pin, for whoever fetched it first
+            if not checked.get(key) and url == spec["url"]:  # not pinned yet: the value to pin
                 log.warning("judge.paper_template.%s is null: the source was not checked; its %s is %s "
                             "(pin it in the config)", key, key, digests[key])
         template, words = paper_template(src, spec.get("text_sha256"))
@@ -66,7 +100,7 @@ def judge_template(*, inputs: dict, outputs: dict, params: dict, wildcards: dict
         log.warning("judge.paper_template.text_sha256 is null: the prompt's words were not checked; they "
                     "digest to %s", words)
     write_text_atomic(outputs["file"], template)  # read as is by labels.judge.load_template
-    log.info("App. C prompt: %s (sha256 %s) -> %s, %d characters, words digest %s\n%s", spec["url"],
+    log.info("App. C prompt: %s (sha256 %s) -> %s, %d characters, words digest %s\n%s", url,
              digests["sha256"], outputs["file"], len(template), words, template)
 
 

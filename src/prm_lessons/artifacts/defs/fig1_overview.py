@@ -19,13 +19,18 @@ from prm_lessons.artifacts.cells import (
 )
 from prm_lessons.artifacts.inputs import csv_or_empty, read_bon, read_pb
 from prm_lessons.artifacts.plots import (
+    BOOTSTRAP_CI,
     ORIGIN_PAPER,
     ORIGIN_RUN,
+    bar_limits,
     draw_bars,
     emit_figure,
     figure_style,
     figure_width,
+    finish_layout,
+    legend_small,
     mark_empty,
+    origin_label,
     origin_title,
     run_and_paper,
     short_name,
@@ -80,19 +85,24 @@ def build_fig1(bon, pb, baselines, pub, params):
 
 def plot_fig1(cells: pd.DataFrame, pub: Mapping, params: Mapping):
     """Figure 1: per PRM, Best-of-N average accuracy and ProcessBench average F1 (two bar panels, PRMs in
-    one order, by Best-of-N), this run above the paper; pass@N / maj@N as labelled lines on the Best-of-N
-    panels, o1-mini's published ProcessBench F1 on the ProcessBench panels (in this run's: "published, not
-    run here")."""
+    one order, by Best-of-N), this run above the paper; pass@N / maj@N as lines on the Best-of-N panels,
+    o1-mini's published ProcessBench F1 on the ProcessBench panels (in this run's: "published, not run
+    here"). The lines are named, with their values, in the panel's legend above it: a label drawn on a line
+    would cover the bars' value labels."""
     plt, sns = figure_style(params)
+    from matplotlib.lines import Line2D  # lazy: as in figure_style
+
     cols = {"bon_average": "BoN avg. acc. (%)", "processbench_f1": "ProcessBench avg. F1 (%)"}
     data = run_and_paper(cells, published_long(pub, "fig1"), cols)
     data["name"] = data["name"].map(lambda s: short_name(s, 30))
     lines = data[data["key"].isin(REFERENCE_KEYS)]
     bars = data[~data["key"].isin(REFERENCE_KEYS)].dropna(subset=["value"])
     n_rows = max([bars[bars["origin"] == o]["name"].nunique() for o in (ORIGIN_RUN, ORIGIN_PAPER)] + [1])
-    fig, axes = plt.subplots(2, 2, figsize=(2 * figure_width(params), 0.6 + 2 * (0.14 * n_rows + 0.5)), squeeze=False)
+    fig, axes = plt.subplots(2, 2, figsize=(2 * figure_width(params), 1.2 + 2 * (0.14 * n_rows + 0.7)),
+                             squeeze=False)
     styles = {"pass": ("0.2", ":"), "maj": ("0.45", "--"), "o1_mini": ("tab:red", "-.")}
-    o1_paper = lines[(lines["origin"] == ORIGIN_PAPER) & (lines["key"] == "o1_mini")]
+    o1_paper = lines[(lines["origin"] == ORIGIN_PAPER) & (lines["key"] == "o1_mini")
+                     & (lines["column"] == "processbench_f1")].dropna(subset=["value"])
     for i, origin in enumerate((ORIGIN_RUN, ORIGIN_PAPER)):
         mine = bars[bars["origin"] == origin]
         order = list(mine[mine["column"] == "bon_average"].sort_values("value")["name"])
@@ -107,20 +117,22 @@ def plot_fig1(cells: pd.DataFrame, pub: Mapping, params: Mapping):
                 mark_empty(ax, f"{origin}: no {xlabel.split(' (')[0]} rows")
                 continue
             draw_bars(ax, sns, d, "name", "value", order=[n for n in order if n in set(d["name"])], horizontal=True)
+            handles = []
             for _, r in ref.iterrows():
                 colour, ls = styles.get(r["key"], ("0.3", "--"))
                 text = ("o1-mini (published, not run here)" if r["key"] == "o1_mini" and origin == ORIGIN_RUN
                         else str(r["name"]).split(" (")[0]) + f" {float(r['value']):.1f}"
                 ax.axvline(float(r["value"]), color=colour, ls=ls, lw=0.8)
-                ax.text(float(r["value"]), 0.99, text, transform=ax.get_xaxis_transform(), rotation=90, ha="right",
-                        va="top", fontsize=4.5, color=colour,
-                        bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
+                handles.append(Line2D([], [], color=colour, ls=ls, lw=0.8, label=text))
             ax.set_ylabel("")
             ax.set_xlabel(xlabel if i == 1 else "")
             ax.tick_params(axis="y", labelsize=5)
-            ax.set_xlim(0, 100)
-            origin_title(ax, origin)
-    fig.tight_layout(rect=(0, 0.03, 1, 1), h_pad=0.6, w_pad=0.8)
+            bar_limits(ax, pd.concat([d["value"], d["ci_high"]]), horizontal=True, at_least=100, room=0.15)
+            if handles:
+                legend_small(ax, origin_label(origin), ncol=len(handles), outside=True, handles=handles)
+            else:
+                origin_title(ax, origin)
+    finish_layout(fig, "fig1", params, BOOTSTRAP_CI, h_pad=0.6, w_pad=0.8)
     return fig
 
 

@@ -9,13 +9,15 @@ import pandas as pd
 from prm_lessons.artifacts.cells import bon_avg_cells, finish_cells, pb_avg_cells, summary_cells
 from prm_lessons.artifacts.inputs import csv_or_empty, read_bon, read_pb
 from prm_lessons.artifacts.plots import (
+    BOOTSTRAP_CI,
     ORIGIN_PAPER,
     ORIGIN_RUN,
     emit_figure,
     figure_style,
     figure_width,
-    legend_small,
+    finish_layout,
     mark_empty,
+    origin_label,
     run_and_paper,
 )
 from prm_lessons.artifacts.published import load_published, published_long
@@ -69,26 +71,43 @@ def build_fig5(bon, pb, sweep: Iterable | pd.DataFrame | None, pub, params):
 
 
 def plot_fig5(cells: pd.DataFrame, pub: Mapping, params: Mapping):
-    """Figure 5: metric against the MC threshold, this run and the paper as two lines."""
+    """Figure 5: metric against the MC threshold, this run (with its intervals, where its cells have them) and
+    the paper as two lines; one legend across the top."""
     plt, sns = figure_style(params)
+    from matplotlib.lines import Line2D  # lazy: as in figure_style
+
     cols = {"bon_average": "BoN mean acc. (%)", "processbench_f1": "ProcessBench F1 (%)"}
     data = run_and_paper(cells, published_long(pub, "fig5"), cols)
-    data["origin"] = data["origin"].map({ORIGIN_RUN: ORIGIN_RUN, ORIGIN_PAPER: "paper"})
-    fig, axes = plt.subplots(1, 2, figsize=(figure_width(params), 1.9), squeeze=False)
+    colours = dict(zip((ORIGIN_RUN, ORIGIN_PAPER), sns.color_palette(params["figure"]["palette"], 2)))
+    markers = {ORIGIN_RUN: "o", ORIGIN_PAPER: "s"}
+    fig, axes = plt.subplots(1, 2, figsize=(figure_width(params), 2.1), squeeze=False)
+    drawn, with_ci = set(), False
     for j, (col, ylabel) in enumerate(cols.items()):
         ax = axes[0][j]
         d = data[data["column"] == col].dropna(subset=["threshold"])
         if d.empty:
             mark_empty(ax, "no threshold-sweep rows")
             continue
-        sns.lineplot(data=d, x="threshold", y="value", hue="origin", style="origin", markers=True, dashes=False,
-                     hue_order=[o for o in (ORIGIN_RUN, "paper") if o in set(d["origin"])], ax=ax, markersize=3,
-                     linewidth=0.9)
+        for origin in (ORIGIN_RUN, ORIGIN_PAPER):
+            o = d[d["origin"] == origin].dropna(subset=["value"]).sort_values("threshold")
+            if o.empty:
+                continue
+            drawn.add(origin)
+            ax.plot(o["threshold"], o["value"], marker=markers[origin], markersize=3, lw=0.9, color=colours[origin])
+            ci = o.dropna(subset=["ci_low", "ci_high"])
+            if len(ci):
+                with_ci = True
+                err = [(ci["value"] - ci["ci_low"]).clip(lower=0), (ci["ci_high"] - ci["value"]).clip(lower=0)]
+                ax.errorbar(ci["threshold"], ci["value"], yerr=err, fmt="none", ecolor=colours[origin],
+                            elinewidth=0.6, capsize=1.5)
         ax.set_xlabel("MC threshold (hard labels)")
         ax.set_ylabel(ylabel)
         ax.set_xticks([0, 0.25, 0.5, 0.75])
-        legend_small(ax, None, loc="best")
-    fig.tight_layout(rect=(0, 0.05, 1, 1), w_pad=0.6)
+        ax.margins(x=0.08)
+    handles = [Line2D([], [], color=colours[o], marker=markers[o], markersize=3, lw=0.9,
+                      label=(f"{o} (whiskers: 95% interval)" if o == ORIGIN_RUN and with_ci else origin_label(o)))
+               for o in (ORIGIN_RUN, ORIGIN_PAPER) if o in drawn]
+    finish_layout(fig, "fig5", params, BOOTSTRAP_CI if with_ci else None, legend=(handles, 2), w_pad=0.6)
     return fig
 
 

@@ -11,12 +11,16 @@ from prm_lessons.artifacts.cells import finish_cells
 from prm_lessons.artifacts.plots import (
     ORIGIN_PAPER,
     ORIGIN_RUN,
+    WILSON_CI,
+    bar_limits,
     draw_bars,
     emit_figure,
     figure_style,
     figure_width,
+    finish_layout,
     legend_small,
     mark_empty,
+    origin_label,
     origin_title,
 )
 from prm_lessons.artifacts.published import load_published, lookup, paper_column, published_long
@@ -58,7 +62,8 @@ def build_fig6(rates: pd.DataFrame, pub, params):
 
 def plot_fig6(cells: pd.DataFrame, pub: Mapping, params: Mapping):
     """Figure 6: flawed-process rate among correct answers; this run (judge on the policy's samples,
-    ProcessBench's annotation of its cases) over the paper (human annotation, ProcessBench)."""
+    ProcessBench's annotation of its cases) over the paper (human annotation, ProcessBench). This run's bars
+    carry their n (a share of 3 responses is not one of 300), the panels' legends sit above them."""
     plt, sns = figure_style(params)
     pub_long = published_long(pub, "fig6")
     run = cells.copy()
@@ -69,20 +74,20 @@ def plot_fig6(cells: pd.DataFrame, pub: Mapping, params: Mapping):
                                          "processbench": "ProcessBench annotation"})
     paper["x"] = paper["column"].map(lambda c: pub["columns"].get(c, c))
     paper["ci_low"] = paper["ci_high"] = np.nan
-    fig, axes = plt.subplots(2, 1, figsize=(figure_width(params), 3.4), squeeze=False)
+    fig, axes = plt.subplots(2, 1, figsize=(figure_width(params), 3.8), squeeze=False)
     for i, (origin, d) in enumerate(((ORIGIN_RUN, run), (ORIGIN_PAPER, paper))):
         ax = axes[i][0]
         if d.empty:
             mark_empty(ax, f"{origin}: no rates (no judge labels or ProcessBench cases)")
             continue
-        draw_bars(ax, sns, d, "x", "value", hue="series")
+        draw_bars(ax, sns, d, "x", "value", hue="series", show_n=origin == ORIGIN_RUN)
         ax.set_xlabel("")
         ax.set_ylabel("flawed process among\ncorrect answers (%)")
-        top = max(10.0, float(d["ci_high"].max() if d["ci_high"].notna().any() else 0), float(d["value"].max()))
-        ax.set_ylim(0, min(100.0, top * 1.2) if top * 1.2 < 100 else 115)
-        legend_small(ax, None, ncol=2, loc="upper left")
-        origin_title(ax, origin)
-    fig.tight_layout(rect=(0, 0.03, 1, 1), h_pad=0.8)
+        bar_limits(ax, pd.concat([d["value"], d["ci_high"]]), at_least=10, room=0.25)
+        legend_small(ax, origin_label(origin), ncol=2, outside=True)
+        if ax.get_legend() is None:
+            origin_title(ax, origin)
+    finish_layout(fig, "fig6", params, WILSON_CI, h_pad=0.8)
     return fig
 
 

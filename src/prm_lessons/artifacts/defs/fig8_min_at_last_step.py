@@ -11,10 +11,13 @@ from prm_lessons.artifacts.cells import finish_cells
 from prm_lessons.artifacts.plots import (
     ORIGIN_PAPER,
     ORIGIN_RUN,
+    WILSON_CI,
+    bar_limits,
     draw_bars,
     emit_figure,
     figure_style,
     figure_width,
+    finish_layout,
     legend_small,
     mark_empty,
     origin_title,
@@ -128,18 +131,17 @@ def plot_fig8(cells: pd.DataFrame, pub: Mapping, params: Mapping):
         if i == 0:
             draw_bars(ax, sns, d, "name", "value", hue="series", order=list(dict.fromkeys(d["name"])),
                       hue_order=hue_order, horizontal=True)
-            legend_small(ax, None, ncol=1, outside=True)
+            legend_small(ax, ORIGIN_RUN, ncol=1, outside=True)
         else:
             draw_bars(ax, sns, d.sort_values("value"), "name", "value", horizontal=True)
-        ax.set_ylabel(origin if i == 0 else "", fontsize=6)  # the legend sits where its title would
-        ax.set_xlabel("min. step score on the final step (%)" + (" (chance: scores shuffled)"
-                                                                  if i == 0 else ""), fontsize=5)
+        ax.set_ylabel("")  # this run: its legend above it is titled so
+        ax.set_xlabel("min. step score on the final step (%)" + ("\n(chance: scores shuffled)" if i == 0 else ""),
+                      fontsize=5)
         ax.tick_params(axis="y", labelsize=5)
         if i == 1:
             origin_title(ax, origin)
-        top = float(np.nanmax(d[["value", "ci_high"]].to_numpy(dtype=float))) if d["value"].notna().any() else 0.0
-        ax.set_xlim(0, min(105, max(10, top * 1.2)))
-    fig.tight_layout(rect=(0, 0.03, 1, 1), h_pad=0.5)
+        bar_limits(ax, pd.concat([d["value"], d["ci_high"]]), horizontal=True, at_least=10, room=0.3)
+    finish_layout(fig, "fig8", params, WILSON_CI, h_pad=0.5)
     return fig
 
 
