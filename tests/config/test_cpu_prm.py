@@ -132,10 +132,10 @@ def test_an_error_names_the_file_that_set_the_key(tmp_path):
                                                                       "model": "my_prm"}}}}))
     with pytest.raises(ConfigError) as e:
         load_config(ROOT / "config/config.yaml", overlay)
-    assert f"config error at `models.my_prm.gpu` (in {overlay}): unknown key; did you mean `gpus`?" in str(e.value)
+    assert f"{overlay}: config error at `models.my_prm.gpu`: unknown key; did you mean `gpus`?" in str(e.value)
     # a missing key: the file that set its deepest given parent
     overlay.write_text(yaml.safe_dump({"models": {"my_prm": {"source": "hub"}}}))
-    with pytest.raises(ConfigError, match=rf"`models\.my_prm\.id` \(in {overlay}\): missing required value"):
+    with pytest.raises(ConfigError, match=rf"{overlay}: config error at `models\.my_prm\.id`: missing required value"):
         load_config(ROOT / "config/config.yaml", overlay)
     # a key only the base file sets: the base file; both set it: the later one (the merge keeps it)
     first = tmp_path / "first.yaml"
@@ -143,8 +143,8 @@ def test_an_error_names_the_file_that_set_the_key(tmp_path):
     cfg["sampling"]["top_p"] = 1.5
     first.write_text(yaml.safe_dump(cfg))
     overlay.write_text(yaml.safe_dump({"sampling": {"n": 2}}))
-    with pytest.raises(ConfigError, match=rf"`sampling\.top_p` \(in {first}\)"):
+    with pytest.raises(ConfigError, match=rf"{first}: config error at `sampling\.top_p`"):
         load_config(first, overlay)
     overlay.write_text(yaml.safe_dump({"sampling": {"top_p": 2}}))
-    with pytest.raises(ConfigError, match=rf"`sampling\.top_p` \(in {overlay}\)"):
+    with pytest.raises(ConfigError, match=rf"{overlay}: config error at `sampling\.top_p`"):
         load_config(first, overlay)

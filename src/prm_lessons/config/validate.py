@@ -50,15 +50,16 @@ def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:
     return validate_config(merged, files=paths)
 
 
-_AT = re.compile(r"config error at `([^`]*)`")
+_AT = re.compile(r"^config error at `([^`]*)`", re.M)
 
 
 def name_files(message: str, files) -> str:
-    """`message` with ` (in <file>)` after each `config error at `<path>`` whose key (or, for a missing key,
-    its deepest given parent) a file sets: the last such file, as the merge keeps the last."""
+    """`message` with `<file>: ` before each `config error at `<path>`` line whose key (or, for a missing
+    key, its deepest given parent) a file sets: the last such file, as the merge keeps the last (the
+    loader's own errors start with the file too)."""
     def where(match: re.Match) -> str:
         found = key_file(match.group(1), files)
-        return match.group(0) + (f" (in {found})" if found else "")
+        return (f"{found}: " if found else "") + match.group(0)
     return _AT.sub(where, message)
 
 
