@@ -164,7 +164,7 @@ def mp_method(monkeypatch):
 
 
 def test_run_py_has_vllm_spawn_in_a_gpu_job(tmp_path, fake_rule, mp_method, monkeypatch):
-    monkeypatch.setattr(hardware, "require_gpus", lambda rule, asked: None)  # as on a node with the GPU
+    monkeypatch.setattr(hardware, "require_gpus", lambda rule, asked, keys=None: None)  # as on a node with the GPU
     _run_rule(tmp_path, 1, func="_fake_vllm_rule:rule")
     assert mp_method == ["spawn"]  # set before the rule function ran
 
@@ -196,3 +196,51 @@ def test_cpu_engine_process_starts_vllm_as_a_gpu_job_does(monkeypatch, process):
     assert hardware.vllm_cpu_setup({"tensor_parallel_size": 1, "cpu_engine_process": process}) is True
     assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == ("1" if process else "0")
     assert os.environ.get(hardware.MP_METHOD_ENV) == ("spawn" if process else None)
+
+
+def test_the_gpu_error_names_the_config_key(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(hardware.GPUNotFoundError) as e:
+        hardware.require_gpus("score_samples", _more_than_here(), ["models.my_prm.gpus"])
+    assert "set `models.my_prm.gpus: 0` in the config to run it on CPU" in str(e.value)
+
+
+def test_gpu_keys_read_the_jobs_params():
+    config = {"models": {"my_prm": {"source": "hub", "gpus": None, "tensor_parallel_size": 1},
+                         "smollm2": {"source": "embedded"}, "cpu": {"source": "hub", "gpus": 0},
+                         "judge": {"source": "hub", "gpus": 2}}}
+    prm = {"adapter": "token_classification", "model": "my_prm", "trained": False}
+    assert hardware.gpu_keys("score_samples", {"func": "x", "spec": prm}, config) == ["models.my_prm.gpus"]
+    assert hardware.gpu_keys("score_samples", {"spec": {"adapter": "trained", "trained": True}}, config) == [
+        "training.gpus_scoring"]
+    # a model entry (config.model_entry names it), a critic spec; models that ask for none are left out
+    entry = {**config["models"]["judge"], "name": "judge"}
+    assert hardware.gpu_keys("judge", {"model_entry": entry, "model_dir": "d"}, config) == ["models.judge.gpus"]
+    assert hardware.gpu_keys("critic_processbench", {"spec": {"model": "judge"}}, config) == ["models.judge.gpus"]
+    assert hardware.gpu_keys("search_greedy", {"model": {**config["models"]["cpu"], "name": "cpu"}, "spec": prm},
+                             config) == ["models.my_prm.gpus"]
+    assert hardware.gpu_keys("sample", {"model": {"source": "embedded", "name": "smollm2"}}, config) == []
+    assert hardware.gpu_keys("train_prm", {}, config) == ["training.gpus"]
+    assert hardware.gpu_keys("score_samples", {"spec": prm}) == ["models.my_prm.gpus"]  # no config: unfiltered
+
+
+def test_run_py_names_the_key_of_a_gpu_rule(tmp_path, fake_rule, monkeypatch, capfd):
+    import runpy
+    from types import SimpleNamespace
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    items = SimpleNamespace(items=lambda: {}.items())
+    spec = {"adapter": "token_classification", "model": "my_prm", "trained": False}
+    fake = SimpleNamespace(scriptdir=str(ROOT / "workflow/scripts"), log=[str(tmp_path / "job.log")],
+                           params=SimpleNamespace(items=lambda: {"func": "_fake_rule:rule", "spec": spec}.items()),
+                           input=items, output=items, wildcards=items, threads=1, rule="score_samples",
+                           resources={"gpu": 1}, config={"models": {"my_prm": {"source": "hub", "gpus": 1}}})
+    out, err = sys.stdout, sys.stderr
+    try:
+        with pytest.raises(hardware.GPUNotFoundError):
+            runpy.run_path(str(ROOT / "workflow/scripts/run.py"), init_globals={"snakemake": fake},
+                           run_name="__main__")
+    finally:
+        sys.stdout, sys.stderr = out, err
+    assert "`models.my_prm.gpus: 0`" in (tmp_path / "job.log").read_text()
+    assert "prm-lessons: rule score_samples: " in capfd.readouterr().err  # one line on the console too

@@ -139,10 +139,15 @@ def test_a_branch_revision_resolves_to_the_cached_commit(tmp_path, offline):
 
 
 def test_offline_without_the_snapshot_is_a_clear_error(tmp_path, offline):
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    with pytest.raises(LocalEntryNotFoundError):
-        hub.download_model("org/absent", SHA, tmp_path / "m", cache_dir=str(tmp_path / "hub"))
+    """`make run` sets HF_HUB_OFFLINE=1: a Hub model not yet cached is one line saying what to set."""
+    with pytest.raises(hub.HubOfflineError) as e:
+        hub.download_model("org/absent", SHA, tmp_path / "m", cache_dir=str(tmp_path / "hub"), key="models.my_prm")
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"models.my_prm: org/absent@{SHA} is not in the Hugging Face cache")
+    assert "HF_HUB_OFFLINE=0" in msg
+    assert f"`hf download org/absent --revision {SHA} --cache-dir {tmp_path / 'hub'}`" in msg
+    assert "point `models.my_prm` at a folder holding the model (`source: local`" in msg
+    assert e.value.__cause__ is None and e.value.__suppress_context__  # no huggingface_hub traceback under it
     with pytest.raises(ValueError, match="no revision"):
         hub.download_model("org/absent", None, tmp_path / "m", cache_dir=str(tmp_path / "hub"))
 
@@ -292,3 +297,13 @@ def test_download_rule_runs_offline_from_a_filled_cache(tmp_path):
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == \
         ["config.json", "pytorch_model.bin", "tokenizer.json"]  # .bin-only repo; no code, no misc/
     assert (out / ".revision").read_text().strip() == rev
+
+
+def test_rule_download_model_names_the_model_key(tmp_path, offline):
+    from prm_lessons.rules import models as rules
+
+    with pytest.raises(hub.HubOfflineError, match=r"^models\.my_prm: org/absent@"):
+        rules.download_model(inputs={}, outputs={"model_dir": str(tmp_path / "m")},
+                             params={"entry": {"id": "org/absent", "revision": SHA},
+                                     "cache_dir": str(tmp_path / "hub")},
+                             wildcards={"model": "my_prm"}, threads=1)

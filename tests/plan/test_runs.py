@@ -183,3 +183,15 @@ def test_a_resized_pool_owns_its_training_features_and_reads_the_cases_features(
     assert r.own(f"results/features/{plan.TRAINING_FEATURES_SOURCE}.safetensors")
     assert r.own("results/labels/audit/slice.parquet") and r.own("results/trainsets/exact.parquet")
     assert not r.own("results/features/processbench/cases.parquet".replace(".parquet", ".safetensors"))
+
+
+def test_an_overlay_keeping_the_base_run_name_is_said(tmp_path):
+    """docs/evaluate-your-prm.md's overlay has no run: of its own: the dry run says it rewrites the base
+    run's tables; an ablation with its own name, or one file, says nothing."""
+    mine = overlay(tmp_path, "prms: {max_length: 512}\n")
+    line = plan.overlay_warning([BASE, mine], load_config(BASE, mine))
+    assert line.startswith("prm-lessons: warning: ") and "\n" not in line
+    assert f"{mine} keeps the run.name of {BASE} ('embedded')" in line and "run: {name:" in line
+    abl = ROOT / "config/ablations/best_of_n.yaml"
+    assert plan.overlay_warning([BASE, abl], load_config(BASE, abl)) is None
+    assert plan.overlay_warning([BASE], load_config(BASE)) is None

@@ -42,3 +42,23 @@ def test_embedded_dry_run_scores_the_declared_prm(tmp_path):
                                                  "table7_processbench_main", "fig1_overview")}
     assert "results/tables/bon.csv" in reads["table6_bon_main"] & reads["table13_scoring_strategies"]
     assert "results/tables/processbench.csv" in reads["table7_processbench_main"] & reads["fig1_overview"]
+
+
+def test_the_docs_hub_prm_plans_on_cpu_beside_the_embedded_default(tmp_path):
+    """docs/evaluate-your-prm.md's overlay, as written, layered on the embedded default (a CPU run): its
+    scoring jobs ask for no GPU, its model is fetched by rule download_model, and the dry run says the
+    overlay keeps the base run's name."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs/evaluate-your-prm.md").read_text()
+    overlay = tmp_path / "my_prm.yaml"
+    overlay.write_text(re.search(r"```yaml\n(.*?)```", doc, re.S).group(1))
+    p = plan(("config/config.yaml", str(overlay)))
+    scoring = [j for j in p.jobs if j.rule in ("score_samples", "score_processbench")
+               and j.wildcards.get("prm") == "my_prm"]
+    assert {j.rule for j in scoring} == {"score_samples", "score_processbench"}
+    assert all(j.resources.get("gpu") == 0 for j in scoring), [j.resources for j in scoring]
+    assert [j.wildcards.get("model") for j in p.of("download_model")] == ["my_prm"]
+    assert f"prm-lessons: warning: {overlay} keeps the run.name of {root / 'config/config.yaml'} ('embedded')" in p.out

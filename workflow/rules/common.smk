@@ -18,7 +18,8 @@ from prm_lessons.config import (
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths  # noqa: E402
 
 check_config_files(workflow.configfiles)  # repeated keys, YTE, alias bombs: errors naming the file
-config = validate_config(config)  # the models in src/prm_lessons/config/ are the schema
+# the models in src/prm_lessons/config/ are the schema; an error names the file that set its key
+config = validate_config(config, files=workflow.configfiles)
 # Runs side by side (prm_lessons.plan.runs): an ablation overlay (run.ablation: true, its own run.name)
 # writes under runs/<name>/ only, and reads the base run's (the --configfile files before the overlay)
 # upstream results where the config that made them is the same. run_out: every output and log path;
@@ -26,6 +27,8 @@ config = validate_config(config)  # the models in src/prm_lessons/config/ are th
 RUNS = plan.RunPaths(config, plan.base_config(workflow.configfiles, config))
 if RUNS.base_unfinished():
     print(f"prm-lessons: {RUNS.base_unfinished()}", file=sys.stderr)
+if workflow.is_main_process and plan.overlay_warning(workflow.configfiles, config):  # once, not in every job
+    print(plan.overlay_warning(workflow.configfiles, config), file=sys.stderr)
 run_out = RUNS.out
 run_in = RUNS.inp
 # the run's identity as jobs record it (run.ablation / run.compare change no job's output)

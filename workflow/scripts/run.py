@@ -39,10 +39,13 @@ def main() -> None:
     module_name, func_name = params.pop("func").split(":")
     try:
         # a rule that asked for GPUs and finds none (or a CPU-only torch) stops here, before any work
-        from prm_lessons.jobs.hardware import ASKED_ENV, gpu_job_env, require_gpus
+        from prm_lessons.jobs.hardware import ASKED_ENV, GPUNotFoundError, gpu_job_env, gpu_keys, require_gpus
 
         asked = int(snakemake.resources.get("gpu", 0) or 0)
-        require_gpus(snakemake.rule, asked)
+        try:
+            require_gpus(snakemake.rule, asked)
+        except GPUNotFoundError:  # again, naming the config keys to change (read only when it fails)
+            require_gpus(snakemake.rule, asked, gpu_keys(snakemake.rule, params, getattr(snakemake, "config", None)))
         os.environ[ASKED_ENV] = str(asked)  # deeper checks (the vLLM build) read it
         gpu_job_env(asked)  # vLLM spawns, never forks, in a GPU job (prm_lessons.jobs.hardware)
         func = getattr(importlib.import_module(f"prm_lessons.rules.{module_name}"), func_name)
@@ -56,6 +59,9 @@ def main() -> None:
                                  time.perf_counter() - started)
     except Exception as exc:
         traceback.print_exc(file=stream)
+        if type(exc).__name__ in ("GPUNotFoundError", "HubOfflineError"):
+            # one line on the console saying what to set, beside Snakemake's pointer to the log
+            print(f"prm-lessons: rule {snakemake.rule}: {exc}", file=sys.__stderr__, flush=True)
         from prm_lessons.tables import CorruptTableError, quarantine
 
         if isinstance(exc, CorruptTableError):

@@ -2,6 +2,7 @@
 names, Hugging Face ids, and the error a cross-check raises (its key path relative to the model)."""
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Any
 
 from pydantic import (
@@ -17,12 +18,19 @@ from pydantic_core import PydanticCustomError
 
 from .names import NAME_MAX, hub_id_problem, name_problem
 
-__all__ = ["MISSING", "Section", "OpenSection", "Number", "Name", "HubId", "unique", "fail", "given", "then"]
+__all__ = ["MISSING", "did_you_mean", "Section", "OpenSection", "Number", "Name", "HubId", "unique", "fail", "given",
+           "then"]
 
 
 def fail(key: str, msg: str) -> PydanticCustomError:
     """A check's error: `key` is the path below the model that raises it ('' = the model itself)."""
     return PydanticCustomError("config", "{msg}", {"key": key, "msg": msg})
+
+
+def did_you_mean(key, allowed) -> str:
+    """'; did you mean `<nearest allowed key>`?' for a mistyped key, '' when none is close."""
+    close = difflib.get_close_matches(str(key), [str(k) for k in allowed], n=1)
+    return f"; did you mean `{close[0]}`?" if close else ""
 
 
 def given(value) -> bool:
@@ -45,7 +53,8 @@ class Section(BaseModel):
             if unknown and cls.model_config.get("extra") == "forbid":
                 allowed = ", ".join(sorted(cls.model_fields)) or "none"
                 raise PydanticCustomError("config", "{msg}", {
-                    "key": unknown[0], "msg": f"unknown key (allowed: {allowed})"})
+                    "key": unknown[0], "msg": f"unknown key{did_you_mean(unknown[0], cls.model_fields)} "
+                                              f"(allowed: {allowed})"})
         return data
 
 

@@ -4,6 +4,7 @@ runs them, in this order) and change nothing; each error names the key path."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ..models.embedded import EMBEDDED_PACKAGES  # stdlib-only module: cheap at DAG time
@@ -23,6 +24,7 @@ def check_config(c) -> None:
     _check_bon(c)
     _check_analysis_n(c)
     _check_hub_revisions(c)
+    _check_local_models(c)
     _check_search(c)
     _check_token_room(c)
     _check_threshold_tuning(c)
@@ -161,6 +163,20 @@ def _check_hub_revisions(c) -> None:
             # an unpinned Hub model would be whatever `main` is on the day each job starts
             raise fail(f"models.{name}.revision", f"Hub model '{entry.id}' is used but names no revision (a 40-hex "
                                                   "commit; `main` is resolved once by rule download_model)")
+
+
+def _check_local_models(c) -> None:
+    """A used `source: local` model is a directory now: a typo would pass the dry run and stop its job in
+    transformers with a message about Hub repo ids."""
+    for name in sorted(used_models(c)):
+        entry = c.models[name]
+        if entry.source != "local" or Path(entry.id).is_dir():
+            continue
+        what = "is not a directory" if Path(entry.id).exists() else "does not exist"
+        hint = (" (a Hub id? set `source: hub` and a `revision`)"
+                if entry.id.count("/") == 1 and not entry.id.startswith((".", "/", "~")) else "")
+        raise fail(f"models.{name}.id", f"local model directory {entry.id!r} {what} (relative to the working "
+                                        f"directory {os.getcwd()}){hint}")
 
 
 def _check_scoring_backends(c) -> None:

@@ -5,7 +5,9 @@ user wrote, with defaults; these are the run's reading of it):
   removed from the others, so it changes no job's params;
 - run.seed: the run is a seed replica with that seed in every SEEDED_SECTIONS section and no seed spread
   of its own (analysis.seeds);
-- analysis.n: null means bon.n (else sampling.n), the N of the main tables."""
+- analysis.n: null means bon.n (else sampling.n), the N of the main tables;
+- models.<name>.gpus: null means the run's device (cpu_run): 0 in a CPU run, so an entry added to the
+  embedded default runs on CPU as its other jobs do; else null stays (tensor_parallel_size)."""
 from __future__ import annotations
 
 # the seeds a seed replica (run.seed) draws again: sampling, MC and judge labels, training
@@ -17,7 +19,27 @@ def derive(cfg: dict) -> dict:
     _drop_disabled_benchmarks(cfg)
     _apply_seed_replica(cfg)
     _analysis_n(cfg)
+    _model_gpus(cfg)
     return cfg
+
+
+def cpu_run(cfg: dict) -> bool:
+    """Whether nothing in the run asks for a GPU: training.gpus 0, training.gpus_scoring not above 0 and
+    no model entry with gpus above 0 (the embedded default, the CPU rehearsal)."""
+    training = cfg.get("training", {})
+    if int(training.get("gpus") or 0) > 0 or int(training.get("gpus_scoring") or 0) > 0:
+        return False
+    return not any(int(e.get("gpus") or 0) > 0 for e in cfg.get("models", {}).values())
+
+
+def _model_gpus(cfg: dict) -> None:
+    """A CPU run's model entries without `gpus` ask for none. Embedded entries are left as given (their
+    jobs ask for none anyway), so no job's params change for them."""
+    if not cpu_run(cfg):
+        return
+    for entry in cfg.get("models", {}).values():
+        if entry.get("gpus") is None and entry.get("source") != "embedded":
+            entry["gpus"] = 0
 
 
 def _drop_disabled_benchmarks(cfg: dict) -> None:

@@ -48,9 +48,11 @@ class ModelEntry(Section):
     gpus: Annotated[int, Field(ge=0)] | None = Field(
         default=None,
         description=(
-            "GPUs its jobs ask for (the rule's `gpu` resource, SLURM --gpus); null = "
-            'tensor_parallel_size. 0 runs its jobs on CPU (the CPU rehearsal); a job that asks for '
-            'GPUs and finds none stops.'))
+            "GPUs its jobs ask for (the rule's `gpu` resource, SLURM --gpus); null = the run's device: "
+            '0 in a CPU run (nothing asks for a GPU: training.gpus 0, training.gpus_scoring null or 0, no '
+            'model entry with gpus above 0; the embedded default), else tensor_parallel_size. 0 runs its '
+            'jobs on CPU (the CPU rehearsal); a job that asks for GPUs and finds none stops, naming '
+            'this key.'))
     gpu_memory_utilization: Annotated[Number, Field(gt=0, le=1)] = Field(
         default=0.9,
         description='Share of GPU memory vLLM may take (0-1]. On CPU it sizes nothing; keep it below 1.')

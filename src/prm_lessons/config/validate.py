@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -23,14 +24,20 @@ SEED_RANGE = (0, 2**32 - 1)
 INT64_MAX = 2**63 - 1  # pyarrow, numpy and torch hold integers in 64 bits
 
 
-def validate_config(config: dict, schema_path: str | Path | None = None) -> dict:
+def validate_config(config: dict, schema_path: str | Path | None = None, files=()) -> dict:
     """Validate (and fill defaults in) a config dict; raise ConfigError naming the first bad key path.
-    `schema_path` is accepted for old callers and ignored: the models are the schema."""
-    _check_size(config)
-    _check_finite(config)
-    _check_integers(config)
-    raw = copy.deepcopy(dict(config))
-    return derive(ordered(typed_config(raw).model_dump(), raw, Config))
+    `schema_path` is accepted for old callers and ignored: the models are the schema. `files`: the config
+    files merged into `config`, left to right; each error line then names the file that set its key."""
+    try:
+        _check_size(config)
+        _check_finite(config)
+        _check_integers(config)
+        raw = copy.deepcopy(dict(config))
+        return derive(ordered(typed_config(raw).model_dump(), raw, Config))
+    except ConfigError as err:
+        if not files:
+            raise
+        raise ConfigError(name_files(str(err), files)) from None
 
 
 def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:
@@ -40,7 +47,46 @@ def load_config(*paths: str | Path, overrides: dict | None = None) -> dict:
         deep_update(merged, read_config_file(p))
     if overrides:
         deep_update(merged, overrides)
-    return validate_config(merged)
+    return validate_config(merged, files=paths)
+
+
+_AT = re.compile(r"^config error at `([^`]*)`", re.M)
+
+
+def name_files(message: str, files) -> str:
+    """`message` with `<file>: ` before each `config error at `<path>`` line whose key (or, for a missing
+    key, its deepest given parent) a file sets: the last such file, as the merge keeps the last (the
+    loader's own errors start with the file too)."""
+    def where(match: re.Match) -> str:
+        found = key_file(match.group(1), files)
+        return (f"{found}: " if found else "") + match.group(0)
+    return _AT.sub(where, message)
+
+
+def key_file(path: str, files) -> str | None:
+    """The last of `files` that sets the deepest prefix of key path `path` (a.b.0.c), or None."""
+    parts = path.split(".")
+    best, depth = None, 0
+    for f in files:
+        try:
+            node = read_config_file(f)
+        except (ConfigError, OSError):
+            continue
+        d = 0
+        for part in parts:
+            if isinstance(node, dict):
+                keys = [k for k in node if str(k) == part]
+                if not keys:
+                    break
+                node = node[keys[0]]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                break
+            d += 1
+        if d and d >= depth:
+            best, depth = str(f), d
+    return best
 
 
 def typed_config(config: dict) -> Config:

@@ -83,17 +83,58 @@ def _describe(info: dict) -> str:
             f"CUDA_VISIBLE_DEVICES={info['cuda_visible_devices']!r}")
 
 
-def require_gpus(rule: str, asked: int) -> None:
-    """Raise GPUNotFoundError unless at least `asked` CUDA devices are usable here (asked <= 0: no check)."""
+def require_gpus(rule: str, asked: int, keys: list[str] | None = None) -> None:
+    """Raise GPUNotFoundError unless at least `asked` CUDA devices are usable here (asked <= 0: no check);
+    `keys`: the config keys that set the request (gpu_keys), named in the message."""
     asked = int(asked or 0)
     if asked <= 0:
         return
     info = found()
     if info["cuda_devices"] >= asked:
         return
+    what = " and ".join(f"`{k}: 0`" for k in keys) if keys else "the GPUs of this rule to 0"
     raise GPUNotFoundError(
         f"rule {rule!r} asked for {asked} GPU(s) but {_describe(info)}. Run it on a GPU node in the GPU "
-        f"environment (see profiles/README.md), or set the GPUs of this rule to 0 in the config to run on CPU.")
+        f"environment (see profiles/README.md), or set {what} in the config to run it on CPU.")
+
+
+# rules whose GPUs are training's (rule resources in workflow/rules/training.smk, evaluation.smk)
+TRAINING_GPU_RULES = {"train_prm": "training.gpus", "step_features": "training.gpus"}
+
+
+def gpu_keys(rule: str, params: dict, config: dict | None = None) -> list[str]:
+    """The config keys that set a job's GPU request, read from its params: a PRM spec (`trained`: its
+    training.gpus_scoring, else `models.<model>.gpus`), a model entry (config.model_entry adds its
+    `name`), a critic spec (`model`). With `config`, only the models that ask for GPUs (plan.models.gpus,
+    repeated here: this runs in every job, before the config package is imported)."""
+    if rule in TRAINING_GPU_RULES:
+        return [TRAINING_GPU_RULES[rule]]
+    models = (config or {}).get("models", {})
+    keys: list[str] = []
+    for value in params.values():
+        if not isinstance(value, dict):
+            continue
+        if "trained" in value and "adapter" in value:
+            key = "training.gpus_scoring" if value["trained"] else f"models.{value.get('model')}.gpus"
+        elif "source" in value and isinstance(value.get("name"), str):
+            key = f"models.{value['name']}.gpus"
+        elif isinstance(value.get("model"), str) and value["model"] in models:
+            key = f"models.{value['model']}.gpus"
+        else:
+            continue
+        name = key.split(".")[1] if key.startswith("models.") else None
+        entry = models.get(name) if name else None
+        if entry is not None and _entry_gpus(entry) == 0:
+            continue
+        if key not in keys:
+            keys.append(key)
+    return keys
+
+
+def _entry_gpus(entry: dict) -> int:
+    if entry.get("source") == "embedded":
+        return 0
+    return int(entry["gpus"]) if entry.get("gpus") is not None else int(entry.get("tensor_parallel_size", 1))
 
 
 def gpus_asked() -> int:

@@ -29,6 +29,28 @@ ONLINE_RULES = frozenset({"download_model", "upload_prm", "problems", "processbe
                           "processbench_file"})
 
 
+class HubOfflineError(RuntimeError):
+    """A Hub model is not in the cache and HF_HUB_OFFLINE=1 forbids fetching it; the message is one line
+    saying what to set."""
+
+
+def offline_message(repo_id: str, revision: str, key: str | None = None, cache_dir: str | None = None) -> str:
+    """What to do when `repo_id`@`revision` is missing from the cache of an offline run."""
+    entry = f"`{key}`" if key else "the model entry"
+    cache = f" --cache-dir {cache_dir}" if cache_dir else ""
+    return (f"{key + ': ' if key else ''}{repo_id}@{revision} is not in the Hugging Face cache and HF_HUB_OFFLINE=1 "
+            f"forbids downloading it (make run sets it): run with HF_HUB_OFFLINE=0 (make run HF_HUB_OFFLINE=0 ...), "
+            f"or fetch it first with `hf download {repo_id} --revision {revision}{cache}`, or point {entry} at a "
+            f"folder holding the model (`source: local`, `id: <folder>`)")
+
+
+def _offline_miss(exc: BaseException) -> bool:
+    """Whether `exc` is huggingface_hub refusing the network: the file is not cached and offline mode is on."""
+    from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled  # lazy: as in _offline
+
+    return isinstance(exc, (LocalEntryNotFoundError, OfflineModeIsEnabled))
+
+
 def job_offline(rule: str) -> bool:
     """Set HF_HUB_OFFLINE=1 for every job but the download/data rules (call before importing
     huggingface_hub: it reads the variable at import). Returns whether the job is offline."""
@@ -98,12 +120,18 @@ def snapshot(repo_id: str, revision: str, cache_dir: str | None = None,
 
 
 def download_model(repo_id: str, revision: str, out_dir: str | Path, *, cache_dir: str | None = None,
-                   trust_remote_code: bool = False) -> dict:
+                   trust_remote_code: bool = False, key: str | None = None) -> dict:
     """Snapshot `repo_id` at `revision` into the HF cache and fill `out_dir` with links to the selected
-    files. Writes `out_dir/.revision` (the commit it got). Returns what was done."""
+    files. Writes `out_dir/.revision` (the commit it got). Returns what was done. Offline and not cached:
+    HubOfflineError naming `key` (the config's `models.<name>`)."""
     if not revision:
         raise ValueError(f"{repo_id}: no revision given (pin a commit under models.<name>.revision)")
-    snap, files = snapshot(repo_id, revision, cache_dir, trust_remote_code)
+    try:
+        snap, files = snapshot(repo_id, revision, cache_dir, trust_remote_code)
+    except Exception as exc:
+        if not _offline_miss(exc):
+            raise
+        raise HubOfflineError(offline_message(repo_id, revision, key, cache_dir)) from None
     missing = [f for f in files if not (snap / f).exists()]
     if missing:
         raise FileNotFoundError(f"{repo_id}@{revision}: snapshot {snap} lacks {missing[:5]}")

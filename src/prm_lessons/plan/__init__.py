@@ -107,7 +107,7 @@ from .processbench import (
     processbench_dev,
 )
 from .publish import upload_evaluation, upload_repos
-from .runs import RunPaths, base_config
+from .runs import RunPaths, base_config, overlay_warning
 from .sampling import (
     dataset_problems,
     dataset_spec,
@@ -209,5 +209,5 @@ __all__ = [
     "bon_judge_benchmarks", "bon_judge_policies", "bon_judge_model", "bon_judge_settings", "bon_judge_template",
     "bon_judge_names", "bon_judge_runs", "bon_judge_shards", "bon_judge_minutes", "shard_outputs", "shard_files",
     "BENCHMARKS", "benchmark_path", "shard_log", "shard_minutes", "FIG6_SHEET", "analysis_settings", "analysis_skipped",
-    "RunPaths", "base_config",
+    "RunPaths", "base_config", "overlay_warning",
 ]

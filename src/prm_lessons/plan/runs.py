@@ -60,21 +60,39 @@ def base_config(configfiles: list, config: dict, schema_path: str | Path | None 
     """The base run of an invocation: the config files before the first ablation overlay (a file that
     sets `run.ablation: true`); the run itself when there is none."""
     merged: dict = {}
+    read = []
     for p in configfiles:
         layer = _read_yaml(p)
         if (layer.get("run") or {}).get("ablation"):
             break
         deep_update(merged, layer)
+        read.append(p)
     else:
         return config
     if not merged:
         raise ValueError(f"{p}: an ablation overlay (run.ablation: true) is layered on a base profile: "
                          "--configfile config/config.yaml <ablation> (or config/paper.yaml)")
-    base = validate_config(merged, schema_path)
+    base = validate_config(merged, schema_path, files=read)
     if base["run"]["name"] == config["run"]["name"]:
         raise ValueError(f"{p}: an ablation overlay sets its own `run.name` (it is the base run's, "
                          f"'{base['run']['name']}'): its files go to runs/<run.name>/")
     return base
+
+
+def overlay_warning(configfiles: list, config: dict) -> str | None:
+    """One line when an overlay layered on a base file keeps the base's run.name: this run then writes its
+    tables, figures and report over the base run's (a PRM added by docs/evaluate-your-prm.md does so on
+    purpose, a sweep usually not); None otherwise."""
+    if len(configfiles) < 2:
+        return None
+    base = configfiles[0]
+    name = ((_read_yaml(base).get("run") or {}).get("name"))
+    if config["run"]["name"] != name:
+        return None
+    overlays = ", ".join(map(str, configfiles[1:]))
+    return (f"prm-lessons: warning: {overlays} keep{'s' if len(configfiles) == 2 else ''} the run.name of {base} "
+            f"('{name}'): this run rewrites that run's tables, figures and paper/report.md; to keep them apart, "
+            "give the overlay `run: {name: <its own>, ablation: true}` (its files go to runs/<name>/)")
 
 
 def _read_yaml(path) -> dict:

@@ -23,5 +23,6 @@ def download_model(*, inputs: dict, outputs: dict, params: dict, wildcards: dict
     entry = params["entry"]
     done = hub.download_model(entry["id"], entry.get("revision"), outputs["model_dir"],
                               cache_dir=params.get("cache_dir"),
-                              trust_remote_code=bool(entry.get("trust_remote_code")))
+                              trust_remote_code=bool(entry.get("trust_remote_code")),
+                              key=f"models.{wildcards['model']}" if wildcards.get("model") else None)
     log.info("download_model %s: %s", wildcards.get("model"), json.dumps({k: done[k] for k in ("repo_id", "commit")}))

@@ -3,6 +3,8 @@ those of adapters token_classification and declared (prms.models.<name>.params).
 """
 from __future__ import annotations
 
+import difflib
+
 # TRL's PRMConfig step_separator default; label 1 is what a TRL PRM is trained to give a correct step
 # (tokenize_row: int(True) = 1)
 TOKEN_CLASSIFICATION_DEFAULTS = {"step_separator": "\n", "positive_label": 1, "score": "softmax"}
@@ -15,7 +17,8 @@ def check_token_classification_params(params: dict, num_labels: int | None = Non
     `params.<key>` (config.validate_config adds the entry's path)."""
     unknown = sorted(set(params) - set(TOKEN_CLASSIFICATION_DEFAULTS))
     if unknown:
-        raise ValueError(f"params.{unknown[0]}: unknown option of adapter token_classification "
+        raise ValueError(f"params.{unknown[0]}: unknown option of adapter token_classification"
+                         f"{_nearest(unknown[0], TOKEN_CLASSIFICATION_DEFAULTS)} "
                          f"(allowed: {', '.join(TOKEN_CLASSIFICATION_DEFAULTS)})")
     p = {**TOKEN_CLASSIFICATION_DEFAULTS, **params}
     if not isinstance(p["step_separator"], str) or not p["step_separator"]:
@@ -112,7 +115,8 @@ def _checked_mapping(value, path: str, allowed, unknown_msg: str) -> dict:
         raise ValueError(f"{path}: {value!r} is not a mapping")
     unknown = sorted(set(value) - set(allowed))
     if unknown:
-        raise ValueError(f"{path}.{unknown[0]}: {unknown_msg} (allowed: {', '.join(allowed)})")
+        raise ValueError(f"{path}.{unknown[0]}: {unknown_msg}{_nearest(unknown[0], allowed)} "
+                         f"(allowed: {', '.join(allowed)})")
     return dict(value)
 
 
@@ -154,3 +158,9 @@ def _check_readout(r, model_class: str, num_labels: int | None, vocab_size: int 
             raise ValueError("params.readout.activation: softmax over a 1-label head is always 1 (use sigmoid, "
                              "class_index 0)")
     return r
+
+
+def _nearest(key, allowed) -> str:
+    """'; did you mean `<key>`?' for a mistyped option (config.base.did_you_mean; no import: config imports this)."""
+    close = difflib.get_close_matches(str(key), [str(k) for k in allowed], n=1)
+    return f"; did you mean `{close[0]}`?" if close else ""

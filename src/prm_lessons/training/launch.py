@@ -108,7 +108,7 @@ def run_training(trainset, base_dir, out_dir, settings, label_type="hard", check
     if "LOCAL_RANK" in os.environ:  # already a launched process
         return train_prm(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, threads,
                          features=features)
-    require_gpus("train_prm", want)
+    require_gpus("train_prm", want, ["training.gpus"])
     cpu = want == 0
     n = int(settings["processes"]) if cpu else want
     # DeepSpeed on CPU needs the torchrun environment (rank, rendezvous) even for one process
