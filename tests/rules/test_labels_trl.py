@@ -111,7 +111,7 @@ def test_hub_form_is_validated_and_planned_without_a_download():
     cfg["trainsets"]["variants"]["mine"] = {"source": "trl"}
     with pytest.raises(ConfigError, match="config error at `trainsets.variants.mine.trl`: missing required"):
         validate_config(cfg)
-    cfg["trainsets"]["variants"]["mine"] = {"source": "judge", "trl": dict(HUB)}
+    cfg["trainsets"]["variants"]["mine"] = {"source": "mc", "trl": dict(HUB)}
     with pytest.raises(ValueError, match="`trainsets.variants.mine.trl`: only a variant with `source: trl`"):
         variants(validate_config(cfg))
 

@@ -34,7 +34,7 @@ def test_embedded_dry_run_trains_a_prm_on_trl_data(tmp_path):
         assert f"results/metrics/bon/{variant}.json" in p.of("bon_table")[0].input
     # trainsets.export_trl: every hard-label training set also out in TRL's format, a target of `all`
     exports = {j.wildcards["variant"]: j for j in p.of("export_trl")}
-    assert {"mine", "prm800k_trl", "mc_hard", "judge"} <= set(exports) and "mc_soft" not in exports
+    assert {"mine", "prm800k_trl", "mc_hard", "exact"} <= set(exports) and "mc_soft" not in exports
     assert exports["mine"].input[-1] == "results/trainsets/mine.parquet"
     assert exports["mine"].output == ["results/trainsets/trl/mine.jsonl"]
     assert "results/trainsets/trl/mine.jsonl" in p.of("all")[0].input
