@@ -143,7 +143,7 @@ cfg["trainsets"] = {"variants": {"ci_hard": {"source": "mc", "label_type": "hard
                                  "ci_soft": {"source": "mc", "label_type": "soft"}},
                     "mc_threshold_sweep": []}
 cfg["search"]["prms"] = ["ci_hard"]  # the embedded default's search PRMs are not variants of this config
-cfg["training"].update({"base": "tiny", "mode": "lora", "epochs": 2, "batch_size": 4, "learning_rate": 3e-3,
+cfg["training"].update({"base": "tiny", "mode": "lora", "resamples": 0, "epochs": 2, "batch_size": 4, "learning_rate": 3e-3,
                         "max_length": 256, "save_steps": 2, "threads": 1, "mem_mb": 1000, "runtime": 10})
 (work / "ci_config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
 EOF
