@@ -37,6 +37,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from prm_lessons.artifacts.verdicts import paired_est
+
 paths = [("results/tables", None)] + [(f"runs/pool_n{6 * int(pc)}/results/tables", 6 * int(pc)) for pc in sys.argv[1:]]
 print("| N | exact - mc_hard | exact - structure | mc_hard - structure | resamples x cases |")
 print("|---|---|---|---|---|")
@@ -45,20 +47,15 @@ for d, n in paths:
     if not p.exists():
         continue
     t = pd.read_csv(p)
-    t = t[t["subset"] == "average"]
     sizes = pd.read_csv(ts).set_index("variant")["n_instances"] if ts.exists() else {}
     n = n or int(sizes.get("exact", 0))
 
-    def cell(a, b):
-        r = t[(t["prm_a"] == a) & (t["prm_b"] == b)]
-        sign = 1
-        if r.empty:
-            r, sign = t[(t["prm_a"] == b) & (t["prm_b"] == a)], -1
-        if r.empty:
+    def cell(a, b):  # the verdicts' reader of the paired table (sign flip for a pair stored as (b, a))
+        p = paired_est(t, a, b)
+        if p is None:
             return "–", ""
-        r = r.iloc[0]
-        lo, hi = sorted((sign * r["ci_low"], sign * r["ci_high"]))
-        return f"{100 * sign * r['value']:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]", f"{r['n_resamples']} x {r['n_cases']}"
+        return (f"{100 * p.est.value:+.1f} [{100 * p.est.lo:+.1f}, {100 * p.est.hi:+.1f}]",
+                f"{p.n_resamples} x {p.n_cases}")
 
     (em, rc), (es, _), (ms, _) = cell("exact", "mc_hard"), cell("exact", "structure"), cell("mc_hard", "structure")
     print(f"| {n} | {em} | {es} | {ms} | {rc} |")
