@@ -130,3 +130,17 @@ def test_own_folders_are_taken(tmp_path, state):
         (d / "work").mkdir()
         (d / "hf-home").mkdir()
     assert claim_dir(d, "--out", made_by_us=("work", "hf-home")) == d and (d / OWN_MARK).exists()
+
+
+def test_the_plan_is_the_job_table_the_run_starts_with():
+    """One Snakemake run, no separate dry run: plan.txt is the head of its output up to the end of the first
+    job table, which the report reads as the plan (a job list or a later table is not part of it)."""
+    from prm_lessons.rehearsal.report import parse_job_table
+
+    output = ("Building DAG of jobs...\nJob stats:\njob       count\n------  -------\nsample        3\n"
+              "train_prm     1\ntotal         4\n\nrule sample:\n    jobid: 1\n"
+              "Job stats:\njob       count\n------  -------\nsample        9\ntotal         9\n\n")
+    plan = run.plan_text(output)
+    assert parse_job_table(plan) == {"sample": 3, "train_prm": 1}
+    assert "rule sample:" not in plan
+    assert run.plan_text("Nothing to be done.\n") == "Nothing to be done.\n"

@@ -52,10 +52,14 @@ def _smk(workdir, *args, configfiles=()):
 
 def _planned_jobs(workdir, configfiles=()):
     """{rule: count} of a dry run."""
-    out = _smk(workdir, "-n", "--quiet", "rules", configfiles=configfiles)
+    return _job_stats(_smk(workdir, "-n", "--quiet", "rules", configfiles=configfiles))
+
+
+def _job_stats(out: str) -> dict[str, int]:
+    """{rule: count} of a dry run's output ({} when nothing is to be done)."""
     if "Nothing to be done" in out:
         return {}
-    stats = out.split("Job stats:")[1]
+    stats = out.split("Job stats:")[1].split("\n\n")[0]  # the table only, not the job list after it
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M) if m.group(1) != "total"}
 
 
@@ -125,7 +129,7 @@ def _planned_files(workdir, configfiles):
     def field(name):
         return [p.strip() for m in re.finditer(rf"^\s+{name}: (.+)$", out, re.M) for p in m.group(1).split(",")]
 
-    return field("(?:output|log)"), field("input"), _planned_jobs(workdir, configfiles)
+    return field("(?:output|log)"), field("input"), _job_stats(out)  # one dry run for both
 
 
 # per shipped ablation: upstream rules it must rerun (its own copies) and those it must read from the base run

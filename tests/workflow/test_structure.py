@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import importlib
 import os
 import shutil
@@ -248,8 +249,13 @@ FIGURE_RULES = {"fig1_overview", "fig2_consensus_filtering", "fig3_hard_soft_bon
 def _importers(module: str) -> set[str]:
     """The rules whose function's closure holds the module (from codedeps, not from the .smk inputs)."""
     src = str(PKG / module)
-    return {r.name for r in load_rules(RUN_ALL) if (f := dict(r.params.items()).get("func"))
-            and src in codedeps.rule_code_inputs(PKG, f)}
+    return {name for name, f in _run_all_funcs().items() if src in codedeps.rule_code_inputs(PKG, f)}
+
+
+@functools.lru_cache(maxsize=1)
+def _run_all_funcs() -> dict[str, str]:
+    """Rule name -> params.func of `make run-all`'s rules (parsed once)."""
+    return {r.name: f for r in load_rules(RUN_ALL) if (f := dict(r.params.items()).get("func"))}
 
 
 
@@ -269,15 +275,14 @@ def test_one_concept_one_rerun_unit():
     heads_only = codedeps.module_closure(PKG, {"prm_lessons.rehearsal.hub_cache"})
     assert "prm_lessons.scoring.heads" in heads_only and "prm_lessons.scoring.adapters" not in heads_only
 
+# A package edit under each kind of module, run for real (two Snakemake dry runs each on a finished
+# checkout): a DAG-time module, a one-rule module, the grading of samples, and the module every job imports.
+# The other kinds are held by their closures alone (test_edit_closures_of_other_modules below): the wiring
+# from a closure to the rerun is the same code path, so one real run per kind proves nothing more.
 @pytest.mark.slow
 @pytest.mark.parametrize("module, expected", [
     ("config/checks.py", set()),  # DAG time only: validation edits rerun nothing
-    ("plan/policies.py", set()),
-    ("artifacts/plots.py", FIGURE_RULES),  # a plotting edit redraws figures, rebuilds no table
     ("training/train.py", {"train_prm"}),  # the trainer: scoring and features use models/prm.py, not training/train.py
-    ("evaluation/search_scorers.py", {"search_greedy"}),  # a KV-cache scorer edit reruns the search only
-    # search_greedy scores candidates with the whole PRM (scoring imports prm)
-    ("models/prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy"}),
     ("tables.py", None),  # every job's I/O: its importers (computed), every GPU rule among them
     # grading of the policy's responses: regrades and recomputes metrics, re-samples and rescores nothing
     ("grading/samples.py", {"grade_samples"}),
@@ -296,6 +301,19 @@ def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout,
     importing = {r for r, block in planned.items() if f"prm_lessons/{module}.fingerprint" in block}
     assert importing == expected, sorted(importing ^ expected)
 
+
+
+@pytest.mark.parametrize("module, expected", [
+    ("plan/policies.py", set()),  # DAG time only
+    ("artifacts/plots.py", FIGURE_RULES),  # a plotting edit redraws figures, rebuilds no table
+    ("evaluation/search_scorers.py", {"search_greedy"}),  # a KV-cache scorer edit reruns the search only
+    # search_greedy scores candidates with the whole PRM (scoring imports prm)
+    ("models/prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy"}),
+])
+def test_edit_closures_of_other_modules(module, expected):
+    """The rules whose code closure holds the module (`make run-all`'s rules): exactly those rerun on an
+    edit, as test_package_edit_reruns_exactly_the_rules_that_import_it shows for one module of each kind."""
+    assert _importers(module) == expected, sorted(_importers(module) ^ expected)
 
 @pytest.mark.slow
 @pytest.mark.parametrize("module", ["tables.py", "models/prm.py"])

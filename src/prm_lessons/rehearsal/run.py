@@ -120,7 +120,11 @@ def prepare(out: Path, shared: Path, fresh: bool = True) -> dict:
     prepare_work(work, shared)
     log.info("stand-in Hub cache: %d repos in %.1fs", len(built) if built else 0, time.time() - t0)
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1",
+           # its jobs run two at a time on the same cores (make rehearsal: cores = 2 x CORES), each binding
+           # its OpenMP threads to all of them: waiting threads that spin take the other job's CPU
+           # (4 rehearsal sample jobs: 54 s spinning, 46-49 s passive; docs/measurements.md)
+           "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     env.pop("HF_HUB_CACHE", None)  # the stand-in cache lives under HF_HOME
     return env
 
@@ -171,16 +175,20 @@ def _main(args) -> int:
     env = prepare(out, shared, fresh=not args.resume)
     configs = [REPO / "config" / "paper.yaml", REPO / "config" / "rehearsal.yaml"]
     work = out / "work"
-    # the plan of a fresh run: which rules the paper DAG has and how many jobs each
-    plan = subprocess.run(snakemake_cmd(work, configs, args.cores, ["-n", "--quiet", "rules"]), env=env,
-                          capture_output=True, text=True)
-    write_text_atomic(out / "plan.txt", plan.stdout + plan.stderr)
-    if plan.returncode:
-        print(plan.stdout[-4000:], plan.stderr[-4000:], file=sys.stderr)
-        raise SystemExit(f"rehearsal: the dry run failed (see {out / 'plan.txt'})")
+    # one Snakemake run, its output shown and kept: the job table it prints first is the plan (which rules
+    # the paper DAG has and how many jobs each); a separate dry run would build the same DAG again (~25 s)
     t0 = time.time()
-    run = subprocess.run(snakemake_cmd(work, configs, args.cores, ["--rerun-incomplete", "--show-failed-logs",
-                                                                   *args.snakemake_args]), env=env)
+    proc = subprocess.Popen(snakemake_cmd(work, configs, args.cores, ["--rerun-incomplete", "--show-failed-logs",
+                                                                      *args.snakemake_args]),
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    lines = []
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        lines.append(line)
+    run = subprocess.CompletedProcess(proc.args, proc.wait())
+    text = "".join(lines)
+    write_text_atomic(out / "snakemake.txt", text)
+    write_text_atomic(out / "plan.txt", plan_text(text))
     wall = time.time() - t0
 
     report = write_report(out, configs, env, wall_seconds=wall, returncode=run.returncode)
@@ -188,6 +196,15 @@ def _main(args) -> int:
           f"{len(report['rules_ran'])}/{len(report['rules_planned'])} rules ran, "
           f"{'all' if not report['rules_missing'] else 'missing ' + ', '.join(report['rules_missing'])}")
     return run.returncode
+
+
+def plan_text(output: str) -> str:
+    """The head of a Snakemake run's output up to the end of its first job table (the plan it starts
+    with; parse_job_table reads it)."""
+    head, sep, rest = output.partition("Job stats:")
+    if not sep:
+        return output
+    return head + sep + rest.split("\n\n", 1)[0] + "\n"
 
 
 if __name__ == "__main__":
