@@ -109,3 +109,11 @@ def test_training_resamples_need_head_mode(mode):
     with pytest.raises(ConfigError, match=r"config error at `training\.resamples`: 3 resample heads need mode: head"):
         validate_config(cfg)
     validate_config(_set(_set(base(), "training.mode", mode), "training.resamples", 0))  # the default passes
+
+
+def test_training_packing_refused_in_head_mode():
+    cfg = _set(_set(base(), "training.mode", "head"), "training.packing", True)
+    with pytest.raises(ConfigError, match=r"config error at `training\.packing`: head mode computes"):
+        validate_config(cfg)
+    full = _set(_set(base(), "training.mode", "full"), "training.resamples", 0)
+    validate_config(_set(full, "training.packing", True))

@@ -428,6 +428,19 @@ class Training(Section):
     group_by_length: bool = Field(
         default=True,
         description='Batch instances of similar length together (less padding).')
+    packing: bool = Field(
+        default=False,
+        description=(
+            "Full/LoRA only: concatenate a micro-batch's instances into one row without padding, "
+            'position_ids restarting at 0 per instance and no attention mask; transformers then keeps '
+            'the instances apart (eager/sdpa: a block-diagonal causal mask from the position_ids; '
+            'flex_attention and flash_attention_2/3/4: the same by their source, not run here), and any '
+            'other attention implementation is refused at training start. Same step logits and loss as '
+            'the padded batch (CPU test, float32). With the pinned stack a GPU runs sdpa with that dense '
+            'mask (no varlen kernel: flash-attn is not installed), which saves the padding tokens but '
+            'still computes attention over the whole row; not verified on a GPU. No fused RMSNorm/RoPE/'
+            'SwiGLU kernel is used either way (none is installed). Head mode refuses it (its features '
+            'are precomputed per instance).'))
     logging_steps: Annotated[int, Field(ge=1)] = Field(
         default=1,
         description='Record the training loss every N optimizer steps (train_metrics.json loss_history).')
@@ -509,6 +522,9 @@ class Training(Section):
     def _steps(self):
         if self.max_steps == 0:
             raise fail("max_steps", "0 optimizer steps: give a number ≥ 1, or -1 to train for `epochs`")
+        if self.packing and self.mode == "head":
+            raise fail("packing", "head mode computes each instance's frozen-base features once, unpacked, and "
+                                  "trains only the head on them; packing applies to mode full or lora")
         if self.resamples and self.mode != "head":
             raise fail("resamples", f"{self.resamples} resample heads need mode: head (mode {self.mode!r} "
                                     "trains the base: a resample would be a whole fine-tuning run); set 0")

@@ -148,16 +148,23 @@ class ProcessRewardModel(nn.Module):
         transformers that treats a model as a PreTrainedModel checks isinstance, which this is not."""
         return self.backbone.config
 
-    def step_logits(self, input_ids, attention_mask, step_batch, step_pos) -> torch.Tensor:
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    def step_logits(self, input_ids, attention_mask, step_batch, step_pos, position_ids=None) -> torch.Tensor:
+        """Step logits (n, 2). `position_ids` without `attention_mask`: a packed batch (StepCollator packing)."""
+        packed = {}
+        if position_ids is not None:
+            check_packed_attention(self.backbone.config)
+            # no KV cache: transformers looks for packed sequences only without one, and a config's
+            # use_cache (Qwen2: true) would make one in a forward outside training or without checkpointing
+            packed = {"position_ids": position_ids, "use_cache": False}
+        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask, **packed).last_hidden_state
         return self.head(hidden[step_batch, step_pos])
 
     def forward(self, input_ids, attention_mask=None, step_batch=None, step_pos=None, step_targets=None,
-                n_tokens=None):
+                n_tokens=None, position_ids=None):
         if step_batch is None:  # per-token logits [B, T, 2]: what scoring adapters read at step positions
             hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
             return self.head(hidden).float()
-        logits = self.step_logits(input_ids, attention_mask, step_batch, step_pos)
+        logits = self.step_logits(input_ids, attention_mask, step_batch, step_pos, position_ids)
         out = {"logits": logits}
         if step_targets is not None:
             out["loss"] = step_loss(logits, step_targets, self.label_type, self.soft_loss)
@@ -210,17 +217,43 @@ def pad_id(tokenizer) -> int:
     return 0
 
 
+# Attention implementations that keep the instances of a packed row apart, read in transformers 5.19's
+# source: eager, sdpa and flex_attention get a block-diagonal causal mask built from position_ids that
+# restart at 0 when no attention mask is given (masking_utils._preprocess_mask_arguments ->
+# find_packed_sequence_indices); flash_attention_2/3/4 run their varlen kernel with cu_seqlens taken from
+# the same position_ids (modeling_flash_attention_utils._is_packed_sequence: one row, as packing makes).
+# Any other (a custom or Hub kernel outside masking_utils' mapping) gets no mask and would attend across.
+PACKED_ATTENTION = ("sdpa", "eager", "flex_attention", "flash_attention_2", "flash_attention_3",
+                    "flash_attention_4")
+
+
+def check_packed_attention(config) -> None:
+    """Raise ValueError unless the base's attention implementation keeps packed instances apart."""
+    impl = getattr(config, "_attn_implementation", None)
+    if impl not in PACKED_ATTENTION:
+        raise ValueError(f"training.packing: attention implementation {impl!r} would attend across the "
+                         f"instances of a packed row (exact: {', '.join(PACKED_ATTENTION)}); set "
+                         f"training.packing: false")
+
+
 @dataclass
 class StepCollator:
-    """Right-pads token ids; flattens step positions to (batch index, token index) pairs + targets."""
+    """Right-pads token ids; flattens step positions to (batch index, token index) pairs + targets.
+
+    `packing`: the micro-batch's instances concatenated into one row instead (no padding, no attention
+    mask), with `position_ids` restarting at 0 per instance (transformers' DataCollatorWithFlattening);
+    the step positions are offset into the row (all step_batch 0), the targets concatenated in order."""
 
     pad_token_id: int
+    packing: bool = False
 
     def __call__(self, items: list[dict]) -> dict:
         if "step_features" in items[0]:  # head mode
             return {"step_features": torch.cat([it["step_features"] for it in items]),
                     "step_targets": torch.tensor([t for it in items for t in it["step_targets"]], dtype=torch.float32),
                     "n_tokens": torch.tensor(sum(it["n_tokens"] for it in items))}
+        if self.packing:
+            return _packed(items)
         width = max(len(it["input_ids"]) for it in items)
         ids = torch.full((len(items), width), self.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(items), width), dtype=torch.long)
@@ -235,6 +268,21 @@ class StepCollator:
         return {"input_ids": ids, "attention_mask": mask, "step_batch": torch.tensor(sb, dtype=torch.long),
                 "step_pos": torch.tensor(sp, dtype=torch.long),
                 "step_targets": torch.tensor(st, dtype=torch.float32), "n_tokens": mask.sum()}
+
+
+def _packed(items: list[dict]) -> dict:
+    """StepCollator with packing: one row [1, sum of lengths] and its restarting position_ids."""
+    from transformers import DataCollatorWithFlattening  # lazy: as load_base
+
+    flat = DataCollatorWithFlattening(return_tensors="pt")([{"input_ids": list(it["input_ids"])} for it in items])
+    sp, st, offset = [], [], 0
+    for it in items:
+        sp += [offset + int(p) for p in it["step_pos"]]
+        st += list(it["step_targets"])
+        offset += len(it["input_ids"])
+    return {"input_ids": flat["input_ids"], "position_ids": flat["position_ids"],
+            "step_batch": torch.zeros(len(sp), dtype=torch.long), "step_pos": torch.tensor(sp, dtype=torch.long),
+            "step_targets": torch.tensor(st, dtype=torch.float32), "n_tokens": torch.tensor(offset)}
 
 
 def step_features(backbone, instances: list[dict], pad_token_id: int, batch_size: int, device) -> list[dict]:

@@ -29,6 +29,9 @@ def settings_from(training: dict | None) -> dict:
         raise TrainingError(f"training.mode: {s['mode']!r} is not one of {MODES}")
     if s["soft_loss"] not in SOFT_LOSSES:
         raise TrainingError(f"training.soft_loss: {s['soft_loss']!r} is not one of {SOFT_LOSSES}")
+    if s["packing"] and s["mode"] == "head":
+        raise TrainingError("training.packing: head mode trains the head on precomputed per-instance features; "
+                            "packing applies to mode full or lora")
     save = float(s["save_steps"])
     if save < 0 or (save > 1 and save != int(save)):
         raise TrainingError(f"training.save_steps: {s['save_steps']!r} must be 0, a fraction in (0, 1) "

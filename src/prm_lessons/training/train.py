@@ -46,6 +46,7 @@ from ..models.prm import (
     StepCollator,
     StepHead,
     base_fingerprint,
+    check_packed_attention,
     ensure_step_token,
     head_base_dtype,
     load_base,
@@ -106,6 +107,11 @@ def trainable_model(backbone, head: StepHead, settings: dict, label_type: str) -
         backbone = get_peft_model(backbone, LoraConfig(r=int(lc["r"]), lora_alpha=int(lc["alpha"]),
                                                        lora_dropout=float(lc["dropout"]),
                                                        target_modules=lc["target_modules"]))
+    if settings["packing"]:
+        try:  # refused before training starts, not at the first step
+            check_packed_attention(backbone.config)
+        except ValueError as e:
+            raise TrainingError(str(e)) from None
     if settings["gradient_checkpointing"]:
         backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         backbone.config.use_cache = False
@@ -123,12 +129,13 @@ def base_dtype(settings: dict, on_gpu: bool, bf16: bool) -> torch.dtype:
 @dataclass
 class Trainee:
     """What the Trainer trains: the model, its dataset, the step head, and (head mode) the cost of the
-    frozen base's one pass over the instances."""
+    frozen base's one pass over the instances; `packing`: its micro-batches packed (training.packing)."""
     model: nn.Module
     dataset: list[dict]
     head: StepHead
     feature_tokens: int = 0
     feature_seconds: float = 0.0
+    packing: bool = False
 
 
 def build_trainee(backbone, tokenizer, instances: list[dict], settings: dict, label_type: str,
@@ -140,7 +147,8 @@ def build_trainee(backbone, tokenizer, instances: list[dict], settings: dict, la
     if mode != "head":
         with zero3_init():  # partitioned in the base's dtype under ZeRO-3 (train_setup.zero3_init)
             head = StepHead(int(backbone.config.hidden_size))
-        return Trainee(trainable_model(backbone, head, settings, label_type), instances, head)
+        return Trainee(trainable_model(backbone, head, settings, label_type), instances, head,
+                       packing=bool(settings["packing"]))
     for p in backbone.parameters():
         p.requires_grad_(False)
     tf = time.time()
@@ -206,7 +214,7 @@ def run_trainer(trainee: Trainee, args, tokenizer, resume: str | None, ckpt: Pat
     """(trainer, train result, seconds) of the Trainer run, resumed from `resume` when given. A run stopped
     before its last step (the JIT checkpoint callback, on SIGTERM) raises TrainingInterrupted."""
     trainer = trainer_class()(model=trainee.model, args=args, train_dataset=trainee.dataset,
-                              data_collator=StepCollator(pad_id(tokenizer)),
+                              data_collator=StepCollator(pad_id(tokenizer), packing=trainee.packing),
                               callbacks=[log_last_step_callback(), progress_callback(), *(callbacks or [])])
     if resume:
         log.info("resuming from %s", resume)
