@@ -126,9 +126,10 @@ setup-gpu:
 	# the CUDA 13 floor (driver >= 580, glibc >= 2.28), torch/NCCL/vLLM/DeepSpeed; no driver here (login node): SKIP
 	$(GPU_VENV)/bin/python -m prm_lessons.preflight.gpu_env
 
-# Before spending the budget: the real GPU code paths on tiny inputs (<1 GPU-hour; docs/preflight.md):
+# Before spending the budget: the real GPU code paths on tiny inputs (~1-2 GPU-hours; docs/preflight.md):
 # one vLLM sample job, vLLM pooling scores of Qwen2.5-Math-PRM-7B over 2 shards + merge, a 2-GPU ZeRO-3
-# train_prm (2 steps), and the trained PRM's save, reload and vLLM scoring. In the GPU venv, on the cluster:
+# train_prm (2 steps), the trained PRM's save, reload and vLLM scoring, and Qwen2.5-Math-PRM-72B pooling at
+# TP 4 (one job). In the GPU venv, on the cluster:
 #   make preflight-gpu SMK_ARGS="--profile slurm"
 # (download_model needs the network on the submit host: HF_HUB_OFFLINE=1 only when set outside make)
 preflight-gpu:

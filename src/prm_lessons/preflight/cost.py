@@ -86,8 +86,9 @@ def plan_measurements(config: dict, minutes: float, work: Path) -> list[Measurem
                 "budget_s": budget, "responses_out": str(work.parent / out)}
 
     completer = model_entry(config, plan.mc_completer(config))
-    train = dict(plan.training_settings(config, REPO))
-    train.update(max_steps=TRAIN_STEPS, save_steps=0, jit_checkpoint=False, keep_checkpoints=False, logging_steps=1)
+    # the rule's own params (training_params: resource keys left out), then 50 steps and no checkpoint
+    train = dict(plan.training_params(plan.training_settings(config, REPO)))
+    train.update(max_steps=TRAIN_STEPS, save_steps=0, jit_checkpoint=False, logging_steps=1)
     return [
         Measurement("sample_seeded", f"{policy['name']} sampling, paper settings, per-request seeds",
                     int(policy["tensor_parallel_size"]), ("sample_7b", "startup_7b_min", "tokens_per_response"),
@@ -366,8 +367,12 @@ def main(argv: list[str] | None = None) -> int:
     cost_dir = Path(args.out).resolve() / "cost"
     work = cost_dir / "work"
     config = load_config(PAPER)
-    chosen = [m for m in plan_measurements(config, args.minutes, work)
-              if not args.only or m.name in args.only.split(",")]
+    every = plan_measurements(config, args.minutes, work)
+    only = [x for x in args.only.split(",") if x]
+    unknown = sorted(set(only) - {m.name for m in every})
+    if unknown:
+        ap.error(f"--only: no measurement {', '.join(unknown)} (there are {', '.join(m.name for m in every)})")
+    chosen = [m for m in every if not only or m.name in only]
     if args.plan:
         for m in chosen:
             print(json.dumps(asdict(m), default=str))
