@@ -89,6 +89,8 @@ def plan_measurements(config: dict, minutes: float, work: Path) -> list[Measurem
     # the rule's own params (training_params: resource keys left out), then 50 steps and no checkpoint
     train = dict(plan.training_params(plan.training_settings(config, REPO)))
     train.update(max_steps=TRAIN_STEPS, save_steps=0, jit_checkpoint=False, logging_steps=1)
+    if train.get("deepspeed") and not Path(train["deepspeed"]).is_absolute():  # the worker's cwd may differ
+        train["deepspeed"] = str(REPO / train["deepspeed"])
     return [
         Measurement("sample_seeded", f"{policy['name']} sampling, paper settings, per-request seeds",
                     int(policy["tensor_parallel_size"]), ("sample_7b", "startup_7b_min", "tokens_per_response"),
