@@ -27,7 +27,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help setup run run-all dryrun-all test test-all dryrun lint docs-check report clean-results rehearsal setup-gpu preflight-gpu
+.PHONY: help setup run run-all dryrun-all test test-all dryrun lint docs-check report clean-results rehearsal setup-gpu preflight-gpu preflight-cost
 
 setup: $(STAMP)
 
@@ -43,6 +43,7 @@ help:
 	@echo "make docs-check   the generated docs (docs/modules.md) match the code (python tools/docs.py write: regenerate)"
 	@echo "make rehearsal    config/paper.yaml on CPU with random-weight stand-ins (needs ../shared)"
 	@echo "make setup-gpu    the GPU venv .venv-gpu (cluster login node); make preflight-gpu: GPU checks"
+	@echo "make preflight-cost  on an 8-GPU node: measured GPU rates -> results/preflight/cost_rates.json (COST_ARGS=)"
 	@echo "make clean-results  delete results, figures, logs, benchmarks, the converted model, the report"
 	@echo "Variables: CORES=$(CORES)  SMK_ARGS=$(SMK_ARGS)  REPORT=$(REPORT)  PYTEST_ARGS=$(PYTEST_ARGS)"
 	@echo "By hand: source $(VENV)/bin/activate, then snakemake ... (see README.md)"
@@ -125,13 +126,21 @@ setup-gpu:
 	# the CUDA 13 floor (driver >= 580, glibc >= 2.28), torch/NCCL/vLLM/DeepSpeed; no driver here (login node): SKIP
 	$(GPU_VENV)/bin/python -m prm_lessons.preflight.gpu_env
 
-# Before spending the budget: the real GPU code paths on tiny inputs (<1 GPU-hour; docs/preflight.md):
+# Before spending the budget: the real GPU code paths on tiny inputs (~1-2 GPU-hours; docs/preflight.md):
 # one vLLM sample job, vLLM pooling scores of Qwen2.5-Math-PRM-7B over 2 shards + merge, a 2-GPU ZeRO-3
-# train_prm (2 steps), and the trained PRM's save, reload and vLLM scoring. In the GPU venv, on the cluster:
+# train_prm (2 steps), the trained PRM's save, reload and vLLM scoring, and Qwen2.5-Math-PRM-72B pooling at
+# TP 4 (one job). In the GPU venv, on the cluster:
 #   make preflight-gpu SMK_ARGS="--profile slurm"
 # (download_model needs the network on the submit host: HF_HUB_OFFLINE=1 only when set outside make)
 preflight-gpu:
 	$(if $(filter file,$(origin HF_HUB_OFFLINE)),env -u HF_HUB_OFFLINE) $(GPU_VENV)/bin/python -m prm_lessons.preflight.gpu $(PREFLIGHT_ARGS) $(SMK_ARGS)
+
+# On one GPU node (8 GPUs for the training measurement), ~1 h: 7B sampling with and without per-request
+# seeds, one MC shard's first rounds, one TP-4 job, 50 steps of the 8-GPU training; the measured rates go to
+# results/preflight/cost_rates.json (docs/preflight.md). Without a GPU it stops with one line.
+#   srun --gpus 8 make preflight-cost        COST_ARGS="--plan" prints what it would run
+preflight-cost:
+	@$(if $(filter file,$(origin HF_HUB_OFFLINE)),env -u HF_HUB_OFFLINE) $(GPU_VENV)/bin/python -m prm_lessons.preflight.cost $(COST_ARGS)
 
 clean-results:
 	rm -rf results/*/ figures/fig* logs benchmarks resources/models paper/tables/*.tex paper/figures paper/report.md paper/verdicts.html paper/main.pdf runs

@@ -16,9 +16,16 @@ or a crash stays inside the part; every part writes a JSON the parent collects):
                saved in the released layout
   train_zero3_inprocess   (GPU only, run last) the same through train_launch.run_training with gpus: 1,
                which trains a 1-GPU job in its own process, no torchrun: the workflow's own 1-GPU path
-  train_plain  the same without DeepSpeed at max_length 2048: steady tokens/s after 2 warm-up steps and
-               MFU = 6 N tokens/s / 989 TFLOP/s (H100/H200 dense bf16); N = all parameters, and
-               N without the embeddings beside it
+  train_plain  the same without DeepSpeed at max_length 2048: steady tokens/s after 2 warm-up steps, MFU and
+               HFU (prm_lessons.training.flops: matmul weights without the embedding, causal attention,
+               the step head; HFU adds gradient checkpointing's recomputed forward) against the card's
+               dense bf16 peak
+  train_slice  the shape that matters: a Qwen2.5-Math-7B-Instruct slice (its hidden 3584, intermediate
+               18944, 28 heads / 4 kv heads, full vocabulary 152064, untied; 4 of its 28 layers; random
+               weights) trained through train_prm (the Trainer path of every real training) with
+               config/paper.yaml's precision, gradient checkpointing, micro-batch and max_length;
+               torch.profiler over 2 steady steps: the top CUDA kernels by self time go to the report,
+               the attention kernel named; tokens/s, MFU and HFU from the formula
   bench_train_throughput  bench/train_throughput.py beside it: the bare bf16 loop (no Trainer) on the
                same shape, gradient checkpointing on (docs/preflight.md's MFU goal is stated for it)
   score_*      the saved PRM with adapter `trained`, and the qwen_prm stand-in with adapter `qwen_prm`
@@ -39,6 +46,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -49,8 +57,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-PEAK_BF16 = 989e12  # H100 SXM / H200 dense bf16 FLOP/s (no sparsity)
+PEAK_BF16 = 989e12  # H100 SXM / H200 dense bf16 FLOP/s (no sparsity): the fallback for an unknown card
 ZERO3 = ROOT / "config" / "deepspeed" / "zero3.json"
+PAPER = ROOT / "config" / "paper.yaml"
 
 # Qwen2.5-Math-7B-Instruct's vocabulary and layout (as rehearsal.hub_cache.REPOS, which is not imported:
 # it needs huggingface_hub 2, the device has 1.33) at Qwen2.5-0.5B's shape (~0.63B with the untied head)
@@ -60,6 +69,17 @@ SHAPE = {"gpu": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=
                      num_key_value_heads=2),
          "cpu": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
                      num_key_value_heads=1)}
+# Qwen2.5-Math-7B-Instruct's layer (config.json on the Hub: hidden 3584, intermediate 18944, 28 heads, 4 kv
+# heads, head_dim 128), 4 of its 28 layers: the per-layer GEMMs, attention and the full-vocabulary embedding
+# of the paper's training base at a size one GPU trains in a minute
+SLICE = {"gpu": dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=4, num_attention_heads=28,
+                     num_key_value_heads=4),
+         "cpu": dict(hidden_size=64, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4,
+                     num_key_value_heads=2)}
+SLICE_STEPS = {"gpu": dict(steps=12, warm=3, profiled=2), "cpu": dict(steps=4, warm=1, profiled=1)}
+TOP_KERNELS = 15
+# kernel names of attention (FlashAttention 2/3, PyTorch's flash / memory-efficient / cuDNN SDPA backends)
+ATTENTION_KERNEL = re.compile(r"flash|fmha|attention|sdpa|cudnn.*(mha|attn)|softmax", re.I)
 # per size: trainset rows, steps per row, words per step, training max_length / batch / optimizer steps
 SIZE = {"gpu": dict(rows=160, steps=(8, 14), words=(40, 80), max_length=2048, batch=8, zero3_steps=4,
                     plain_steps=20, score_rows=256, cmp_rows=4),
@@ -68,7 +88,7 @@ SIZE = {"gpu": dict(rows=160, steps=(8, 14), words=(40, 80), max_length=2048, ba
 TOL = {"fp32": 2e-3, "bf16": 5e-2}  # max |P(good) GPU - P(good) CPU fp32| per step
 # seconds per phase: a hung phase must leave the rest of a 10-minute device call; the in-process ZeRO-3
 # run goes last (DeepSpeed may look for MPI there: no torchrun environment)
-PHASE_TIMEOUT_S = {"train_zero3_inprocess": 150, "bench_train_throughput": 150}
+PHASE_TIMEOUT_S = {"train_zero3_inprocess": 150, "bench_train_throughput": 150, "train_slice": 300}
 DEFAULT_TIMEOUT_S = 240
 
 
@@ -354,18 +374,159 @@ def phase_train_plain(a) -> dict:
     res = _train_result(out, metrics, zero3=False)
     tokens_per_step = metrics["train_tokens"] / max(1, metrics["global_steps"])  # rows are alike in length
     steady = (tokens_per_step * (steps - warm) / (marks[steps] - marks[warm])) if steps > warm else None
-    n, n_emb = int(marks["params"]), int(marks["embed"])
-    res.update(tokens_per_step=tokens_per_step, steady_tokens_per_second=steady, params=n,
-               params_non_embedding=n - n_emb, peak_bf16_flops=PEAK_BF16,
-               device=torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    res.update(tokens_per_step=tokens_per_step, steady_tokens_per_second=steady, params=int(marks["params"]),
+               device=device,
                max_memory_gb=torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None)
-    res["mfu"] = 6 * n * steady / PEAK_BF16 if steady else None
-    res["mfu_non_embedding"] = 6 * (n - n_emb) * steady / PEAK_BF16 if steady else None
+    res.update(utilisation(SHAPE["cpu" if a.cpu_smoke else "gpu"], steady, tokens_per_step / settings["batch_size"],
+                           device, settings["gradient_checkpointing"]))
     res["checks"] = [{"name": "train plain Trainer (no DeepSpeed) + released save",
                       "status": "PASS" if res["ok"] else "FAIL",
-                      "detail": f"{steady or 0:.0f} tokens/s steady, MFU {100 * (res['mfu'] or 0):.1f}% "
-                                f"(6N, N={n / 1e6:.0f}M) / {100 * (res['mfu_non_embedding'] or 0):.1f}% "
-                                f"(non-embedding) on {res['device']}"}]
+                      "detail": f"{steady or 0:.0f} tokens/s steady, {_util_text(res)} on {device}"}]
+    return res
+
+
+def utilisation(shape: dict, tokens_per_second: float | None, context: float, device: str, ckpt: bool) -> dict:
+    """MFU and HFU (prm_lessons.training.flops) of a PRM of this shape (no LM head, the step head)."""
+    from prm_lessons.training import flops
+
+    s = flops.shape_of({**BASE_CFG, **shape})
+    peak = flops.peak_bf16(device) or PEAK_BF16
+    out = {"matmul_weights": flops.matmul_weights(s), "attention_context": context, "peak_bf16_flops": peak,
+           "mfu": None, "hfu": None}
+    if tokens_per_second:
+        out.update(flops.training_utilisation(s, tokens_per_second, context, peak, ckpt))
+    return out
+
+
+def _util_text(res: dict) -> str:
+    if res.get("mfu") is None:
+        return "MFU n/a"
+    return (f"MFU {100 * res['mfu']:.1f}% / HFU {100 * res['hfu']:.1f}% (N={res['matmul_weights'] / 1e6:.0f}M "
+            f"matmul weights, no embedding; attention at T={res['attention_context']:.0f})")
+
+
+def paper_training() -> dict:
+    """config/paper.yaml's training settings that set the step's shape: precision, checkpointing, micro-batch,
+    max_length."""
+    import yaml
+
+    t = yaml.safe_load(PAPER.read_text())["training"]
+    return {k: t[k] for k in ("precision", "gradient_checkpointing", "batch_size", "max_length")}
+
+
+def slice_config(size: str):
+    """The Qwen2.5-Math-7B-Instruct slice as a Qwen2Config (Qwen2ForCausalLM, untied, full vocabulary)."""
+    from transformers import Qwen2Config
+
+    shape = SLICE[size]
+    cfg = Qwen2Config(**BASE_CFG, **shape, max_window_layers=shape["num_hidden_layers"])
+    cfg.architectures = ["Qwen2ForCausalLM"]
+    return cfg
+
+
+def slice_settings(a) -> dict:
+    """train_prm settings of the slice: paper.yaml's precision, gradient checkpointing, micro-batch and
+    max_length, one GPU, no DeepSpeed (one GPU partitions nothing), no checkpoint."""
+    size = "cpu" if a.cpu_smoke else "gpu"
+    paper = paper_training()
+    settings = train_settings(a, False, SLICE_STEPS[size]["steps"])
+    settings.update(gradient_checkpointing=bool(paper["gradient_checkpointing"]), batch_size=int(paper["batch_size"]),
+                    max_length=int(paper["max_length"]) if not a.cpu_smoke else settings["max_length"],
+                    precision=paper["precision"] if not a.cpu_smoke else "auto")
+    return settings
+
+
+def top_kernels(averages, k: int = TOP_KERNELS) -> list[dict]:
+    """The k device kernels with the most self time, from torch.profiler's key_averages() (FunctionEventAvg:
+    key, count, self_device_time_total in us, device_type), with their share of all kernel time."""
+    kernels = [e for e in averages if str(getattr(e, "device_type", "")).rsplit(".", 1)[-1] in ("CUDA", "PrivateUse1")
+               and getattr(e, "self_device_time_total", 0) > 0]
+    total = sum(e.self_device_time_total for e in kernels) or 1
+    kernels.sort(key=lambda e: e.self_device_time_total, reverse=True)
+    return [{"kernel": e.key, "calls": int(e.count), "self_ms": e.self_device_time_total / 1e3,
+             "share": e.self_device_time_total / total, "attention": bool(ATTENTION_KERNEL.search(e.key))}
+            for e in kernels[:k]]
+
+
+def attention_kernels(rows: list[dict]) -> list[str]:
+    """The attention kernels among the top ones, most time first (the report names them)."""
+    return [r["kernel"] for r in rows if r["attention"]]
+
+
+def phase_train_slice(a) -> dict:
+    """The 7B slice through train_prm: steady tokens/s, MFU / HFU, and the profiler's top kernels."""
+    import torch
+    from transformers import AutoModelForCausalLM, TrainerCallback
+
+    from prm_lessons.rehearsal.tokenizers import save_tokenizer
+    from prm_lessons.training.train import train_prm
+
+    size = "cpu" if a.cpu_smoke else "gpu"
+    work = Path(a.work)
+    cuda = torch.cuda.is_available() and not a.cpu_smoke
+    cfg = slice_config(size)
+    torch.manual_seed(2)
+    with torch.device("cuda" if cuda else "cpu"):
+        lm = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+    base = work / "slice_base"
+    lm.save_pretrained(base)
+    save_tokenizer("qwen2", base)
+    del lm
+    if cuda:
+        torch.cuda.empty_cache()
+    plan = SLICE_STEPS[size]
+    settings = slice_settings(a)
+    marks: dict = {}
+    prof_state: dict = {}
+
+    class StepTimes(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            if state.global_step == plan["warm"] and "prof" not in prof_state:
+                acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+                prof_state["prof"] = torch.profiler.profile(activities=acts)
+                prof_state["prof"].__enter__()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if cuda:
+                torch.cuda.synchronize()
+            marks[state.global_step] = time.perf_counter()
+            prof = prof_state.get("prof")
+            if prof is not None and state.global_step == plan["warm"] + plan["profiled"] and "done" not in prof_state:
+                prof.__exit__(None, None, None)
+                prof_state["done"] = True
+
+    out = work / "prm_slice"
+    metrics = train_prm(str(work / "trainset.parquet"), str(base), str(out), settings, "hard",
+                        str(work / ".prm_slice.checkpoints"), callbacks=[StepTimes()])
+    steps, warm = plan["steps"], plan["warm"]
+    tokens_per_step = metrics["train_tokens"] / max(1, metrics["global_steps"])
+    # the profiled steps are slower: steady time from the steps after them
+    after = warm + plan["profiled"]
+    steady = tokens_per_step * (steps - after) / (marks[steps] - marks[after]) if steps > after else None
+    device = torch.cuda.get_device_name(0) if cuda else "cpu"
+    res = {"shape": {**SLICE[size], "vocab_size": BASE_CFG["vocab_size"]}, "settings": settings,
+           "tokens_per_step": tokens_per_step, "steady_tokens_per_second": steady, "device": device,
+           "global_steps": metrics.get("global_steps"), "final_train_loss": metrics.get("final_train_loss"),
+           "max_memory_gb": torch.cuda.max_memory_allocated() / 2**30 if cuda else None}
+    res.update(utilisation(SLICE[size], steady, tokens_per_step / settings["batch_size"], device,
+                           settings["gradient_checkpointing"]))
+    prof = prof_state.get("prof")
+    rows = top_kernels(prof.key_averages()) if prof is not None and "done" in prof_state else []
+    res["top_kernels"] = rows
+    res["attention_kernels"] = attention_kernels(rows)
+    if prof is not None and "done" in prof_state:
+        sort = "self_device_time_total" if cuda else "self_cpu_time_total"
+        try:  # the human-readable table beside the rows; its format is torch's, not needed for the check
+            res["profile_table"] = prof.key_averages().table(sort_by=sort, row_limit=TOP_KERNELS)
+        except Exception as e:  # noqa: BLE001
+            res["profile_table"] = f"table not rendered: {e!r}"
+    losses = metrics.get("loss_history") or []
+    ok = bool(losses) and all(math.isfinite(x) for x in losses) and steady is not None and (rows or not cuda)
+    attn = res["attention_kernels"][0] if res["attention_kernels"] else "none among the top kernels"
+    res["checks"] = [{"name": "train 7B slice (Trainer, paper settings) + profile", "status": "PASS" if ok else "FAIL",
+                      "detail": f"{steady or 0:.0f} tokens/s steady, {_util_text(res)} on {device}; "
+                                f"attention kernel: {attn}"}]
     return res
 
 
@@ -427,24 +588,31 @@ def bare_loop_throughput(a) -> dict:
     res["checks"] = [{"name": "bench/train_throughput.py (bare bf16 loop, grad ckpt)", "status": "PASS",
                       "detail": f"{gpu.get('tokens_per_second') or 0:.0f} tokens/s, MFU "
                                 + (f"{100 * mfu:.1f}%" if mfu is not None else "n/a")
-                                + f" (6N + attention) on {gpu.get('device')}"}]
+                                + " (prm_lessons.training.flops)" + f" on {gpu.get('device')}"}]
     res["phase_wall_seconds"] = time.time() - t0
     return res
 
 
 PHASES = {"env": phase_env, "build": phase_build, "train_zero3": phase_train_zero3,
           "train_zero3_inprocess": phase_train_zero3_inprocess, "train_plain": phase_train_plain,
-          "score": phase_score}
+          "train_slice": phase_train_slice, "score": phase_score}
+# the training phases in order, each in its own process (run_phase); scoring and the in-process ZeRO-3 run follow
+FIRST_PHASES = ("env", "build", "train_zero3", "train_plain", "train_slice")
 
 
 # ------------------------------------------------------------------------------------------------ driver
+
+def phase_command(a, name: str, result: Path, extra: list[str] | None = None) -> list[str]:
+    """The command of one phase's process: this script with --phase, its work directory and result file."""
+    return [sys.executable, str(Path(__file__).resolve()), "--phase", name, "--work", str(a.work),
+            "--result", str(result), *(["--cpu-smoke"] if a.cpu_smoke else []), *(extra or [])]
+
 
 def run_phase(a, name: str, extra: list[str] | None = None, tag: str | None = None, hide_gpu: bool = False) -> dict:
     tag = tag or name
     result = Path(a.work) / f"phase_{tag}.json"
     result.unlink(missing_ok=True)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--phase", name, "--work", str(a.work),
-           "--result", str(result), *(["--cpu-smoke"] if a.cpu_smoke else []), *(extra or [])]
+    cmd = phase_command(a, name, result, extra)
     env = dict(os.environ)
     if hide_gpu:
         env["CUDA_VISIBLE_DEVICES"] = ""
@@ -516,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
     def dump() -> None:  # after each phase: a call killed at its time limit still brings numbers back
         (out / "gpu_check.json").write_text(json.dumps({**report, "verdict": "INCOMPLETE"}, indent=2, default=str))
 
-    for name in ["env", "build", "train_zero3", "train_plain"]:
+    for name in FIRST_PHASES:
         if name in skip:
             continue
         report["phases"][name] = run_phase(a, name)
@@ -571,7 +739,11 @@ def main(argv: list[str] | None = None) -> int:
     plain = report["phases"].get("train_plain", {})
     report["summary"] = {
         "device": env.get("device"), "train_plain_tokens_per_second": plain.get("steady_tokens_per_second"),
-        "train_plain_mfu": plain.get("mfu"), "train_plain_mfu_non_embedding": plain.get("mfu_non_embedding"),
+        "train_plain_mfu": plain.get("mfu"), "train_plain_hfu": plain.get("hfu"),
+        "slice_tokens_per_second": report["phases"].get("train_slice", {}).get("steady_tokens_per_second"),
+        "slice_mfu": report["phases"].get("train_slice", {}).get("mfu"),
+        "slice_hfu": report["phases"].get("train_slice", {}).get("hfu"),
+        "slice_attention_kernels": report["phases"].get("train_slice", {}).get("attention_kernels"),
         "bare_loop_tokens_per_second": report["phases"].get("bench_train_throughput", {}).get("tokens_per_second"),
         "bare_loop_mfu": report["phases"].get("bench_train_throughput", {}).get("mfu"),
         "train_zero3_tokens_per_second":

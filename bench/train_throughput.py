@@ -5,7 +5,8 @@ built from Qwen2Config, nothing downloaded) + the 2-class step head, bf16, on re
 sequences (lengths 384-2048 tokens, a step token every 40-160 tokens, hard 0/1 labels); full fine-tuning
 steps (forward + backward + AdamW) of prm_lessons.models.prm.ProcessRewardModel with the training
 collator. Prints tokens/s and MFU = achieved model FLOP/s / peak bf16 FLOP/s of the card (goal >= 35% on
-H100/H200), with the FLOPs of the model (6 x non-embedding params + attention) per token.
+H100/H200), and HFU (with the forward that gradient checkpointing recomputes), from the FLOPs per token of
+prm_lessons.training.flops (6 x matmul weights without the embedding + causal attention + the step head).
 
 CPU (no GPU): the embedded default's training step, side by side in one run on the embedded SmolLM2-135M
 (resources/models/smollm2 if converted, else a random model of its config): `head` mode (what the
@@ -27,9 +28,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-# dense bf16 peak (no sparsity), FLOP/s, by device-name substring
-PEAK_BF16 = {"H200": 989e12, "H100 SXM": 989e12, "H100 80GB HBM3": 989e12, "H100 NVL": 835e12,
-             "H100 PCIe": 756e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12}
 
 QWEN25_05B = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
                   num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
@@ -63,20 +61,12 @@ def synthetic_instances(n: int, vocab: int, step_id: int, seq_lo: int, seq_hi: i
     return out
 
 
-def model_flops_per_token(cfg, seq: float) -> float:
-    """Training FLOPs per token: 6 x non-embedding parameters (matmuls) + attention scores/values
-    (12 x layers x hidden x seq, causal halves it -> 6 x ...) + the step head (negligible)."""
-    h, L, i = cfg.hidden_size, cfg.num_hidden_layers, cfg.intermediate_size
-    kv = cfg.num_key_value_heads * (h // cfg.num_attention_heads)
-    per_layer = h * h * 2 + h * kv * 2 + 3 * h * i  # q, o, k, v, gate/up/down
-    return 6 * L * per_layer + 6 * L * h * seq
-
-
 def gpu_bench(args) -> dict:
     import torch
     from transformers import AutoModel, Qwen2Config
 
     from prm_lessons.models.prm import ProcessRewardModel, StepCollator, StepHead
+    from prm_lessons.training import flops as F
 
     device = torch.device("cuda" if torch.cuda.is_available() and not args.tiny else "cpu")
     cfg = Qwen2Config(**(TINY if args.tiny else QWEN25_05B), attn_implementation="sdpa")
@@ -98,6 +88,7 @@ def gpu_bench(args) -> dict:
     random.Random(1).shuffle(batches)
     collate = StepCollator(0)
     step_tokens, t_total, pad_tokens = 0, 0.0, 0
+    lengths: list[int] = []  # of the measured sequences: the attention term's context (flops.attention_context)
     for k, items in enumerate(batches):
         b = {key: v.to(device, non_blocking=True) for key, v in collate(items).items()}
         n_tok = int(b.pop("n_tokens"))
@@ -114,15 +105,19 @@ def gpu_bench(args) -> dict:
             t_total += time.perf_counter() - t0
             step_tokens += n_tok
             pad_tokens += b["input_ids"].numel()
+            lengths += [len(x["input_ids"]) for x in items]
     tps = step_tokens / t_total
     mean_seq = step_tokens / (len(batches) - args.warmup) / args.batch
-    flops = model_flops_per_token(cfg, mean_seq) * tps
+    shape = F.shape_of(cfg)  # the PRM: no LM head, the step head counted
+    context = F.attention_context(lengths)
+    model_flops = F.train_flops(shape, context) * tps
     name = torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"
-    peak = next((v for k, v in PEAK_BF16.items() if k in name), None)
-    return {"device": name, "params": n_params, "tokens_per_second": tps, "mean_seq_len": mean_seq,
-            "padding_share": 1 - step_tokens / pad_tokens, "model_tflops": flops / 1e12,
-            "mfu": flops / peak if peak else None, "grad_ckpt": args.grad_ckpt, "batch": args.batch,
-            "last_loss": loss.item()}
+    peak = F.peak_bf16(name)
+    util = F.training_utilisation(shape, tps, context, peak, args.grad_ckpt) if peak else {}
+    return {"device": name, "params": n_params, "matmul_weights": F.matmul_weights(shape), "tokens_per_second": tps,
+            "mean_seq_len": mean_seq, "attention_context": context, "padding_share": 1 - step_tokens / pad_tokens,
+            "model_tflops": model_flops / 1e12, "mfu": util.get("mfu"), "hfu": util.get("hfu"),
+            "grad_ckpt": args.grad_ckpt, "batch": args.batch, "last_loss": loss.item()}
 
 
 def cpu_bench(args) -> dict:
@@ -226,9 +221,9 @@ def main() -> None:
         print(f"device: {r['device']}   model: Qwen2 config, {r['params'] / 1e6:.0f}M params (random), bf16, "
               f"batch {r['batch']}, mean length {r['mean_seq_len']:.0f} tokens, padding {r['padding_share']:.1%}, "
               f"gradient checkpointing {'on' if r['grad_ckpt'] else 'off'}")
-        mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "n/a (unknown peak for this device)"
-        print(f"training step: {r['tokens_per_second']:,.0f} tokens/s   model {r['model_tflops']:.1f} TFLOP/s   "
-              f"MFU {mfu}")
+        mfu = (f"MFU {r['mfu']:.1%}   HFU {r['hfu']:.1%}" if r["mfu"] is not None
+               else "MFU n/a (unknown peak for this device)")
+        print(f"training step: {r['tokens_per_second']:,.0f} tokens/s   model {r['model_tflops']:.1f} TFLOP/s   {mfu}")
     else:
         r = cpu_bench(args)
         h = r["head"]

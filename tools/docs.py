@@ -4,7 +4,8 @@
     python tools/docs.py check   regenerate in memory; exit 1 naming each stale file (with a unified diff)
 
 A new generated file is one entry of GENERATORS: its path (relative to the checkout) → a function of no
-arguments that returns the file's text. The module map reads source files (ast); the config's JSON schema
+arguments that returns the file's text (a generated part of a hand-written page: the page with that part
+spliced in, as docs/paper-scale.md's GPU-hour table). The module map reads source files (ast); the config's JSON schema
 and key reference come from the config models (prm_lessons.config.docs: pydantic, no heavy dependency).
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "prm_lessons"
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's package, also without an install
 from prm_lessons.config import docs as config_docs  # noqa: E402
+from prm_lessons.preflight import gpu_hours  # noqa: E402
 
 HOW_TO_REGENERATE = "python tools/docs.py write"
 
@@ -63,6 +65,9 @@ def module_map() -> str:
 GENERATORS: dict[str, Callable[[], str]] = {
     "docs/modules.md": module_map,
     **config_docs.GENERATED,  # workflow/schemas/config.schema.json, docs/config-reference.md
+    # the GPU-hour table inside the hand-written page (between its BEGIN / END markers): config/paper.yaml's
+    # work counts x docs/gpu_rates.yaml's rates
+    "docs/paper-scale.md": gpu_hours.paper_scale_doc,
 }
 
 

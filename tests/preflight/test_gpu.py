@@ -68,10 +68,11 @@ def test_dry_run_plans_exactly_the_preflight_jobs(dry_run):
     counts, _ = dry_run
     assert counts == {
         # local: downloads, data, labels, merges
-        "download_model": 2, "benchmark_file": 1, "problems": 1, "processbench_file": 1, "processbench": 1,
+        "download_model": 3, "benchmark_file": 1, "problems": 1, "processbench_file": 1, "processbench": 1,
         "math_shepherd_labels": 1, "trainset": 1, "merge_samples": 1, "merge_sample_scores": 1,
-        # GPU: one sampling job, 2 shards of the released PRM + 1 of the trained one, one training
-        "sample": 1, "score_samples": 3, "train_prm": 1,
+        # GPU: one sampling job, 2 shards of the released PRM + 1 of the trained one + 1 of the PRM-72B at
+        # TP 4, one training
+        "sample": 1, "score_samples": 4, "train_prm": 1,
     }
 
 
@@ -84,8 +85,11 @@ def test_dry_run_gpu_requests(dry_run):
     # one machine: Snakemake assigns no GPU ids, so the GPU jobs take the one gpu_jobs slot in turn
     assert all("gpu_jobs=1" in r for rule in preflight.GPU_RULES for r in res[rule])
     scored = sorted(re.search(r"prm=(\w+), shard=(\d)", r).groups() for r in res["score_samples"])
-    assert scored == [("math_shepherd", "0"), ("qwen25_math_prm_7b", "0"), ("qwen25_math_prm_7b", "1")]
-    assert all("gpu=1," in r for r in res["score_samples"])
+    assert scored == [("math_shepherd", "0"), ("qwen25_math_prm_72b", "0"), ("qwen25_math_prm_7b", "0"),
+                      ("qwen25_math_prm_7b", "1")]
+    # the tensor-parallel job asks for its 4 GPUs, the others for one
+    assert [("gpu=4," in r) for r in res["score_samples"] if "prm=qwen25_math_prm_72b" in r] == [True]
+    assert all("gpu=1," in r for r in res["score_samples"] if "prm=qwen25_math_prm_72b" not in r)
     # cluster.max_runtime caps every GPU job at an hour
     assert all("runtime=60," in r for rule in preflight.GPU_RULES for r in res[rule])
 
@@ -94,7 +98,33 @@ def test_targets_and_names(specs):
     assert [s.name for s in specs] == [
         "sample (vLLM TP=1)", "score_samples qwen25_math_prm_7b (vLLM pooling TP=1, 2 shards)",
         "merge_sample_scores qwen25_math_prm_7b", "train_prm math_shepherd (ZeRO-3, 2 GPUs)",
-        "score_samples math_shepherd (trained PRM reloaded by vLLM, TP=1)"]
+        "score_samples math_shepherd (trained PRM reloaded by vLLM, TP=1)",
+        "score_samples qwen25_math_prm_72b (vLLM pooling TP=4, shard 0 of 2)"]
+    assert [s.gpus for s in specs] == [1, 1, 0, 2, 1, 4]
+
+
+def test_plan_has_a_tensor_parallel_4_job(config, specs, tmp_path):
+    """The preflight's config scores the released PRM-72B through vLLM at tensor_parallel_size 4; on one
+    machine with fewer than 4 GPUs the driver layers the stand-in overlay: the 7B PRM at TP 2."""
+    from prm_lessons import plan
+
+    resolved = plan.resolve_prm_specs(config)
+    assert resolved[preflight.TP_PRM]["backend"] == "vllm"
+    assert resolved[preflight.TP_PRM]["vllm"]["tensor_parallel_size"] == 4
+    assert specs[-1].outputs == ["results/scores/qwen25_math_prm_72b/gsm8k/shard0of2.parquet"]
+    assert preflight.config_files(tmp_path, cluster=True, n_gpus=0) == preflight.CONFIGS
+    assert preflight.config_files(tmp_path, cluster=False, n_gpus=4) == preflight.CONFIGS
+    small = preflight.config_files(tmp_path, cluster=False, n_gpus=2)
+    assert small[:2] == preflight.CONFIGS and small[2] == tmp_path / "tp_standin.yaml"
+    standin_cfg = load_config(*small)
+    tp = plan.resolve_prm_specs(standin_cfg)[preflight.STANDIN_PRM]
+    assert tp["vllm"]["tensor_parallel_size"] == 2 and tp["backend"] == "vllm"
+    assert standin_cfg["models"][preflight.STANDIN_PRM]["id"] == config["models"]["qwen25_math_prm_7b"]["id"]
+    last = preflight.plan_checks(standin_cfg)[-1]
+    assert last.name == ("score_samples qwen25_math_prm_7b_tp2 (vLLM pooling TP=2, shard 0 of 2; stand-in: "
+                         "fewer than 4 GPUs here)") and last.gpus == 2
+    cmd = preflight.snakemake_cmd(tmp_path, preflight.plan_checks(standin_cfg), [], configs=small)
+    assert cmd[cmd.index("--resources") + 1] == "gpu=2" and str(small[2]) in cmd
 
 
 # -- check lines from fixture outputs and logs ----------------------------------------------------------
@@ -128,6 +158,8 @@ def work(tmp_path):
     _write(tmp_path, "results/scores/qwen25_math_prm_7b/gsm8k/shard1of2.parquet", _scores(s[~half]), "step_scores")
     _write(tmp_path, "results/scores/qwen25_math_prm_7b/gsm8k.parquet", _scores(s), "step_scores")
     _write(tmp_path, "results/scores/math_shepherd/gsm8k/shard0of2.parquet", _scores(s[half], 0.4), "step_scores")
+    _write(tmp_path, "results/scores/qwen25_math_prm_72b/gsm8k/shard0of2.parquet", _scores(s[half], 0.9),
+           "step_scores")
     m = tmp_path / "results/prms/math_shepherd/train_metrics.json"
     m.parent.mkdir(parents=True)
     m.write_text(json.dumps({"global_steps": 2, "world_size": 2, "loss_history": [0.71, 0.66],
@@ -148,6 +180,8 @@ def test_all_pass(specs, work):
     assert lines["PASS train_prm math_shepherd (ZeRO-3, 2 GPUs)"] == \
         "2 steps on 2 ranks, loss 0.6600, 1234 tokens/s, saved in the released layout"
     assert lines["PASS score_samples math_shepherd (trained PRM reloaded by vLLM, TP=1)"].startswith("32 responses")
+    assert lines["PASS score_samples qwen25_math_prm_72b (vLLM pooling TP=4, shard 0 of 2)"].startswith(
+        "32 responses, 64 step scores in [0, 1]")
 
 
 def test_failed_job_gives_its_last_error_line(specs, work):
@@ -207,7 +241,8 @@ def test_last_error_line():
 
 def test_command_local_serialises_gpu_jobs_cluster_resolves_profile(specs, tmp_path, monkeypatch):
     local = preflight.snakemake_cmd(tmp_path, specs, [])
-    assert local[local.index("--resources") + 1:local.index("--resources") + 3] == ["gpu=2", "gpu_jobs=1"]
+    # the largest job's GPUs: the TP-4 one
+    assert local[local.index("--resources") + 1:local.index("--resources") + 3] == ["gpu=4", "gpu_jobs=1"]
     assert "--forcerun" in local and local[local.index("--retries") + 1] == "0"
     monkeypatch.chdir(ROOT)
     cluster = preflight.snakemake_cmd(tmp_path, specs, ["--profile", "slurm"], resume=True)
@@ -303,10 +338,10 @@ def test_main_prints_one_line_per_check_and_exit_status(work, tmp_path_factory, 
     assert preflight.main(["--out", str(out), "--resume", "--profile", "slurm"]) == 1
     text = capsys.readouterr().out
     assert calls and calls[0][calls[0].index("--directory") + 1] == str(out / "work")
-    summary = text.split("\npreflight: 6 checks")[1].splitlines()[1:]
+    summary = text.split("\npreflight: 7 checks")[1].splitlines()[1:]
     assert summary[0] == "FAIL trainset (needed by the checks): failed; see the Snakemake output above"
-    assert [ln.split(" ", 1)[0] for ln in summary[1:6]] == ["PASS"] * 5
-    assert summary[-1] == "preflight: FAILED: 1 of 6"
+    assert [ln.split(" ", 1)[0] for ln in summary[1:7]] == ["PASS"] * 6
+    assert summary[-1] == "preflight: FAILED: 1 of 7"
 
 
 def test_dry_run_through_main_prints_no_checks(monkeypatch, capsys, tmp_path):

@@ -9,7 +9,11 @@
 2. Snakemake on config/paper.yaml + config/preflight.yaml, in its own working directory (<out>/work, so
    nothing of the paper run's results/ is touched). It asks for the explicit targets of `plan_checks`
    only: one vLLM `sample` job, Qwen2.5-Math-PRM-7B vLLM pooling scores over 2 shards with their merge,
-   a 2-GPU ZeRO-3 `train_prm`, and the trained PRM's vLLM scores. The GPU rules are forced, so a
+   a 2-GPU ZeRO-3 `train_prm`, the trained PRM's vLLM scores, and one tensor-parallel-4 job: the
+   released Qwen2.5-Math-PRM-72B through vLLM pooling at TP 4 on shard 0 of 2 (8 problems x 4 responses).
+   On one machine with fewer than 4 GPUs that job is a stand-in: Qwen2.5-Math-PRM-7B at TP 2 (an extra
+   overlay, written to <out>/work/tp_standin.yaml, adds it as model and PRM `qwen25_math_prm_7b_tp2`):
+   vLLM's multi-GPU pooling, not the 72B load. The GPU rules are forced, so a
    second preflight runs them again; --resume keeps what the last one made. Retries are off and
    keep-going is on, so every path reports.
 3. One line per check, read from the outputs and the job logs. A failed job's line gives the last
@@ -34,6 +38,7 @@ import yaml
 
 from .. import plan
 from ..config import load_config, model_entry
+from ..jobs.hardware import cuda_device_count
 from ..tables import read_json, read_table
 from . import gpu_env
 
@@ -41,6 +46,10 @@ REPO = Path(__file__).resolve().parents[3]
 CONFIGS = (REPO / "config" / "paper.yaml", REPO / "config" / "preflight.yaml")
 BENCHMARK = "gsm8k"                 # the one benchmark config/preflight.yaml keeps
 RELEASED_PRM = "qwen25_math_prm_7b"  # prms.models entry scored through vLLM pooling
+TP_PRM = "qwen25_math_prm_72b"      # the tensor-parallel-4 job: the released PRM-72B through vLLM pooling
+TP_SIZE = 4
+STANDIN_PRM = "qwen25_math_prm_7b_tp2"  # one machine with fewer than TP_SIZE GPUs: the 7B PRM at TP 2
+STANDIN_TP = 2
 VARIANT = "math_shepherd"           # the one training-set variant config/preflight.yaml keeps
 FORCED_RULES = ("sample", "train_prm")  # and everything after them: the GPU jobs run every time
 GPU_RULES = ("sample", "score_samples", "train_prm")
@@ -56,6 +65,7 @@ class Spec:
     outputs: list[str]               # the Snakemake targets, relative to the working directory
     logs: list[str]                  # the job logs whose last error line explains a failure
     evaluate: Callable[[Path], str]  # work dir -> the PASS detail; raises CheckFailed
+    gpus: int = 0                    # GPUs of its job (a machine running the preflight needs the most of them)
 
 
 # -- the checks ---------------------------------------------------------------------------------------
@@ -143,17 +153,49 @@ def plan_checks(config: dict) -> list[Spec]:
 
     tp_prm = specs[RELEASED_PRM].get("vllm", {}).get("tensor_parallel_size", 1)
     tp_trained = specs[VARIANT].get("vllm", {}).get("tensor_parallel_size", 1)
+    # the tensor-parallel job: the PRM-72B, or the stand-in when the driver layered tp_standin.yaml
+    tp_name = STANDIN_PRM if STANDIN_PRM in specs else TP_PRM
+    tp_size = int(specs[tp_name].get("vllm", {}).get("tensor_parallel_size", 1))
+    k_tp = plan.score_shards(config, tp_name)
+    tp_table = f"results/scores/{tp_name}/{BENCHMARK}/shard0of{k_tp}.parquet"
+    standin = "; stand-in: fewer than 4 GPUs here" if tp_name == STANDIN_PRM else ""
+
+    def tensor_parallel(work: Path) -> str:
+        return _scores_detail([work / tp_table])[0]
+
     return [
         Spec(f"sample (vLLM TP={policy['tensor_parallel_size']})", [sample_out],
-             [f"logs/sample/{BENCHMARK}/shard0of1.log"], sample),
+             [f"logs/sample/{BENCHMARK}/shard0of1.log"], sample, int(policy["tensor_parallel_size"])),
         Spec(f"score_samples {RELEASED_PRM} (vLLM pooling TP={tp_prm}, {k} shards)", shard_tables,
-             [f"logs/score_samples/{RELEASED_PRM}/shard{i}of{k}.log" for i in range(k)], released),
+             [f"logs/score_samples/{RELEASED_PRM}/shard{i}of{k}.log" for i in range(k)], released, tp_prm),
         Spec(f"merge_sample_scores {RELEASED_PRM}", [merged], [f"logs/merge_sample_scores/{RELEASED_PRM}.log"], merge),
         Spec(f"train_prm {VARIANT} (ZeRO-3, {train['gpus']} GPUs)", [metrics], [f"logs/training/{VARIANT}.log"],
-             trained),
+             trained, int(train["gpus"])),
         Spec(f"score_samples {VARIANT} (trained PRM reloaded by vLLM, TP={tp_trained})", [trained_scores],
-             [f"logs/score_samples/{VARIANT}/shard0of{k}.log"], rescored),
+             [f"logs/score_samples/{VARIANT}/shard0of{k}.log"], rescored, tp_trained),
+        Spec(f"score_samples {tp_name} (vLLM pooling TP={tp_size}, shard 0 of {k_tp}{standin})",
+             [tp_table], [f"logs/score_samples/{tp_name}/shard0of{k_tp}.log"], tensor_parallel, tp_size),
     ]
+
+
+def tp_standin(config: dict) -> dict:
+    """The overlay of a machine with fewer than TP_SIZE GPUs: the 7B PRM's model entry again, at TP 2, as
+    model and released PRM STANDIN_PRM (same Hub repo and revision: download_model links the cached files)."""
+    entry = {k: v for k, v in config["models"][RELEASED_PRM].items() if k != "name"}
+    prm = dict(config["prms"]["models"][RELEASED_PRM], model=STANDIN_PRM,
+               label=f"Qwen2.5-Math-PRM-7B at TP {STANDIN_TP} (stand-in of the TP-4 job)")
+    return {"models": {STANDIN_PRM: {**entry, "tensor_parallel_size": STANDIN_TP}},
+            "prms": {"models": {STANDIN_PRM: prm}}}
+
+
+def config_files(work: Path, cluster: bool, n_gpus: int) -> tuple[Path, ...]:
+    """paper.yaml + preflight.yaml, and on one machine with fewer than TP_SIZE GPUs the stand-in overlay
+    (written into the working directory); a cluster schedules the TP-4 job on a node that has them."""
+    if cluster or n_gpus >= TP_SIZE:
+        return CONFIGS
+    path = work / "tp_standin.yaml"
+    path.write_text(yaml.safe_dump(tp_standin(load_config(*CONFIGS)), sort_keys=False))
+    return (*CONFIGS, path)
 
 
 # -- reading outcomes ---------------------------------------------------------------------------------
@@ -282,15 +324,16 @@ def resolve_profile(smk_args: list[str]) -> list[str]:
     return out
 
 
-def snakemake_cmd(work: Path, specs: list[Spec], smk_args: list[str], resume: bool = False) -> list[str]:
+def snakemake_cmd(work: Path, specs: list[Spec], smk_args: list[str], resume: bool = False,
+                  configs: tuple[Path, ...] = CONFIGS) -> list[str]:
     cmd = [sys.executable, "-m", "snakemake", *targets(specs), "--snakefile", str(REPO / "Snakefile"),
-           "--directory", str(work), "--configfile", *map(str, CONFIGS),
+           "--directory", str(work), "--configfile", *map(str, configs),
            "--rerun-incomplete", "--keep-going", "--show-failed-logs", "--retries", "0"]
     if not resume:
         cmd += ["--forcerun", *FORCED_RULES]
     if not on_cluster(smk_args):
         # one machine: Snakemake assigns no GPU ids, so GPU jobs run one at a time (each sees every GPU)
-        gpus = max(2, int(load_config(*CONFIGS)["training"]["gpus"]))
+        gpus = max(2, *(s.gpus for s in specs))
         cmd += ["--cores", "all", "--resources", f"gpu={gpus}", "gpu_jobs=1",
                 "--set-resources", *(f"{r}:gpu_jobs=1" for r in GPU_RULES)]
     return cmd + resolve_profile(smk_args)
@@ -310,14 +353,19 @@ def main(argv: list[str] | None = None) -> int:
         print("preflight: stopped before any job: fix the FAIL lines above (or --no-env-check)")
         return 1
 
-    specs = plan_checks(load_config(*CONFIGS))
     work = Path(args.out).resolve() / "work"
     try:
         work.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # an --out under a file, or where this user cannot write: one line, not a traceback
         print(f"preflight: error: --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    cmd = snakemake_cmd(work, specs, smk_args, args.resume)
+    n_gpus = 0 if cluster else cuda_device_count()
+    configs = config_files(work, cluster, n_gpus)
+    if len(configs) > len(CONFIGS):
+        print(f"preflight: {n_gpus} GPU(s) here, fewer than {TP_SIZE}: the tensor-parallel job is the stand-in "
+              f"{STANDIN_PRM} (Qwen2.5-Math-PRM-7B at TP {STANDIN_TP}), not Qwen2.5-Math-PRM-72B at TP {TP_SIZE}")
+    specs = plan_checks(load_config(*configs))
+    cmd = snakemake_cmd(work, specs, smk_args, args.resume, configs)
     print("preflight: " + " ".join(cmd), flush=True)
     t0 = time.time()
     # Snakemake's output goes to the console as it comes, and is kept for its "Error in rule" blocks
