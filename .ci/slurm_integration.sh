@@ -21,6 +21,7 @@ REUSE="${SLURM_CI_REUSE:-0}"
 HOST="$(hostname -s)"
 CONF_DIR=/etc/slurm
 STARTED=()   # "name:pidfile" of the daemons this script started (only these are stopped)
+WROTE_CONF=0 # 1 once this script has written $CONF_DIR/slurm.conf (removed again with the daemons)
 
 log() { printf '[slurm-ci] %s\n' "$*"; }
 die() { printf '[slurm-ci] FAIL: %s\n' "$*" >&2; exit 1; }
@@ -37,6 +38,10 @@ stop_started() {
             for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         fi
     done
+    # and the config this script wrote: with it and no controller, `scontrol show config` waits ~9 s
+    # before failing, and the SLURM executor plugin runs it whenever Snakemake starts (its settings'
+    # defaults), so every later snakemake call on this machine, tests and rehearsal included, would wait
+    if [ "$WROTE_CONF" = 1 ]; then rm -f "$CONF_DIR/slurm.conf"; fi
 }
 
 controller_up() { command -v scontrol >/dev/null && scontrol ping 2>/dev/null | grep -q "is UP"; }
@@ -68,6 +73,7 @@ start_cluster() {
         die "$CONF_DIR/slurm.conf exists and was not written by this script; not touching it"
     fi
     # No accounting daemon: the plugin polls with squeue, so finished jobs must stay visible (MinJobAge).
+    WROTE_CONF=1
     cat > "$CONF_DIR/slurm.conf" <<EOF
 # prm-lessons CI single-node cluster (written by .ci/slurm_integration.sh)
 ClusterName=prmci
