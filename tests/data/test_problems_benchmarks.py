@@ -1,7 +1,7 @@
 """The benchmarks of Tables 10, 15-16 and Figure 6's Omni-MATH bar (config/paper.yaml): their pinned
 specs, the loader features they need (answer-field fallback, options in the 选项 style, a seeded
-subsample), the harness's few-shot user turn for the Chinese multiple-choice sets, and the harness's
-grading of Chinese answers and multi-letter choices."""
+subsample), the harness's few-shot user turn for the Chinese multiple-choice sets and for MMLU STEM
+(5-shot), and the harness's grading of Chinese answers and multi-letter choices."""
 from __future__ import annotations
 
 import json
@@ -19,7 +19,7 @@ from prm_lessons.generation.fewshot import prompt_column, read_demos, user_messa
 from prm_lessons.generation.sampling import user_turns
 from prm_lessons.grading.extract import extract_answer, extract_final, multi_choice_gold
 from prm_lessons.grading.pool import grade
-from prm_lessons.rehearsal.fewshot_file import STANDIN_DEMOS, write_fewshot_examples
+from prm_lessons.rehearsal.fewshot_file import STANDIN_DEMOS, STANDIN_MMLU_DEMOS, write_fewshot_examples
 from prm_lessons.rules.data import problems as rule_problems
 from prm_lessons.steps import COT_SYSTEM_PROMPT
 from prm_lessons.tables import read_table
@@ -200,6 +200,110 @@ def test_problems_rule_writes_the_prompt_column_and_sampling_uses_it(tmp_path):
     assert turns[1] == "计算 $3 \\times 3$"
     assert list(df["question"]) == ["最小的数是()\nA.-2  B.0", "计算 $3 \\times 3$"]  # PRMs see the question
     assert user_turns(df.drop(columns="prompt")) == list(df["question"])
+
+
+# ---------------------------------------------------------------------------- MMLU STEM, 5-shot
+
+# A fake evaluation/examples.py in the harness's layout (NOT its text): a `gaokao` list, and six
+# `mmlu_stem` demos in the harness's MMLU STEM form ("\nAnswer Choices: (A) …", "The answer is (X).").
+# The first keeps a non-raw "\frac" as the harness's own first mmlu_stem demo has it (examples.py:335):
+# Python reads "\f" as a form feed, and so does the harness, which imports the file.
+FAKE_EXAMPLES = r"""def get_examples():
+    examples = {}
+    examples["gaokao"] = [("计算 $1+1$ ( )\n从以下选项中选择:\n(A) 1\n(B) 2", "答案是 B")]
+    # mammoth
+    examples["mmlu_stem"] = [
+        (
+            "What is $\frac{1}{2}$ of 8?\nAnswer Choices: (A) 2 (B) 4 (C) 6 (D) 16",
+            "Half of 8 is 4. The answer is (B).",
+        ),
+        ("Which organelle makes ATP?\nAnswer Choices: (A) Ribosome (B) Nucleus (C) Mitochondrion (D) Vacuole",
+         "ATP is made in the mitochondrion. The answer is (C)."),
+        ("What is the SI unit of charge?\nAnswer Choices: (A) Coulomb (B) Volt (C) Ohm (D) Tesla",
+         "Charge is measured in coulombs. The answer is (A)."),
+        ("What is $\\sqrt{81}$?\nAnswer Choices: (A) 7 (B) 8 (C) 9 (D) 10",
+         "$9^2=81$, so $\\sqrt{81}=9$. The answer is (C)."),
+        ('What does len("ab") return in Python 3? \nAnswer Choices: (A) 0 (B) 1 (C) 2 (D) Error',
+         'The string "ab" has two characters. The answer is (C).'),
+        ("SIXTH DEMO, beyond k\nAnswer Choices: (A) a (B) b (C) c (D) d", "The answer is (A)."),
+    ]
+    return examples
+"""
+
+# What the harness sends for the two rows of the test below, written out by hand from its code at the pinned
+# commit a45202bd16f1ec06f433442dc1152d0074773465 (evaluation/):
+# - sh/eval.sh: mmlu_stem runs with `--prompt_type qwen25-math-cot ... --num_shots 5`, without --adapt_few_shot;
+# - utils.py:176-178 construct_prompt -> load_prompt(data_name, prompt_type, args.num_shots), and
+#   utils.py:77 returns EXAMPLES["mmlu_stem"][:5] (no alias for mmlu_stem at utils.py:59-72);
+# - utils.py:141-147: the qwen25-math-cot template (system = the CoT prompt, user = {input}; splitter "\n\n");
+# - utils.py:193-195: demo_prompt = "\n\n".join(q + "\n" + a) (the "Hotfix": all demos in one user turn);
+# - utils.py:204-212: without --adapt_few_shot every row gets the demos (the gold is not looked at):
+#   full_prompt = template(demo_prompt + "\n\n" + example["question"]);
+# - utils.py:240: full_prompt.strip(" ");
+# - parser.py:675-682 parse_question: question.strip() + "\nAnswer Choices: " + "(A) opt.strip() (B) …",
+#   parser.py:719: .strip().
+MMLU_HEAD = ("<|im_start|>system\nPlease reason step by step, and put your final answer within \\boxed{}."
+             "<|im_end|>\n<|im_start|>user\n")
+MMLU_DEMOS = ("What is $\x0crac{1}{2}$ of 8?\nAnswer Choices: (A) 2 (B) 4 (C) 6 (D) 16\n"
+              "Half of 8 is 4. The answer is (B).\n\n"
+              "Which organelle makes ATP?\nAnswer Choices: (A) Ribosome (B) Nucleus (C) Mitochondrion (D) Vacuole\n"
+              "ATP is made in the mitochondrion. The answer is (C).\n\n"
+              "What is the SI unit of charge?\nAnswer Choices: (A) Coulomb (B) Volt (C) Ohm (D) Tesla\n"
+              "Charge is measured in coulombs. The answer is (A).\n\n"
+              "What is $\\sqrt{81}$?\nAnswer Choices: (A) 7 (B) 8 (C) 9 (D) 10\n"
+              "$9^2=81$, so $\\sqrt{81}=9$. The answer is (C).\n\n"
+              'What does len("ab") return in Python 3? \nAnswer Choices: (A) 0 (B) 1 (C) 2 (D) Error\n'
+              'The string "ab" has two characters. The answer is (C).\n\n')
+MMLU_TAIL = "<|im_end|>\n<|im_start|>assistant\n"
+MMLU_EXPECTED = [
+    MMLU_HEAD + MMLU_DEMOS + "A 2 kg mass moves at 3 m/s. What is its kinetic energy?\n"
+    "Answer Choices: (A) 3 J (B) 6 J (C) 9 J (D) 18 J" + MMLU_TAIL,
+    MMLU_HEAD + MMLU_DEMOS + "Which gate outputs 1 only when both inputs are 1?\n"
+    "Answer Choices: (A) OR (B) AND (C) XOR (D) NOR" + MMLU_TAIL,
+]
+
+
+def test_mmlu_stem_is_sampled_5_shot_with_the_harness_demonstrations_on_every_item(paper):
+    fs = paper["benchmarks"]["mmlu_stem"]["prompt"]["fewshot"]
+    assert fs["url"].endswith(f"/{HARNESS_COMMIT}/evaluation/examples.py")
+    assert (fs["key"], fs["k"], fs["when"]) == ("mmlu_stem", 5, "always")  # --num_shots 5, no --adapt_few_shot
+    gaokao = paper["benchmarks"]["gaokao_math_qa"]["prompt"]["fewshot"]  # the same pinned file
+    assert (fs["sha256"], fs["git_blob_sha1"]) == (gaokao["sha256"], gaokao["git_blob_sha1"])
+    for name in SEVEN[:-1]:  # the other English sets stay zero-shot, as eval.sh runs them
+        assert not paper["benchmarks"][name].get("prompt")
+
+
+def test_mmlu_stem_user_turn_renders_what_the_harness_construct_prompt_builds(tmp_path, paper, qwen_tokenizer):
+    demos_file = tmp_path / "examples.py"
+    demos_file.write_text(FAKE_EXAMPLES, encoding="utf-8")
+    f = _write_jsonl(tmp_path / "mmlu_stem.jsonl", [  # the harness's test.jsonl layout; answer = option index
+        {"question": "  A 2 kg mass moves at 3 m/s. What is its kinetic energy? ", "type": "high_school_physics",
+         "choices": ["3 J", " 6 J", "9 J ", "18 J"], "answer": 2},
+        {"question": "Which gate outputs 1 only when both inputs are 1?", "type": "electrical_engineering",
+         "choices": ["OR", "AND", "XOR", "NOR"], "answer": 1}])
+    # paper.yaml's own entry (fields, answer format, prompt.fewshot key/k/when), read from the local copies
+    spec = {k: v for k, v in paper["benchmarks"]["mmlu_stem"].items() if k not in ("rows", "sha256", "git_blob_sha1")}
+    out = tmp_path / "problems.parquet"
+    rule_problems(inputs={"source": [str(f)], "fewshot": [str(demos_file)]}, outputs={"problems": str(out)},
+                  params={"spec": spec}, wildcards={"dataset": "mmlu_stem"}, threads=1)
+    df = read_table(out, "problems")
+    rendered = [render_chat(qwen_tokenizer, COT_SYSTEM_PROMPT, u) for u in user_turns(df)]
+    assert rendered == MMLU_EXPECTED
+    assert "SIXTH DEMO" not in rendered[0]  # the first k only
+    assert list(df["answer"]) == ["C", "B"]  # graded on the letter, as parser.py:612-614
+    assert not any("The answer is" in q for q in df["question"])  # the PRMs see the question alone
+
+
+def test_rehearsal_samples_mmlu_stem_5_shot_on_the_offline_stand_in(tmp_path):
+    from prm_lessons.config import load_config
+
+    cfg = load_config(ROOT / "config" / "paper.yaml", ROOT / "config" / "rehearsal.yaml")
+    fs = cfg["benchmarks"]["mmlu_stem"]["prompt"]["fewshot"]
+    assert fs["url"] == "data/fewshot/examples.py" and not fs["sha256"] and not fs["git_blob_sha1"]
+    assert (fs["key"], fs["when"]) == ("mmlu_stem", "always")
+    demos = read_demos(write_fewshot_examples(tmp_path / "examples.py"), fs["key"], fs["k"])
+    assert demos == STANDIN_MMLU_DEMOS
+    assert all("\nAnswer Choices: (A) " in q and a.endswith(").") for q, a in demos)  # the harness's layout
 
 
 # ------------------------------------------------------------------------------------------ grading

@@ -122,13 +122,16 @@ class DatasetPromptFewshot(Section):
         description='Expected git blob id of the file; null = not checked.')
     key: Annotated[str, Field(min_length=1)] = Field(
         default='gaokao',
-        description='Which demonstration list (examples[key] in examples.py).')
+        description=(
+            'Which demonstration list (examples[key] in examples.py): gaokao for the Chinese sets, '
+            'mmlu_stem for MMLU STEM, as the harness picks them.'))
     k: Annotated[int, Field(ge=1)] = Field(default=5, description='Number of demonstrations (the first k).')
     when: Literal['choice', 'always'] = Field(
         default='choice',
         description=(
             'choice: only items whose gold is one letter A-E get the demos, the others are asked '
-            "zero-shot (the harness's --adapt_few_shot); always: every item."))
+            "zero-shot (the harness's --adapt_few_shot); always: every item (its --num_shots without "
+            '--adapt_few_shot, as for MMLU STEM).'))
 
 
 class DatasetPrompt(Section):
@@ -136,7 +139,7 @@ class DatasetPrompt(Section):
         default=MISSING,
         description=(
             'Few-shot demonstrations put into the user turn as the Qwen2.5-Math harness does for its '
-            'Chinese multiple-choice sets (--adapt_few_shot with qwen25-math-cot: the demos joined '
+            'multiple-choice sets, the Chinese ones and MMLU STEM (qwen25-math-cot: the demos joined '
             'by a blank line, each `question\\nanswer`, then a blank line and the stripped question). '
             'The file is fetched once by rule fewshot_file and checked against its checksums.'))
 

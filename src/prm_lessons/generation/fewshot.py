@@ -1,14 +1,16 @@
 """Few-shot demonstrations in the policy's user turn, as the Qwen2.5-Math harness builds them for its
-Chinese multiple-choice sets (``--adapt_few_shot``; evaluation/utils.py ``construct_prompt`` with the
-``qwen25-math-cot`` prompt type).
+multiple-choice sets (evaluation/utils.py ``construct_prompt`` with the ``qwen25-math-cot`` prompt type):
+the Chinese ones (``--adapt_few_shot``) and MMLU STEM (``--num_shots 5``, evaluation/sh/eval.sh).
 
 The harness (at the pinned commit) puts every demonstration into the single user turn: the demos joined
 by a blank line, each as ``question + "\\n" + answer``, then a blank line and the (stripped) question; the
-system turn stays the chain-of-thought prompt. With ``--adapt_few_shot`` only items whose gold is one
-choice letter A–E get the demos (multiple-choice items), every other item is asked zero-shot. The
-demonstrations are data of the harness (``examples["gaokao"]`` in evaluation/examples.py): they are not
-shipped with the project but read from a pinned copy of that file (rule `fewshot_file`, checksummed),
-or from a JSON list of ``[question, answer]`` pairs.
+system turn stays the chain-of-thought prompt. The layout is the same for every set; only the list differs
+(``examples["gaokao"]`` for the Chinese sets, ``examples["mmlu_stem"]`` for MMLU STEM, in
+evaluation/examples.py). With ``--adapt_few_shot`` only items whose gold is one choice letter A–E get the
+demos (``when: choice``), every other item is asked zero-shot; with ``--num_shots`` alone every item gets
+them (``when: always``). The demonstrations are data of the harness: they are not shipped with the
+project but read from a pinned copy of that file (rule `fewshot_file`, checksummed), or from a JSON list
+of ``[question, answer]`` pairs.
 
 A benchmark's ``prompt`` entry (config) drives it; the problems rule writes the rendered user turn into
 the problems table's optional ``prompt`` column, which sampling uses instead of ``question`` (the PRMs,
