@@ -365,3 +365,21 @@ def test_the_threshold_gap_is_paired_over_the_same_solutions():
     gap = t[t["metric"] == "first_error_accuracy_gap"].iloc[0]
     assert gap["threshold"] == 0.5 and gap["n"] == 6
     assert gap["value"] == 1.0 and gap["ci_low"] == gap["ci_high"] == 1.0  # every pair differs the same way
+
+
+def test_audit_without_the_judge_has_no_judge_rows_and_says_not_run():
+    """audit.judge off: every judge_status is NOT_JUDGED; the table has no judge or consensus rows (a judge
+    never asked is not a judge that was wrong 100 % of the time) and the Markdown says it was not run."""
+    from prm_lessons.labels import NOT_JUDGED
+    from prm_lessons.labels.audit import audit_metrics, render_markdown
+
+    recs = pd.DataFrame({"generator": ["g"] * 2, "kind": ["gold", "error"], "error_index": [-1, 1],
+                         "n_steps": [2, 2], "outcomes": [[[1, 1], [1, 1]], [[1, 1], [0, 0]]],
+                         "judge_first_error": pd.array([None, None], dtype="Int64"),
+                         "judge_status": [NOT_JUDGED] * 2})
+    table = audit_metrics(recs, k=2)
+    assert not table["section"].isin(["judge", "consensus"]).any()
+    assert "not run (audit.judge off)" in "\n".join(render_markdown(table, 2))
+    judged = audit_metrics(recs.assign(judge_status=["ok", "ok"], judge_first_error=pd.array([-1, 1], dtype="Int64")), k=2)
+    assert judged["section"].eq("judge").any() and judged["section"].eq("consensus").any()
+    assert "not run" not in "\n".join(render_markdown(judged, 2))

@@ -16,6 +16,9 @@ from __future__ import annotations
 from typing import Sequence
 
 
+NOT_JUDGED = "not_run"  # audit_labels' judge_status where audit.judge is off (no verdict asked for)
+
+
 def clean_steps(steps: Sequence[str] | None) -> list[str]:
     """The steps every labeller sees: strings, whitespace-only steps dropped (None → [])."""
     if steps is None:

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..evaluation.bias_analysis import wilson_interval
-from . import first_error_from_labels
+from . import NOT_JUDGED, first_error_from_labels
 from .audit_slice import KINDS, truth_labels
 
 ALL = "all"
@@ -134,18 +134,21 @@ def audit_metrics(records: pd.DataFrame, k: int, consensus_threshold: float = 0.
     where = df["problem_id"] if "problem_id" in df.columns else pd.Series(range(len(df)), index=df.index)
     df["outcomes"] = [pad_outcomes(oc, k, str(w)) for oc, w in zip(df["outcomes"], where)]
     ct = Fraction(str(consensus_threshold)).limit_denominator(1000)
+    # audit.judge off: no verdict was asked for, so the judge and consensus have no rows (not a 0 % judge)
+    judged = "judge_status" not in df.columns or bool((df["judge_status"] != NOT_JUDGED).any())
     rows: list[dict] = []
     for gen, kind, sub in _groups(df):
         for kk in k_subsets(k):
             for t in thresholds_for(k):
                 pairs = [(mc_hard(oc, kk, t), tr) for oc, tr in zip(sub["outcomes"], sub["truth"])]
                 rows += _accuracy("mc", "mc", gen, kind, pairs, t, kk)
-        judged = [(judge_step_labels(fe, n), tr) for fe, n, tr in zip(sub["judge_first_error"], sub["n_steps"],
-                                                                      sub["truth"])]
-        parsed = [(lab, tr) for lab, tr in judged if lab is not None]
-        rows.append(_row("judge", "judge", gen, kind, "parsed", len(parsed), len(judged)))
-        rows += _accuracy("judge", "judge", gen, kind, judged)  # no verdict: wrong (the judge gave no label)
-        rows += _consensus(gen, kind, sub, k, ct)
+        if judged:
+            verdicts = [(judge_step_labels(fe, n), tr) for fe, n, tr in zip(sub["judge_first_error"], sub["n_steps"],
+                                                                            sub["truth"])]
+            parsed = [(lab, tr) for lab, tr in verdicts if lab is not None]
+            rows.append(_row("judge", "judge", gen, kind, "parsed", len(parsed), len(verdicts)))
+            rows += _accuracy("judge", "judge", gen, kind, verdicts)  # no verdict: wrong (the judge gave no label)
+            rows += _consensus(gen, kind, sub, k, ct)
         rows += _calibration(gen, kind, sub, k)
     rows += _mechanism(df, k)
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -277,6 +280,8 @@ def render_markdown(table: pd.DataFrame, k: int, label: str = "") -> list[str]:
         lines += [f"*{label}*", ""]
     lines += ["| solutions | MC first error (t=0, K=%d) | MC step acc. | judge first error | consensus kept | "
               "consensus precision |" % k, "|---|---|---|---|---|---|"]
+    not_run = "not run (audit.judge off)"
+    judged = bool((table["section"] == "judge").any())
     for kind in list(KINDS) + [ALL]:
         mc_fe = _get(table, section="mc", generator=ALL, kind=kind, threshold=t0, k_used=k,
                      metric="first_error_accuracy")
@@ -286,7 +291,8 @@ def render_markdown(table: pd.DataFrame, k: int, label: str = "") -> list[str]:
         j = _get(table, section="judge", generator=ALL, kind=kind, metric="first_error_accuracy")
         kept = _get(table, section="consensus", generator=ALL, kind=kind, metric="share_kept")
         prec = _get(table, section="consensus", generator=ALL, kind=kind, metric="precision")
-        lines.append(f"| {kind} | {_cell(mc_fe)} | {_cell(mc_st)} | {_cell(j)} | {_cell(kept)} | {_cell(prec)} |")
+        judge_cells = [_cell(j), _cell(kept), _cell(prec)] if judged else [not_run] * 3
+        lines.append(f"| {kind} | {_cell(mc_fe)} | {_cell(mc_st)} | " + " | ".join(judge_cells) + " |")
     # the sweep's two ends and K' = 1 vs K, fixed in advance (the best grid point on this slice would be
     # chosen on the evaluation data)
     t_max = float(max(thresholds_for(k)))

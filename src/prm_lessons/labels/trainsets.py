@@ -38,11 +38,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import clean_steps, instance_id, labels_from_first_error
+from . import NOT_JUDGED, clean_steps, instance_id, labels_from_first_error
 from .consensus import consensus_table
 from .mc import LabelError, hard_labels, soft_labels
 
-NOT_JUDGED = "not_run"  # audit_labels' judge_status where audit.judge is off
 CSV_COLUMNS = ["variant", "source", "label_type", "threshold", "n_instances", "paper_n_instances", "n_steps",
                "positive_rate", "retained_fraction"]
 # the paper's instance counts of the external data sources (S1 §3.1.2 and the row labels of Tables 3/4/13:

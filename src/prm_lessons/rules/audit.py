@@ -16,7 +16,7 @@ from ..labels.audit_slice import build_slice
 from ..labels.human import eval_questions
 from ..labels.judge import judge_responses, load_template
 from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
-from ..labels.trainsets import NOT_JUDGED
+from ..labels import NOT_JUDGED
 from ..tables import merge_shards, read_table, table_meta, write_csv, write_table
 
 
