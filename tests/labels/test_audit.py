@@ -380,6 +380,7 @@ def test_audit_without_the_judge_has_no_judge_rows_and_says_not_run():
     table = audit_metrics(recs, k=2)
     assert not table["section"].isin(["judge", "consensus"]).any()
     assert "not run (audit.judge off)" in "\n".join(render_markdown(table, 2))
-    judged = audit_metrics(recs.assign(judge_status=["ok", "ok"], judge_first_error=pd.array([-1, 1], dtype="Int64")), k=2)
+    judged = audit_metrics(recs.assign(judge_status=["ok", "ok"],
+                                       judge_first_error=pd.array([-1, 1], dtype="Int64")), k=2)
     assert judged["section"].eq("judge").any() and judged["section"].eq("consensus").any()
     assert "not run" not in "\n".join(render_markdown(judged, 2))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-
 NOT_JUDGED = "not_run"  # audit_labels' judge_status where audit.judge is off (no verdict asked for)
 
 

@@ -10,13 +10,12 @@ from ..data.problems import load_problems
 from ..generation import engine as generation
 from ..generation.engine import Engine
 from ..jobs.shards import shard_by_problem
-from ..labels import clean_steps, instance_id
+from ..labels import NOT_JUDGED, clean_steps, instance_id
 from ..labels.audit import audit_metrics, cost_rows, render_markdown
 from ..labels.audit_slice import build_slice
 from ..labels.human import eval_questions
 from ..labels.judge import judge_responses, load_template
 from ..labels.mc import MCInput, Needs, make_grade_fn, make_prompt_fn, run_mc, spec_from_config
-from ..labels import NOT_JUDGED
 from ..tables import merge_shards, read_table, table_meta, write_csv, write_table
 
 
