@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -39,11 +40,17 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 from .. import plan
 from ..config import load_config, model_entry, model_path
-from ..jobs.hardware import cuda_device_count
+from ..generation import engine as generation
+from ..generation.sampling import sample_problems
+from ..jobs.hardware import cuda_device_count, host_summary
+from ..labels import mc
+from ..tables import read_table
+from ..training.launch import run_training
 
 REPO = Path(__file__).resolve().parents[3]
 PAPER = REPO / "config" / "paper.yaml"
@@ -235,11 +242,7 @@ class _Timed:
 
 
 def measure_sampling(a: dict) -> dict:
-    import pandas as pd
 
-    from ..generation import engine as generation
-    from ..generation.sampling import sample_problems
-    from ..tables import read_table
 
     t0 = time.perf_counter()
     engine = _Timed(generation.load_engine(a["model_dir"], a["model"]), drop_seeds=not a["seeded"])
@@ -265,10 +268,7 @@ class _Stop(Exception):
 
 
 def measure_mc(a: dict) -> dict:
-    import pandas as pd
 
-    from ..generation import engine as generation
-    from ..labels import mc
 
     df = pd.read_parquet(a["responses"]).head(int(a["max_responses"]))
     grade = mc.make_grade_fn(a["grading_timeout_s"], a.get("grading_workers"))
@@ -304,7 +304,6 @@ def measure_mc(a: dict) -> dict:
 
 
 def measure_training(a: dict) -> dict:
-    from ..training.launch import run_training
 
     t0 = time.perf_counter()
     m = run_training(a["trainset"], a["base_dir"], a["out_dir"], a["settings"], "hard", a["checkpoint_dir"])
@@ -354,7 +353,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.measure:  # a worker: one measurement, its result to --result
-        import logging
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         res = WORKERS[args.measure](json.loads(args.spec.read_text()))
@@ -392,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     if subprocess.run(cmd).returncode != 0:
         print("preflight-cost: the prerequisites failed (see the Snakemake output above); nothing measured")
         return 1
-    import torch  # after Snakemake: only for the device's name (NVML already counted it)
+    import torch  # lazy: after Snakemake, only for the device's name (NVML already counted it)
 
     report = {"schema": SCHEMA, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
               "device": torch.cuda.get_device_name(0), "gpus": n_gpus, "host": _host(), "measurements": {},
@@ -417,7 +415,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _host() -> dict:
-    from ..jobs.hardware import host_summary
 
     return host_summary()
 
