@@ -109,3 +109,13 @@ def test_training_resamples_need_head_mode(mode):
     with pytest.raises(ConfigError, match=r"config error at `training\.resamples`: 3 resample heads need mode: head"):
         validate_config(cfg)
     validate_config(_set(_set(base(), "training.mode", mode), "training.resamples", 0))  # the default passes
+
+
+def test_training_batch_tokens_need_a_trained_base():
+    cfg = _set(_set(base(), "training.mode", "head"), "training.batch_tokens", 4096)
+    with pytest.raises(ConfigError, match=r"config error at `training\.batch_tokens`: 4096 tokens per micro-batch"):
+        validate_config(cfg)
+    for mode in ("full", "lora"):
+        validate_config(_set(_set(base(), "training.mode", mode), "training.batch_tokens", 4096))
+    with pytest.raises(ConfigError, match=r"training\.batch_tokens"):
+        validate_config(_set(_set(base(), "training.mode", "full"), "training.batch_tokens", 0))
