@@ -120,7 +120,7 @@ def paper_instances():
     """The policy's (Qwen2.5-Math-7B-Instruct's) MATH responses of the evaluation harness, 100 problems x 8,
     split into steps and formatted as the PRM's training input (prepare_instances, build_prm_input) with
     the real Qwen2.5 tokenizer at paper.yaml's max_length: the rows paper-scale training batches."""
-    from prm_lessons.models.prm import step_format
+    from prm_lessons.models.prm import ensure_step_token, step_format
     from prm_lessons.rehearsal.tokenizers import build_tokenizer
     from prm_lessons.steps import split_steps
     from prm_lessons.training.data import prepare_instances
@@ -135,8 +135,9 @@ def paper_instances():
             steps = split_steps(response)
             rows.append({"instance_id": f"{rec['idx']}-{k}", "question": rec["question"], "steps": steps,
                          "labels": [1.0] * len(steps)})
-    instances, stats = prepare_instances(rows, build_tokenizer("qwen2"), step_format(settings),
-                                         settings["max_length"], "hard")
+    tokenizer = build_tokenizer("qwen2")  # the base's tokenizer; train_prm adds the step token as here
+    ensure_step_token(tokenizer, None, settings["step_token"])
+    instances, stats = prepare_instances(rows, tokenizer, step_format(settings), settings["max_length"], "hard")
     assert stats["instances_used"] >= 700
     return settings, instances
 
@@ -150,8 +151,8 @@ def test_paper_micro_steps_are_gpu_sized_and_one_per_optimizer_step(paper_instan
     world = max(1, int(settings["gpus"]))
     plan = B.planned_batches(lengths, settings, world)
     g = B.geometry(lengths, plan, world, settings["gradient_accumulation_steps"])
-    assert settings["gradient_accumulation_steps"] == 1, "one micro-step per optimizer step"
     assert g["padded_tokens_p50"] >= 8192, g
+    assert settings["gradient_accumulation_steps"] == 1, "one micro-step per optimizer step"
     if settings["batch_tokens"]:
         assert g["padded_tokens_max"] <= max(settings["batch_tokens"], max(lengths)), g
     assert statistics.median(lengths) < 8192  # the rows themselves are short: the budget does the work

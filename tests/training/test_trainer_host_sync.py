@@ -61,7 +61,7 @@ def base_qwen(tmp_path_factory):
     return tiny_base(tmp_path_factory.mktemp("base_qwen"), with_step_token=True, arch="qwen2")
 
 
-@pytest.mark.parametrize("batch_tokens", [None, 160])
+@pytest.mark.parametrize("batch_tokens", [None, 300])
 def test_at_most_one_host_read_per_optimizer_step(tmp_path, base_qwen, batch_tokens):
     from transformers import AutoModel
 

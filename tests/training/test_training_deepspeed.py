@@ -180,14 +180,16 @@ def test_zero2_on_cpu_with_token_batches_trains_and_saves(tmp_path, base_qwen):
     trainset = write_trainset(tmp_path / "hard.parquet", signal_rows(12))
     out = tmp_path / "prm"
     settings = {"mode": "full", "deepspeed": str(zero2), "deepspeed_on_cpu": True, "max_steps": 3,
-                "batch_size": 1, "batch_tokens": 192, "learning_rate": 1e-3, "max_length": 256, "save_steps": 2,
+                "batch_size": 1, "batch_tokens": 400, "learning_rate": 1e-3, "max_length": 256, "save_steps": 2,
                 "logging_steps": 1, "gradient_checkpointing": True, "gpus": 0, "processes": 2, "precision": "fp32"}
     m = train_launch.run_training(str(trainset), str(base_qwen), str(out), settings, "hard",
                                   checkpoint_dir=str(tmp_path / "ck"), threads=2)
     assert m["deepspeed"] == str(zero2)
     assert m["world_size"] == 2 and m["saved_by_rank"] == 0 and m["global_steps"] == 3
     assert m["layout"] == "released" and all(math.isfinite(x) for x in m["loss_history"])
-    assert m["train_tokens"] > 0
+    b = m["batches"]  # token-sized micro-batches, padded to a count both ranks share
+    assert b["batch_tokens"] == 400 and b["padded_count"] % 2 == 0 and b["rows_p50"] >= 2
+    assert b["padded_tokens_max"] <= 400 and m["train_tokens"] > 0
     model, tok, fmt = P.load_prm(out, device="cpu")
     base = AutoModel.from_pretrained(str(base_qwen), dtype=torch.float32)
     trained = dict(model.backbone.named_parameters())

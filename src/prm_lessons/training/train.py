@@ -342,6 +342,8 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         "resamples": len(resample_runs), "resample_draw": DRAW_RULE if resample_runs else None,
         "resample_runs": resample_runs,
         "data": data_stats,
+        # training.batch_tokens: the first epoch's token-sized micro-batches (batches.geometry), else null
+        "batches": trainer.batch_geometry,
         "precision": "bf16" if bf16 else ("bf16-frozen-base" if dtype == torch.bfloat16 else "fp32"),
         "hardware": hardware(), "settings": settings,
     }

@@ -30,6 +30,7 @@ def trainer_class():
         def __init__(self, *args, batch_tokens: int | None = None, **kwargs):
             super().__init__(*args, **kwargs)
             self.batch_tokens = batch_tokens
+            self.batch_geometry: dict | None = None  # token batches: their shape (batches.geometry), epoch 0
             self._train_tokens = None  # a tensor on the batches' device, summed without a host sync
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -74,7 +75,8 @@ def token_dataloader(trainer):
     epochs = 1 if args.max_steps > 0 else math.ceil(args.num_train_epochs)
     sampler = TokenBatchSampler(lengths, trainer.batch_tokens, args.data_seed if args.data_seed is not None
                                 else args.seed, world, epochs)
-    g = geometry(lengths, sampler.plan(0), world, args.gradient_accumulation_steps)
+    g = trainer.batch_geometry = {"batch_tokens": trainer.batch_tokens, "padded_count": len(sampler),
+                                  **geometry(lengths, sampler.plan(0), world, args.gradient_accumulation_steps)}
     log.info("token batches: %d tokens per micro-batch per process; epoch 0: %d micro-batches over %d "
              "process(es) (%d with padding to equal counts), median %s rows / %s padded tokens, %.0f%% of padded "
              "tokens real, %d optimizer steps", trainer.batch_tokens, g["micro_batches"], world, len(sampler),
