@@ -9,8 +9,9 @@ What is counted: everything between two optimizer steps' ends (TrainerCallback.o
 Trainer's loop, the collator, the project's model wrapper and loss, backward, clipping and the optimizer.
 What is not: the Trainer's loss logging, which reads the loss at logging steps (logging_steps is set past
 the run, so no step of it logs); its end-of-run reads; the base model's own attention-mask building
-(transformers' SDPA path checks on the host whether a batch has padding, once per forward; the base here
-runs eager attention, whose mask needs no such check, so that the rest of the path is measured)."""
+(transformers' SDPA path reads on the host whether a batch has padding, twice per forward: 2 per
+micro-step; the base here runs eager attention, whose mask needs no such read, so that the rest of the
+path is measured)."""
 from __future__ import annotations
 
 import traceback
