@@ -144,8 +144,9 @@ def paper_instances():
 
 def test_paper_micro_steps_are_gpu_sized_and_one_per_optimizer_step(paper_instances):
     """The 7B full fine-tune is communication-bound when a micro-step is ~1k tokens per GPU (batch_size 2
-    of these rows: median 897 padded tokens). paper.yaml must make micro-steps of >= 8k padded tokens per GPU (median) and take
-    one micro-step per optimizer step (no accumulation: ZeRO-2 then reduces gradients once per step)."""
+    of these rows: median 897 padded tokens). paper.yaml must make micro-steps of >= 8k padded tokens per
+    GPU (median) and take one micro-step per optimizer step (no accumulation: ZeRO-2 then reduces the
+    gradients once per step)."""
     settings, instances = paper_instances
     lengths = [len(it["input_ids"]) for it in instances]
     world = max(1, int(settings["gpus"]))
