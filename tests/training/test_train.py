@@ -172,6 +172,25 @@ def test_base_dtype_per_mode():
     assert T.base_dtype(head, False, False) == P.head_base_dtype(head)
 
 
+def test_token_batches_train_every_epoch_to_the_scheduled_step(tmp_path, base_qwen, trainset):
+    """training.batch_tokens through train_prm: the Trainer schedules len(loader) micro-batches per epoch
+    and gets exactly that many in every epoch (each epoch's shuffle is padded to the planned count), so a
+    several-epoch run reaches its last step; the geometry is recorded in train_metrics.json."""
+    from prm_lessons.training.batches import TokenBatchSampler
+
+    settings = {**FAST, "mode": "full", "epochs": 3, "batch_tokens": 400, "learning_rate": 1e-3}
+    m = T.train_prm(str(trainset), str(base_qwen), str(tmp_path / "prm"), settings, "hard",
+                    checkpoint_dir=str(tmp_path / "ck"), threads=1)
+    b = m["batches"]
+    assert b["batch_tokens"] == 400 and b["rows_p50"] >= 2 and b["padded_tokens_max"] <= 400
+    _, tok = P.load_base(str(base_qwen), torch.float32)
+    instances, _ = train_data.prepare_instances(signal_rows(24), tok, P.step_format(train_settings.settings_from(
+        settings)), settings["max_length"], "hard")
+    per_epoch = len(TokenBatchSampler([len(it["input_ids"]) for it in instances], 400, 0, 1, epochs=3))
+    assert b["padded_count"] == per_epoch and m["global_steps"] == 3 * per_epoch
+    assert m["train_tokens"] >= 3 * sum(len(it["input_ids"]) for it in instances)  # every instance, each epoch
+
+
 def test_a_full_fine_tune_under_zero2_loads_its_base_in_bf16():
     """ZeRO-1/2 casts the module to bf16 and keeps fp32 masters itself, and nothing partitions the load: each
     rank holds the whole base, so it is loaded in bf16 (half the host RAM); ZeRO-3 (zero.Init) and plain
