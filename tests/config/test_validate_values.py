@@ -117,3 +117,14 @@ def test_training_packing_refused_in_head_mode():
         validate_config(cfg)
     full = _set(_set(base(), "training.mode", "full"), "training.resamples", 0)
     validate_config(_set(full, "training.packing", True))
+
+
+def test_training_batch_tokens_need_a_trained_base():
+    cfg = _set(_set(base(), "training.mode", "head"), "training.batch_tokens", 4096)
+    with pytest.raises(ConfigError, match=r"config error at `training\.batch_tokens`: 4096 tokens per micro-batch"):
+        validate_config(cfg)
+    trained = _set(base(), "training.resamples", 0)  # the embedded default's resample heads need head mode
+    for mode in ("full", "lora"):
+        validate_config(_set(_set(trained, "training.mode", mode), "training.batch_tokens", 4096))
+    with pytest.raises(ConfigError, match=r"training\.batch_tokens"):
+        validate_config(_set(_set(trained, "training.mode", "full"), "training.batch_tokens", 0))

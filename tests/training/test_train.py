@@ -172,6 +172,40 @@ def test_base_dtype_per_mode():
     assert T.base_dtype(head, False, False) == P.head_base_dtype(head)
 
 
+def test_token_batches_train_every_epoch_to_the_scheduled_step(tmp_path, base_qwen, trainset):
+    """training.batch_tokens through train_prm: the Trainer schedules len(loader) micro-batches per epoch
+    and gets exactly that many in every epoch (each epoch's shuffle is padded to the planned count), so a
+    several-epoch run reaches its last step; the geometry is recorded in train_metrics.json."""
+    from prm_lessons.training.batches import TokenBatchSampler
+
+    settings = {**FAST, "mode": "full", "epochs": 3, "batch_tokens": 400, "learning_rate": 1e-3}
+    m = T.train_prm(str(trainset), str(base_qwen), str(tmp_path / "prm"), settings, "hard",
+                    checkpoint_dir=str(tmp_path / "ck"), threads=1)
+    b = m["batches"]
+    assert b["batch_tokens"] == 400 and b["rows_p50"] >= 2 and b["padded_tokens_max"] <= 400
+    _, tok = P.load_base(str(base_qwen), torch.float32)
+    instances, _ = train_data.prepare_instances(signal_rows(24), tok, P.step_format(train_settings.settings_from(
+        settings)), settings["max_length"], "hard")
+    per_epoch = len(TokenBatchSampler([len(it["input_ids"]) for it in instances], 400, 0, 1, epochs=3))
+    assert b["padded_count"] == per_epoch and m["global_steps"] == 3 * per_epoch
+    assert m["train_tokens"] >= 3 * sum(len(it["input_ids"]) for it in instances)  # every instance, each epoch
+
+
+def test_a_full_fine_tune_under_zero2_loads_its_base_in_bf16():
+    """ZeRO-1/2 casts the module to bf16 and keeps fp32 masters itself, and nothing partitions the load: each
+    rank holds the whole base, so it is loaded in bf16 (half the host RAM); ZeRO-3 (zero.Init) and plain
+    DDP (autocast over fp32 weights) keep fp32, and so does every CPU run."""
+    s = train_settings.settings_from
+    root = Path(__file__).resolve().parents[2] / "config" / "deepspeed"
+    zero2 = s({"mode": "full", "deepspeed": str(root / "zero2.json")})
+    zero3 = s({"mode": "full", "deepspeed": str(root / "zero3.json")})
+    assert T.base_dtype(zero2, True, True) == torch.bfloat16
+    assert T.base_dtype(zero2, False, False) == torch.float32  # deepspeed_on_cpu: fp32 on CPU
+    assert T.base_dtype(zero2, True, False) == torch.float32  # precision fp32
+    assert T.base_dtype(zero3, True, True) == torch.float32
+    assert train_setup.deepspeed_stage(zero2["deepspeed"]) == 2 and train_setup.deepspeed_stage(zero3["deepspeed"]) == 3
+
+
 def test_resume_checkpoint_rank_zero_prepares_the_others_only_read(tmp_path):
     import contextlib
 
@@ -520,6 +554,21 @@ def test_deepspeed_zero3_config_is_valid_json():
     assert cfg["zero_optimization"]["stage"] == 3
     assert cfg["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True
     assert cfg["bf16"]["enabled"] == "auto" and cfg["train_micro_batch_size_per_gpu"] == "auto"
+
+
+def test_paper_trains_with_the_zero2_config():
+    """config/paper.yaml's 7B full fine-tunes use ZeRO-2 (weights replicated, gradients and optimizer state
+    partitioned, gradient communication overlapped with backward, buckets sized by the Trainer)."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    train = yaml.safe_load((root / "config" / "paper.yaml").read_text())["training"]
+    assert train["deepspeed"] == "config/deepspeed/zero2.json"
+    cfg = json.loads((root / train["deepspeed"]).read_text())
+    zo = cfg["zero_optimization"]
+    assert zo["stage"] == 2 and zo["overlap_comm"] is True and zo["contiguous_gradients"] is True
+    assert zo["reduce_bucket_size"] == "auto" and cfg["bf16"]["enabled"] == "auto"
+    assert zo["offload_optimizer"]["device"] == "none"
 
 
 def test_trained_prm_scoring_jobs_ask_for_gpus_scoring(tmp_path):

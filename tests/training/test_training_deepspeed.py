@@ -168,6 +168,36 @@ def test_zero3_on_cpu_trains_saves_the_released_layout_and_scores(tmp_path, base
     assert len(scores[0]) == 2 and all(math.isfinite(p) and 0 <= p <= 1 for p in scores[0])
 
 
+@pytest.mark.slow
+def test_zero2_on_cpu_with_token_batches_trains_and_saves(tmp_path, base_qwen):
+    """paper.yaml's path as the rehearsal runs it: ZeRO-2 (config/deepspeed/zero2.json) on DeepSpeed's CPU
+    accelerator in two gloo ranks, token-sized micro-batches (both ranks the same count, or the collectives
+    would hang), a DeepSpeed checkpoint, the replicated weights saved by rank 0 in the released layout."""
+    need_deepspeed()
+    from transformers import AutoModel
+
+    zero2 = ROOT / "config" / "deepspeed" / "zero2.json"
+    trainset = write_trainset(tmp_path / "hard.parquet", signal_rows(12))
+    out = tmp_path / "prm"
+    settings = {"mode": "full", "deepspeed": str(zero2), "deepspeed_on_cpu": True, "max_steps": 3,
+                "batch_size": 1, "batch_tokens": 400, "learning_rate": 1e-3, "max_length": 256, "save_steps": 2,
+                "logging_steps": 1, "gradient_checkpointing": True, "gpus": 0, "processes": 2, "precision": "fp32"}
+    m = train_launch.run_training(str(trainset), str(base_qwen), str(out), settings, "hard",
+                                  checkpoint_dir=str(tmp_path / "ck"), threads=2)
+    assert m["deepspeed"] == str(zero2)
+    assert m["world_size"] == 2 and m["saved_by_rank"] == 0 and m["global_steps"] == 3
+    assert m["layout"] == "released" and all(math.isfinite(x) for x in m["loss_history"])
+    b = m["batches"]  # token-sized micro-batches, padded to a count both ranks share
+    assert b["batch_tokens"] == 400 and b["padded_count"] % 2 == 0 and b["rows_p50"] >= 2
+    assert b["padded_tokens_max"] <= 400 and m["train_tokens"] > 0
+    model, tok, fmt = P.load_prm(out, device="cpu")
+    base = AutoModel.from_pretrained(str(base_qwen), dtype=torch.float32)
+    trained = dict(model.backbone.named_parameters())
+    assert any(not torch.equal(p, trained[n]) for n, p in base.named_parameters())  # the trained weights
+    scores = score_steps(model, tok, fmt, [("What is 2 + 3?", ["2 + 3 = 5, this step is right.", "So 5."])])
+    assert len(scores[0]) == 2 and all(math.isfinite(p) and 0 <= p <= 1 for p in scores[0])
+
+
 def test_deepspeed_on_cpu_outside_torchrun_names_the_key(tmp_path, monkeypatch):
     monkeypatch.delenv("LOCAL_RANK", raising=False)
     settings = train_settings.settings_from({"mode": "full", "deepspeed": str(ZERO3), "deepspeed_on_cpu": True})

@@ -380,10 +380,27 @@ class Training(Section):
             'epochs too).'))
     batch_size: Annotated[int, Field(ge=1)] = Field(
         default=8,
-        description='Instances per device per step (head mode: also the batch of the feature pass).')
+        description=(
+            'Instances per device per micro-batch (head mode: also the batch of the feature pass); '
+            'with batch_tokens only the nominal micro-batch DeepSpeed is told (its "auto" '
+            'train_micro_batch_size_per_gpu).'))
+    batch_tokens: Annotated[int, Field(ge=16)] | None = Field(
+        default=None,
+        description=(
+            'Token budget of one micro-batch per GPU (full/lora): micro-batches are built by a '
+            'length-grouped sampler (the instances shuffled with `seed`, cut into megabatches, each '
+            'sorted by length, then filled while rows x longest row <= this; an instance longer than '
+            'it goes alone), instead of `batch_size` sequences. The global batch is then kept in '
+            'TOKENS (batch_tokens x GPUs x gradient_accumulation_steps padded tokens per optimizer '
+            'step), not in sequences, and the learning-rate schedule (warm-up share, decay) counts '
+            'the optimizer steps over these micro-batches. Every rank gets the same number of '
+            'micro-batches (the count is padded to a multiple of the processes by repeating the '
+            "epoch's first micro-batches). null: `batch_size` sequences per micro-batch."))
     gradient_accumulation_steps: Annotated[int, Field(ge=1)] = Field(
         default=1,
-        description='Micro-batches per optimizer step (global batch = batch_size x this x GPUs).')
+        description=(
+            'Micro-batches per optimizer step (global batch = batch_size x this x GPUs sequences; with '
+            'batch_tokens, batch_tokens x this x GPUs padded tokens).'))
     learning_rate: Annotated[Number, Field(gt=0)] = Field(
         default=1e-05,
         description='Peak learning rate (AdamW). The paper does not publish its hyper-parameters.')
@@ -478,17 +495,20 @@ class Training(Section):
         default=None,
         description=(
             'DeepSpeed config JSON (relative to the working directory, else to the workflow '
-            'directory), e.g. config/deepspeed/zero3.json (ZeRO-3: full fine-tuning of a 7B base on '
-            'one node of 8x80 GB GPUs; a 72B base does not fit in one node and this launcher is '
-            'single-node); used on GPU only (unless deepspeed_on_cpu); null = plain DDP.'))
+            'directory): config/deepspeed/zero2.json (ZeRO-2, the paper config: full fine-tuning of a 7B '
+            'base on one node of 8x80 GB GPUs, bf16 weights replicated, gradients and optimizer state '
+            'partitioned) or config/deepspeed/zero3.json (ZeRO-3: everything partitioned, for a base '
+            'whose weights do not fit replicated beside the rest, e.g. a 7B base on 2 GPUs); a 72B base '
+            'does not fit in one node and this launcher is single-node; used on GPU only (unless '
+            'deepspeed_on_cpu); null = plain DDP.'))
     deepspeed_on_cpu: bool = Field(
         default=False,
         description=(
             "Use the `deepspeed` config on CPU too (gpus 0): DeepSpeed's CPU accelerator over gloo, "
-            '`processes` ranks launched by torchrun (also for 1), so the ZeRO-3 path of the GPU jobs '
-            '(zero.Init at load, the config filled from the model, partitioned training, the '
-            'gathered save) runs on a CPU machine; a rehearsal of that path, not a fast way to train '
-            '(full and LoRA modes; head mode refuses deepspeed).'))
+            '`processes` ranks launched by torchrun (also for 1), so the DeepSpeed path of the GPU jobs '
+            '(the config filled from the model, partitioned training, the save; under ZeRO-3 also '
+            'zero.Init at load and the gathered save) runs on a CPU machine; a rehearsal of that path, '
+            'not a fast way to train (full and LoRA modes; head mode refuses deepspeed).'))
     gpus: Annotated[int, Field(ge=0)] = Field(
         default=0,
         description=(
@@ -525,6 +545,9 @@ class Training(Section):
         if self.packing and self.mode == "head":
             raise fail("packing", "head mode computes each instance's frozen-base features once, unpacked, and "
                                   "trains only the head on them; packing applies to mode full or lora")
+        if self.batch_tokens is not None and self.mode == "head":
+            raise fail("batch_tokens", f"{self.batch_tokens} tokens per micro-batch need mode full or lora: head "
+                                       "mode trains on step features (batch_size sizes its batches); set null")
         if self.resamples and self.mode != "head":
             raise fail("resamples", f"{self.resamples} resample heads need mode: head (mode {self.mode!r} "
                                     "trains the base: a resample would be a whole fine-tuning run); set 0")

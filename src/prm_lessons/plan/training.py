@@ -33,7 +33,8 @@ def training_params(train: dict) -> dict:
 
 # Bytes per base parameter in one checkpoint of a full fine-tune under ZeRO-3: the 16-bit weights rank 0
 # gathers for the model file (2) and the partitions the ranks write (bf16 weights 2, fp32 master 4, Adam's
-# two moments 4 + 4). A 7.6B base: ~122 GB.
+# two moments 4 + 4). A 7.6B base: ~122 GB. ZeRO-2 writes as much: the engine's bf16 weights once instead
+# of in partitions.
 CHECKPOINT_BYTES_PER_PARAM = 16
 # ASSUMED training throughput per GPU for the longest optimizer step (bf16; ~10% of an H100's dense peak,
 # low on purpose: too long a grace costs a few minutes at the time limit, too short loses the checkpoint)
@@ -51,10 +52,13 @@ def jit_grace_seconds(train: dict) -> int:
     """Seconds the JIT checkpoint needs between SIGTERM and the kill. transformers (enable_jit_checkpoint):
     "grace period >= longest iteration time + checkpoint save time". The longest optimizer step is every
     sequence at max_length (forward + backward, + the recomputed forward with gradient checkpointing) at
-    STEP_TFLOPS_PER_GPU; the save is checkpoint_gb at `checkpoint_write_gbps`. × 1.5, in 30 s steps."""
+    STEP_TFLOPS_PER_GPU; with `batch_tokens` every micro-batch full, or one instance at max_length where
+    that is longer. The save is checkpoint_gb at `checkpoint_write_gbps`. × 1.5, in 30 s steps."""
     params = float(train["base_params_b"]) * 1e9
     n_gpus = max(1, int(train["gpus"]))
-    tokens = int(train["batch_size"]) * int(train["gradient_accumulation_steps"]) * n_gpus * int(train["max_length"])
+    per_micro_batch = (max(int(train["batch_tokens"]), int(train["max_length"])) if train.get("batch_tokens")
+                       else int(train["batch_size"]) * int(train["max_length"]))
+    tokens = per_micro_batch * int(train["gradient_accumulation_steps"]) * n_gpus
     flops = (8 if train["gradient_checkpointing"] else 6) * params * tokens
     step = flops / (n_gpus * STEP_TFLOPS_PER_GPU * 1e12)
     save = checkpoint_gb(train) / float(train["checkpoint_write_gbps"])

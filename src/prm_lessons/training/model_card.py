@@ -18,8 +18,8 @@ FORMAT_FILE = "prm.json"  # prm.FORMAT_FILE (not imported: prm imports torch, th
 HEAD_FILE = "prm_head.safetensors"  # prm.HEAD_FILE
 LORA_DIR = "lora_adapter"  # lora mode: the trained adapter before merging, a PEFT directory (training saves it)
 HYPERPARAMETERS = ("mode", "epochs", "max_steps", "learning_rate", "lr_scheduler", "warmup_ratio", "weight_decay",
-                   "batch_size", "gradient_accumulation_steps", "max_grad_norm", "max_length", "precision", "seed",
-                   "soft_loss", "standardize_features")
+                   "batch_size", "batch_tokens", "gradient_accumulation_steps", "max_grad_norm", "max_length",
+                   "precision", "seed", "soft_loss", "standardize_features")
 # where the workflow writes a trained PRM's evaluation (rules evaluation.smk, analysis.smk)
 EVAL_FILES = ("results/metrics/processbench/{name}.json", "results/metrics/bon/{name}.json",
               "results/tables/table6_bon_main.csv", "results/tables/table7_processbench_main.csv",
@@ -75,6 +75,7 @@ def _training_section(metrics: dict) -> str:
     s = metrics["settings"]
     skip = {"soft_loss"} if metrics.get("label_type") != "soft" else set()
     skip |= {"standardize_features"} if s.get("mode") != "head" else set()
+    skip |= {"batch_tokens"} if s.get("batch_tokens") is None else set()  # sequence batches: batch_size says it
     rows = [(k, s.get(k)) for k in HYPERPARAMETERS if k in s and k not in skip]
     if s.get("mode") == "lora":
         lc = s.get("lora", {})  # a PRM trained elsewhere may record no LoRA settings

@@ -22,10 +22,12 @@ The run's parts live beside this module: settings (`settings`), trainset rows ->
 (`data`), the Trainer, DeepSpeed and TrainingArguments (`trainer`), checkpoints and resume
 (`checkpoints`), and the launch in one or several processes (`launch.run_training`, the rule's
 entry). A job stopped by SIGTERM (JIT checkpoint) raises TrainingInterrupted instead of saving a
-half-trained PRM. What fits: full fine-tuning of a 7B base with DeepSpeed ZeRO-3 on one node of 8x80 GB
-GPUs (~16 bytes of weights + Adam state per parameter, ~15 GB per GPU). A 72B base (~1.2 TB of such
-state, ~145 GB per GPU on 8 GPUs) does not fit in one node: it needs several nodes or CPU offload, which
-the launcher does not do.
+half-trained PRM. What fits: full fine-tuning of a 7B base with DeepSpeed ZeRO-2 on one node of 8x80 GB
+GPUs (bf16 weights replicated, 15 GB, + gradients and fp32 master + Adam partitioned, ~15 GB per GPU:
+config/deepspeed/zero2.json), or ZeRO-3 (~16 bytes of weights + Adam state per parameter, all partitioned:
+~15 GB per GPU on 8) where the replicated weights do not fit. A 72B base (~1.2 TB of such state, ~145 GB
+per GPU on 8 GPUs) does not fit in one node: it needs several nodes or CPU offload, which the launcher
+does not do.
 """
 from __future__ import annotations
 
@@ -65,7 +67,14 @@ from .features import training_features
 from .model_card import LORA_DIR
 from .resamples import DRAW_RULE, RESAMPLE_FILE, resample_draws, resample_seed, save_resample_heads
 from .settings import LABEL_TYPES, TrainingError, settings_from
-from .trainer import log_last_step_callback, progress_callback, trainer_class, training_arguments, zero3_init
+from .trainer import (
+    deepspeed_stage,
+    log_last_step_callback,
+    progress_callback,
+    trainer_class,
+    training_arguments,
+    zero3_init,
+)
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +129,19 @@ def trainable_model(backbone, head: StepHead, settings: dict, label_type: str) -
 
 def base_dtype(settings: dict, on_gpu: bool, bf16: bool) -> torch.dtype:
     """The dtype the base is loaded in: head mode's frozen base as `prm.head_base_dtype`; LoRA's base in
-    bf16 on a GPU run in bf16; else fp32."""
+    bf16 on a GPU run in bf16; a full fine-tune in bf16 under DeepSpeed ZeRO-1/2 in bf16 too; else fp32.
+
+    ZeRO-1/2: the engine casts the module to bf16 and keeps its own fp32 master weights, and nothing
+    partitions the load (ZeRO-3's zero.Init does): in fp32 every rank would hold 4 bytes per parameter of
+    host RAM at once (8 x 30 GB for a 7B base), in bf16 half that, and a bf16 checkpoint loses nothing."""
     if settings["mode"] == "head":
         return head_base_dtype(settings)
-    return torch.bfloat16 if (settings["mode"] == "lora" and on_gpu and bf16) else torch.float32
+    if settings["mode"] == "lora" and on_gpu and bf16:
+        return torch.bfloat16
+    if (settings["mode"] == "full" and on_gpu and bf16 and settings["deepspeed"]
+            and deepspeed_stage(settings["deepspeed"]) < 3):
+        return torch.bfloat16
+    return torch.float32
 
 
 @dataclass
@@ -210,11 +228,14 @@ def train_resample_heads(trainee: Trainee, instances: list[dict], settings: dict
     return (heads if rank0 else None), summaries
 
 
-def run_trainer(trainee: Trainee, args, tokenizer, resume: str | None, ckpt: Path, callbacks: list | None = None):
-    """(trainer, train result, seconds) of the Trainer run, resumed from `resume` when given. A run stopped
-    before its last step (the JIT checkpoint callback, on SIGTERM) raises TrainingInterrupted."""
+def run_trainer(trainee: Trainee, args, tokenizer, resume: str | None, ckpt: Path, callbacks: list | None = None,
+                batch_tokens: int | None = None):
+    """(trainer, train result, seconds) of the Trainer run, resumed from `resume` when given; micro-batches
+    of `batch_tokens` padded tokens (training.batch_tokens) or of args' batch size. A run stopped before its
+    last step (the JIT checkpoint callback, on SIGTERM) raises TrainingInterrupted."""
     trainer = trainer_class()(model=trainee.model, args=args, train_dataset=trainee.dataset,
                               data_collator=StepCollator(pad_id(tokenizer), packing=trainee.packing),
+                              batch_tokens=batch_tokens,
                               callbacks=[log_last_step_callback(), progress_callback(), *(callbacks or [])])
     if resume:
         log.info("resuming from %s", resume)
@@ -230,7 +251,7 @@ def run_trainer(trainee: Trainee, args, tokenizer, resume: str | None, ckpt: Pat
 def gather_trained(trainer, args) -> tuple[int, dict | None]:
     """Collectives, on every rank: (train tokens of all processes, the weights; under ZeRO-3 gathered from
     all ranks: the full dict on rank 0, None elsewhere)."""
-    tokens = trainer.accelerator.reduce(torch.tensor(trainer.train_tokens, device=args.device), reduction="sum")
+    tokens = trainer.accelerator.reduce(trainer.train_tokens(args.device), reduction="sum")
     return int(tokens.item()), trainer.accelerator.get_state_dict(trainer.model_wrapped)
 
 
@@ -299,7 +320,8 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
               if features else None)
     set_seed(int(settings["seed"]))
     trainee = build_trainee(backbone, tokenizer, instances, settings, label_type, on_gpu, shared)
-    trainer, result, train_seconds = run_trainer(trainee, args, tokenizer, resume, ckpt, callbacks)
+    trainer, result, train_seconds = run_trainer(trainee, args, tokenizer, resume, ckpt, callbacks,
+                                                 settings["batch_tokens"])
     train_tokens, full_sd = gather_trained(trainer, args)
     rank0 = trainer.is_world_process_zero()
     resampled, resample_runs = (train_resample_heads(trainee, instances, settings, label_type, on_gpu, bf16,
@@ -329,6 +351,8 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         "resamples": len(resample_runs), "resample_draw": DRAW_RULE if resample_runs else None,
         "resample_runs": resample_runs,
         "data": data_stats,
+        # training.batch_tokens: the first epoch's token-sized micro-batches (batches.geometry), else null
+        "batches": trainer.batch_geometry,
         "precision": "bf16" if bf16 else ("bf16-frozen-base" if dtype == torch.bfloat16 else "fp32"),
         "hardware": hardware(), "settings": settings,
     }

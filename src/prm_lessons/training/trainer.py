@@ -1,11 +1,16 @@
-"""The Trainer of a PRM run: the Trainer subclass and callbacks, the DeepSpeed config of a run (ZeRO-3 on
-GPU; on CPU only with `training.deepspeed_on_cpu`) and its TrainingArguments."""
+"""The Trainer of a PRM run: the Trainer subclass (token-sized micro-batches, an on-device token count) and
+callbacks, the DeepSpeed config of a run (ZeRO-2 or ZeRO-3 on GPU; on CPU only with
+`training.deepspeed_on_cpu`) and its TrainingArguments."""
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import math
 import os
 from pathlib import Path
+
+import torch
 
 from ..jobs.progress import Progress
 from ..models.prm import use_bf16
@@ -18,18 +23,67 @@ def trainer_class():
     from transformers import Trainer  # lazy: Trainer pulls in accelerate; settings_from users need none of it
 
     class PrmTrainer(Trainer):
-        """Trainer + a count of the non-padding tokens it trained on (for tokens/s in train_metrics.json)."""
+        """Trainer + a count of the non-padding tokens it trained on (for tokens/s in train_metrics.json),
+        and with `batch_tokens` token-sized micro-batches (batches.TokenBatchSampler) instead of
+        `per_device_train_batch_size` sequences."""
 
-        train_tokens = 0
+        def __init__(self, *args, batch_tokens: int | None = None, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.batch_tokens = batch_tokens
+            self.batch_geometry: dict | None = None  # token batches: their shape (batches.geometry), epoch 0
+            self._train_tokens = None  # a tensor on the batches' device, summed without a host sync
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             n_tokens = inputs.pop("n_tokens", None)
             if n_tokens is not None and model.training:
-                self.train_tokens += int(n_tokens)
+                # added on the device: int(n_tokens) here would wait for the GPU at every micro-step
+                n = n_tokens.detach()
+                self._train_tokens = n if self._train_tokens is None else self._train_tokens + n
             return super().compute_loss(model, inputs, return_outputs=return_outputs,
                                         num_items_in_batch=num_items_in_batch)
 
+        def train_tokens(self, device) -> torch.Tensor:
+            """Non-padding tokens this process trained on, a tensor on `device` (read once, at the end)."""
+            if self._train_tokens is None:
+                return torch.zeros((), dtype=torch.long, device=device)
+            return self._train_tokens.to(device=device, dtype=torch.long)
+
+        def get_train_dataloader(self):
+            if not self.batch_tokens:
+                return super().get_train_dataloader()
+            return self.accelerator.prepare(token_dataloader(self))
+
     return PrmTrainer
+
+
+def token_dataloader(trainer):
+    """The DataLoader of a run with `batch_tokens`: the instances (len(input_ids) is a length) in
+    token-sized micro-batches (batches.TokenBatchSampler), the global list the same on every rank; the
+    caller's accelerator.prepare shards it (BatchSamplerShard: whole batches, round-robin). The learning-rate
+    schedule counts optimizer steps over these micro-batches (the Trainer takes len of this loader)."""
+    from torch.utils.data import DataLoader
+
+    from .batches import TokenBatchSampler, geometry
+
+    args, dataset = trainer.args, trainer.train_dataset
+    if not dataset or "input_ids" not in dataset[0]:
+        raise TrainingError("training.batch_tokens: the instances carry no input_ids (head mode trains on step "
+                            "features: set training.batch_tokens: null)")
+    lengths = [len(it["input_ids"]) for it in dataset]
+    world = trainer.accelerator.num_processes
+    # every epoch the run plans has the same number of micro-batches (TokenBatchSampler)
+    epochs = 1 if args.max_steps > 0 else math.ceil(args.num_train_epochs)
+    sampler = TokenBatchSampler(lengths, trainer.batch_tokens, args.data_seed if args.data_seed is not None
+                                else args.seed, world, epochs)
+    g = trainer.batch_geometry = {"batch_tokens": trainer.batch_tokens, "padded_count": len(sampler),
+                                  **geometry(lengths, sampler.plan(0), world, args.gradient_accumulation_steps)}
+    log.info("token batches: %d tokens per micro-batch per process; epoch 0: %d micro-batches over %d "
+             "process(es) (%d with padding to equal counts), median %s rows / %s padded tokens, %.0f%% of padded "
+             "tokens real, %d optimizer steps", trainer.batch_tokens, g["micro_batches"], world, len(sampler),
+             g.get("rows_p50"), g.get("padded_tokens_p50"), 100 * g.get("fill", 0.0), g.get("optimizer_steps", 0))
+    collate = trainer._get_collator_with_removed_columns(trainer.data_collator, description="training")
+    return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate, num_workers=args.dataloader_num_workers,
+                      pin_memory=args.dataloader_pin_memory)
 
 
 def log_last_step_callback():
@@ -82,6 +136,11 @@ def deepspeed_config(settings: dict, on_gpu: bool) -> str | None:
     return str(settings["deepspeed"])
 
 
+def deepspeed_stage(path: str) -> int:
+    """The ZeRO stage of a DeepSpeed config file (0: none)."""
+    return int(json.loads(Path(path).read_text()).get("zero_optimization", {}).get("stage", 0))
+
+
 def _cpu_deepspeed_state() -> None:
     """DeepSpeed on CPU (training.deepspeed_on_cpu) under torchrun: accelerate finds no DeepSpeed backend on
     a CPU device (its PartialState would count 1 process whatever the world size, and the batch size
@@ -127,7 +186,9 @@ def training_arguments(settings: dict, ckpt: Path, on_gpu: bool, bf16: bool | No
         # gradient checkpointing is switched on on the base model (trainable_model: the wrapper is no PreTrainedModel)
         gradient_checkpointing=False,
         train_sampling_strategy=("group_by_length" if settings["group_by_length"] and settings["mode"] != "head"
-                                 else "random"),
+                                 else "random"),  # unused with batch_tokens (PrmTrainer.get_train_dataloader)
+        # its NaN/inf check of every micro-step's loss is a host sync per micro-step: a NaN loss is logged as is
+        logging_nan_inf_filter=False,
         logging_strategy="steps",
         logging_steps=int(settings["logging_steps"]),
         save_strategy="steps" if save_steps(settings) else "no",
