@@ -472,8 +472,10 @@ class Training(Section):
             "Where the Trainer also reports its logs (transformers' TrainingArguments report_to, one "
             "integration): none, or an integration whose package is installed (validation refuses "
             'one that is not, e.g. tensorboard without tensorboard or tensorboardX). Its local files '
-            "land in the run: the Trainer's output directory is the PRM's checkpoint directory "
-            '(tensorboard: <checkpoint directory>/runs/). Not part of the resume fingerprint.'))
+            "land in the run: TensorBoard writes under the Trainer's output directory, the PRM's "
+            'checkpoint directory (runs/), and the finished run copies runs/ into the PRM directory '
+            '(kept when the checkpoints are deleted; uploaded with it). Not part of the resume '
+            'fingerprint.'))
     save_steps: Annotated[Number, Field(ge=0)] = Field(
         default=200,
         description=(

@@ -38,7 +38,7 @@ def _table(rows: list[tuple[str, object]]) -> str:
 
 
 def _yaml_meta(base: dict | None, name: str) -> str:
-    # no pipeline_tag: no transformers pipeline runs this step head (PIPELINE_NOTE), and a tag would give
+    # no pipeline_tag: no transformers pipeline runs this step head (pipeline_note), and a tag would give
     # the Hub page a widget and a pipeline(...) snippet that score nothing; the body itself is transformers'
     lines = ["---", "library_name: transformers", "tags:", "- process-reward-model", "- prm-lessons"]
     if base and base.get("source") == "hub" and base.get("id"):
@@ -61,7 +61,7 @@ SOURCE_LABELS = {
     "mc": "Monte Carlo estimation: completions sampled from each step; a step's mc_value is the share of its "
           "completions that reach the reference answer",
     "judge": "LLM-as-a-judge: a judge model names the first wrong step of each response (the steps before it "
-             "are correct, the rest are cut)",
+             "are correct, it is wrong, the rest are cut)",
     "consensus": "consensus filtering: the responses on which Monte Carlo estimation and the LLM judge agree "
                  "about the first error, labelled by Monte Carlo estimation",
     "human": "human annotation: PRM800K's step ratings",
