@@ -1,5 +1,6 @@
 """The model card a trained PRM directory gets from the training rule (prm_lessons.training.model_card): its content
-(base, training set and label source, sizes, hyperparameters, where the evaluation is, how to load it), and
+(base, training set and how its labels were made, sizes, hyperparameters, where the evaluation is, how to load
+it: no misleading pipeline_tag, the loading code that works for its layout), and
 that its stand-alone code (transformers + safetensors only) and the LoRA PRM's PEFT adapter give the scores
 `load_prm` gives, for every layout: head-only, LoRA (project layout), full fine-tuning of a Qwen2 base
 (released layout)."""
@@ -78,7 +79,10 @@ def test_card_content_and_its_code_scores_as_load_prm(prms, mode, arch, layout):
     assert metrics["layout"] == layout
     front = card.split("---")[1]
     assert "base_model: Qwen/Qwen2.5-Math-7B-Instruct" in front and "process-reward-model" in front
-    for needle in (f"revision `{'a' * 40}`", "| label source | mc |", "| problem sets | math_train |",
+    assert "pipeline_tag" not in front  # no transformers pipeline runs the step head (test below)
+    for needle in (f"revision `{'a' * 40}`", "| training set | `mc_hard` |",
+                   "| label source | `mc`: Monte Carlo estimation", "correct iff mc_value > 0)",
+                   "| problem sets | math_train |",
                    f"| instances (rows) | {metrics['data']['instances']} |",
                    f"| steps trained on | {metrics['data']['steps_used']} |", f"| mode | {mode} |",
                    "| learning_rate | 0.003 |", f"| directory layout | {layout} |",
@@ -95,6 +99,39 @@ def test_card_content_and_its_code_scores_as_load_prm(prms, mode, arch, layout):
     want = score_steps(model, tok, fmt, _rows())
     for (q, steps), w in zip(_rows(), want):
         assert ns["step_scores"](q, steps) == pytest.approx(w, abs=1e-4)
+
+
+@pytest.mark.parametrize("mode,arch,layout", [("head", "llama", "project"), ("full", "qwen2", "released")])
+def test_card_names_no_pipeline_and_the_loading_code_that_works(prms, mode, arch, layout):
+    from transformers import AutoModelForTokenClassification
+
+    out, _ = prms(mode, arch)
+    card = (out / MC.CARD_FILE).read_text()
+    assert "pipeline_tag" not in card.split("---")[1] and "No transformers pipeline scores with it" in card
+    assert "prm_lessons.models.prm.load_prm" in card
+    # what a token-classification tag would load: the body with a new classifier, none of the trained head
+    _, info = AutoModelForTokenClassification.from_pretrained(out, output_loading_info=True)
+    assert "score.weight" in info["missing_keys"], info
+    # the released layout: upstream's trust_remote_code route is named and said not to apply (no remote code here)
+    assert ("trust_remote_code=True" in card and "does not apply here" in card) == (layout == "released")
+    assert ("this project's layout" in card) == (layout == "project")
+    assert not list(out.glob("*.py")) and "auto_map" not in json.loads((out / "config.json").read_text())
+
+
+def test_label_source_names_how_each_source_made_its_labels():
+    import typing
+
+    from prm_lessons.config.model_labels import TrainsetsVariantsEntry
+
+    sources = typing.get_args(TrainsetsVariantsEntry.model_fields["source"].annotation)
+    assert set(MC.SOURCE_LABELS) == set(sources)  # a new source needs its sentence here
+    assert MC.label_source({"source": "judge"}).startswith("`judge`: LLM-as-a-judge")
+    assert "soft labels" in MC.label_source({"source": "consensus", "label_type": "soft"})
+    assert "exact step truth of the constructed" in MC.label_source({"source": "exact"})
+    assert MC.label_source({"source": "human"}) == "`human`: human annotation: PRM800K's step ratings"
+    trl = MC.label_source({"source": "trl", "trl": {"source": "hub", "id": "trl-lib/prm800k", "revision": "b" * 40}})
+    assert "TRL's stepwise-supervision format" in trl and f"`trl-lib/prm800k` at revision `{'b' * 40}`" in trl
+    assert "the file `my.jsonl`" in MC.label_source({"source": "trl", "trl": {"source": "local", "path": "my.jsonl"}})
 
 
 def test_lora_adapter_loads_with_peft_as_the_merged_body(prms):

@@ -74,7 +74,7 @@ def test_rule_function_cards_the_evaluation_and_writes_the_receipt(tmp_path, mon
                               params={"repo_id": "org/mc_hard", "private": False, "base_model": None},
                               wildcards={"variant": "mc_hard"}, threads=1)
     card = next(op for op in api.calls[1][2]["operations"] if op.path_in_repo == "README.md").path_or_fileobj.decode()
-    assert ("| label source | judge |" in card and "| **average** | **50.0** |" in card
+    assert ("| label source | `judge`: LLM-as-a-judge" in card and "| **average** | **50.0** |" in card
             and "| prm_product | 25.0 |" in card)
     assert "prm-lessons score --prm org/mc_hard" in card
     assert api.calls[0][2]["private"] is False

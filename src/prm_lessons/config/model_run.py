@@ -331,6 +331,28 @@ class TrainingLora(Section):
             'base).'))
 
 
+# transformers' report_to integrations (integrations.INTEGRATION_TO_CALLBACK) and the packages each needs (any
+# one of them; "a+b": both), as transformers' is_*_available checks them; kubeflow is left out: it reports to
+# a Kubeflow Trainer status server, not through a package a config could check
+REPORTER_PACKAGES: dict[str, tuple[str, ...]] = {
+    "tensorboard": ("tensorboard", "tensorboardX"), "wandb": ("wandb",), "mlflow": ("mlflow",),
+    "comet_ml": ("comet_ml",), "neptune": ("neptune",), "trackio": ("trackio",), "codecarbon": ("codecarbon",),
+    "clearml": ("clearml",), "dagshub": ("dagshub+mlflow",), "dvclive": ("dvclive",), "swanlab": ("swanlab",),
+    "azure_ml": ("azureml",), "flyte": ("flytekit",)}
+Reporter = Literal["none", "tensorboard", "wandb", "mlflow", "comet_ml", "neptune", "trackio", "codecarbon",
+                   "clearml", "dagshub", "dvclive", "swanlab", "azure_ml", "flyte"]
+
+
+def reporter_missing(name: str) -> str | None:
+    """The package `name` (a report_to value) needs when none of its packages is importable, else None."""
+    import importlib.util
+
+    pkgs = REPORTER_PACKAGES.get(name, ())
+    if not pkgs or any(all(importlib.util.find_spec(m) is not None for m in p.split("+")) for p in pkgs):
+        return None
+    return " or ".join(pkgs)
+
+
 class Training(Section):
     base: str = Field(
         default='policy',
@@ -461,6 +483,16 @@ class Training(Section):
     logging_steps: Annotated[int, Field(ge=1)] = Field(
         default=1,
         description='Record the training loss every N optimizer steps (train_metrics.json loss_history).')
+    report_to: Reporter = Field(
+        default='none',
+        description=(
+            "Where the Trainer also reports its logs (transformers' TrainingArguments report_to, one "
+            "integration): none, or an integration whose package is installed (validation refuses "
+            'one that is not, e.g. tensorboard without tensorboard or tensorboardX). Its local files '
+            "land in the run: TensorBoard writes under the Trainer's output directory, the PRM's "
+            'checkpoint directory (runs/), and the finished run copies runs/ into the PRM directory '
+            '(kept when the checkpoints are deleted; uploaded with it). Not part of the resume '
+            'fingerprint.'))
     save_steps: Annotated[Number, Field(ge=0)] = Field(
         default=200,
         description=(
@@ -548,6 +580,9 @@ class Training(Section):
         if self.batch_tokens is not None and self.mode == "head":
             raise fail("batch_tokens", f"{self.batch_tokens} tokens per micro-batch need mode full or lora: head "
                                        "mode trains on step features (batch_size sizes its batches); set null")
+        if (missing := reporter_missing(self.report_to)):
+            raise fail("report_to", f"{self.report_to!r} reports through the package {missing}, which is not "
+                                    "installed in this environment; install it or set report_to: none")
         if self.resamples and self.mode != "head":
             raise fail("resamples", f"{self.resamples} resample heads need mode: head (mode {self.mode!r} "
                                     "trains the base: a resample would be a whole fine-tuning run); set 0")

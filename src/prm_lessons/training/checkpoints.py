@@ -20,7 +20,7 @@ def run_fingerprint(settings: dict, label_type: str, base_dir: str, trainset: st
                                                             "gpus", "processes", "gpus_scoring", "jit_checkpoint",
                                                             "save_steps", "save_total_limit", "logging_steps",
                                                             "base_params_b", "checkpoint_write_gbps",
-                                                            "resamples")}
+                                                            "resamples", "report_to")}
     h.update(json.dumps({"settings": keep, "label_type": label_type, "base": str(base_dir)},
                         sort_keys=True, default=str).encode())
     with open(trainset, "rb") as fh:

@@ -16,6 +16,7 @@ from ..tables import read_json, write_text_atomic
 CARD_FILE = "README.md"
 FORMAT_FILE = "prm.json"  # prm.FORMAT_FILE (not imported: prm imports torch, the card needs none)
 HEAD_FILE = "prm_head.safetensors"  # prm.HEAD_FILE
+LOG_DIR = "runs"  # training.report_to's local logs (TensorBoard's default under the Trainer's output_dir)
 LORA_DIR = "lora_adapter"  # lora mode: the trained adapter before merging, a PEFT directory (training saves it)
 HYPERPARAMETERS = ("mode", "epochs", "max_steps", "learning_rate", "lr_scheduler", "warmup_ratio", "weight_decay",
                    "batch_size", "batch_tokens", "gradient_accumulation_steps", "max_grad_norm", "max_length",
@@ -37,10 +38,12 @@ def _table(rows: list[tuple[str, object]]) -> str:
 
 
 def _yaml_meta(base: dict | None, name: str) -> str:
+    # no pipeline_tag: no transformers pipeline runs this step head (pipeline_note), and a tag would give
+    # the Hub page a widget and a pipeline(...) snippet that score nothing; the body itself is transformers'
     lines = ["---", "library_name: transformers", "tags:", "- process-reward-model", "- prm-lessons"]
     if base and base.get("source") == "hub" and base.get("id"):
         lines.append(f"base_model: {base['id']}")
-    lines += ["pipeline_tag: token-classification", f"model_name: {name}", "---", ""]
+    lines += [f"model_name: {name}", "---", ""]
     return "\n".join(lines)
 
 
@@ -53,11 +56,46 @@ def _base_line(base: dict | None, meta: dict) -> str:
     return f"`{base.get('id')}` ({base.get('source')} model)"
 
 
+# how each training-set source (trainsets.variants.<name>.source) made its step labels
+SOURCE_LABELS = {
+    "mc": "Monte Carlo estimation: completions sampled from each step; a step's mc_value is the share of its "
+          "completions that reach the reference answer",
+    "judge": "LLM-as-a-judge: a judge model names the first wrong step of each response (the steps before it "
+             "are correct, it is wrong, the rest are cut)",
+    "consensus": "consensus filtering: the responses on which Monte Carlo estimation and the LLM judge agree "
+                 "about the first error, labelled by Monte Carlo estimation",
+    "human": "human annotation: PRM800K's step ratings",
+    "math_shepherd": "the released Math-Shepherd labels (its authors' Monte Carlo estimation)",
+    "checker": "the arithmetic process checker: exact step labels from checking each step's arithmetic",
+    "trl": "a step-labelled dataset in TRL's stepwise-supervision format {prompt, completions, labels}, "
+           "labels as its makers made them",
+    "exact": "exact step truth of the constructed solution pool (each step's correctness is known by "
+             "construction, nothing estimated)",
+}
+
+
+def label_source(spec: dict) -> str | None:
+    """One sentence: the variant's label source and how its labels were made (None when unknown)."""
+    src = spec.get("source")
+    if not src:
+        return None
+    out = f"`{src}`: {SOURCE_LABELS.get(src, 'see config/README.md, trainsets.variants')}"
+    if src in ("mc", "consensus"):
+        out += ("; soft labels (the mc_value)" if spec.get("label_type") == "soft" else
+                f"; hard labels (a step is correct iff mc_value > {_fmt(spec.get('threshold', 0.0))})"
+                if src == "mc" else "; hard labels")
+    trl = spec.get("trl") or {}
+    if src == "trl" and trl:
+        out += (f"; the Hub dataset `{trl.get('id')}` at revision `{trl.get('revision')}`"
+                if trl.get("source") == "hub" else f"; the file `{trl.get('path')}`")
+    return out
+
+
 def _data_section(trainset: dict | None, metrics: dict) -> str:
     spec = trainset["spec"] if trainset else {}  # rule trainset always writes it
     st = metrics["data"]
     rows = [("training set", f"`{(trainset or {}).get('variant') or Path(str(metrics.get('trainset', '?'))).stem}`"),
-            ("label source", spec.get("source")), ("label type", metrics.get("label_type")),
+            ("label source", label_source(spec)), ("label type", metrics.get("label_type")),
             ("label threshold", spec.get("threshold")),
             ("problem sets", ", ".join(spec["datasets"]) if spec.get("datasets") else "all configured problem sets"
              if spec else None),
@@ -65,10 +103,9 @@ def _data_section(trainset: dict | None, metrics: dict) -> str:
             ("labelled steps", st.get("steps")), ("steps trained on", st.get("steps_used")),
             ("steps cut by max_length", st.get("steps_dropped")),
             ("share of positive steps", st["positive_steps"] / st["steps_used"] if st.get("steps_used") else None)]
-    return "## Training data\n\n" + _table([r for r in rows if r[1] is not None]) + (
-        "\nLabel sources (config/README.md, `trainsets.variants`): `mc` Monte Carlo estimation from completions, "
-        "`judge` LLM-as-a-judge, `consensus` both agreeing, `human` PRM800K, `math_shepherd` the released "
-        "Math-Shepherd labels, `checker` the arithmetic process checker.\n")
+    return ("## Training data\n\n" + _table([r for r in rows if r[1] is not None])
+            + "\nThe training set is the prm-lessons config's `trainsets.variants` entry of that name "
+              "(config/README.md).\n")
 
 
 def _training_section(metrics: dict) -> str:
@@ -135,10 +172,27 @@ def _input_code(fmt: dict, step_id: int | None) -> str:
             "    return ids, pos\n")
 
 
+def pipeline_note(layout: str) -> str:
+    """What does not load this PRM (a transformers pipeline, and for the released layout the upstream
+    remote-code route) and what does, for the directory `layout`."""
+    common = ("No transformers pipeline scores with it (the card has no `pipeline_tag`): its step head is no "
+              "transformers head, so `pipeline(\"token-classification\")` or `AutoModelForTokenClassification` "
+              "would put a new, randomly initialised classifier on the body, and `pipeline(\"text-generation\")` "
+              "finds no LM head. ")
+    if layout == "released":
+        return (common + "The released Qwen2.5-Math-PRM-7B, whose layout this directory has, loads upstream with "
+                "`AutoModel.from_pretrained(..., trust_remote_code=True)` through the remote code of Qwen's "
+                "repository (`modeling_qwen2_rm.py`); that code is not in this directory, so that route does not "
+                "apply here. What works: `prm_lessons.models.prm.load_prm`, vLLM, or transformers + safetensors "
+                "as below.")
+    return (common + "What works: `prm_lessons.models.prm.load_prm` (this project's layout), or transformers + "
+            "safetensors as below.")
+
+
 def _load_section(prm_dir: Path, name: str, meta: dict, token_added: bool) -> str:
     layout, mode = meta.get("layout", "project"), meta.get("mode")
     fmt = meta["format"]
-    out = ("## How to load it\n\n### With prm-lessons\n\n"
+    out = ("## How to load it\n\n" + pipeline_note(layout) + "\n\n### With prm-lessons\n\n"
            "```bash\n"
            "# rows {\"id\": ..., \"problem\": \"...\", \"steps\": [\"...\", ...]} "
            "(or TRL's {\"prompt\", \"completions\"})\n"
@@ -229,7 +283,11 @@ def render_card(prm_dir: str | Path, metrics: dict, *, name: str, base: dict | N
                        ("chat template", fmt.get("use_chat_template")),
                        ("system prompt", repr(fmt.get("system_prompt"))),
                        ("max length (tokens)", meta.get("max_length"))]) + "\n")
-    return "\n".join([_yaml_meta(base, name) + intro, _data_section(trainset, metrics), _training_section(metrics),
+    reporter = metrics["settings"].get("report_to")
+    logs = (f"\nThe Trainer's logs (`training.report_to: {reporter}`) are in `{LOG_DIR}/`.\n"
+            if (prm_dir / LOG_DIR).is_dir() else "")
+    return "\n".join([_yaml_meta(base, name) + intro, _data_section(trainset, metrics),
+                      _training_section(metrics) + logs,
                       _eval_section(name, evaluation),
                       _load_section(prm_dir, name, meta, bool(metrics.get("step_token_added")))])
 

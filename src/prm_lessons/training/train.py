@@ -64,7 +64,7 @@ from ..tables import write_json
 from .checkpoints import resume_checkpoint, run_fingerprint
 from .data import training_instances
 from .features import training_features
-from .model_card import LORA_DIR
+from .model_card import LOG_DIR, LORA_DIR
 from .resamples import DRAW_RULE, RESAMPLE_FILE, resample_draws, resample_seed, save_resample_heads
 from .settings import LABEL_TYPES, TrainingError, settings_from
 from .trainer import (
@@ -367,6 +367,8 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     busy = train_seconds + trainee.feature_seconds
     metrics["tokens_per_second"] = train_tokens / busy if busy > 0 else None
     write_json(metrics, out / METRICS_FILE, default=str)
+    if (ckpt / LOG_DIR).is_dir():  # training.report_to's local logs outlive the checkpoints, in the PRM's directory
+        shutil.copytree(ckpt / LOG_DIR, out / LOG_DIR, dirs_exist_ok=True)
     if not settings["keep_checkpoints"]:
         shutil.rmtree(ckpt, ignore_errors=True)
     return metrics

@@ -199,7 +199,9 @@ def training_arguments(settings: dict, ckpt: Path, on_gpu: bool, bf16: bool | No
         data_seed=int(settings["seed"]),
         remove_unused_columns=False,
         dataloader_num_workers=0,
-        report_to="none",
+        # training.report_to; transformers 5 has no logging_dir: TensorBoard writes under output_dir/runs/
+        # (the checkpoint directory), which train_prm copies into the PRM directory (LOG_DIR)
+        report_to=settings["report_to"],
         disable_tqdm=True,
         ddp_find_unused_parameters=False,
         # set before the model is loaded so ZeRO-3 partitions it at load time (transformers' zero.Init hook)
