@@ -25,10 +25,11 @@ with open({marker!r}, "a") as _f:  # the checkpoint's code ran
     _f.write("{name}\\n")
 '''
 CONFIGURATION = 'from transformers import Qwen2Config\n\n\nclass CustomConfig(Qwen2Config):\n    pass\n'
-MODELING = ('from transformers import Qwen2ForCausalLM, Qwen2ForTokenClassification, Qwen2Model\n\n\n'
-            'class CustomModel(Qwen2Model):\n    pass\n\n\n'
-            'class CustomForCausalLM(Qwen2ForCausalLM):\n    pass\n\n\n'
-            'class CustomForTokenClassification(Qwen2ForTokenClassification):\n    pass\n')
+MODELING = ('from transformers import Qwen2ForCausalLM, Qwen2ForTokenClassification, Qwen2Model\n\n'
+            'from .configuration_custom import CustomConfig\n\n\n'
+            'class CustomModel(Qwen2Model):\n    config_class = CustomConfig\n\n\n'
+            'class CustomForCausalLM(Qwen2ForCausalLM):\n    config_class = CustomConfig\n\n\n'
+            'class CustomForTokenClassification(Qwen2ForTokenClassification):\n    config_class = CustomConfig\n')
 TOKENIZATION = ('from transformers import PreTrainedTokenizerFast\n\n\n'
                 'class CustomTokenizerFast(PreTrainedTokenizerFast):\n    pass\n')
 AUTO_MAP = {"AutoConfig": "configuration_custom.CustomConfig", "AutoModel": "modeling_custom.CustomModel",
@@ -78,15 +79,20 @@ def custom_prm(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def released_prm(tmp_path: Path) -> tuple[Path, Path]:
-    """A released Qwen2.5-Math-PRM (its auto_map: configuration/modeling_qwen2_rm), its code shipped."""
+    """A released Qwen2.5-Math-PRM with its auto_map (configuration/modeling_qwen2_rm), the code shipped."""
     d = qwen2_prm(tmp_path / "qwen_prm", "qwen_prm", hidden=32, layers=1, heads=4, kv=2, inter=64)
     marker = tmp_path / "marker"
     cfg = json.loads((d / "config.json").read_text())
-    for ref in cfg["auto_map"].values():
-        mod, cls = ref.split(".")
-        base = "Qwen2Config" if mod.startswith("configuration") else "Qwen2Model"
-        (d / f"{mod}.py").write_text(MODULE.format(marker=str(marker), name=mod)
-                                     + f"from transformers import {base}\n\n\nclass {cls}({base}):\n    pass\n")
+    cfg["auto_map"] = {"AutoConfig": "configuration_qwen2_rm.Qwen2RMConfig",
+                       "AutoModel": "modeling_qwen2_rm.Qwen2ForProcessRewardModel"}
+    (d / "config.json").write_text(json.dumps(cfg))
+    (d / "configuration_qwen2_rm.py").write_text(
+        MODULE.format(marker=str(marker), name="configuration_qwen2_rm")
+        + "from transformers import Qwen2Config\n\n\nclass Qwen2RMConfig(Qwen2Config):\n    pass\n")
+    (d / "modeling_qwen2_rm.py").write_text(
+        MODULE.format(marker=str(marker), name="modeling_qwen2_rm")
+        + "from transformers import Qwen2Model\n\nfrom .configuration_qwen2_rm import Qwen2RMConfig\n\n\n"
+          "class Qwen2ForProcessRewardModel(Qwen2Model):\n    config_class = Qwen2RMConfig\n")
     return d, marker
 
 
