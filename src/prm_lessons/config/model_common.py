@@ -60,7 +60,9 @@ class ModelEntry(Section):
         default=False,
         description=(
             "Allow the model's own Python code from the Hub. False unless a model needs it (e.g. "
-            'Qwen2.5-Math-PRM).'))
+            'Qwen2.5-Math-PRM). Every load of the model passes it (generation, scoring, and as '
+            '`training.base` the training and step-feature jobs; the PRMs trained on it inherit it): '
+            "false never runs the checkpoint's auto_map code, nor asks for it."))
     engine: Literal['auto', 'vllm', 'transformers'] = Field(
         default='auto',
         description=(

@@ -43,7 +43,8 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, dtype: str = "bfloa
 
     gguf_path = Path(gguf_path)
     out_dir = Path(out_dir)
-    kw = dict(gguf_file=gguf_path.name)
+    # the embedded GGUF of a package, no model entry: a known architecture, never remote code
+    kw = dict(gguf_file=gguf_path.name, trust_remote_code=False)
     src = str(gguf_path.parent)
     tokenizer = AutoTokenizer.from_pretrained(src, **kw)
     loaded = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, **kw)

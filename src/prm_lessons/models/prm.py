@@ -347,14 +347,17 @@ def head_base_dtype(settings: dict):
     return getattr(torch, resolve_dtype("auto", on_gpu=False)[0])
 
 
-def load_base(base_dir: str, dtype):
-    """The base model (AutoModel, no LM head) and its tokenizer."""
+def load_base(base_dir: str, dtype, trust_remote_code: bool = False):
+    """The base model (AutoModel, no LM head) and its tokenizer. `trust_remote_code`: the base's model entry
+    key (training settings carry it, plan.training_settings); passed explicitly, as transformers asks on stdin
+    when it is None and a checkpoint names its own code."""
     # the head-only scoring jobs (features.score_with_features) never load a base, so they skip transformers:
     # lazy: transformers costs ~2 s of import
     from transformers import AutoModel, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(base_dir)
-    backbone = AutoModel.from_pretrained(base_dir, dtype=dtype)
+    trust = bool(trust_remote_code)
+    tokenizer = AutoTokenizer.from_pretrained(base_dir, trust_remote_code=trust)
+    backbone = AutoModel.from_pretrained(base_dir, dtype=dtype, trust_remote_code=trust)
     return backbone, tokenizer
 
 
@@ -375,7 +378,7 @@ def base_fingerprint(backbone, tokenizer, step_token: str) -> str:
 def frozen_base(base_dir: str, settings: dict):
     """The frozen base of head-mode training: (backbone in eval mode, tokenizer with the step token,
     StepFormat, fingerprint). `settings`: resolved training settings (`train_settings.settings_from`)."""
-    backbone, tokenizer = load_base(base_dir, head_base_dtype(settings))
+    backbone, tokenizer = load_base(base_dir, head_base_dtype(settings), settings.get("trust_remote_code", False))
     ensure_step_token(tokenizer, backbone, settings["step_token"])
     for p in backbone.parameters():
         p.requires_grad_(False)
@@ -466,14 +469,15 @@ def _released_head(path: Path, meta: dict) -> StepHead:
     return head.float()
 
 
-def load_prm(path: str | Path, device=None, dtype=None):
+def load_prm(path: str | Path, device=None, dtype=None, trust_remote_code: bool = False):
     """Load a PRM directory written by `save_prm` -> (ProcessRewardModel in eval mode, tokenizer, StepFormat).
 
     Without `device`, a base is spread over all visible GPUs when there is more than one (device_map auto,
     so a large PRM gets the GPUs its size needs), else put on the one GPU or the CPU. The model carries
     `max_length` (from prm.json): the scoring length when the caller gives none. `dtype`: a torch dtype
     or a config dtype name; None (or auto): bfloat16 on GPU, float32 on CPU but for head-only PRMs, whose
-    frozen base runs as in training and `frozen_base` (head_base_dtype: bf16 where the CPU has it natively)."""
+    frozen base runs as in training and `frozen_base` (head_base_dtype: bf16 where the CPU has it natively).
+    `trust_remote_code`: that of the base's model entry (the saved base keeps its auto_map and code files)."""
     path = Path(path)
     if not (path / FORMAT_FILE).exists():
         raise FileNotFoundError(f"{path}: not a PRM directory (no {FORMAT_FILE})")
@@ -489,8 +493,10 @@ def load_prm(path: str | Path, device=None, dtype=None):
                  else torch.float32)
     from transformers import AutoModel, AutoTokenizer  # lazy: as in load_base
 
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    backbone = AutoModel.from_pretrained(path, dtype=dtype, **({"device_map": "auto"} if spread else {}))
+    trust = bool(trust_remote_code)
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust)
+    backbone = AutoModel.from_pretrained(path, dtype=dtype, trust_remote_code=trust,
+                                         **({"device_map": "auto"} if spread else {}))
     head = _released_head(path, meta) if meta.get("layout") == "released" else load_head(path, meta)
     model = ProcessRewardModel(backbone, head, meta.get("label_type", "hard"), meta.get("soft_loss", "bce"))
     model.max_length = meta.get("max_length")

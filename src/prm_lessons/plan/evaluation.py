@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..config import model_entry, model_path
 from .base import shard_files, shard_log, shard_minutes, shard_outputs
 from .models import gpus, model_input, runtime
+from .training import base_trusts_remote_code
 from .trainsets import POOL_SLICE, labels_pool, variant_datasets, variants
 
 
@@ -19,9 +20,12 @@ def resolve_prm_specs(config: dict) -> dict[str, dict]:
     results/prms/{variant}) plus the released models of `prms.models` (model entries under `models`)."""
     cfg = config.get("prms", {})
     out: dict[str, dict] = {}
+    base_trusts = base_trusts_remote_code(config)
     for v in trained_variants(config):
         out[v] = {"adapter": "trained", "path": f"results/prms/{v}", "max_length": cfg.get("max_length"),
                   "params": {}, "threshold": None, "trained": True}
+        if base_trusts:  # the saved base keeps its auto_map and code; absent when false (params as before)
+            out[v]["trust_remote_code"] = True
         if cfg.get("trained_backend") == "vllm":
             tr = config.get("training", {})
             tp = tr["gpus_scoring"] if tr.get("gpus_scoring") is not None else gpus(config, tr.get("base", "policy"))

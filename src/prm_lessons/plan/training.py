@@ -11,10 +11,22 @@ TRAINING_RESOURCE_KEYS = ("mem_mb", "runtime", "threads", "keep_checkpoints", "g
                           "checkpoint_write_gbps")
 
 
+def base_trusts_remote_code(config: dict) -> bool:
+    """Whether the training base's model entry sets trust_remote_code (an undefined base: no, the config
+    checks name it)."""
+    base = config.get("training", {}).get("base")
+    name = config.get("roles", {}).get(base, base)
+    return bool(base and (config.get("models", {}).get(name) or {}).get("trust_remote_code"))
+
+
 def training_settings(config: dict, basedir: str | Path) -> dict:
     """The `training` section, with a DeepSpeed config path not found in the working directory read
-    from the workflow (config/deepspeed/...)."""
+    from the workflow (config/deepspeed/...), and `trust_remote_code: true` when the base's model entry
+    sets it (the jobs that load the base read it there; absent when false, so the params of existing
+    runs stay as they were)."""
     train = dict(config["training"])
+    if base_trusts_remote_code(config):
+        train["trust_remote_code"] = True
     if train.get("deepspeed") and not Path(train["deepspeed"]).exists():
         train["deepspeed"] = str(Path(basedir) / train["deepspeed"])
     return train

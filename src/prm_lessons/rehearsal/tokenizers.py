@@ -248,4 +248,5 @@ def build_tokenizer(family: str):
         raise ValueError(f"unknown tokenizer family {family!r}; known: {FAMILIES}")
     with tempfile.TemporaryDirectory(prefix=f"tok-{family}-") as tmp:
         save_tokenizer(family, tmp)
-        return AutoTokenizer.from_pretrained(tmp)
+        # files written here for a known family, no model entry: never remote code
+        return AutoTokenizer.from_pretrained(tmp, trust_remote_code=False)

@@ -137,7 +137,8 @@ def load_head_model(path: str, kind: str, dtype=None, trust_remote_code: bool = 
         model = AutoModel.from_pretrained(path, dtype=pretrained_dtype(dtype), trust_remote_code=trust_remote_code,
                                           **placement())
         return RemoteOutputs(model)
-    base = AutoModel.from_pretrained(path, dtype=pretrained_dtype(dtype), **placement())
+    # explicit False: the base and the head built here, never the checkpoint's auto_map code (nor a prompt)
+    base = AutoModel.from_pretrained(path, dtype=pretrained_dtype(dtype), trust_remote_code=False, **placement())
     m = build_head_model(base, kind)
     if on_gpu():  # the head sits with the last layer's output
         m.to(next(base.parameters()).device) if not hasattr(base, "hf_device_map") else \

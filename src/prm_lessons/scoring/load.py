@@ -43,8 +43,8 @@ def _hub_tokenizer_class(model_dir: str):
 def _tokenizer(path: str, trust_remote_code: bool = False):
     d = resolve_dir(path, trust_remote_code)
     cls = _hub_tokenizer_class(d)
-    if cls is not None:
-        return cls.from_pretrained(d)
+    if cls is not None:  # a transformers class by name (never Hub code: auto_map repos go through Auto)
+        return cls.from_pretrained(d, trust_remote_code=trust_remote_code)
     return AutoTokenizer.from_pretrained(d, trust_remote_code=trust_remote_code)
 
 
@@ -79,7 +79,7 @@ def load_adapter(spec: dict, backend: str | None = None) -> Adapter:
     params = dict(spec["params"])
     dev = _device()
     if kind == "trained":
-        model, tok, fmt = load_prm(path)  # on its device
+        model, tok, fmt = load_prm(path, trust_remote_code=trc)  # on its device
         max_length = spec.get("max_length") or getattr(model, "max_length", None)
         return TrainedAdapter(model.eval(), tok, max_length, step_format=fmt, **params)
     if kind == "declared":  # a wrong option fails before any weight is read
@@ -120,7 +120,7 @@ def _vllm_adapter(spec: dict) -> Adapter:
     params = dict(spec["params"])
     if kind == "trained":
         meta = read_json(Path(path) / FORMAT_FILE)
-        tok = AutoTokenizer.from_pretrained(path)
+        tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trc)
         adapter = TrainedAdapter(None, tok, spec.get("max_length") or meta.get("max_length"),
                                  step_format=meta["format"], **params)
     else:

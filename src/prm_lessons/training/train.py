@@ -270,7 +270,8 @@ def save_trained(out: Path, full_sd: dict | None, trainer, backbone, tokenizer, 
         # merged into a fresh copy of the base: under ZeRO-3 the trained model's own parameters are shards;
         # the unmerged adapter is kept beside it as a standard PEFT directory (LORA_DIR)
         save_backbone = _merged_lora_backbone(backbone_sd, meta["base"], dtype, fmt.step_token, settings["lora"],
-                                              adapter_dir=out / LORA_DIR)
+                                              adapter_dir=out / LORA_DIR,
+                                              trust_remote_code=settings.get("trust_remote_code", False))
     else:
         save_backbone = trainer.accelerator.unwrap_model(trainer.model).backbone
         state_dict = backbone_sd
@@ -312,7 +313,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     resume = resume_checkpoint(args, ckpt, run_fingerprint(settings, label_type, base_dir, trainset))
 
     dtype = base_dtype(settings, on_gpu, bf16)
-    backbone, tokenizer = load_base(base_dir, dtype)
+    backbone, tokenizer = load_base(base_dir, dtype, settings.get("trust_remote_code", False))
     added = ensure_step_token(tokenizer, backbone, fmt.step_token)
     fingerprint = base_fingerprint(backbone, tokenizer, fmt.step_token) if mode == "head" else None
     instances, data_stats = training_instances(trainset, tokenizer, fmt, settings, label_type)
@@ -388,13 +389,13 @@ def step_fit(head: StepHead, dataset: list[dict]) -> dict:
 
 
 def _merged_lora_backbone(peft_state: dict, base_dir: str, dtype: torch.dtype, step_token: str, lora: dict,
-                          adapter_dir: Path | None = None):
+                          adapter_dir: Path | None = None, trust_remote_code: bool = False):
     """The base with the trained LoRA adapters (a PeftModel state dict) merged in, built on CPU; with
     `adapter_dir`, the adapter is first saved there unmerged (PeftModel.save_pretrained: loadable with
     `PeftModel.from_pretrained(AutoModel.from_pretrained(base), adapter_dir)`)."""
     from peft import LoraConfig, get_peft_model  # lazy: lora mode only
 
-    base, tokenizer = load_base(base_dir, dtype)
+    base, tokenizer = load_base(base_dir, dtype, trust_remote_code)
     added = ensure_step_token(tokenizer, base, step_token)  # same vocabulary size as the trained model
     peft_model = get_peft_model(base, LoraConfig(r=int(lora["r"]), lora_alpha=int(lora["alpha"]),
                                                  lora_dropout=float(lora["dropout"]),
