@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from pathlib import Path
 
 from ..jobs.progress import Progress
@@ -18,9 +19,19 @@ def trainer_class():
     from transformers import Trainer  # lazy: Trainer pulls in accelerate; settings_from users need none of it
 
     class PrmTrainer(Trainer):
-        """Trainer + a count of the non-padding tokens it trained on (for tokens/s in train_metrics.json)."""
+        """Trainer + a count of the non-padding tokens it trained on (for tokens/s in train_metrics.json)
+        and the seconds its checkpoint saves took (periodic and JIT: both go through _save_checkpoint;
+        train_metrics.json `phase_seconds.checkpoint`)."""
 
         train_tokens = 0
+        checkpoint_seconds = 0.0
+
+        def _save_checkpoint(self, model, trial):
+            t = time.time()
+            try:
+                return super()._save_checkpoint(model, trial)
+            finally:
+                self.checkpoint_seconds += time.time() - t
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             n_tokens = inputs.pop("n_tokens", None)
