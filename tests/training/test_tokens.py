@@ -113,7 +113,7 @@ def test_training_on_the_tokens_file_is_training_on_the_trainset(tmp_path, base_
     read = T.train_prm(str(trainset), str(base_plain), str(tmp_path / "read"), s, "hard",
                        checkpoint_dir=str(tmp_path / "ck2"), threads=1, tokens=str(tokens_file))
     assert read["loss_history"] == own["loss_history"] and read["train_tokens"] == own["train_tokens"]
-    assert read["data"] == own["data"] and read["tokens"] == str(tokens_file) and own["tokens"] is None
+    assert read["data"] == own["data"] and read["tokens_file"] == str(tokens_file) and own["tokens_file"] is None
     assert set(read["phase_seconds"]) == set(T.PHASES)
 
 
@@ -130,7 +130,7 @@ def test_rule_functions_tokenize_then_train_on_the_tokens(tmp_path, base_plain, 
                                      "label_type": "hard", "checkpoint_dir": str(tmp_path / "ck")},
                              wildcards={"variant": "v1"}, threads=1)
     saved = json.loads((out / T.METRICS_FILE).read_text())
-    assert saved["tokens"] == str(tokens) and saved["data"] == table_meta(tokens)["data"]
+    assert saved["tokens_file"] == str(tokens) and saved["data"] == table_meta(tokens)["data"]
 
 
 @pytest.mark.slow
@@ -139,4 +139,4 @@ def test_two_ranks_read_one_tokens_file(tmp_path, base_plain, trainset, tokens_f
     s = {**FAST, "mode": "full", "max_steps": 2, "batch_size": 2, "gpus": 0, "processes": 2}
     m = train_launch.run_training(str(trainset), str(base_plain), str(tmp_path / "prm"), s, "hard",
                                   checkpoint_dir=str(tmp_path / "ck"), threads=2, tokens=str(tokens_file))
-    assert m["world_size"] == 2 and m["tokens"] == str(tokens_file) and m["global_steps"] == 2
+    assert m["world_size"] == 2 and m["tokens_file"] == str(tokens_file) and m["global_steps"] == 2

@@ -354,7 +354,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         "train_tokens": train_tokens, "feature_tokens": int(trainee.feature_tokens),
         "features": [str(f) for f in features] if features else None,
         "train_seconds": train_seconds, "feature_seconds": trainee.feature_seconds,
-        "tokens": str(tokens) if tokens else None,
+        "tokens_file": str(tokens) if tokens else None,
         # head mode: accuracy of the trained head on its own training steps beside the majority-class
         # rate (a head that learnt nothing sits at the majority rate)
         "train_fit": step_fit(trainee.head, trainee.dataset) if mode == "head" else {},
