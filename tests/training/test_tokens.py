@@ -22,7 +22,7 @@ from prm_lessons.training import settings as train_settings  # noqa: E402
 from prm_lessons.training import tokens as train_tokens  # noqa: E402
 from prm_lessons.training import train as T  # noqa: E402
 
-FAST = {"epochs": 2, "batch_size": 4, "learning_rate": 1e-3, "save_steps": 0, "max_length": 96,
+FAST = {"epochs": 2, "batch_size": 4, "learning_rate": 1e-3, "save_steps": 0, "max_length": 256,
         "logging_steps": 1, "gradient_checkpointing": False}
 
 
@@ -71,7 +71,7 @@ def test_tokens_file_holds_what_training_would_tokenise(base_plain, trainset, to
 
 
 @pytest.mark.parametrize("change,named", [
-    ({"max_length": 128}, "max_length"),
+    ({"max_length": 512}, "max_length"),
     ({"label_type": "soft"}, "label_type"),
     ({"step_token": "<step>"}, "format"),
     ({"tokenizer": "qwen"}, "tokenizer"),
@@ -120,7 +120,7 @@ def test_training_on_the_tokens_file_is_training_on_the_trainset(tmp_path, base_
 def test_rule_functions_tokenize_then_train_on_the_tokens(tmp_path, base_plain, trainset):
     tokens = tmp_path / "results" / "trainsets" / "tokens" / "v1.parquet"
     rules_training.tokenize_trainset(inputs={"trainset": str(trainset), "base": []}, outputs={"tokens": str(tokens)},
-                                     params={"base_dir": str(base_plain), "tokens": {"max_length": 96},
+                                     params={"base_dir": str(base_plain), "tokens": {"max_length": 256},
                                              "label_type": "hard"},
                                      wildcards={"variant": "v1"}, threads=1)
     out = tmp_path / "results" / "prms" / "v1"
