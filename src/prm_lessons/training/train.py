@@ -13,8 +13,8 @@ labelled on the same responses then run the frozen base over them once, not once
 
 Output directory: the PRM directory of `prm.save_prm` (loaded with `prm.load_prm`; full fine-tuning of a
 Qwen2 base in the released Qwen2.5-Math-PRM layout, everything else in the project layout), plus
-  train_metrics.json               loss_history, train_tokens, tokens_per_second, wall_seconds, hardware,
-                                   phase_seconds (where wall_seconds went: `phase_seconds`) …
+  train_metrics.json               loss_history, train_tokens, tokens_per_second, wall_seconds and where it
+                                   went (phase_seconds: startup, tokenize, train, checkpoint, save …), hardware …
   resample_heads.safetensors       head mode with training.resamples R > 0: R more heads, each trained as the
                                    PRM's on a bootstrap draw of the instances (`resamples`), same job, same features
   lora_adapter/                    lora mode: the adapter unmerged, a standard PEFT directory (peft loads it)
