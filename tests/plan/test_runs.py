@@ -162,6 +162,23 @@ def test_a_seed_replica_samples_labels_and_trains_again_under_its_own_name():
     assert r.inp(f"results/problems/{bench}.parquet") == f"results/problems/{bench}.parquet"   # not a seed's
 
 
+def test_a_learning_rate_ablation_retrains_on_the_base_runs_tokens(tmp_path):
+    """Full fine-tuning's tokens files (rule tokenize_trainset) follow the token settings, not all of
+    `training`: a learning-rate ablation trains its own PRMs on the base run's tokens; max_length does not."""
+    paper = ROOT / "config/paper.yaml"
+
+    def paper_runs(text):
+        files = [paper, overlay(tmp_path, text)]
+        return plan.RunPaths(load_config(*files), plan.base_config(files, load_config(*files)))
+
+    lr = paper_runs("run: {name: lr, ablation: true}\ntraining: {learning_rate: 1.0e-5}\n")
+    assert lr.inp("results/trainsets/tokens/mc_hard.parquet") == "results/trainsets/tokens/mc_hard.parquet"
+    assert lr.inp("results/prms/mc_hard") == "runs/lr/results/prms/mc_hard"
+    ml = paper_runs("run: {name: ml, ablation: true}\ntraining: {max_length: 2048}\n")
+    assert ml.inp("results/trainsets/tokens/mc_hard.parquet") == "runs/ml/results/trainsets/tokens/mc_hard.parquet"
+    assert ml.inp("results/trainsets/mc_hard.parquet") == "results/trainsets/mc_hard.parquet"
+
+
 def test_an_unknown_result_path_is_an_error():
     r = runs(ROOT / "config/ablations/aggregation.yaml")
     with pytest.raises(ValueError, match="FAMILIES"):

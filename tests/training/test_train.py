@@ -473,6 +473,31 @@ def test_save_steps_fraction_of_the_run(tmp_path, base_plain, trainset):
         train_settings.settings_from({"save_steps": 1.5})
 
 
+def test_phase_seconds_account_for_the_wall_time(tmp_path, base_plain, trainset):
+    """train_metrics.json says where the wall time went: disjoint phases, checkpoint saves out of the
+    training loop, adding up to at most wall_seconds (consistency only, no time bound)."""
+    m = T.train_prm(str(trainset), str(base_plain), str(tmp_path / "prm"),
+                    {**FAST, "mode": "lora", "epochs": 1, "save_steps": 4}, "hard",
+                    checkpoint_dir=str(tmp_path / "ck"), threads=1)
+    saved = json.loads((tmp_path / "prm" / T.METRICS_FILE).read_text())
+    phases = saved["phase_seconds"]
+    assert list(phases) == list(T.PHASES) and all(v >= 0 for v in phases.values())
+    # a model loaded, a trainset tokenised, steps trained, 2 checkpoints (steps 4 and 6) and a PRM saved
+    assert all(phases[p] > 0 for p in ("startup", "tokenize", "train", "checkpoint", "save")), phases
+    assert sum(phases.values()) <= saved["wall_seconds"]
+    # the loop's phase holds the Trainer's train() (train_seconds) and the saves made inside it
+    assert phases["checkpoint"] <= m["train_seconds"] <= phases["train"] + phases["checkpoint"]
+    assert saved["process_start_seconds"] is None or saved["process_start_seconds"] >= 0
+
+
+def test_phase_seconds_take_the_checkpoint_saves_out_of_the_loop():
+    marks = {"startup": (0.0, 2.0), "tokenize": (2.0, 3.0), "features": (3.0, 3.0), "train": (3.0, 13.0),
+             "resamples": (13.0, 13.0), "save": (13.0, 15.0)}
+    assert T.phase_seconds(marks, 4.0) == {"startup": 2.0, "tokenize": 1.0, "features": 0.0, "train": 6.0,
+                                           "checkpoint": 4.0, "resamples": 0.0, "save": 2.0}
+    assert T.phase_seconds(marks, 99.0)["train"] == 0.0  # never negative: a save is inside the loop
+
+
 def test_incomplete_checkpoint_is_never_resumed(tmp_path):
     """A save cut off by SIGKILL (after SLURM's KillWait) leaves a checkpoint without trainer_state.json or
     with the JIT sentinel: resume from the last complete one, and only rank 0 changes the directory."""

@@ -25,6 +25,7 @@ from .evaluation import TRAINING_FEATURES_SOURCE, features_texts, resolve_prm_sp
 from .policies import bon_n, bon_policies, judge_sample_cap, policy_of_dir
 from .sampling import dataset_spec, samples_per_problem
 from .search import search_benchmarks, search_n, search_policy_entry, search_prms
+from .training import TOKEN_KEYS
 from .trainsets import eval_set_paths, label_needs, role_model, trainset_inputs, trl_variants, variants
 
 RUNS_DIR = "runs"
@@ -47,6 +48,7 @@ FAMILIES = [
     ("audit", re.compile(r"^results/labels/audit/.+\.parquet$")),
     ("judge_pb", re.compile(rf"^results/labels/judge_processbench/{_D}\.parquet$")),
     ("trainset", re.compile(rf"^results/trainsets/(?:trl/)?(?P<v>{_D})\.(?:parquet|json|jsonl)$")),
+    ("tokens", re.compile(rf"^results/trainsets/tokens/(?P<v>{_D})\.parquet$")),
     ("prm", re.compile(rf"^results/prms/(?P<v>{_D})(?:/.*)?$")),
     ("features", re.compile(r"^results/features/(?P<src>.+)\.safetensors$")),
     ("scores", re.compile(rf"^results/{_PD}scores/(?P<prm>{_D})/(?P<t>{_D}){_SHARD}\.parquet$")),
@@ -195,6 +197,15 @@ class _Fingerprints:
         export = c.get("trainsets", {}).get("export_trl") if "/trl/" in path else None
         return [spec, c["mc"]["completions"], export,
                 sorted((k, [self.of(p) for p in _flat(ps)]) for k, ps in ins.items())]
+
+    def _tokens(self, m, path):
+        # what rule tokenize_trainset reads: the token settings (not all of `training`: an ablation of the
+        # learning rate reads the base run's tokens), the base's tokenizer, the label type, the trainset
+        c, v = self.c, m["v"]
+        train = c["training"]
+        spec = variants(c).get(v)
+        return [{k: train[k] for k in TOKEN_KEYS}, self._model(train.get("base", "policy")),
+                spec and spec["label_type"], self.of(f"results/trainsets/{v}.parquet")]
 
     def _prm(self, m, path):
         c, v = self.c, m["v"]

@@ -60,6 +60,49 @@ def checkpoint_gb(train: dict) -> float:
     return float(train["base_params_b"]) * CHECKPOINT_BYTES_PER_PARAM
 
 
+def checkpoints_per_training(train: dict) -> int | None:
+    """Most periodic checkpoints one training writes: with `save_steps` a fraction f of the N optimizer
+    steps, transformers saves every ceil(f N) steps and at the last one, ceil(N / ceil(f N)) <= ceil(1/f)
+    whatever N; 0 for none; None for a whole number of steps (the count follows N, unknown before the
+    trainset exists). A SIGTERM's JIT checkpoint comes on top, once per stop."""
+    f = float(train["save_steps"])
+    if f == 0:
+        return 0
+    # rounded first: 1/0.34 is 2.94..., 1/0.25 must stay 4, not become 5 on a float's last bit
+    return math.ceil(round(1 / f, 9)) if f < 1 else None
+
+
+def checkpoint_seconds(train: dict) -> float | None:
+    """Seconds one training spends writing its periodic checkpoints (full fine-tuning under ZeRO-3):
+    checkpoints_per_training x checkpoint_gb / checkpoint_write_gbps; None where either is unknown."""
+    n = checkpoints_per_training(train)
+    if n is None or train.get("base_params_b") is None:
+        return None
+    return n * checkpoint_gb(train) / float(train["checkpoint_write_gbps"])
+
+
+def tokenized(config: dict) -> bool:
+    """Whether train_prm reads its trainset tokenised by rule tokenize_trainset: in full and LoRA modes
+    (the GPU job would otherwise tokenise on every rank); head mode's shared step features already
+    cover it (rule step_features)."""
+    return config["training"]["mode"] in ("full", "lora")
+
+
+def training_tokens_input(config: dict, variant: str) -> list[str]:
+    """train_prm's tokens file (rule tokenize_trainset): [] in head mode."""
+    return [f"results/trainsets/tokens/{variant}.parquet"] if tokenized(config) else []
+
+
+# the training keys the token ids of a tokens file depend on (with the base's tokenizer and label_type):
+# rule tokenize_trainset's params, so editing e.g. learning_rate does not tokenise again
+TOKEN_KEYS = ("step_token", "system_prompt", "use_chat_template", "max_length")
+
+
+def token_params(config: dict) -> dict:
+    """The training settings a tokens file depends on (TOKEN_KEYS)."""
+    return {k: config["training"][k] for k in TOKEN_KEYS}
+
+
 def jit_grace_seconds(train: dict) -> int:
     """Seconds the JIT checkpoint needs between SIGTERM and the kill. transformers (enable_jit_checkpoint):
     "grace period >= longest iteration time + checkpoint save time". The longest optimizer step is every

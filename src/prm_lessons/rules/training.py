@@ -8,16 +8,28 @@ from .. import as_paths
 from ..tables import read_json, table_meta, write_json
 from ..training import launch as train_launch
 from ..training import model_card, publish
+from ..training import tokens as train_tokens
 from ..training import train as training
 
 
+def tokenize_trainset(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `tokenize_trainset`: results/trainsets/{variant}.parquet -> results/trainsets/tokens/{variant}.parquet
+    (full / LoRA modes: train_prm reads it instead of tokenising on its GPUs)."""
+    stats = train_tokens.tokenize_trainset(inputs["trainset"], params["base_dir"], params["tokens"],
+                                           params.get("label_type") or "hard", outputs["tokens"])
+    print(f"tokenized {wildcards.get('variant', '')}: {stats['instances_used']} of {stats['instances']} instances, "
+          f"{stats['steps_used']} steps; dropped steps (truncation): {stats['steps_dropped']}")
+
+
 def train_prm(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
-    """Rule `train_prm`: results/trainsets/{variant}.parquet -> results/prms/{variant}/."""
+    """Rule `train_prm`: results/trainsets/{variant}.parquet (or its tokens file) -> results/prms/{variant}/."""
     out_dir = outputs["model"]
+    tokens = as_paths(inputs.get("tokens"))
     metrics = train_launch.run_training(inputs["trainset"], params["base_dir"], out_dir, params["training"],
                                         label_type=params.get("label_type") or "hard",
                                         checkpoint_dir=params.get("checkpoint_dir"), threads=threads,
-                                        features=as_paths(inputs.get("features")) or None)
+                                        features=as_paths(inputs.get("features")) or None,
+                                        tokens=tokens[0] if tokens else None)
     if Path(out_dir, training.METRICS_FILE) != Path(outputs["metrics"]):  # pragma: no cover - layout guard
         shutil.copy(Path(out_dir, training.METRICS_FILE), outputs["metrics"])
     model_card.write_card(out_dir, metrics, name=wildcards.get("variant") or Path(out_dir).name,

@@ -51,7 +51,10 @@ def prepare_instances(rows: Iterable[dict], tokenizer, fmt: StepFormat, max_leng
         if not steps:
             stats["instances_skipped"] += 1
             continue
-        enc = build_prm_input(tokenizer, str(row["question"]), steps, fmt, max_length)
+        try:
+            enc = build_prm_input(tokenizer, str(row["question"]), steps, fmt, max_length)
+        except (TypeError, ValueError) as exc:  # e.g. a question holding the step token: name the row
+            raise TrainingError(f"trainset row {iid!r}: {exc}") from exc
         kept = enc.n_steps_kept
         stats["steps_dropped"] += len(steps) - kept
         if kept < len(steps):

@@ -91,35 +91,38 @@ def launcher_env(cpu: bool, base: dict | None = None) -> dict:
     return env
 
 
-def _spec(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, threads, features=None) -> dict:
+def _spec(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, threads, features=None,
+          tokens=None) -> dict:
     return {"trainset": str(trainset), "base_dir": str(base_dir), "out_dir": str(out_dir), "settings": settings,
             "label_type": label_type, "checkpoint_dir": str(checkpoint_dir) if checkpoint_dir else None,
-            "threads": threads, "features": [str(f) for f in features] if features else None}
+            "threads": threads, "features": [str(f) for f in features] if features else None,
+            "tokens": str(tokens) if tokens else None}
 
 
 def run_training(trainset, base_dir, out_dir, settings, label_type="hard", checkpoint_dir=None, threads=None,
-                 features=None) -> dict:
+                 features=None, tokens=None) -> dict:
     """Train in this process, or in `gpus` (GPU) / `processes` (CPU) processes launched by `torchrun`.
-    `features`: shared frozen-base features (head mode; training.train_prm).
+    `features`: shared frozen-base features (head mode); `tokens`: the trainset's tokens file (rule
+    tokenize_trainset), which every rank reads instead of tokenising (training.train_prm).
 
     A job that asks for GPUs and finds fewer stops (hardware.require_gpus): no CPU fallback."""
     settings = settings_from(settings)
     want = int(settings["gpus"])
     if "LOCAL_RANK" in os.environ:  # already a launched process
         return train_prm(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, threads,
-                         features=features)
+                         features=features, tokens=tokens)
     require_gpus("train_prm", want, ["training.gpus"])
     cpu = want == 0
     n = int(settings["processes"]) if cpu else want
     # DeepSpeed on CPU needs the torchrun environment (rank, rendezvous) even for one process
     if n <= 1 and not (cpu and deepspeed_config(settings, on_gpu=False)):
         return train_prm(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, threads,
-                         features=features)
+                         features=features, tokens=tokens)
     ckpt = Path(checkpoint_dir) if checkpoint_dir else Path(out_dir).parent / f".{Path(out_dir).name}.checkpoints"
     ckpt.parent.mkdir(parents=True, exist_ok=True)
     spec_path = ckpt.parent / f"{ckpt.name}.spec.json"
     per_proc = max(1, int(threads) // n) if threads else threads  # the ranks share the job's cores
-    write_json(_spec(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, per_proc, features),
+    write_json(_spec(trainset, base_dir, out_dir, settings, label_type, checkpoint_dir, per_proc, features, tokens),
                spec_path, indent=None, default=None)
     cmd = distributed_command(spec_path, n, free_port())
     log.info("launching %d %s processes: %s", n, "CPU" if cpu else "GPU", " ".join(cmd))

@@ -13,7 +13,8 @@ labelled on the same responses then run the frozen base over them once, not once
 
 Output directory: the PRM directory of `prm.save_prm` (loaded with `prm.load_prm`; full fine-tuning of a
 Qwen2 base in the released Qwen2.5-Math-PRM layout, everything else in the project layout), plus
-  train_metrics.json               loss_history, train_tokens, tokens_per_second, wall_seconds, hardware …
+  train_metrics.json               loss_history, train_tokens, tokens_per_second, wall_seconds and where it
+                                   went (phase_seconds: startup, tokenize, train, checkpoint, save …), hardware …
   resample_heads.safetensors       head mode with training.resamples R > 0: R more heads, each trained as the
                                    PRM's on a bootstrap draw of the instances (`resamples`), same job, same features
   lora_adapter/                    lora mode: the adapter unmerged, a standard PEFT directory (peft loads it)
@@ -67,6 +68,7 @@ from .features import training_features
 from .model_card import LOG_DIR, LORA_DIR
 from .resamples import DRAW_RULE, RESAMPLE_FILE, resample_draws, resample_seed, save_resample_heads
 from .settings import LABEL_TYPES, TrainingError, settings_from
+from .tokens import read_tokens
 from .trainer import (
     deepspeed_stage,
     log_last_step_callback,
@@ -284,15 +286,42 @@ def save_trained(out: Path, full_sd: dict | None, trainer, backbone, tokenizer, 
     return layout
 
 
+PHASES = ("startup", "tokenize", "features", "train", "checkpoint", "resamples", "save")
+
+
+def phase_seconds(marks: dict, checkpoint: float) -> dict:
+    """Seconds per phase of a run, disjoint, so they add up to at most wall_seconds: startup (train_prm's
+    entry to the data: settings, resume lookup, loading the base), tokenize (the trainset's tokenisation,
+    or reading the tokens file of rule tokenize_trainset), features (head mode: the frozen base's pass or
+    reading the shared one), train (the Trainer's loop without its checkpoint saves), checkpoint (those
+    saves, periodic and JIT: PrmTrainer._save_checkpoint), resamples (head mode's resample heads), save
+    (gathering the weights and writing the PRM directory). `marks`: phase -> (start, end) times."""
+    out = {p: max(0.0, end - start) for p, (start, end) in marks.items()}
+    out["checkpoint"] = min(float(checkpoint), out.get("train", 0.0))
+    out["train"] = out.get("train", 0.0) - out["checkpoint"]
+    return {p: out.get(p, 0.0) for p in PHASES}
+
+
+def process_age_seconds(now: float) -> float | None:
+    """Seconds since this process started (interpreter start-up and imports; under torchrun the rank's own
+    start), before train_prm's wall_seconds begin; None without psutil (accelerate's dependency)."""
+    try:
+        import psutil  # lazy: only for this record
+    except ImportError:  # pragma: no cover - accelerate requires it
+        return None
+    return max(0.0, now - psutil.Process().create_time())
+
+
 def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_type: str = "hard",
               checkpoint_dir: str | None = None, threads: int | None = None, callbacks: list | None = None,
-              features: list[str] | None = None) -> dict:
+              features: list[str] | None = None, tokens: str | None = None) -> dict:
     """Train one PRM on a trainset table; write the model directory + train_metrics.json; return the metrics.
 
     `checkpoint_dir` (default: a hidden sibling of out_dir) keeps Trainer checkpoints; a rerun with the same
     settings and data resumes from the last one. `callbacks` are extra transformers TrainerCallbacks.
     `features` (head mode only): the frozen base's step features of the responses the trainset was cut
-    from (rule step_features), read instead of this job's own pass over them."""
+    from (rule step_features), read instead of this job's own pass over them. `tokens`: the trainset
+    tokenised by rule tokenize_trainset (`tokens.read_tokens`), read instead of tokenising it here."""
     from transformers import set_seed  # lazy: as train_setup.trainer_class
 
     settings = settings_from(settings)
@@ -304,6 +333,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     if threads:
         torch.set_num_threads(max(1, int(threads)))
     t0 = time.time()
+    started = process_age_seconds(t0)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ckpt = Path(checkpoint_dir) if checkpoint_dir else out.parent / f".{out.name}.checkpoints"
@@ -316,18 +346,28 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
     backbone, tokenizer = load_base(base_dir, dtype, settings.get("trust_remote_code", False))
     added = ensure_step_token(tokenizer, backbone, fmt.step_token)
     fingerprint = base_fingerprint(backbone, tokenizer, fmt.step_token) if mode == "head" else None
-    instances, data_stats = training_instances(trainset, tokenizer, fmt, settings, label_type)
+    marks = {"startup": (t0, time.time())}
+    if tokens:
+        instances, data_stats = read_tokens(tokens, tokenizer, fmt, settings["max_length"], label_type)
+    else:
+        instances, data_stats = training_instances(trainset, tokenizer, fmt, settings, label_type)
+    marks["tokenize"] = (marks["startup"][1], time.time())
     shared = (training_features(features, instances, fingerprint, fmt, settings["max_length"])
               if features else None)
     set_seed(int(settings["seed"]))
     trainee = build_trainee(backbone, tokenizer, instances, settings, label_type, on_gpu, shared)
+    marks["features"] = (marks["tokenize"][1], time.time())
     trainer, result, train_seconds = run_trainer(trainee, args, tokenizer, resume, ckpt, callbacks,
                                                  settings["batch_tokens"])
+    marks["train"] = (marks["features"][1], time.time())
     train_tokens, full_sd = gather_trained(trainer, args)
+    gathered = time.time() - marks["train"][1]
     rank0 = trainer.is_world_process_zero()
+    tr = time.time()
     resampled, resample_runs = (train_resample_heads(trainee, instances, settings, label_type, on_gpu, bf16,
                                                      tokenizer, ckpt)
                                 if mode == "head" and settings["resamples"] else (None, []))
+    marks["resamples"] = (tr, time.time())
 
     history = [(h["step"], float(h["loss"])) for h in trainer.state.log_history if "loss" in h]
     metrics = {
@@ -345,6 +385,7 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         "train_tokens": train_tokens, "feature_tokens": int(trainee.feature_tokens),
         "features": [str(f) for f in features] if features else None,
         "train_seconds": train_seconds, "feature_seconds": trainee.feature_seconds,
+        "tokens_file": str(tokens) if tokens else None,
         # head mode: accuracy of the trained head on its own training steps beside the majority-class
         # rate (a head that learnt nothing sits at the majority rate)
         "train_fit": step_fit(trainee.head, trainee.dataset) if mode == "head" else {},
@@ -361,10 +402,15 @@ def train_prm(trainset: str, base_dir: str, out_dir: str, settings: dict, label_
         return metrics
     meta = {"max_length": settings["max_length"], "label_type": label_type, "soft_loss": settings["soft_loss"],
             "mode": mode, "base": str(base_dir), "base_fingerprint": fingerprint}
+    ts = time.time()
     metrics["layout"] = save_trained(out, full_sd, trainer, backbone, tokenizer, fmt, settings, meta, dtype)
     if resampled:
         save_resample_heads(out / RESAMPLE_FILE, resampled, {"draw": DRAW_RULE, "seed": int(settings["seed"])})
+    marks["save"] = (ts - gathered, time.time())  # the gather (a collective, before the resamples) counts too
     metrics["wall_seconds"] = time.time() - t0
+    # where the wall time went (phase_seconds); the process's own start before it, outside wall_seconds
+    metrics["phase_seconds"] = phase_seconds(marks, getattr(trainer, "checkpoint_seconds", 0.0))
+    metrics["process_start_seconds"] = started
     busy = train_seconds + trainee.feature_seconds
     metrics["tokens_per_second"] = train_tokens / busy if busy > 0 else None
     write_json(metrics, out / METRICS_FILE, default=str)

@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import os
+import time
 from pathlib import Path
 
 import torch
@@ -24,14 +25,24 @@ def trainer_class():
 
     class PrmTrainer(Trainer):
         """Trainer + a count of the non-padding tokens it trained on (for tokens/s in train_metrics.json),
-        and with `batch_tokens` token-sized micro-batches (batches.TokenBatchSampler) instead of
-        `per_device_train_batch_size` sequences."""
+        with `batch_tokens` token-sized micro-batches (batches.TokenBatchSampler) instead of
+        `per_device_train_batch_size` sequences, and the seconds its checkpoint saves took (periodic and
+        JIT: both go through _save_checkpoint; train_metrics.json `phase_seconds.checkpoint`)."""
+
+        checkpoint_seconds = 0.0
 
         def __init__(self, *args, batch_tokens: int | None = None, **kwargs):
             super().__init__(*args, **kwargs)
             self.batch_tokens = batch_tokens
             self.batch_geometry: dict | None = None  # token batches: their shape (batches.geometry), epoch 0
             self._train_tokens = None  # a tensor on the batches' device, summed without a host sync
+
+        def _save_checkpoint(self, model, trial):
+            t = time.time()
+            try:
+                return super()._save_checkpoint(model, trial)
+            finally:
+                self.checkpoint_seconds += time.time() - t
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             n_tokens = inputs.pop("n_tokens", None)
