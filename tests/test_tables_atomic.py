@@ -172,6 +172,9 @@ DIRECT_WRITE = re.compile(r"\.write_text\(json\.dumps|\.to_csv\(|json\.dump\(|op
 ALLOWED = {"tables.py",  # the helpers themselves
            "plan/codedeps.py",  # its own pid-named atomic write (concurrent SLURM jobs)
            "rehearsal/hub_cache.py", "rehearsal/math_shepherd_file.py", "rehearsal/tokenizers.py"}
+# single writes allowed by what they write: a log stream a subprocess appends to while it runs (no whole
+# file to swap in)
+LINE_ALLOWED = {("preflight/cost.py", 'f"{m.name}.log"')}
 
 
 def test_every_writer_goes_through_the_atomic_helper():
@@ -182,6 +185,8 @@ def test_every_writer_goes_through_the_atomic_helper():
         if rel in ALLOWED:
             continue
         for i, line in enumerate(path.read_text().splitlines(), 1):
+            if any(rel == f and token in line for f, token in LINE_ALLOWED):
+                continue
             if DIRECT_WRITE.search(line) and "atomic_path" not in line and "tmp" not in line:
                 found.append(f"{rel}:{i}: {line.strip()}")
     assert not found, "write through tables.atomic_path / write_json / write_text_atomic:\n" + "\n".join(found)

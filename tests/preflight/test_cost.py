@@ -62,13 +62,16 @@ def test_training_is_the_paper_job_for_50_steps(measurements, paper, tmp_path):
     t = measurements["train_8gpu"].args
     st = t["settings"]
     assert (st["gpus"], st["max_steps"], st["save_steps"], st["jit_checkpoint"]) == (8, 50, 0, False)
-    assert (st["precision"], st["gradient_checkpointing"], st["batch_size"], st["gradient_accumulation_steps"]) == \
-        ("bf16", True, 2, 8)
-    assert Path(st["deepspeed"]) == ROOT / "config/deepspeed/zero3.json" and Path(st["deepspeed"]).exists()
+    pt = paper["training"]  # the paper's own batch geometry and DeepSpeed config, as its trainings run
+    assert (st["precision"], st["gradient_checkpointing"]) == ("bf16", True)
+    assert (st["batch_size"], st["gradient_accumulation_steps"], st["batch_tokens"]) == \
+        (pt["batch_size"], pt["gradient_accumulation_steps"], pt["batch_tokens"])
+    assert Path(st["deepspeed"]) == ROOT / pt["deepspeed"] and Path(st["deepspeed"]).exists()
     assert st["learning_rate"] == paper["training"]["learning_rate"] and st["mode"] == "full"
     assert t["trainset"].endswith("results/trainsets/math_shepherd.parquet")
-    # the prerequisites' overlay: twice what 50 steps of 2 x 8 x 8 instances read
-    assert cost.train_overlay(paper) == {"math_shepherd": {"limit": 2 * 50 * 128}}
+    # the prerequisites' overlay: twice what 50 steps read, a micro-batch of 16,384 tokens holding at most
+    # 64 instances of >= 256 tokens, on 8 GPUs (gradient accumulation 1)
+    assert cost.train_overlay(paper) == {"math_shepherd": {"limit": 2 * 50 * 64 * 8}}
 
 
 def test_prerequisites_and_commands(paper, measurements, tmp_path):

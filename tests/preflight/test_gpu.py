@@ -70,6 +70,7 @@ def test_dry_run_plans_exactly_the_preflight_jobs(dry_run):
         # local: downloads, data, labels, merges
         "download_model": 3, "benchmark_file": 1, "problems": 1, "processbench_file": 1, "processbench": 1,
         "math_shepherd_labels": 1, "trainset": 1, "merge_samples": 1, "merge_sample_scores": 1,
+        "tokenize_trainset": 1,  # CPU: the training set tokenised once, read by the training's ranks
         # GPU: one sampling job, 2 shards of the released PRM + 1 of the trained one + 1 of the PRM-72B at
         # TP 4, one training
         "sample": 1, "score_samples": 4, "train_prm": 1,

@@ -22,6 +22,8 @@ ALLOWED = {
     ("hub_cache.py", "tmp"): "the hub cache's own .incomplete file, then os.replace",
     # a download: into <dest>.part, its checksums verified, then moved onto dest (nothing unverified moves)
     ("sources.py", "tmp"): "download to .part, verify checksums, then replace",
+    # the cost preflight's worker writes its log as it runs (a subprocess's stdout): a stream, no whole file
+    ("cost.py", "f'{m.name}.log'"): "a subprocess's log stream, appended while it runs",
 }
 
 

@@ -308,7 +308,9 @@ def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout,
     ("artifacts/plots.py", FIGURE_RULES),  # a plotting edit redraws figures, rebuilds no table
     ("evaluation/search_scorers.py", {"search_greedy"}),  # a KV-cache scorer edit reruns the search only
     # search_greedy scores candidates with the whole PRM (scoring imports prm)
-    ("models/prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy"}),
+    # and the tokenize rule (full/LoRA trainings: its tokenizer gets the PRM's step token there)
+    ("models/prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy",
+                       "tokenize_trainset"}),
 ])
 def test_edit_closures_of_other_modules(module, expected):
     """The rules whose code closure holds the module (`make run-all`'s rules): exactly those rerun on an

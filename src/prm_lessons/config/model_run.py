@@ -2,6 +2,7 @@
 processbench, grading, training."""
 from __future__ import annotations
 
+import importlib.util
 import re
 from typing import Annotated, Literal
 
@@ -345,8 +346,6 @@ Reporter = Literal["none", "tensorboard", "wandb", "mlflow", "comet_ml", "neptun
 
 def reporter_missing(name: str) -> str | None:
     """The package `name` (a report_to value) needs when none of its packages is importable, else None."""
-    import importlib.util
-
     pkgs = REPORTER_PACKAGES.get(name, ())
     if not pkgs or any(all(importlib.util.find_spec(m) is not None for m in p.split("+")) for p in pkgs):
         return None

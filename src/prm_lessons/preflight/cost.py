@@ -49,7 +49,7 @@ from ..generation import engine as generation
 from ..generation.sampling import sample_problems
 from ..jobs.hardware import cuda_device_count, host_summary
 from ..labels import mc
-from ..tables import read_table
+from ..tables import atomic_path, read_table, write_json, write_text_atomic
 from ..training.launch import run_training
 
 REPO = Path(__file__).resolve().parents[3]
@@ -142,11 +142,17 @@ def prerequisites(config: dict, measurements: list[Measurement]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+MIN_INSTANCE_TOKENS = 256  # assumed: a Math-Shepherd instance's fewest tokens, for train_overlay's row bound
+
+
 def train_overlay(config: dict) -> dict:
     """The prerequisites' one change to paper.yaml: a Math-Shepherd training set of 2 x what TRAIN_STEPS
     optimizer steps read (the full 445k rows would be tokenised before the first step)."""
     t = config["training"]
-    per_step = int(t["batch_size"]) * int(t["gradient_accumulation_steps"]) * int(t["gpus"])
+    # token-sized micro-batches (training.batch_tokens) hold as many rows as fit: bounded here by
+    # MIN_INSTANCE_TOKENS, an ASSUMED floor for a Math-Shepherd instance (question + steps)
+    rows = -(-int(t["batch_tokens"]) // MIN_INSTANCE_TOKENS) if t.get("batch_tokens") else int(t["batch_size"])
+    per_step = rows * int(t["gradient_accumulation_steps"]) * int(t["gpus"])
     return {"math_shepherd": {"limit": 2 * TRAIN_STEPS * per_step}}
 
 
@@ -215,7 +221,7 @@ def adopt(cost_json: Path, rates_file: Path = RATES_FILE) -> list[str]:
                              "what": old.get("what", ""), "assumed_before": [old.get("low"), old.get("high")]
                              if old.get("source") == "assumed" else old.get("assumed_before")}
         changed.append(key)
-    Path(rates_file).write_text(header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110))
+    write_text_atomic(rates_file, header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110))
     return changed
 
 
@@ -257,7 +263,8 @@ def measure_sampling(a: dict) -> dict:
                                      max_model_len=a["model"].get("max_model_len"), model_name=a["model"]["name"]))
     df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if len(df):
-        df.to_parquet(a["responses_out"])
+        with atomic_path(a["responses_out"]) as tmp:
+            df.to_parquet(tmp)
     return {"load_seconds": load, "generate_seconds": engine.seconds, "generated_tokens": engine.tokens,
             "calls": engine.calls, "problems": int(df["problem_id"].nunique()) if len(df) else 0,
             "responses": len(df), "seeded": a["seeded"], "model": a["model"]["name"]}
@@ -319,7 +326,7 @@ WORKERS = {"sample_seeded": measure_sampling, "sample_unseeded": measure_samplin
 
 def run_measurement(m: Measurement, cost_dir: Path, minutes: float) -> dict:
     spec, result = cost_dir / f"{m.name}.spec.json", cost_dir / f"{m.name}.result.json"
-    spec.write_text(json.dumps(m.args, default=str))
+    write_json(m.args, spec, default=str)
     result.unlink(missing_ok=True)
     t0 = time.time()
     with open(cost_dir / f"{m.name}.log", "w") as log:
@@ -356,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         res = WORKERS[args.measure](json.loads(args.spec.read_text()))
-        args.result.write_text(json.dumps(res, indent=2, default=str))
+        write_json(res, args.result, default=str)
         return 0
     if args.adopt:
         changed = adopt(args.adopt)
@@ -384,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     work.mkdir(parents=True, exist_ok=True)
     overlay = work / "cost_overlay.yaml"
-    overlay.write_text(yaml.safe_dump(train_overlay(config)))
+    write_text_atomic(overlay, yaml.safe_dump(train_overlay(config)))
     cmd = snakemake_cmd(work, prerequisites(config, [m for m in chosen if m.gpus <= n_gpus]), overlay)
     print("preflight-cost: " + " ".join(cmd), flush=True)
     if subprocess.run(cmd).returncode != 0:
@@ -406,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
                     report["rates"][key] = {**r, "measurement": m.name}
         line = report["measurements"][m.name]
         print(f"{line['status']} {m.name}: {line['detail']}", flush=True)
-        Path(args.out, OUT_NAME).write_text(json.dumps(report, indent=2, default=str))  # after each: a kill keeps it
+        write_json(report, Path(args.out, OUT_NAME), default=str)  # after each: a kill keeps it
     failed = [n for n, r in report["measurements"].items() if r["status"] == "FAIL"]
     print(f"preflight-cost: {len(report['rates'])} rates in {Path(args.out, OUT_NAME)}"
           + (f"; FAILED: {', '.join(failed)}" if failed else "")

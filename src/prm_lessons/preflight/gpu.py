@@ -39,7 +39,7 @@ import yaml
 from .. import plan
 from ..config import load_config, model_entry
 from ..jobs.hardware import cuda_device_count
-from ..tables import read_json, read_table
+from ..tables import read_json, read_table, write_text_atomic
 from . import gpu_env
 
 REPO = Path(__file__).resolve().parents[3]
@@ -194,7 +194,7 @@ def config_files(work: Path, cluster: bool, n_gpus: int) -> tuple[Path, ...]:
     if cluster or n_gpus >= TP_SIZE:
         return CONFIGS
     path = work / "tp_standin.yaml"
-    path.write_text(yaml.safe_dump(tp_standin(load_config(*CONFIGS)), sort_keys=False))
+    write_text_atomic(path, yaml.safe_dump(tp_standin(load_config(*CONFIGS)), sort_keys=False))
     return (*CONFIGS, path)
 
 

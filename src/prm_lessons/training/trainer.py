@@ -12,9 +12,11 @@ import time
 from pathlib import Path
 
 import torch
+from torch.utils.data import DataLoader
 
 from ..jobs.progress import Progress
 from ..models.prm import use_bf16
+from .batches import TokenBatchSampler, geometry
 from .settings import TrainingError, save_steps
 
 log = logging.getLogger(__name__)
@@ -72,10 +74,6 @@ def token_dataloader(trainer):
     token-sized micro-batches (batches.TokenBatchSampler), the global list the same on every rank; the
     caller's accelerator.prepare shards it (BatchSamplerShard: whole batches, round-robin). The learning-rate
     schedule counts optimizer steps over these micro-batches (the Trainer takes len of this loader)."""
-    from torch.utils.data import DataLoader
-
-    from .batches import TokenBatchSampler, geometry
-
     args, dataset = trainer.args, trainer.train_dataset
     if not dataset or "input_ids" not in dataset[0]:
         raise TrainingError("training.batch_tokens: the instances carry no input_ids (head mode trains on step "
