@@ -5,7 +5,7 @@
 #                                       # slurmctld, slurmd (CPUs=2), run, check, stop what it started
 #   SLURM_CI_REUSE=1 .ci/slurm_integration.sh   # use a controller that is already up (tests/workflow/test_slurm_integration.py)
 #
-# What runs: the training rule `train_prm` for two training-set variants (hard and soft labels) on a
+# What runs: the training rule `train_prm` (after `tokenize_trainset`, which a LoRA training reads) for two training-set variants (hard and soft labels) on a
 # tiny random-weight base model, typed as users type it at the repository root:
 #   snakemake --profile slurm ...       (root `slurm` -> profiles/slurm; profiles/default applied too)
 # Only site values are overridden (account/partition/memory that fit this node, squeue status, short
@@ -161,7 +161,7 @@ set +e
     cd "$ROOT"
     "$SNAKEMAKE" --profile slurm --directory "$WORK" \
         --configfile "$WORK/ci_config.yaml" --replace-workflow-config \
-        --allowed-rules train_prm \
+        --allowed-rules tokenize_trainset train_prm \
         --default-resources "slurm_account=prmci" "slurm_partition=$PARTITION" runtime=10 mem_mb=1000 \
         --jobs 2 --retries 0 --latency-wait 5 \
         --slurm-status-command squeue --slurm-init-seconds-before-status-checks 2 \
