@@ -45,12 +45,14 @@ def token_key(tokenizer, fmt: StepFormat, max_length: int | None, label_type: st
             "max_length": max_length, "label_type": label_type}
 
 
-def load_tokenizer(base_dir: str, step_token: str):
+def load_tokenizer(base_dir: str, step_token: str, trust_remote_code: bool = False):
     """The training base's tokenizer as train_prm has it (`prm.load_base` + `prm.ensure_step_token`),
-    without the model's weights: the added step token gets the same id (the next free one)."""
+    without the model's weights: the added step token gets the same id (the next free one).
+    `trust_remote_code`: the base's model entry key, as prm.load_base takes it (never None: transformers
+    would ask on stdin)."""
     from transformers import AutoTokenizer  # lazy: ~2 s of import, as prm.load_base
 
-    tokenizer = AutoTokenizer.from_pretrained(base_dir)
+    tokenizer = AutoTokenizer.from_pretrained(base_dir, trust_remote_code=bool(trust_remote_code))
     ensure_step_token(tokenizer, None, step_token)
     return tokenizer
 
@@ -72,7 +74,7 @@ def tokenize_trainset(trainset: str, base_dir: str, settings: dict, label_type: 
     TrainingError naming its id, as in training (data.prepare_instances)."""
     settings = settings_from(settings)
     fmt = step_format(settings)
-    tokenizer = load_tokenizer(base_dir, fmt.step_token)
+    tokenizer = load_tokenizer(base_dir, fmt.step_token, settings.get("trust_remote_code", False))
     instances, stats = training_instances(trainset, tokenizer, fmt, settings, label_type)
     write_tokens(instances, stats, token_key(tokenizer, fmt, settings["max_length"], label_type), out, trainset)
     return stats
