@@ -16,8 +16,10 @@ def test_make_run_leaves_the_run_all_rules_out_and_keeps_the_rest(embedded_plan,
     assert not {r: n for r, n in run.items() if every.get(r, 0) < n}
     assert "results/policies/" not in embedded_plan.out  # no second policy's files
     assert "results/policies/smollm2_t1/samples/arith.parquet" in all_plan.out
-    for rule in ("audit_labels", "judge", "fig6_flawed_process", "paper_report"):
+    for rule in ("audit_labels", "fig6_flawed_process", "paper_report"):
         assert run[rule] == every[rule]
+    # Figure 6's judge row (analysis.flaw_judge) is run-all's: it judges the two Best-of-N sets
+    assert "judge" not in run and every["judge"] == 2
     # run-all trains the judge's PRMs on the pool too (judge, consensus_hard, consensus_soft)
     for rule in ("trainset", "train_prm", "score_processbench"):
         assert every[rule] == run[rule] + 3, rule

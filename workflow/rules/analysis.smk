@@ -36,7 +36,12 @@ ARTIFACT_INPUT_GROUPS = {
     "judges": {"judges": "results/tables/judge_bon.csv"},
     "flaws": {
         **{f"samples__{d}": f"results/samples/{d}.parquet" for d in FLAW_DATASETS},
-        **{f"judge__{d}": f"results/labels/judge/{d}.parquet" for d in FLAW_DATASETS},
+        # analysis.flaw_judge: the judge labels these samples (its own jobs for a benchmark)
+        **(
+            {f"judge__{d}": f"results/labels/judge/{d}.parquet" for d in FLAW_DATASETS}
+            if ANALYSIS["flaw_judge"]
+            else {}
+        ),
         # the arithmetic process checker's verdicts on the same responses (process_check.smk)
         **({f"checker__{d}": f"results/labels/checker/{d}.parquet" for d in FLAW_DATASETS} if PROCESS_CHECK else {}),
         **({"cases": "results/processbench/cases.parquet"} if config.get("processbench") else {}),

@@ -109,7 +109,14 @@ class Analysis(Section):
             'Sampled datasets (problem sets or benchmarks) whose judge verdicts measure the '
             'flawed-process rate among correct answers (Figure 6); empty = every problem set under '
             '`problems` (already judged for the labels). Naming a benchmark makes the judge label '
-            'its samples too.'))
+            'its samples too (with flaw_judge).'))
+    flaw_judge: bool = Field(
+        default=True,
+        description=(
+            "Whether the judge (roles.judge) labels Figure 6's datasets (policy_flaw_datasets), giving its "
+            "policy bars a judge row beside the arithmetic checker's (process_check) and the human "
+            'annotation\'s. false: no judge job for Figure 6 (the embedded default: a 135M judge does not '
+            'beat the structure-only baseline, so its verdicts measure no flaws).'))
     fig6_annotation: AnalysisFig6Annotation = Field(
         default_factory=AnalysisFig6Annotation,
         description=(

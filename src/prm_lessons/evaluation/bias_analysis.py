@@ -125,7 +125,8 @@ def flaw_rates(samples: Mapping[str, pd.DataFrame], judges: Mapping[str, pd.Data
             rows.append(policy_flaw_rate(samples[ds], chk, ds, source="policy_checker"))
     for ds, s in samples.items():
         if ds not in judges:
-            log.warning("flawed-process rate: no judge labels for dataset '%s'; skipped", ds)
+            if judges:  # no judge at all is analysis.flaw_judge false: nothing missing
+                log.warning("flawed-process rate: no judge labels for dataset '%s'; skipped", ds)
             continue
         r = policy_flaw_rate(s, judges[ds], ds)
         if r["n_unparsed"] or r["n_unjudged"]:
