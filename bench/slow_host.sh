@@ -45,6 +45,15 @@ quota=$("$PY" -c "print(min(200000, int(200000 * $TARGET_GFLOPS / $full)))")
 set_quota "$quota"
 echo $$ > "$CG/cgroup.procs"
 got=$(measure)
+# A shared host's speed drifts (neighbours, frequency): one unthrottled reading has been off by 2.7x. So the
+# quota is corrected from the throttled reading itself until it lands within 10 % of the target (4 tries).
+for _ in 1 2 3 4; do
+  ok=$("$PY" -c "print(int(abs($got / $TARGET_GFLOPS - 1) <= 0.1))")
+  [ "$ok" = 1 ] && break
+  quota=$("$PY" -c "print(max(10000, min(200000, int($quota * $TARGET_GFLOPS / max($got, 1e-3)))))")
+  set_quota "$quota"
+  got=$(measure)
+done
 echo "slow_host: float32 2-thread products ${full} GFLOP/s unthrottled (AVX2 paths), quota ${quota}/100000 us of CPU" \
      "-> ${got} GFLOP/s (target ${TARGET_GFLOPS}); host flags:" \
      "$(grep -o 'avx512[a-z_0-9]*\|amx[a-z_0-9]*' /proc/cpuinfo | sort -u | tr '\n' ' ')"

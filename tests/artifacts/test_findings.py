@@ -174,6 +174,37 @@ def test_threshold_sweep_from_names_trainsets_or_params():
     assert "MC hard-label threshold" not in findings_markdown(pb_frame({"mc_hard": 0.5}), None, None, RUN)
 
 
+def paired_frame(pairs: dict) -> pd.DataFrame:
+    """processbench_paired.csv 'average' rows {(a, b): (diff, lo, hi)} (fractions), 10 resamples × 240 cases."""
+    return pd.DataFrame([dict(prm_a=a, prm_b=b, subset="average", n_cases=240, n_resamples=10, value=d, ci_low=lo,
+                              ci_high=hi, run=RUN) for (a, b), (d, lo, hi) in pairs.items()])
+
+
+@pytest.mark.parametrize("diff, word", [((0.07, -0.05, 0.2), "not separated"), ((0.07, 0.01, 0.2), "`exact` higher")])
+def test_prm_comparisons_read_the_paired_table_where_it_has_the_pair(diff, word):
+    """Same pool, same cases: the paired difference (with training resamples) decides, not two unpaired
+    intervals; a pair stored the other way round reads with its sign flipped."""
+    # unpaired intervals that do not overlap, a paired one that may contain 0: the paired one is read
+    f1 = {"exact": 0.60, "mc_hard": 0.40, "mc_soft": 0.30, "mc_hard_t1of2": 0.20}
+    d, lo, hi = diff
+    paired = paired_frame({("exact", "mc_hard"): diff, ("mc_soft", "mc_hard"): (-0.1, -0.2, 0.05),
+                           ("mc_hard", "mc_hard_t1of2"): diff})
+    md = findings_markdown(pb_frame(f1), None, None, RUN, paired=paired)
+    line = bullet(md, "Label sources")
+    assert "Highest: exact step truth `exact`" in line
+    assert (f"paired difference `exact` − `mc_hard` {d * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}] points "
+            f"(10 training resamples of the pool × 240 cases, hierarchical bootstrap): {word}") in line
+    assert "lies above" not in line
+    hs = bullet(md, "Hard vs soft labels")
+    assert "hard 40.0 [36.0, 44.0] vs soft 30.0 [26.0, 34.0], paired difference `mc_hard` − `mc_soft` +10.0 " \
+           "[-5.0, +20.0] points" in hs and ": not separated" in hs and "do not overlap" not in hs
+    sw = bullet(md, "MC hard-label threshold")
+    assert f"Highest at 0, lowest at 1/2; paired difference `mc_hard` − `mc_hard_t1of2` {d * 100:+.1f}" in sw
+    # without the pair: the unpaired wording as before
+    line = bullet(findings_markdown(pb_frame(f1), None, None, RUN, paired=paired_frame({})), "Label sources")
+    assert "lies above that of `mc_hard`" in line and "paired difference" not in line
+
+
 def test_training_set_sizes():
     line = bullet(findings_markdown(None, None, trainsets_frame(), RUN), "Training sets")
     assert "`mc_hard`: 1,200 instances, 6,100 steps, 70.0% positive steps;" in line

@@ -19,6 +19,8 @@ _SWEEP_NAME = re.compile(r"^mc_hard_t(\d+)(?:of(\d+))?$")
 
 
 DELTA_COLUMNS = ("delta_f1_structure", "delta_ci_low", "delta_ci_high")
+STRUCTURE = "baseline_structure"
+STRUCTURE_NAMES = ("structure", STRUCTURE)   # the structure-only baseline's names (paired table, processbench.csv)
 
 
 class Est(NamedTuple):
@@ -168,3 +170,51 @@ def bon_average(bon: pd.DataFrame, aggregation: str) -> dict | None:
     n_val = b["n"].max()
     return {"metric": col, "N": int(n_val) if finite(n_val) else "N", "acc": acc, "maj": est("maj"),
             "pass": est("pass"), "paired": paired}
+
+
+# ------------------------------------------------------------------------------------------------
+# results/tables/processbench_paired.csv: paired PRM differences with training resamples (verdicts, findings)
+# ------------------------------------------------------------------------------------------------
+
+class Paired(NamedTuple):
+    """One `average` row of results/tables/processbench_paired.csv: F1(a) − F1(b) (or one PRM's F1 when b
+    is empty) as fractions, with the interval that includes training variance."""
+    est: Est
+    n_cases: int | None
+    n_resamples: int | None
+
+
+def int_or_none(x) -> int | None:
+    return int(float(x)) if finite(x) else None
+
+
+def _aliases(name: str) -> set[str]:
+    return set(STRUCTURE_NAMES) if name in STRUCTURE_NAMES else {name}
+
+
+def paired_est(paired: pd.DataFrame | None, a: str, b: str = "") -> Paired | None:
+    """F1(a) − F1(b) from processbench_paired.csv's `average` rows (b empty: a's own F1). A pair stored as
+    (b, a) is read with its sign flipped; `structure` and `baseline_structure` name the same baseline."""
+    if not has_columns(paired, ("prm_a", "prm_b", "subset", "value", "ci_low", "ci_high")):
+        return None
+    avg = paired[paired["subset"].astype(str) == "average"]
+    pa = avg["prm_a"].where(avg["prm_a"].notna(), "").astype(str).str.strip()
+    pb_ = avg["prm_b"].where(avg["prm_b"].notna(), "").astype(str).str.strip()
+    ways = [(1.0, pa.isin(_aliases(a)) & pb_.isin(_aliases(b)))]
+    if b:
+        ways.append((-1.0, pa.isin(_aliases(b)) & pb_.isin(_aliases(a))))
+    for sign, m in ways:
+        r = avg[m]
+        if len(r) and finite(r.iloc[0]["value"]):
+            r = r.iloc[0]
+            v, lo, hi = float(r["value"]), _num(r["ci_low"]), _num(r["ci_high"])
+            est = Est(v, lo, hi) if sign > 0 else Est(-v, -hi, -lo)
+            return Paired(est, int_or_none(r.get("n_cases")), int_or_none(r.get("n_resamples")))
+    return None
+
+
+def paired_how(p: Paired) -> str:
+    """'(10 training resamples of the pool × 240 cases, hierarchical bootstrap)'."""
+    rs = f"{p.n_resamples} training resamples of the pool" if p.n_resamples is not None else "training resamples"
+    cs = f"{p.n_cases} cases" if p.n_cases is not None else "the cases"
+    return f"({rs} × {cs}, hierarchical bootstrap)"

@@ -4,7 +4,9 @@ generated from results/tables/{processbench,bon,trainsets}.csv, with intervals.
 Nothing here is hard-coded about the outcome: each sentence is derived from the numbers, and its wording
 follows the intervals. A paired bootstrap interval (PRM minus the structure-only baseline on ProcessBench,
 PRM minus maj@N in Best-of-N) that lies above 0 gives "beats", one below 0 "falls below", one containing 0
-"indistinguishable". Two PRMs' own (unpaired) intervals only say "separated" when they do not overlap.
+"indistinguishable". Two PRMs are compared by their paired difference (results/tables/processbench_paired.csv:
+the same cases and training resamples) where that table has the pair; otherwise their own (unpaired)
+intervals only say "separated" when they do not overlap.
 A table, row or column that is absent (an older run, another configuration) drops its sentence with a
 note; nothing raises.
 
@@ -19,6 +21,7 @@ import pandas as pd
 
 from .estimates import (
     DELTA_COLUMNS,
+    STRUCTURE,
     Est,
     Fmt,
     bon_average,
@@ -27,6 +30,8 @@ from .estimates import (
     finite,
     frac_text,
     has_columns,
+    paired_est,
+    paired_how,
     paired_verdict,
     pb_average,
     scale_of,
@@ -40,13 +45,14 @@ HEADING = "## What this run found"
 
 BASELINES = {"baseline_always_correct": "always “no error”", "baseline_first_step": "always “error at step 1”",
              "baseline_structure": "structure only (subset and number of steps)"}
-STRUCTURE = "baseline_structure"
 # The paper's label-source comparison (Table 3/4), only between variants labelling the SAME pool (the
-# policy's sampled responses to the training problems): the label source is then the one difference.
-# `checker` (exact arithmetic labels) exists only where process_check.enabled; no note where it is absent.
-LABEL_SOURCES = [("mc_hard", "MC, hard"), ("judge", "LLM-as-a-judge"), ("consensus_hard", "consensus, hard"),
-                 ("checker", "exact, arithmetic checker")]
-OPTIONAL_SOURCES = {"checker"}
+# exact pool of constructed solutions, or the policy's sampled responses to the training problems): the
+# label source is then the one difference. `exact` (the pool's step truth) exists only on the constructed
+# pool, `checker` (exact arithmetic labels) only on sampled responses with process_check.enabled; no note
+# where either is absent.
+LABEL_SOURCES = [("exact", "exact step truth"), ("mc_hard", "MC, hard"), ("judge", "LLM-as-a-judge"),
+                 ("consensus_hard", "consensus, hard"), ("checker", "exact, arithmetic checker")]
+OPTIONAL_SOURCES = {"exact", "checker"}
 # human labels come from another pool (PRM800K, or instances by construction): another size and another
 # distribution, so they are a "more data" row apart, never ranked against the same-pool sources
 OTHER_POOL = ("human", "human labels, another pool")
@@ -108,8 +114,21 @@ def _other_pool(avg: pd.DataFrame, fmt: Fmt) -> str:
             f"distribution of instances): {lab} `{n}`: {fmt.est(e)}.")
 
 
-def _label_sources(avg: pd.DataFrame, fmt: Fmt) -> str:
-    head = ("**Label sources on one pool** (the same sampled responses, labelled each way; ProcessBench "
+def _paired_text(fmt: Fmt, paired: pd.DataFrame | None, a: str, b: str) -> str | None:
+    """'paired difference `a` − `b` +x.x [lo, hi] points (R training resamples × N cases, ...): beats /
+    indistinguishable / below', from processbench_paired.csv; None when the table lacks the pair."""
+    p = paired_est(paired, a, b)
+    if p is None:
+        return None
+    fmt = Fmt(100.0)  # the paired table holds fractions, whatever processbench.csv's unit
+    v = paired_verdict(p.est)
+    word = {"beats": f"`{a}` higher", "below": f"`{b}` higher", "indistinguishable": "not separated",
+            None: "no interval, not tested"}[v]
+    return f"paired difference `{a}` − `{b}` {fmt.diff(p.est)} points {paired_how(p)}: {word}"
+
+
+def _label_sources(avg: pd.DataFrame, fmt: Fmt, paired: pd.DataFrame | None = None) -> str:
+    head = ("**Label sources on one pool** (the same solutions, labelled each way; ProcessBench "
             "average F1, % [interval]): ")
     have = [(n, lab, f1_est(avg, n)) for n, lab in LABEL_SOURCES]
     present = [(n, lab, e) for n, lab, e in have if e is not None]
@@ -125,6 +144,9 @@ def _label_sources(avg: pd.DataFrame, fmt: Fmt) -> str:
     best_n, best_lab, best = max(present, key=lambda x: x[2].value)
     others = [(n, e) for n, _, e in present if n != best_n]
     text += f" Highest: {best_lab} `{best_n}`"
+    pairs = [(n, _paired_text(fmt, paired, best_n, n)) for n, _ in others]
+    if all(t is not None for _, t in pairs):  # the same cases and training resamples: the comparison to read
+        return text + "; " + "; ".join(t for _, t in pairs) + "." + apart
     clear = [n for n, e in others if _separated(best, e)]
     overlap = [n for n, e in others if _separated(best, e) is False]
     untested = [n for n, e in others if _separated(best, e) is None]
@@ -150,14 +172,17 @@ def _compare(fmt: Fmt, a_name: str, a: Est, b_name: str, b: Est) -> str:
     return f"{a_name} {fmt.est(a)} vs {b_name} {fmt.est(b)} ({tail})"
 
 
-def _hard_soft(avg: pd.DataFrame | None, fmt_pb: Fmt | None, bon_avg: dict | None, fmt_bon: Fmt | None) -> str | None:
+def _hard_soft(avg: pd.DataFrame | None, fmt_pb: Fmt | None, bon_avg: dict | None, fmt_bon: Fmt | None,
+               paired: pd.DataFrame | None = None) -> str | None:
     parts = []
     for label, hard, soft in HARD_SOFT:
         bits = []
         if avg is not None:
             h, s = f1_est(avg, hard), f1_est(avg, soft)
             if h is not None and s is not None:
-                bits.append("ProcessBench F1 " + _compare(fmt_pb, "hard", h, "soft", s))
+                pt = _paired_text(fmt_pb, paired, hard, soft)
+                bits.append("ProcessBench F1 " + (f"hard {fmt_pb.est(h)} vs soft {fmt_pb.est(s)}, {pt}" if pt else
+                                                  _compare(fmt_pb, "hard", h, "soft", s)))
         if bon_avg is not None:
             col, n_val, acc = bon_avg["metric"], bon_avg["N"], bon_avg["acc"]
             h, s = acc.get(hard), acc.get(soft)
@@ -172,7 +197,8 @@ def _hard_soft(avg: pd.DataFrame | None, fmt_pb: Fmt | None, bon_avg: dict | Non
 
 
 
-def _sweep(avg: pd.DataFrame, fmt: Fmt, trainsets, threshold_sweep) -> str | None:
+def _sweep(avg: pd.DataFrame, fmt: Fmt, trainsets, threshold_sweep, paired: pd.DataFrame | None = None
+           ) -> str | None:
     pts = [(t, n, f1_est(avg, n)) for t, n in sweep_points(avg, trainsets, threshold_sweep)]
     pts = [(t, n, e) for t, n, e in pts if e is not None]
     if len(pts) < 2:
@@ -184,6 +210,9 @@ def _sweep(avg: pd.DataFrame, fmt: Fmt, trainsets, threshold_sweep) -> str | Non
     lo = min(pts, key=lambda x: x[2].value)
     if hi[2].value == lo[2].value:
         return text + " Every threshold gives the same F1."
+    pt = _paired_text(fmt, paired, hi[1], lo[1])
+    if pt:
+        return text + f" Highest at {frac_text(hi[0])}, lowest at {frac_text(lo[0])}; {pt}."
     sep = _separated(hi[2], lo[2])
     tail = {True: "their intervals do not overlap", False: "their intervals overlap, so the threshold's effect "
             "is not separated from noise here", None: "no intervals to compare"}[sep]
@@ -322,18 +351,21 @@ def _stale_note(frames: dict[str, pd.DataFrame | None], run_label: str) -> str |
 
 def findings_markdown(processbench: pd.DataFrame | None, bon: pd.DataFrame | None,
                       trainsets: pd.DataFrame | None, run_label: str, *, aggregation: str = "product",
-                      threshold_sweep: Sequence | None = None) -> str:
+                      threshold_sweep: Sequence | None = None, paired: pd.DataFrame | None = None) -> str:
     """The "## What this run found" section: label sources, hard vs soft, MC threshold, PRMs against the
     structure-only baseline, Best-of-N against maj@N, training-set sizes. `processbench`, `bon`,
     `trainsets`: results/tables/{processbench,bon,trainsets}.csv (None when absent). `aggregation`: the
     Best-of-N response score (analysis.aggregation; another prm_* metric when absent). `threshold_sweep`:
-    [(threshold, variant)] (plan.threshold_sweep_variants); otherwise read from `trainsets`, then names."""
+    [(threshold, variant)] (plan.threshold_sweep_variants); otherwise read from `trainsets`, then names.
+    `paired`: results/tables/processbench_paired.csv; where it holds a pair, PRM-vs-PRM sentences read its
+    paired difference (same cases, training resamples) instead of two unpaired intervals."""
     md = [HEADING, ""]
     md.append((f"Run: {md_escape(run_label)}. " if run_label else "")
               + "Generated from this run's tables: ProcessBench F1 and Best-of-N accuracy in %, differences in "
               "points, brackets are bootstrap intervals. “Beats” is said only where a paired interval lies "
-              "above 0, “indistinguishable” where it contains 0; two PRMs' own intervals that overlap do not "
-              "separate them.")
+              "above 0, “indistinguishable” where it contains 0; two PRMs are compared by their paired "
+              "difference (same cases, training resamples) where there is one, else two PRMs' own intervals "
+              "that overlap do not separate them.")
     md.append("")
     bullets: list[str | None] = []
 
@@ -364,11 +396,11 @@ def findings_markdown(processbench: pd.DataFrame | None, bon: pd.DataFrame | Non
             fmt_bon = Fmt(scale_of(pd.to_numeric(b["accuracy"], errors="coerce")))
 
     if avg is not None:
-        bullets.append(_guard(lambda: _label_sources(avg, fmt_pb), "Label sources"))
+        bullets.append(_guard(lambda: _label_sources(avg, fmt_pb, paired), "Label sources"))
     if avg is not None or bon_avg is not None:
-        bullets.append(_guard(lambda: _hard_soft(avg, fmt_pb, bon_avg, fmt_bon), "Hard vs soft labels"))
+        bullets.append(_guard(lambda: _hard_soft(avg, fmt_pb, bon_avg, fmt_bon, paired), "Hard vs soft labels"))
     if avg is not None:
-        bullets.append(_guard(lambda: _sweep(avg, fmt_pb, trainsets, threshold_sweep), "MC threshold"))
+        bullets.append(_guard(lambda: _sweep(avg, fmt_pb, trainsets, threshold_sweep, paired), "MC threshold"))
         bullets.append(_guard(lambda: _structure(avg, fmt_pb), "Baselines"))
     bullets.append(bon_note if bon_note else _guard(lambda: _bon(bon_avg, fmt_bon), "Best-of-N"))
     if trainsets is None:

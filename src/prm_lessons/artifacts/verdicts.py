@@ -38,11 +38,12 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 
 from prm_lessons.artifacts.estimates import (
+    STRUCTURE,
     Est,
     Fmt,
     bon_average,
@@ -51,11 +52,14 @@ from prm_lessons.artifacts.estimates import (
     finite,
     frac_text,
     has_columns,
+    paired_est,
     pb_average,
     scale_of,
     sweep_points,
 )
-from prm_lessons.artifacts.findings import STRUCTURE
+from prm_lessons.artifacts.estimates import _num as _f
+from prm_lessons.artifacts.estimates import int_or_none as _int
+from prm_lessons.artifacts.estimates import paired_how as _paired_how
 from prm_lessons.artifacts.published import (
     load_published,
     published_range,
@@ -78,7 +82,6 @@ log = logging.getLogger(__name__)
 
 # Fixed in advance (never chosen from the results): the PRMs each lesson compares.
 MC, JUDGE, HUMAN, CHECKER, EXACT = "mc_hard", "judge", "human", "checker", "exact"
-STRUCTURE_NAMES = ("structure", STRUCTURE)   # the structure-only baseline's names (paired table, processbench.csv)
 CONSENSUS_HARD, CONSENSUS_SOFT = "consensus_hard", "consensus_soft"
 RECIPE = CONSENSUS_HARD          # the paper's final recipe: consensus-filtered hard labels (§4.1)
 MIN_AT_LAST_PRM = MC             # Figure 8: the paper ties the shift to outcome to MC (outcome-derived) labels
@@ -123,54 +126,6 @@ def _structure_note(avg: pd.DataFrame, fmt: Fmt, prms: Sequence[str]) -> str:
 # ------------------------------------------------------------------------------------------------
 # Shared instruments: the paired table, the structure-only gate, the judge's instrument check, sizes
 # ------------------------------------------------------------------------------------------------
-
-class Paired(NamedTuple):
-    """One `average` row of results/tables/processbench_paired.csv: F1(a) − F1(b) (or one PRM's F1 when b
-    is empty) as fractions, with the interval that includes training variance."""
-    est: Est
-    n_cases: int | None
-    n_resamples: int | None
-
-
-def _f(x) -> float:
-    return float(x) if finite(x) else math.nan
-
-
-def _int(x) -> int | None:
-    return int(float(x)) if finite(x) else None
-
-
-def _aliases(name: str) -> set[str]:
-    return set(STRUCTURE_NAMES) if name in STRUCTURE_NAMES else {name}
-
-
-def paired_est(paired: pd.DataFrame | None, a: str, b: str = "") -> Paired | None:
-    """F1(a) − F1(b) from processbench_paired.csv's `average` rows (b empty: a's own F1). A pair stored as
-    (b, a) is read with its sign flipped; `structure` and `baseline_structure` name the same baseline."""
-    if not has_columns(paired, ("prm_a", "prm_b", "subset", "value", "ci_low", "ci_high")):
-        return None
-    avg = paired[paired["subset"].astype(str) == "average"]
-    pa = avg["prm_a"].where(avg["prm_a"].notna(), "").astype(str).str.strip()
-    pb_ = avg["prm_b"].where(avg["prm_b"].notna(), "").astype(str).str.strip()
-    ways = [(1.0, pa.isin(_aliases(a)) & pb_.isin(_aliases(b)))]
-    if b:
-        ways.append((-1.0, pa.isin(_aliases(b)) & pb_.isin(_aliases(a))))
-    for sign, m in ways:
-        r = avg[m]
-        if len(r) and finite(r.iloc[0]["value"]):
-            r = r.iloc[0]
-            v, lo, hi = float(r["value"]), _f(r["ci_low"]), _f(r["ci_high"])
-            est = Est(v, lo, hi) if sign > 0 else Est(-v, -hi, -lo)
-            return Paired(est, _int(r.get("n_cases")), _int(r.get("n_resamples")))
-    return None
-
-
-def _paired_how(p: Paired) -> str:
-    """'(10 training resamples of the pool × 240 cases, hierarchical bootstrap)'."""
-    rs = f"{p.n_resamples} training resamples of the pool" if p.n_resamples is not None else "training resamples"
-    cs = f"{p.n_cases} cases" if p.n_cases is not None else "the cases"
-    return f"({rs} × {cs}, hierarchical bootstrap)"
-
 
 def _beats(e: Est | None) -> bool:
     return e is not None and e.has_ci and e.lo > 0

@@ -115,7 +115,8 @@ def paper_report(*, inputs, outputs, params, wildcards, threads) -> None:
     if outputs.get("verdicts"):  # the verdict table and tally for Snakemake's HTML report (paper.smk)
         write_text_atomic(outputs["verdicts"], verdicts_html(rows, str(run.get("label") or run.get("name") or "")))
     findings = findings_markdown(processbench, bon, trainsets, str(run.get("label") or run.get("name") or ""),
-                                 aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"))
+                                 aggregation=aggregation, threshold_sweep=params.get("threshold_sweep"),
+                                 paired=paired)
     where = _engines_line(inputs.get("provenance_samples"))
     if where:
         verdicts += "\n" + where + "\n"
