@@ -93,6 +93,14 @@ class DatasetFields(Section):
         description=(
             'Source field holding the gold final answer, or a list of fields: the first whose value '
             'is not empty (cn_middle_school: [choice_answer, answer], as the harness reads it).'))
+    # no default: absent stays absent, so the key changes no existing problems job's params
+    answer_list: bool | MISSING = Field(
+        default=MISSING,
+        description=(
+            "The answer field holds a JSON list (a parquet list column): one answer in parts, as "
+            "OlympiadBench's final_answer (read as its item, or the items joined by \", \"). Absent = false: a "
+            'list there is an error naming the row, and a text that looks like one ("[0,1]", an interval) '
+            'stays that text. Only with answer_format plain.'))
     gold_steps: str | None = Field(
         default=None,
         description='Source field holding a worked solution (list of steps or text split on blank lines).')
@@ -301,6 +309,9 @@ class Dataset(Section):
                 then(self.fields, "answer_format: choice", required=["choices"], strings=["choices"])
             except PydanticCustomError as e:
                 raise fail(f"fields.{e.context['key']}", e.context["msg"]) from None
+        if self.fields.answer_list is True and self.answer_format != "plain":
+            raise fail("fields.answer_list", f"a list of answer parts is read with answer_format plain only, "
+                                             f"not {self.answer_format}")
         for name, part in (self.parts if given(self.parts) else {}).items():
             if part.source not in PART_SOURCES:
                 raise fail(f"parts.{name}.source", f"{part.source!r} is not one of {list(PART_SOURCES)!r}")
