@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from .base import MISSING, Name, Number, Section, fail, given, then, when
+from .base import MISSING, Name, Number, Section, fail, given, then, url_problem, when
 from .names import hub_id_problem
 
 
@@ -142,6 +142,13 @@ class DatasetPromptFewshot(Section):
             'choice: only items whose gold is one letter A-E get the demos, the others are asked '
             "zero-shot (the harness's --adapt_few_shot); always: every item (its --num_shots without "
             '--adapt_few_shot, as for MMLU STEM).'))
+
+
+    @model_validator(mode="after")
+    def _url(self):
+        if (problem := url_problem(self.url, bool(self.sha256 or self.git_blob_sha1))):
+            raise fail("url", problem)
+        return self
 
 
 class DatasetPrompt(Section):
@@ -293,6 +300,8 @@ class Dataset(Section):
         cond = f"source: {self.source}"
         if self.source == "url":
             then(self, cond, required=["url"])
+            if (problem := url_problem(self.url, bool(self.sha256 or self.git_blob_sha1))):
+                raise fail("url", problem)
         elif self.source == "local":
             then(self, cond, required=["path"], nonempty=["path"])
         elif self.source == "reasoning_gym":
