@@ -123,7 +123,7 @@ class DatasetPromptFewshot(Section):
         description=(
             "The demonstrations file: the harness's evaluation/examples.py at a pinned commit (read "
             'as data, never executed) or a JSON file ({key: [[question, answer], ...]} or one such '
-            'list); https://, file:// or a plain path.'))
+            'list); https://, http:// with a checksum, file:///<absolute path> or a plain path.'))
     sha256: Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')] | None = Field(
         default=None,
         description='Expected sha256 of the file; null = not checked.')
@@ -220,8 +220,9 @@ class Dataset(Section):
     url: str | MISSING = Field(
         default=MISSING,
         description=(
-            'Source url: https:// URL (e.g. a raw GitHub file at a commit), file:// URL or plain '
-            "path (an air-gapped site's own copy) of a .jsonl/.json/.parquet file."))
+            'Source url: https:// URL (e.g. a raw GitHub file at a commit), http:// URL with sha256 or '
+            "git_blob_sha1, file:///<absolute path> or plain path (an air-gapped site's own copy) of a "
+            '.jsonl/.json/.parquet file; another scheme, or a file:// URL with a host, is refused.'))
     sha256: Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')] | None = Field(
         default=None,
         description=(

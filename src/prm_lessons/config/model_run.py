@@ -250,8 +250,8 @@ class Processbench(Section):
     url: str | None = Field(
         default=None,
         description=(
-            "Source url: URL, file:// URL or plain path of one subset's file, with {subset} where "
-            'the subset name goes.'))
+            "Source url: https:// URL (http:// with every subset's checksum), file:///<absolute path> or "
+            "plain path of one subset's file, with {subset} where the subset name goes."))
     sha256: dict[str, Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')]] = Field(
         default_factory=dict,
         description=(
