@@ -7,7 +7,8 @@ list-valued gold only where the caller's field says so, a choice gold among the 
 
 Every reader is registered in :data:`READERS` with the value shapes it takes; tests/test_fields.py feeds
 each shape (object, number, null, bool, bracketed text, …) to every registered reader, so a reader added
-without the checks fails there.
+without the checks fails there, and tests/data/test_field_loaders.py feeds them to every field of every
+loader and exporter.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ class FieldError(ValueError):
 @dataclass(frozen=True)
 class Reader:
     """A registered reader: `read(value, where, **context)`; `accepts` names the shapes of
-    tests/test_fields.py's generated values that it reads as valid (the rest must raise FieldError), and
+    tests/support/field_shapes.py that it reads as valid (the rest must raise FieldError), and
     `items` those it takes as an element of a list-valued field."""
 
     read: Callable
@@ -70,7 +71,7 @@ def _missing(value) -> bool:
 
 def _text(value, where: str, what: str) -> str:
     if _missing(value):
-        raise FieldError(where, f"{what} is null", blank=True)
+        raise FieldError(where, f"{what} is null")
     if not isinstance(value, str):
         raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a string")
     if not value.strip():
@@ -92,7 +93,7 @@ def read_steps(value, where: str, what: str = "steps", blank: str = "error", emp
     steps = _listlike(value)
     if steps is None:
         if _missing(value):
-            raise FieldError(where, f"{what} is null", blank=True)
+            raise FieldError(where, f"{what} is null")
         raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a list of strings")
     out = []
     for k, s in enumerate(steps):
@@ -112,7 +113,7 @@ def read_step(value, where: str, what: str = "step") -> str:
 
 def _gold_scalar(value, where: str, what: str):
     if _missing(value):
-        raise FieldError(where, f"{what} is null", blank=True)
+        raise FieldError(where, f"{what} is null")
     if is_bool(value):
         raise FieldError(where, f"{what} {value!r} is a boolean, not an answer")
     if isinstance(value, numbers.Real):
@@ -160,7 +161,7 @@ def read_options(value, where: str, what: str = "options"):
         items = _listlike(value)
         if items is None:
             if _missing(value):
-                raise FieldError(where, f"{what} is null", blank=True)
+                raise FieldError(where, f"{what} is null")
             raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a list of options")
     if not 1 <= len(items) <= len(CHOICE_LETTERS):
         raise FieldError(where, f"{what}: {len(items)} options (1 to {len(CHOICE_LETTERS)})")
@@ -189,8 +190,7 @@ def read_choice_gold(value, options, where: str, what: str = "gold answer") -> s
     if index is not None or isinstance(value, str):
         raise FieldError(where, f"{what} {value!r} is not one of the options ({', '.join(letters)}, or an "
                                 f"index 0-{len(letters) - 1})")
-    raise FieldError(where, f"{what} is a JSON {json_type(value)}, not an option's letter or index",
-                     blank=_missing(value))
+    raise FieldError(where, f"{what} is a JSON {json_type(value)}, not an option's letter or index")
 
 
 @_register("id", {"text", "bracketed_text", "integer"})
@@ -200,8 +200,7 @@ def read_id(value, where: str, what: str = "id") -> str:
         return _text(value, where, what)
     n = None if is_bool(value) else as_int(value)
     if n is None:
-        raise FieldError(where, f"{what} {value!r} is a JSON {json_type(value)}, not a string or an integer",
-                         blank=_missing(value))
+        raise FieldError(where, f"{what} {value!r} is a JSON {json_type(value)}, not a string or an integer")
     return str(n)
 
 
@@ -213,8 +212,7 @@ def read_error_index(value, where: str, n_steps: int | None = None, what: str = 
     if n is None:
         kind = "a boolean" if is_bool(value) else "" if isinstance(value, numbers.Real) else \
             f"a JSON {json_type(value)}"
-        raise FieldError(where, f"{what} {value!r} is {kind + ', ' if kind else ''}not an integer",
-                         blank=_missing(value))
+        raise FieldError(where, f"{what} {value!r} is {kind + ', ' if kind else ''}not an integer")
     if n_steps is not None and not -1 <= n < n_steps:
         raise FieldError(where, f"{what} {n} outside -1..{n_steps - 1}")
     return n
@@ -225,8 +223,7 @@ def read_flag(value, where: str, what: str = "final_answer_correct") -> bool:
     """A truth value: a boolean, or 0/1 (bool("False") would be True)."""
     flag = as_bool01(value)
     if flag is None:
-        raise FieldError(where, f"{what} {value!r} is a JSON {json_type(value)}, not a boolean",
-                         blank=_missing(value))
+        raise FieldError(where, f"{what} {value!r} is a JSON {json_type(value)}, not a boolean")
     return flag
 
 
@@ -235,8 +232,7 @@ def read_step_flags(value, where: str, what: str = "labels") -> list[bool]:
     """Per-step truth values (TRL's stepwise `labels`): a list of booleans only (0/1 and "true" are not)."""
     items = _listlike(value)
     if items is None:
-        raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a list of booleans",
-                         blank=_missing(value))
+        raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a list of booleans")
     bad = [k for k, v in enumerate(items) if not is_bool(v)]
     if bad:
         raise FieldError(where, f"{what}[{bad[0]}] is {items[bad[0]]!r}, not a boolean")
@@ -249,8 +245,7 @@ def read_step_labels(value, where: str, what: str = "labels") -> list[float]:
     one); a string or a boolean is not cast."""
     items = _listlike(value)
     if items is None:
-        raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a list of numbers",
-                         blank=_missing(value))
+        raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a list of numbers")
     out = []
     for k, v in enumerate(items):
         if is_bool(v) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)) or not 0 <= v <= 1:
