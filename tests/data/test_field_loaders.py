@@ -79,9 +79,8 @@ def _prm800k(path: tuple):
 
 def _export(field: str):
     def run(tmp: Path, value):
-        df = pd.DataFrame({"instance_id": ["i0", "i1"], "question": ["Q?", "Q?"], "steps": [["a"], ["a"]],
-                           "labels": [[1.0], [1.0]]})
-        df.at[1, field] = value
+        ok = {"instance_id": "i0", "question": "Q?", "steps": ["a"], "labels": [1.0]}
+        df = pd.DataFrame([ok, {**ok, "instance_id": "i1", field: value}])
         rows = to_stepwise(df, where="t.parquet")
         return pd.Series({"question": rows[1]["prompt"], "steps": rows[1]["completions"]})
     return run, ("t.parquet", "instance i1")
