@@ -16,6 +16,7 @@ import pytest
 from field_shapes import SHAPES, declared
 from prm_lessons.data.problems import load_problems
 from prm_lessons.data.processbench import load_processbench, load_processbench_cases
+from prm_lessons.grading.rows import check_grade_rows
 from prm_lessons.labels.human import convert_prm800k, eval_questions
 from prm_lessons.labels.stepwise import convert_stepwise, to_stepwise
 
@@ -86,6 +87,14 @@ def _export(field: str):
     return run, ("t.parquet", "instance i1")
 
 
+def _grade_rows():
+    def run(tmp: Path, value):
+        rows = [{"response": "\\boxed{2}", "answer": "2"}, {"id": "r1", "response": "\\boxed{2}", "answer": value}]
+        check_grade_rows(rows)
+        return pd.Series({"answer": rows[1]["answer"]})
+    return run, ("row 2 (id r1)",)
+
+
 def _eval_questions():
     def run(tmp: Path, value):
         f = tmp / "e.parquet"
@@ -131,6 +140,8 @@ LOADERS = {
     ("export-trl", "steps"): (_export("steps"), "steps", "steps", set()),
     ("export-trl", "labels"): (_export("labels"), "step_labels", None, set()),
     ("eval questions", "question"): (_eval_questions(), "question", "question", set()),
+    # the grade CLI's rows: a list is a multi-part answer there (its documented input)
+    ("grade rows", "answer"): (_grade_rows(), "gold_list", "answer", set()),
 }
 
 
