@@ -14,12 +14,12 @@
 # Calling snakemake by hand: `source .venv/bin/activate` first (make puts .venv/bin on its own PATH only).
 # The targets that run Snakemake first read its config files strictly (CHECK_CONFIG: a repeated key, a YTE
 # template or an overlay using its base's anchor is one line naming the file; Snakemake's own reader keeps
-# the last key silently). By hand: python -m prm_lessons.config.load <the same arguments>.
+# the last key silently). By hand: python -m prm_lessons.config <the same arguments>.
 SHELL := /bin/bash
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
-CHECK_CONFIG = $(PY) -m prm_lessons.config.load
+CHECK_CONFIG = $(PY) -m prm_lessons.config
 CORES ?= 2
 # the rehearsal's jobs are start-up-bound (imports and engine starts around tiny random-weight models: their
 # benchmark files show ~0.7-0.8 of a core each), so twice the cores runs two at a time on the same CPUs

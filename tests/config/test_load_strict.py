@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,3 +197,12 @@ def test_the_make_targets_run_the_precheck_first():
         body = text.split(f"\n{target}: setup\n", 1)[1].split("\n\n", 1)[0]
         lines = [ln.strip() for ln in body.splitlines()]
         assert lines[0].startswith("$(CHECK_CONFIG)") and "snakemake" in lines[1], (target, lines)
+
+
+def test_the_module_entry_point_is_the_precheck(tmp_path):
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("run: {name: x, name: y}\n")
+    proc = subprocess.run([sys.executable, "-m", "prm_lessons.config", "--configfile", str(dup), "-n"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2 and f"{dup}: line 1, column" in proc.stderr and "Warning" not in proc.stderr, \
+        proc.stderr

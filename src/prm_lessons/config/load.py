@@ -139,7 +139,7 @@ def configfiles_in_args(args) -> list[str]:
 
 
 def main(argv=None) -> int:
-    """`python -m prm_lessons.config.load [snakemake arguments]`: read the config files that command line
+    """`python -m prm_lessons.config [snakemake arguments]`: read the config files that command line
     gives (else the embedded default) with the strict reader, before Snakemake parses them: Snakemake's
     own loader keeps the last of two equal keys, runs YTE templates and reports a broken file without
     its name. Exit 2 with one line naming the file on the first problem."""
@@ -153,7 +153,3 @@ def main(argv=None) -> int:
         print(f"prm-lessons: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
