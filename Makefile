@@ -12,10 +12,14 @@
 #   TEST_WORKERS=N  pytest-xdist workers of make test (default CORES; 0: one process)
 #   REHEARSAL_CORES=N  Snakemake's --cores of make rehearsal (default 2 x CORES: its jobs are start-up-bound)
 # Calling snakemake by hand: `source .venv/bin/activate` first (make puts .venv/bin on its own PATH only).
+# The targets that run Snakemake first read its config files strictly (CHECK_CONFIG: a repeated key, a YTE
+# template or an overlay using its base's anchor is one line naming the file; Snakemake's own reader keeps
+# the last key silently). By hand: python -m prm_lessons.config <the same arguments>.
 SHELL := /bin/bash
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
+CHECK_CONFIG = $(PY) -m prm_lessons.config
 CORES ?= 2
 # the rehearsal's jobs are start-up-bound (imports and engine starts around tiny random-weight models: their
 # benchmark files show ~0.7-0.8 of a core each), so twice the cores runs two at a time on the same CPUs
@@ -67,16 +71,20 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	touch $@
 
 run: setup
+	$(CHECK_CONFIG) $(SMK_ARGS)
 	$(VENV)/bin/snakemake --cores $(CORES) $(SMK_ARGS)
 
 dryrun: setup
+	$(CHECK_CONFIG) $(SMK_ARGS)
 	$(VENV)/bin/snakemake -n --cores $(CORES) $(SMK_ARGS)
 
 RUN_ALL_CONFIG := --configfile config/config.yaml config/all.yaml
 run-all: setup
+	$(CHECK_CONFIG) $(RUN_ALL_CONFIG) $(SMK_ARGS)
 	$(VENV)/bin/snakemake --cores $(CORES) $(RUN_ALL_CONFIG) $(SMK_ARGS)
 
 dryrun-all: setup
+	$(CHECK_CONFIG) $(RUN_ALL_CONFIG) $(SMK_ARGS)
 	$(VENV)/bin/snakemake -n --cores $(CORES) $(RUN_ALL_CONFIG) $(SMK_ARGS)
 
 # snakemake's own linter, ruff (pyflakes, pycodestyle E/W, import order; pyproject [tool.ruff]) and snakefmt --check
@@ -93,6 +101,7 @@ docs-check: setup
 # --configfile ..., or --directory DIR --configfile ... for a run elsewhere, as CI does for the
 # rehearsal). abspath: Snakemake reads a relative REPORT inside --directory.
 report: setup
+	$(CHECK_CONFIG) $(SMK_ARGS)
 	$(VENV)/bin/snakemake --report $(abspath $(REPORT)) $(SMK_ARGS)
 
 # the fast tier (pyproject addopts: -m "not slow and not integration"); a -m in PYTEST_ARGS replaces it.

@@ -264,7 +264,7 @@ def phase_build(a) -> dict:
               open(work / "score_rows.json", "w"))
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(base)
+    tok = AutoTokenizer.from_pretrained(base, trust_remote_code=False)
     lens = [len(tok(" ".join(r["steps"]))["input_ids"]) for r in rows(20, s["steps"], s["words"])]
     return {"base_params": n_base, "prm_keys": sorted({k.split(".")[0] for k in sd}), "vocab": len(tok),
             "trainset_rows": s["rows"], "mean_response_tokens": sum(lens) / len(lens),

@@ -45,8 +45,8 @@ def load_prm_adapter(prm_name: str):
     from transformers import AutoModel, AutoTokenizer
 
     base_dir = ROOT / "resources" / "models" / "smollm2"
-    tok = AutoTokenizer.from_pretrained(base_dir)
-    base = AutoModel.from_pretrained(base_dir, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(base_dir, trust_remote_code=False)
+    base = AutoModel.from_pretrained(base_dir, dtype=torch.float32, trust_remote_code=False)
     tok.add_special_tokens({"additional_special_tokens": ["<extra_0>"]})
     base.resize_token_embeddings(len(tok), mean_resizing=False)
     torch.manual_seed(0)

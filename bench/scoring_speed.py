@@ -27,8 +27,8 @@ def build(model_dir: Path):
     from prm_lessons.steps import COT_SYSTEM_PROMPT, StepFormat
 
     if (model_dir / "config.json").exists():
-        tok = AutoTokenizer.from_pretrained(model_dir)
-        base = AutoModel.from_pretrained(model_dir, dtype=torch.float32)
+        tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=False)
+        base = AutoModel.from_pretrained(model_dir, dtype=torch.float32, trust_remote_code=False)
         source = f"{model_dir} (SmolLM2-135M weights)"
     else:
         sys.path.insert(0, str(ROOT / "tests"))

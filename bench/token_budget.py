@@ -90,7 +90,7 @@ def measure(dtype: str, model: str, n: int, prompt_tokens: int, decode_tokens: i
     decode_tokens greedy tokens, or one forward of the prompt when the rule only runs forwards)."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(model)
+    tok = AutoTokenizer.from_pretrained(model, trust_remote_code=False)
     texts = [q + "\n\n" + r for q, r in _prompts(n)]
     ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
     ids = [(x * (prompt_tokens // max(len(x), 1) + 1))[:prompt_tokens] for x in ids]  # the rule's prompt length
@@ -110,7 +110,7 @@ def measure(dtype: str, model: str, n: int, prompt_tokens: int, decode_tokens: i
         import torch
         from transformers import AutoModel
 
-        m = AutoModel.from_pretrained(model, dtype=getattr(torch, dtype)).eval()
+        m = AutoModel.from_pretrained(model, dtype=getattr(torch, dtype), trust_remote_code=False).eval()
         with torch.no_grad():
             m(input_ids=torch.tensor([ids[0]]))  # warm-up (kernel selection), not timed
         t0 = time.perf_counter()

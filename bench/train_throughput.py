@@ -130,8 +130,8 @@ def cpu_bench(args) -> dict:
     torch.set_num_threads(args.threads)
     model_dir = ROOT / "resources" / "models" / "smollm2"
     if (model_dir / "config.json").exists():
-        tok = AutoTokenizer.from_pretrained(model_dir)
-        load = lambda dt: AutoModel.from_pretrained(model_dir, dtype=dt)  # noqa: E731
+        tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=False)
+        load = lambda dt: AutoModel.from_pretrained(model_dir, dtype=dt, trust_remote_code=False)  # noqa: E731
         source = str(model_dir.relative_to(ROOT))
     else:
         tok = None

@@ -631,7 +631,7 @@ def _add_eval(subparsers) -> None:
 def _cmd_export_trl(args) -> int:
     _check_output(args.output)
     df = read_table(args.trainset, "trainset")
-    rows = to_stepwise(df, args.soft_threshold)
+    rows = to_stepwise(df, args.soft_threshold, where=str(args.trainset))
     write_stepwise(rows, args.output)
     n_steps = sum(len(r["labels"]) for r in rows)
     n_pos = sum(sum(r["labels"]) for r in rows)

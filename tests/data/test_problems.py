@@ -106,7 +106,7 @@ def test_local_parquet_and_json(tmp_path):
     pd.DataFrame([rows[0]]).to_parquet(tmp_path / "p.parquet")
     (tmp_path / "p.json").write_text(json.dumps(rows))
     assert load_problems("x", {"source": "local", "path": str(tmp_path / "p.parquet")})["answer"][0] == "2"
-    df = load_problems("x", {"source": "local", "path": str(tmp_path / "p.json")})
+    df = load_problems("x", {"source": "local", "path": str(tmp_path / "p.json"), "fields": {"answer_list": True}})
     assert list(df["answer"]) == ["2", "3, 4"]
 
 
@@ -148,7 +148,7 @@ def test_harness_files_load_with_their_field_names():
                                              "fields": {"question": "problem", "answer": "solution"}})
     assert len(minerva) == 20
     oly = load_problems("olympiadbench", {"source": "local", "path": str(bon / "olympiadbench.jsonl"),
-                                          "limit": 5, "fields": {"answer": "final_answer"}})
+                                          "limit": 5, "fields": {"answer": "final_answer", "answer_list": True}})
     assert oly["answer"][0] == "2"
     mmlu = load_problems("mmlu_stem", {"source": "local", "path": str(bon / "mmlu_stem.jsonl"), "limit": 5,
                                        "answer_format": "choice", "fields": {"choices": "choices"}})

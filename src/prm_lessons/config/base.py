@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import (
     MISSING,
@@ -16,15 +17,41 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from .names import NAME_MAX, hub_id_problem, name_problem
+from .names import KEY_SHOWN, NAME_MAX, hub_id_problem, name_problem
 
-__all__ = ["MISSING", "did_you_mean", "Section", "OpenSection", "Number", "Name", "HubId", "unique", "fail", "given",
-           "then"]
+__all__ = ["MISSING", "did_you_mean", "url_problem", "Section", "OpenSection", "Number", "Name", "HubId", "unique",
+           "fail", "given", "then"]
 
 
 def fail(key: str, msg: str) -> PydanticCustomError:
     """A check's error: `key` is the path below the model that raises it ('' = the model itself)."""
     return PydanticCustomError("config", "{msg}", {"key": key, "msg": msg})
+
+
+def url_problem(url: str, checksummed: bool) -> str | None:
+    """Why a source `url` cannot be fetched as the config means it (prm_lessons.data.sources.fetch_file), or
+    None: https://; http:// only with a checksum (nothing protects it in transit, and nothing would
+    check what arrived); file:// only as file:///absolute/path (`file://data/x.jsonl` names the host
+    `data`, and fetch_file would read /x.jsonl); a plain path; no other scheme (it would be read as a path
+    and fail in the job)."""
+    parts = urlsplit(str(url))
+    scheme = parts.scheme.lower()
+    if not scheme or (len(scheme) == 1 and str(url)[1:3] in (":\\", ":/")):  # a path (C:/ on Windows too)
+        return None
+    if scheme == "https":
+        return None
+    if scheme == "http":
+        return None if checksummed else (
+            "an http:// URL without a checksum (sha256 or git_blob_sha1): the download is not protected in "
+            "transit and nothing would check it; use https:// or pin the file's checksum")
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            return (f"a file:// URL names a file by its absolute path (file:///dir/file); this one names "
+                    f"the host {parts.netloc!r}" if parts.netloc else "a file:// URL without an absolute path") \
+                + "; give file:///<absolute path> or the plain path"
+        return None
+    return (f"URL scheme {scheme!r} is not read here (https://, http:// with a checksum, file:///<absolute path> "
+            "or a plain path)")
 
 
 def did_you_mean(key, allowed) -> str:
@@ -52,9 +79,9 @@ class Section(BaseModel):
             unknown = sorted((k for k in data if k not in cls.model_fields), key=str)
             if unknown and cls.model_config.get("extra") == "forbid":
                 allowed = ", ".join(sorted(cls.model_fields)) or "none"
+                hint = did_you_mean(unknown[0], cls.model_fields) if len(str(unknown[0])) <= KEY_SHOWN else ""
                 raise PydanticCustomError("config", "{msg}", {
-                    "key": unknown[0], "msg": f"unknown key{did_you_mean(unknown[0], cls.model_fields)} "
-                                              f"(allowed: {allowed})"})
+                    "key": unknown[0], "msg": f"unknown key{hint} (allowed: {allowed})"})
         return data
 
 

@@ -9,28 +9,37 @@ from pathlib import Path
 
 import yaml
 
-from .names import ConfigError
+from .names import ConfigError, shown
 
 # A config of the shipped kind has ~2,000 nodes; a YAML alias bomb (each level naming the one below
 # many times) has billions once expanded, which a validator walking the tree would visit one by one.
 MAX_CONFIG_NODES = 200_000
 
 class _StrictLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses a key repeated in one mapping (YAML's last-wins would hide a typo)."""
+    """yaml.SafeLoader that refuses a key repeated in one mapping (YAML's last-wins would hide a typo),
+    whatever the layout: block or flow (`{a: 1, a: 2}` on one line, one-line JSON), nested, inside an
+    anchored block. Keys are compared as constructed (`1` and `1.0`, `true` and `True` are one key). A merge
+    key (`<<: *anchor`) is what overriding is for: the keys it brings may be given again."""
 
     def construct_mapping(self, node, deep=False):
-        seen: dict = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: merging is what it is for
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                first = seen.setdefault(key, key_node.start_mark.line + 1)
-            except TypeError:  # an unhashable key (a list): the schema reports it
-                continue
-            if first != key_node.start_mark.line + 1:
-                raise ConfigError(f"{self.name}: line {key_node.start_mark.line + 1}: key {key!r} appears twice in "
-                                  f"one mapping (first at line {first}); YAML would silently keep the last")
+        checked = self.__dict__.setdefault("_checked", set())
+        if id(node) not in checked:  # before flatten_mapping adds the merged keys; once per node
+            checked.add(id(node))
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key (a list): the schema reports it
+                    continue
+                if first is not None:
+                    where = f"line {line}" + (f", column {key_node.start_mark.column + 1}" if first == line else "")
+                    raise ConfigError(f"{self.name}: {where}: key {shown(key)!r} appears twice in one mapping "
+                                      f"(first at line {first}); YAML would silently keep the last")
+                seen[key] = line
         return super().construct_mapping(node, deep)
 
 
@@ -50,7 +59,7 @@ def read_config_file(path: str | Path) -> dict:
                               "(*name) repeat a large block many times")
         data = loader.construct_document(node)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise ConfigError(f"{path}: {_yaml_problem(exc)}") from None
     finally:
         loader.dispose()
     if not isinstance(data, dict):
@@ -60,6 +69,19 @@ def read_config_file(path: str | Path) -> dict:
         raise ConfigError(f"{path}: `__use_yte__` turns on YTE templating, which runs Python from the config "
                           "file; this workflow's configs are data only (write the values out)")
     return data
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error in one line with its place: the line and column, and for an alias that names no anchor
+    of this file the reason (each config file is read on its own, so an overlay cannot use its base's
+    anchors)."""
+    mark = getattr(exc, "problem_mark", None)
+    at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if "undefined alias" in str(what):
+        what += (" (each config file is read on its own: an alias (*name) can only name an anchor (&name) of "
+                 "the same file; repeat the values in the overlay)")
+    return f"{at}not valid YAML: {what}"
 
 
 def _expanded_nodes_yaml(node, memo: dict) -> int:
@@ -93,3 +115,41 @@ def deep_update(base: dict, new: dict) -> dict:
     return base
 
 
+
+
+DEFAULT_CONFIG = "config/config.yaml"  # the Snakefile's `configfile:` when no --configfile is given
+
+
+def configfiles_in_args(args) -> list[str]:
+    """The files a Snakemake command line gives with --configfile / --configfiles (as Snakemake's parser
+    reads them: every following argument up to the next option, or `--configfile=FILE`), in order."""
+    files: list[str] = []
+    taking = False
+    for a in args:
+        if a in ("--configfile", "--configfiles"):
+            taking = True
+        elif a.startswith(("--configfile=", "--configfiles=")):
+            files.append(a.split("=", 1)[1])
+            taking = False
+        elif a.startswith("-"):
+            taking = False
+        elif taking:
+            files.append(a)
+    return files
+
+
+def main(argv=None) -> int:
+    """`python -m prm_lessons.config [snakemake arguments]`: read the config files that command line
+    gives (else the embedded default) with the strict reader, before Snakemake parses them: Snakemake's
+    own loader keeps the last of two equal keys, runs YTE templates and reports a broken file without
+    its name. Exit 2 with one line naming the file on the first problem."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    files = configfiles_in_args(args) or [DEFAULT_CONFIG]
+    try:
+        check_config_files(files)
+    except (ConfigError, OSError) as exc:
+        print(f"prm-lessons: {exc}", file=sys.stderr)
+        return 2
+    return 0

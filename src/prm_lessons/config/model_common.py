@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from .base import MISSING, Name, Number, Section, fail, given, then, when
+from .base import MISSING, Name, Number, Section, fail, given, then, url_problem, when
 from .names import hub_id_problem
 
 
@@ -93,6 +93,14 @@ class DatasetFields(Section):
         description=(
             'Source field holding the gold final answer, or a list of fields: the first whose value '
             'is not empty (cn_middle_school: [choice_answer, answer], as the harness reads it).'))
+    # no default: absent stays absent, so the key changes no existing problems job's params
+    answer_list: bool | MISSING = Field(
+        default=MISSING,
+        description=(
+            "The answer field holds a JSON list (a parquet list column): one answer in parts, as "
+            "OlympiadBench's final_answer (read as its item, or the items joined by \", \"). Absent = false: a "
+            'list there is an error naming the row, and a text that looks like one ("[0,1]", an interval) '
+            'stays that text. Only with answer_format plain.'))
     gold_steps: str | None = Field(
         default=None,
         description='Source field holding a worked solution (list of steps or text split on blank lines).')
@@ -115,7 +123,7 @@ class DatasetPromptFewshot(Section):
         description=(
             "The demonstrations file: the harness's evaluation/examples.py at a pinned commit (read "
             'as data, never executed) or a JSON file ({key: [[question, answer], ...]} or one such '
-            'list); https://, file:// or a plain path.'))
+            'list); https://, http:// with a checksum, file:///<absolute path> or a plain path.'))
     sha256: Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')] | None = Field(
         default=None,
         description='Expected sha256 of the file; null = not checked.')
@@ -134,6 +142,13 @@ class DatasetPromptFewshot(Section):
             'choice: only items whose gold is one letter A-E get the demos, the others are asked '
             "zero-shot (the harness's --adapt_few_shot); always: every item (its --num_shots without "
             '--adapt_few_shot, as for MMLU STEM).'))
+
+
+    @model_validator(mode="after")
+    def _url(self):
+        if (problem := url_problem(self.url, bool(self.sha256 or self.git_blob_sha1))):
+            raise fail("url", problem)
+        return self
 
 
 class DatasetPrompt(Section):
@@ -205,8 +220,9 @@ class Dataset(Section):
     url: str | MISSING = Field(
         default=MISSING,
         description=(
-            'Source url: https:// URL (e.g. a raw GitHub file at a commit), file:// URL or plain '
-            "path (an air-gapped site's own copy) of a .jsonl/.json/.parquet file."))
+            'Source url: https:// URL (e.g. a raw GitHub file at a commit), http:// URL with sha256 or '
+            "git_blob_sha1, file:///<absolute path> or plain path (an air-gapped site's own copy) of a "
+            '.jsonl/.json/.parquet file; another scheme, or a file:// URL with a host, is refused.'))
     sha256: Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')] | None = Field(
         default=None,
         description=(
@@ -285,6 +301,8 @@ class Dataset(Section):
         cond = f"source: {self.source}"
         if self.source == "url":
             then(self, cond, required=["url"])
+            if (problem := url_problem(self.url, bool(self.sha256 or self.git_blob_sha1))):
+                raise fail("url", problem)
         elif self.source == "local":
             then(self, cond, required=["path"], nonempty=["path"])
         elif self.source == "reasoning_gym":
@@ -301,6 +319,9 @@ class Dataset(Section):
                 then(self.fields, "answer_format: choice", required=["choices"], strings=["choices"])
             except PydanticCustomError as e:
                 raise fail(f"fields.{e.context['key']}", e.context["msg"]) from None
+        if self.fields.answer_list is True and self.answer_format != "plain":
+            raise fail("fields.answer_list", f"a list of answer parts is read with answer_format plain only, "
+                                             f"not {self.answer_format}")
         for name, part in (self.parts if given(self.parts) else {}).items():
             if part.source not in PART_SOURCES:
                 raise fail(f"parts.{name}.source", f"{part.source!r} is not one of {list(PART_SOURCES)!r}")

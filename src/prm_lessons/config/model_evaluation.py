@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from .base import MISSING, Name, Number, Section, Threshold, unique
+from .base import MISSING, Name, Number, Section, Threshold, fail, unique, url_problem
 
 
 class CriticsJudgesEntry(Section):
@@ -82,6 +82,12 @@ class CriticsOfficialTemplate(Section):
     git_blob_sha1: Annotated[str, Field(pattern='^[0-9a-fA-F]{40}$')] | None = Field(
         default='6fef8988baf66e29e9a0393498b084ef8b6eddd8',
         description="The file's git blob id at the pinned commit (git ls-tree).")
+
+    @model_validator(mode="after")
+    def _url(self):
+        if (problem := url_problem(self.url, bool(self.sha256 or self.git_blob_sha1))):
+            raise fail("url", problem)
+        return self
 
 
 class Critics(Section):

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import MISSING, HubId, Name, Number, Section, then, when
+from .base import MISSING, HubId, Name, Number, Section, fail, then, url_problem, when
 from .model_common import Dataset
 
 
@@ -70,6 +70,12 @@ class JudgePaperTemplateFallback(Section):
     sha256: Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')] = Field(
         description="sha256 of the copy's bytes (always checked: a fallback is never used unpinned).")
 
+    @model_validator(mode="after")
+    def _url(self):
+        if (problem := url_problem(self.url, True)):
+            raise fail("url", problem)
+        return self
+
 
 class JudgePaperTemplate(Section):
     url: Annotated[str, Field(min_length=1)] = Field(
@@ -93,6 +99,12 @@ class JudgePaperTemplate(Section):
             "Pinned public copies tried in order when the url cannot be fetched (no network to arXiv, an "
             "outage): each read at a commit and checked against its sha256; the prompt's words are checked "
             "against text_sha256 as from the url. A url that is fetched but fails its checks is not replaced."))
+
+    @model_validator(mode="after")
+    def _url(self):
+        if (problem := url_problem(self.url, bool(self.sha256 or self.git_blob_sha1 or self.text_sha256))):
+            raise fail("url", problem)
+        return self
 
 
 class Judge(Section):

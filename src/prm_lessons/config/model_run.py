@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import MISSING, HubId, Name, Number, Section, fail, then, unique, when
+from .base import MISSING, HubId, Name, Number, Section, fail, then, unique, url_problem, when
 from .model_common import Dataset
 
 
@@ -250,8 +250,8 @@ class Processbench(Section):
     url: str | None = Field(
         default=None,
         description=(
-            "Source url: URL, file:// URL or plain path of one subset's file, with {subset} where "
-            'the subset name goes.'))
+            "Source url: https:// URL (http:// with every subset's checksum), file:///<absolute path> or "
+            "plain path of one subset's file, with {subset} where the subset name goes."))
     sha256: dict[str, Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')]] = Field(
         default_factory=dict,
         description=(
@@ -287,6 +287,12 @@ class Processbench(Section):
             then(self, "source: url", required=["url"], strings=["url"])
             if "{subset}" not in self.url:
                 raise fail("url", f"{self.url!r} does not match {SUBSET_PATTERN!r} (with `source: url`)")
+            # every subset fetched has its checksum (null subsets: all four, as data.processbench reads)
+            subsets = self.subsets or ("gsm8k", "math", "olympiadbench", "omnimath")
+            pinned = all(s in self.sha256 or s in self.git_blob_sha1 for s in subsets)
+            if (problem := url_problem(self.url, pinned)):
+                raise fail("url", problem + " (for every subset fetched)" if not pinned and "http://" in
+                           self.url.lower() else problem)
         elif self.source == "local":
             then(self, "source: local", required=["path"], strings=["path"], nonempty=["path"])
         elif self.source == "constructed" and "constructed" in self.model_fields_set:

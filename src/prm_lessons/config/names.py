@@ -14,7 +14,16 @@ class ConfigError(ValueError):
 
 
 def config_error(path: str, msg: str) -> ConfigError:
-    return ConfigError(f"config error at `{path}`: {msg}")
+    return ConfigError(f"config error at `{'.'.join(shown(p) for p in str(path).split('.'))}`: {msg}")
+
+
+KEY_SHOWN = 80  # characters of a key a message shows; a longer one (a pasted block, a hostile file) is cut
+
+
+def shown(key) -> str:
+    """A key as a message shows it: whole up to KEY_SHOWN characters, else its start and its length."""
+    text = str(key)
+    return text if len(text) <= KEY_SHOWN else f"{text[:KEY_SHOWN - 20]}…({len(text):,} characters)"
 
 # -- names ----------------------------------------------------------------------------------------------
 # Every user-chosen name becomes a wildcard value and a file or directory name, often with a prefix or

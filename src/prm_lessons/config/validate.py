@@ -15,7 +15,7 @@ from .derive import derive
 from .load import MAX_CONFIG_NODES, deep_update, read_config_file
 from .model import Config
 from .model_scoring import ADAPTERS
-from .names import ConfigError, config_error
+from .names import ConfigError, config_error, shown
 from .order import ordered
 
 # numpy.random.seed (transformers.set_seed, hence training) takes 0 ≤ seed < 2**32; every seed key is
@@ -107,7 +107,7 @@ _TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean
 
 def _printable(part) -> str:
     # a key with a line break or a control character is shown escaped, so the message stays one line
-    text = str(part)
+    text = shown(part)  # a 100,000-character key is shown by its start and length
     return text if text.isprintable() else repr(text)
 
 

@@ -4,10 +4,8 @@
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
-import numbers
 import random
 import re
 from pathlib import Path
@@ -15,7 +13,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..errors import InputError, json_type
+from ..errors import InputError
+from ..fields import read_choice_gold, read_gold, read_id, read_options, read_question, read_steps
 from ..grading.golds import gold_answer_text, last_boxed_content
 from ..labels.arith import eval_arith, fmt_number, to_fraction
 from ..labels.construction import arithmetic_gold_steps
@@ -302,89 +301,44 @@ def blank_or_missing(value) -> bool:
     return isinstance(value, str) and not value.strip()
 
 
-def decode_list(value):
-    """numpy arrays and JSON-list strings as Python lists; any other value unchanged."""
-    if hasattr(value, "tolist") and not isinstance(value, str):
-        value = value.tolist()
-    if isinstance(value, str) and value.strip().startswith("[") and value.strip().endswith("]"):
-        try:  # lists stored as strings (some jsonl exports)
-            parsed = json.loads(value)
-            if isinstance(parsed, list):
-                return parsed
-        except json.JSONDecodeError:
-            pass
-    return value
-
-
-# how pandas, Python and JSON exports write a missing value as text; no benchmark's gold is one of these
-MISSING_WORDS = ("nan", "none", "null")
-
-
-def _not_an_answer(raw) -> str | None:
-    """Why a gold value is not an answer, or None: a gold is text or a finite number, or a non-empty list
-    of them (OlympiadBench); null, NaN, ±Infinity, true/false, objects, empty lists and lists holding
-    null or blank strings are not (`["", ""]` would join to ", " and be graded like an answer)."""
-    def scalar(v) -> str | None:
-        if isinstance(v, bool):
-            return f"{v!r} (a boolean)"
-        if isinstance(v, numbers.Real):  # numpy scalars from a parquet copy too
-            return None if math.isfinite(float(v)) else f"{v!r} (not a finite number)"
-        if isinstance(v, str):
-            if v.strip().lower() in MISSING_WORDS:
-                return f"{v!r} (what a missing value is written as)"
-            return None if v.strip() else f"{v!r} (blank)"
-        return f"{v!r} (a {type(v).__name__})"
-
-    if isinstance(raw, (list, tuple)):
-        if not raw:
-            return "an empty list"
-        bad = [b for b in map(scalar, raw) if b]
-        return f"a list holding {bad[0]}" if bad else None
-    return scalar(raw)
-
-
 def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
-    """One source record → {question, answer, gold_steps, source_id}, per the spec's field mapping."""
+    """One source record → {question, answer, gold_steps, source_id}, per the spec's field mapping; every
+    field read by its checked reader (prm_lessons.fields), which names the row and the field."""
     fields = {"question": "question", "answer": "answer", "gold_steps": None, "id": None, "choices": None,
               **(spec.get("fields") or {})}
     fmt = spec.get("answer_format", "plain")
+    where = f"row {row_id}"
     qf, af = fields["question"], _answer_field(rec, fields["answer"])
     if qf not in rec:
-        raise ValueError(f"row {row_id}: no field '{qf}' (fields.question); fields present: {sorted(rec)}")
-    question = _question_text(rec[qf], f"row {row_id}", f" (field '{qf}')")
+        raise ValueError(f"{where}: no field '{qf}' (fields.question); fields present: {sorted(rec)}")
+    question = read_question(rec[qf], where, f"question (field '{qf}')")
+    source_id = _source_id(rec, fields.get("id"), where)
     if af not in rec or blank_or_missing(rec[af]) if not isinstance(rec.get(af), (list, tuple)) else not rec[af]:
         if af in rec and spec.get("missing_answer") == "keep":
             # kept with an empty gold (never graded correct), as the harness keeps such rows in its denominator
-            source_id = rec.get(fields["id"]) if fields.get("id") else rec.get("_source_row")
-            return {"question": question, "answer": "", "gold_steps": None,
-                    "source_id": None if source_id is None else str(source_id)}
-        raise ValueError(f"row {row_id}: missing answer (field '{af}')")
-    raw_answer = decode_list(rec[af])
-    if (why := _not_an_answer(raw_answer)):
-        raise ValueError(f"row {row_id}: the gold in field '{af}' is not an answer: {why}")
-    try:
-        if fmt == "gsm8k":
-            answer = gsm8k_answer(raw_answer)
-        elif fmt == "boxed":
-            answer = boxed_answer(raw_answer)
-        elif fmt == "choice":
-            if fields["choices"] not in rec:
-                raise ValueError(f"no field '{fields['choices']}' (fields.choices)")
-            choices = decode_list(rec[fields["choices"]])
-            question = _choice_question(question, choices, spec.get("choices_style", "answer_choices"))
-            letter = str(raw_answer).strip()
-            answer = "ABCDEFGHIJ"[int(letter)] if letter.isdigit() else letter.upper()
-        else:
-            answer = gold_answer_text(raw_answer)  # lists (OlympiadBench) → first; "$…$" unwrapped
-            if fields["choices"]:  # options shown, gold read as is (gaokao_math_qa: a letter in `label`)
-                if fields["choices"] not in rec:
-                    raise ValueError(f"no field '{fields['choices']}' (fields.choices)")
-                question = _choice_question(question, decode_list(rec[fields["choices"]]),
-                                            spec.get("choices_style", "answer_choices"))
-    except (ValueError, IndexError) as exc:
-        raise ValueError(f"row {row_id}: bad answer in field '{af}': {exc}") from None
+            return {"question": question, "answer": "", "gold_steps": None, "source_id": source_id}
+        raise ValueError(f"{where}: missing answer (field '{af}')")
+    what = f"gold answer (field '{af}')"
+    if fmt == "choice":
+        options = _options(rec, fields["choices"], where)
+        question = _choice_question(question, options, spec.get("choices_style", "answer_choices"))
+        answer = read_choice_gold(rec[af], options, where, what)
+    else:
+        raw_answer = read_gold(rec[af], where, what, list_ok=bool(fields.get("answer_list")) and fmt == "plain")
+        try:
+            if fmt == "gsm8k":
+                answer = gsm8k_answer(raw_answer)
+            elif fmt == "boxed":
+                answer = boxed_answer(raw_answer)
+            else:
+                answer = gold_answer_text(raw_answer)  # lists (OlympiadBench) → first; "$…$" unwrapped
+        except ValueError as exc:
+            raise ValueError(f"{where}: bad answer in field '{af}': {exc}") from None
+        if fmt == "plain" and fields["choices"]:  # options shown, gold read as is (gaokao_math_qa: `label`)
+            question = _choice_question(question, _options(rec, fields["choices"], where),
+                                        spec.get("choices_style", "answer_choices"))
     if blank_or_missing(answer):
-        raise ValueError(f"row {row_id}: missing answer (field '{af}')")
+        raise ValueError(f"{where}: missing answer (field '{af}')")
     if spec.get("yes_no_hint"):  # the harness's parse_question marks a yes/no or true/false item
         hint = YES_NO_HINTS.get(str(answer).strip().lower())
         question = question + hint if hint else question
@@ -392,29 +346,32 @@ def _map_record(rec: dict, spec: dict, row_id: str) -> dict:
     if fields.get("gold_steps"):
         gf = fields["gold_steps"]
         if gf not in rec:
-            raise ValueError(f"row {row_id}: no field '{gf}' (fields.gold_steps)")
-        raw = decode_list(rec[gf])
-        if isinstance(raw, list):
-            gold_steps = [str(s).strip() for s in raw if str(s).strip()]
+            raise ValueError(f"{where}: no field '{gf}' (fields.gold_steps)")
+        raw = rec[gf]
+        if isinstance(raw, str):  # a worked solution as text; never decoded, "[…]" is text
+            if raw.strip():
+                gold_steps = gsm8k_steps(raw) if fmt == "gsm8k" and "####" in raw else split_solution(raw)
         elif not blank_or_missing(raw):
-            gold_steps = gsm8k_steps(raw) if fmt == "gsm8k" and "####" in str(raw) else split_solution(raw)
+            gold_steps = [s.strip() for s in read_steps(raw, where, f"gold steps (field '{gf}')", blank="drop")]
         if gold_steps is not None and not gold_steps:
-            raise ValueError(f"row {row_id}: empty gold steps (field '{gf}')")
+            raise ValueError(f"{where}: empty gold steps (field '{gf}')")
     elif fmt == "gsm8k":
         gold_steps = gsm8k_steps(raw_answer)
-    source_id = rec.get(fields["id"]) if fields.get("id") else rec.get("_source_row")
-    return {"question": question, "answer": str(answer).strip(), "gold_steps": gold_steps,
-            "source_id": None if source_id is None else str(source_id)}
+    return {"question": question, "answer": str(answer).strip(), "gold_steps": gold_steps, "source_id": source_id}
 
 
-def _question_text(value, where: str, field: str = "") -> str:
-    """The question as text; a missing one or one that is not a string (an object, a list, a number) is
-    an error naming the row: stringifying it would sample the policy on "{'text': ...}"."""
-    if blank_or_missing(value):
-        raise ValueError(f"{where}: empty question{field}")
-    if not isinstance(value, str):
-        raise ValueError(f"{where}: question{field} is a JSON {json_type(value)}, not a string")
-    return value
+def _options(rec: dict, field: str, where: str):
+    if field not in rec:
+        raise ValueError(f"{where}: no field '{field}' (fields.choices)")
+    return read_options(rec[field], where, f"options (field '{field}')")
+
+
+def _source_id(rec: dict, id_field: str | None, where: str) -> str | None:
+    """The source's own id (fields.id, read as an id: null or blank is an error), else the source row
+    number of a subsample, else None."""
+    if id_field:
+        return read_id(rec.get(id_field), where, f"id (field '{id_field}')")
+    return None if rec.get("_source_row") is None else str(rec["_source_row"])
 
 
 def _duplicate_id_problems(source_ids: Sequence, row_ids: Sequence[str], id_field: str) -> list[str]:
@@ -487,13 +444,12 @@ def load_problems(name: str, spec: dict, path: str | Path | None = None) -> pd.D
         for i, rec in enumerate(records):
             row_id = f"{name}-{i:05d} ({rec['source_id']})"
             try:
-                question = _question_text(rec["question"], f"row {row_id}")
-                if blank_or_missing(rec["answer"]):
-                    raise ValueError(f"row {row_id}: missing answer")
+                question = read_question(rec["question"], f"row {row_id}")
+                answer = read_gold(rec["answer"], f"row {row_id}")
             except ValueError as exc:
                 problems.append(str(exc))
                 continue
-            mapped.append({**rec, "question": question, "answer": str(rec["answer"]).strip()})
+            mapped.append({**rec, "question": question, "answer": str(answer).strip()})
     elif source in ("hub", "local", "url"):
         if source == "hub":
             records = _hub_records(spec)

@@ -5,17 +5,17 @@ ProcessBench-format set built by construction from gold solutions with one error
 from __future__ import annotations
 
 import logging
-import numbers
 import random
 from pathlib import Path
 from typing import Iterable
 
 import pandas as pd
 
-from ..errors import InputError, as_bool01, as_int, is_bool, json_type
+from ..errors import InputError
+from ..fields import FieldError, read_error_index, read_flag, read_id, read_question, read_steps
 from ..labels.construction import CorruptionError, construction_plan, corrupt_solution
 from ..tables import read_records, read_table
-from .problems import blank_or_missing, check_rows, decode_list, load_problems
+from .problems import check_rows, load_problems
 from .sources import DOWNLOAD_DIR, url_suffix, verify_checksums
 
 log = logging.getLogger(__name__)
@@ -37,41 +37,43 @@ def processbench_paths(spec: dict) -> dict[str, str]:
 
 
 
-def _label_value(label, n_steps: int | None) -> tuple[int | None, str | None]:
-    """A ProcessBench label as an int, or why it is none: an integer (an integral float from a Parquet
-    column too) in -1..n_steps-1; a string ("two"), a fraction (1.7) or a boolean is refused, never cast."""
-    if is_bool(label):
-        return None, f"label {label!r} is a boolean, not an integer"
-    value = as_int(label)
-    if value is None and isinstance(label, numbers.Real):
-        return None, f"label {label!r} is not an integer"
-    if value is None:
-        return None, f"label {label!r} is a JSON {json_type(label)}, not an integer"
-    if n_steps is not None and not -1 <= value < n_steps:
-        return None, f"label {value} outside -1..{n_steps - 1}"
-    return value, None
-
-
-def _flag_value(value) -> tuple[bool | None, str | None]:
-    """final_answer_correct as a bool: a boolean or 0/1 (bool("False") would be True)."""
-    if (flag := as_bool01(value)) is not None:
-        return flag, None
-    return None, f"final_answer_correct {value!r} is a JSON {json_type(value)}, not a boolean"
+def _case_fields(rec, cid: str, n: int | None = None) -> tuple[dict | None, list[str]]:
+    """A case's problem, steps, label, answer flag and generator, each through its checked reader
+    (prm_lessons.fields): (the fields, []) or (None, one line per bad field, naming the case)."""
+    where = f"ProcessBench case {cid}"
+    out, why = {}, []
+    for key, read in (("problem", lambda v: read_question(v, where, "problem")),
+                      ("steps", lambda v: read_steps(v, where)),
+                      ("final_answer_correct", lambda v: read_flag(v, where))):
+        try:
+            out[key] = read(rec[key])
+        except FieldError as exc:
+            why.append(str(exc))
+    try:
+        out["label"] = read_error_index(rec["label"], where, len(out["steps"]) if "steps" in out else None)
+    except FieldError as exc:
+        why.append(str(exc))
+    gen = rec.get("generator")
+    try:  # free text; absent or null: none given
+        out["generator"] = "" if gen is None or gen == "" or gen != gen else read_question(gen, where, "generator")
+    except FieldError as exc:
+        why.append(str(exc))
+    return (None, why) if why else (out, [])
 
 
 def _validate_cases(df: pd.DataFrame, where: str | None = None) -> pd.DataFrame:
-    """Every case's problem, steps and label, and unique ids; InputError with one line per problem."""
+    """Every case's id, problem, steps, label and flag (the checked readers), and unique ids; InputError
+    with one line per problem."""
     problems = []
-    for row in df.itertuples(index=False):
-        steps = row.steps
-        if blank_or_missing(row.problem):
-            problems.append(f"ProcessBench case {row.id}: empty problem")
-        if steps is None or len(steps) == 0 or any(blank_or_missing(s) for s in steps):
-            problems.append(f"ProcessBench case {row.id}: empty steps")
-            continue
-        _, why = _label_value(row.label, len(steps))
-        if why:
-            problems.append(f"ProcessBench case {row.id}: {why}")
+    cols = set(df.columns)
+    for n, row in enumerate(df.to_dict("records")):
+        try:
+            cid = read_id(row["id"], f"ProcessBench case at row {n + 1}")
+        except FieldError as exc:
+            problems.append(str(exc))
+            cid = f"at row {n + 1}"
+        rec = {"final_answer_correct": True, **{k: row[k] for k in cols}}  # a flag-less table: not checked
+        problems += _case_fields(rec, cid)[1]
     problems += _duplicate_case_problems(df)
     if problems:
         raise InputError(problems, where)
@@ -87,38 +89,25 @@ def _duplicate_case_problems(df: pd.DataFrame) -> list[str]:
 
 
 def _cases_from_records(records: Iterable[dict], subset: str, where: str | None = None) -> list[dict]:
-    """Rows of one subset's file as cases; every field checked, never cast (a label "two" or 1.7, steps
-    that are not strings, a problem that is not a string): InputError naming each case and `where`."""
+    """Rows of one subset's file as cases; every field read by its checked reader, never cast (a label
+    "two" or 1.7, steps that are not strings, a problem or id that is null or not text): InputError naming
+    each case and `where`."""
     out, problems = [], []
     for n, rec in enumerate(records):
-        cid = rec.get("id", f"{subset}-{n}")
+        try:  # absent: the subset and row; present, it must be an id (null or "" is not)
+            cid = read_id(rec["id"], f"ProcessBench {subset} row {n + 1}") if "id" in rec else f"{subset}-{n}"
+        except FieldError as exc:
+            problems.append(str(exc))
+            continue
         missing = [k for k in ("problem", "steps", "final_answer_correct", "label") if k not in rec]
         if missing:
             problems.append(f"ProcessBench case {cid}: missing field(s) {missing}")
             continue
-        why = []
-        steps = decode_list(rec["steps"])
-        if not isinstance(steps, list):
-            why.append(f"steps must be a list, got a JSON {json_type(steps)}")
-        else:
-            bad = [k for k, s in enumerate(steps) if not isinstance(s, str)]
-            if bad:
-                why.append(f"steps must be strings (step {bad[0]} is a JSON {json_type(steps[bad[0]])})")
-            elif not steps or any(blank_or_missing(s) for s in steps):
-                why.append("empty steps")
-        if blank_or_missing(rec["problem"]):
-            why.append("empty problem")
-        elif not isinstance(rec["problem"], str):
-            why.append(f"problem is a JSON {json_type(rec['problem'])}, not a string")
-        label, label_why = _label_value(rec["label"], len(steps) if isinstance(steps, list) and steps else None)
-        flag, flag_why = _flag_value(rec["final_answer_correct"])
-        why += [w for w in (label_why, flag_why) if w]
+        case, why = _case_fields(rec, cid)
         if why:
-            problems += [f"ProcessBench case {cid}: {w}" for w in why]
+            problems += why
             continue
-        out.append({"id": str(cid), "subset": subset, "generator": str(rec.get("generator") or ""),
-                    "problem": rec["problem"], "steps": list(steps), "final_answer_correct": flag,
-                    "label": label})
+        out.append({"id": cid, "subset": subset, **case})
     if problems:
         raise InputError(problems, where)
     return out
@@ -306,15 +295,21 @@ def load_processbench_cases(source: str) -> pd.DataFrame:
         if c not in df.columns:
             raise ValueError(f"{source}: ProcessBench data lacks column '{c}'")
     df = df.copy()
-    df["id"] = df["id"].astype(str)
     if p.is_file():  # the loaders above checked their rows; a cases table is checked here, as they do
         if {"problem", "steps"} <= set(df.columns):
             _validate_cases(df, source)
         else:
-            problems = [f"ProcessBench case {cid}: {why}" for cid, why in
-                        ((cid, _label_value(lab, None)[1]) for cid, lab in zip(df["id"], df["label"])) if why]
+            problems = []
+            for n, (cid, lab) in enumerate(zip(df["id"], df["label"])):
+                try:
+                    read_error_index(lab, f"ProcessBench case {read_id(cid, f'ProcessBench case at row {n + 1}')}")
+                except FieldError as exc:
+                    problems.append(str(exc))
             problems += _duplicate_case_problems(df)
             if problems:
                 raise InputError(problems, source)
+        df["id"] = [read_id(v, source) for v in df["id"]]  # checked above: an integral float id reads "3"
         df["label"] = [int(v) for v in df["label"]]
+    else:
+        df["id"] = df["id"].astype(str)  # the loaders' ids are text already
     return df

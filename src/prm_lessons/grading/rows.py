@@ -3,11 +3,10 @@ then graded (grade_rows).
 """
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Sequence
 
-from ..errors import InputError, is_bool, json_type
+from ..errors import InputError, json_type
+from ..fields import FieldError, read_gold
 from .golds import gold_answer_text
 from .pool import check_grader, check_timeout, grade_many, summarize
 
@@ -15,31 +14,19 @@ from .pool import check_grader, check_timeout, grade_many, summarize
 # rows of a JSONL file (the `grade` CLI)
 # --------------------------------------------------------------------------------------------------
 
-def gold_problem(gold) -> str | None:
-    """Why a gold answer cannot be graded (None when it can): null, NaN or infinite, empty, a boolean,
-    an object, or a list that is empty or holds such a value (a list of scalars is a multi-part
-    answer, as OlympiadBench's). Grading null against a response saying "None" would count it right."""
-    if isinstance(gold, (list, tuple)):
-        if not gold:
-            return "is an empty list"
-        for k, g in enumerate(gold):
-            why = "is a list" if isinstance(g, (list, tuple)) else _scalar_gold_problem(g)
-            if why:
-                return f"element {k} {why}"
-        return None
-    return _scalar_gold_problem(gold)
-
-
-def _scalar_gold_problem(gold) -> str | None:
-    if gold is None:
-        return "is null"
-    if is_bool(gold):
-        return f"is a boolean ({gold})"
-    if isinstance(gold, numbers.Real):
-        return None if math.isfinite(float(gold)) else f"is {float(gold)}"
-    if isinstance(gold, str):
-        return None if gold_answer_text(gold) else "is empty"
-    return f"is a JSON {json_type(gold)}"
+def gold_problem(gold, what: str = "gold answer") -> str | None:
+    """Why a gold answer cannot be graded (None when it can), as the checked gold reader says it
+    (prm_lessons.fields.read_gold; a list is a multi-part answer, as OlympiadBench's, so lists are taken):
+    null, NaN or infinite, blank, "None"/"nan" text, a boolean, an object, or a list that is empty or holds
+    such a value; and a text that is only "$" signs. Grading null against a response saying "None" would
+    count it right."""
+    try:
+        read_gold(gold, "", what, list_ok=True)
+    except FieldError as exc:
+        return str(exc)
+    if isinstance(gold, str) and not gold_answer_text(gold):
+        return f"{what} is empty"
+    return None
 
 
 def _row_name(n: int, row) -> str:
@@ -62,10 +49,9 @@ def check_grade_rows(rows: Sequence, response_field: str = "response", answer_fi
         if answer_field not in row:
             problems.append(f"{name}: no field '{answer_field}' (use --answer-field)")
             continue
-        why = gold_problem(row[answer_field])
+        why = gold_problem(row[answer_field], f"gold answer (field '{answer_field}')")
         if why:
-            problems.append(f"{name}: gold answer (field '{answer_field}') {why}; a row without a gold "
-                            "answer cannot be graded")
+            problems.append(f"{name}: {why}; a row without a gold answer cannot be graded")
     if problems:
         raise InputError(problems)
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..errors import as_int, json_type
+from ..fields import read_question, read_step
 from ..tables import read_table
 from . import clean_steps
 from .construction import CorruptionError, construction_plan, corrupt_solution
@@ -93,11 +94,11 @@ def _rating_label(rating, neutral: str, where: str = "") -> float | None:
 
 
 def _text(obj, where: str = "") -> str | None:
-    """A completion's text (the object's `text`, or a string); another type names `where`."""
+    """A completion's text (the object's `text`, or a string), read as a step (fields.read_step: text, not
+    an object or a number stringified); None when absent (the trajectory stops there). A blank text is
+    kept here: clean_steps drops it later, as it did before these checks."""
     text = obj.get("text") if isinstance(obj, dict) else obj
-    if text is None or isinstance(text, str):
-        return text
-    raise ValueError(f"{where}: a completion's text is a JSON {json_type(text)}, not a string")
+    return text if text is None or isinstance(text, str) else read_step(text, where, "a completion's text")
 
 
 def _walk_prm800k(rec: dict, neutral: str, where: str, expand: bool = False):
@@ -111,8 +112,7 @@ def _walk_prm800k(rec: dict, neutral: str, where: str, expand: bool = False):
         steps_in = rec["label"]["steps"]
     except (KeyError, TypeError):
         raise ValueError(f"{where}: not a PRM800K record (needs question.problem and label.steps)") from None
-    if not isinstance(question, str):
-        raise ValueError(f"{where}: question.problem is a JSON {json_type(question)}, not a string")
+    question = read_question(question, where, "question.problem")
     steps: list[str] = []
     labels: list[float] = []
     alternatives: list[tuple[int, int, str, float]] = []
@@ -316,5 +316,5 @@ def eval_questions(paths: Sequence[str]) -> list[str]:
         col = "question" if "question" in df.columns else "problem" if "problem" in df.columns else None
         if col is None:
             raise ValueError(f"{p}: evaluation table without a question/problem column")
-        qs.extend(str(q) for q in df[col])
+        qs.extend(read_question(q, f"{p}: row {n + 1}", col) for n, q in enumerate(df[col]))
     return qs

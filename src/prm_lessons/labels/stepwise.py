@@ -23,12 +23,12 @@ labels need a threshold, as the MC hard labels: positive iff label > threshold).
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import pandas as pd
 
+from ..fields import FieldError, read_question, read_step_flags, read_step_labels, read_steps
 from ..tables import atomic_path
 from .human import deduplicate
 from .math_shepherd import iter_rows
@@ -60,45 +60,30 @@ def row_id(name: str, row: int) -> str:
     return f"{name}-{int(row):07d}"
 
 
-def _is_bool(v) -> bool:
-    # numpy.bool_ (a parquet/arrow bool read through pandas) is not a Python bool; 0/1 and "true" are not labels
-    return isinstance(v, bool) or type(v).__name__ == "bool_"
-
-
-def _as_list(v):
-    """A list from a JSON list or an arrow/numpy array (parquet list columns); None for anything else."""
-    if isinstance(v, (list, tuple)):
-        return list(v)
-    if type(v).__name__ == "ndarray":
-        return list(v.tolist())
-    return None
-
-
 def check_row(rec, where: str) -> tuple[str, list[str], list[bool]]:
-    """One row → (prompt, completions, labels); raises StepwiseRowError naming `where` and the reason."""
+    """One row → (prompt, completions, labels), each field through its checked reader (prm_lessons.fields);
+    raises StepwiseRowError naming `where` and the reason."""
     if not isinstance(rec, dict):
         raise StepwiseRowError("not_an_object", where)
     missing = [f for f in FIELDS if f not in rec or rec[f] is None]
     if missing:
         raise StepwiseRowError("missing_field", where, f"missing: {', '.join(missing)}")
-    prompt = rec["prompt"]
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise StepwiseRowError("prompt_not_text", where, f"a {type(prompt).__name__}")
-    steps = _as_list(rec["completions"])
-    if steps is None or not all(isinstance(s, str) for s in steps):
-        raise StepwiseRowError("completions_not_list", where)
-    labels = _as_list(rec["labels"])
-    if labels is None:
-        raise StepwiseRowError("labels_not_list", where, f"a {type(rec['labels']).__name__}")
-    bad = [i for i, v in enumerate(labels) if not _is_bool(v)]
-    if bad:
-        raise StepwiseRowError("label_not_bool", where, f"label {bad[0]} is {labels[bad[0]]!r}")
+    try:
+        prompt = read_question(rec["prompt"], "", "prompt")
+    except FieldError as exc:
+        raise StepwiseRowError("prompt_not_text", where, str(exc)) from None
+    try:
+        steps = read_steps(rec["completions"], "", "completions", empty_ok=True)
+    except FieldError as exc:
+        raise StepwiseRowError("empty_step" if exc.blank else "completions_not_list", where, str(exc)) from None
+    try:
+        labels = read_step_flags(rec["labels"], "", "labels")
+    except FieldError as exc:
+        reason = "labels_not_list" if str(exc).startswith("labels is") else "label_not_bool"
+        raise StepwiseRowError(reason, where, str(exc)) from None
     if len(labels) != len(steps):
         raise StepwiseRowError("length_mismatch", where, f"{len(labels)} labels, {len(steps)} completions")
-    empty = [i for i, s in enumerate(steps) if not s.strip()]
-    if empty:
-        raise StepwiseRowError("empty_step", where, f"step {empty[0]}")
-    return prompt, steps, [bool(v) for v in labels]
+    return prompt, steps, labels
 
 
 def convert_stepwise(rows: Iterable, name: str, malformed: str = "error", limit: int | None = None,
@@ -167,27 +152,29 @@ def stepwise_rows(spec: dict) -> Iterator:
 
 # -- export --------------------------------------------------------------------------------------------
 
-def to_stepwise(df: pd.DataFrame, soft_threshold: float | None = None) -> list[dict]:
-    """A trainset table → TRL stepwise rows {prompt, completions, labels}. Hard labels (each 0 or 1) map to
-    booleans; a table with any other label needs `soft_threshold` (True iff label > threshold, the MC hard-
-    label rule), else a ValueError names the first such instance."""
+def to_stepwise(df: pd.DataFrame, soft_threshold: float | None = None, where: str = "") -> list[dict]:
+    """A trainset table → TRL stepwise rows {prompt, completions, labels}; question, steps and labels read by
+    the checked readers (a null question is not written "None", a step that is not text not stringified),
+    errors naming `where` (the file) and the instance. Hard labels (each 0 or 1) map to booleans; a table
+    with any other label needs `soft_threshold` (True iff label > threshold, the MC hard-label rule), else a
+    ValueError names the first such instance."""
     out = []
     for r in df.itertuples():
-        labels = [float(x) for x in r.labels]
-        steps = [str(s) for s in r.steps]
+        at = f"{where + ': ' if where else ''}instance {r.instance_id}"
+        question = read_question(r.question, at)
+        steps = read_steps(r.steps, at)
+        labels = read_step_labels(r.labels, at)
         if len(labels) != len(steps):
-            raise ValueError(f"instance {r.instance_id}: {len(labels)} labels, {len(steps)} steps")
-        if any(not math.isfinite(v) for v in labels):
-            raise ValueError(f"instance {r.instance_id}: a label that is not a finite number")
+            raise ValueError(f"{at}: {len(labels)} labels, {len(steps)} steps")
         if soft_threshold is None:
             soft = [v for v in labels if v not in (0.0, 1.0)]
             if soft:
-                raise ValueError(f"instance {r.instance_id}: soft label {soft[0]:g}; TRL's labels are booleans: "
+                raise ValueError(f"{at}: soft label {soft[0]:g}; TRL's labels are booleans: "
                                  "give a threshold (a step is positive iff its label > threshold)")
             marks = [v == 1.0 for v in labels]
         else:
             marks = [v > float(soft_threshold) for v in labels]
-        out.append({"prompt": str(r.question), "completions": steps, "labels": marks})
+        out.append({"prompt": question, "completions": steps, "labels": marks})
     return out
 
 

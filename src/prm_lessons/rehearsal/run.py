@@ -30,6 +30,7 @@ from pathlib import Path
 
 import yaml
 
+from ..config.load import check_config_files
 from ..labels.judge import PAPER_TEMPLATE, PROCESSBENCH_TEMPLATE
 from ..tables import write_text_atomic
 from .fewshot_file import write_fewshot_examples
@@ -174,6 +175,7 @@ def _main(args) -> int:
     shared = find_shared(args.shared)
     env = prepare(out, shared, fresh=not args.resume)
     configs = [REPO / "config" / "paper.yaml", REPO / "config" / "rehearsal.yaml"]
+    check_config_files(configs)  # strictly, naming the file, before Snakemake's own reader sees them
     work = out / "work"
     # one Snakemake run, its output shown and kept: the job table it prints first is the plan (which rules
     # the paper DAG has and how many jobs each); a separate dry run would build the same DAG again (~25 s)

@@ -1,0 +1,187 @@
+"""Every loader and exporter reads its fields through the checked readers (prm_lessons.fields): each value
+shape of tests/test_fields.py (object, numbers, null, NaN, bool, bracketed text, blank, "None") is put into
+every field of every loader, in a row after a valid one; a shape the field's kind does not take must stop the
+load with an error naming the file (or source) and the row, and one it takes must load as given (text is
+text: "[0, 1]" is never decoded, null never becomes "None"). The loaders are enumerated in LOADERS; the field
+kinds are the registry's, so the expectations follow the readers."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from field_shapes import SHAPES, declared
+from prm_lessons.data.problems import load_problems
+from prm_lessons.data.processbench import load_processbench, load_processbench_cases
+from prm_lessons.grading.rows import check_grade_rows
+from prm_lessons.labels.human import convert_prm800k, eval_questions
+from prm_lessons.labels.stepwise import convert_stepwise, to_stepwise
+
+
+def _jsonl(path: Path, rows) -> Path:
+    path.write_text("".join(json.dumps(r, allow_nan=True) + "\n" for r in rows))
+    return path
+
+
+def _problems(spec_extra: dict, field: str, valid: dict, fields: dict | None = None):
+    def run(tmp: Path, value):
+        f = _jsonl(tmp / "p.jsonl", [valid, {**valid, field: value}])
+        spec = {"source": "local", "path": str(f), **spec_extra,
+                "fields": {"question": "q", "answer": "a", **(fields or {})}}
+        return load_problems("x", spec).iloc[1]
+    return run, ("p.jsonl", ("x-00001", "line 2"))
+
+
+def _pb(field: str):
+    def run(tmp: Path, value):
+        d = tmp / "pb"
+        d.mkdir()
+        ok = {"id": "c-0", "generator": "g", "problem": "P?", "steps": ["a", "b"], "final_answer_correct": False,
+              "label": 1}
+        (d / "gsm8k.json").write_text(json.dumps([ok, {**ok, "id": "c-1", field: value}], allow_nan=True))
+        return load_processbench({"source": "local", "path": str(d), "subsets": ["gsm8k"]}).iloc[1]
+    return run, ("gsm8k.json", "c-1" if field != "id" else "row 2")
+
+
+def _cases_table(field: str):
+    def run(tmp: Path, value):
+        row = {"id": "c-1", "subset": "s", "generator": "g", "problem": "P?", "steps": [["a", "b"]],
+               "final_answer_correct": False, "label": 1}
+        f = tmp / "cases.parquet"
+        pd.DataFrame({**row, field: [value]}).to_parquet(f)
+        return load_processbench_cases(str(f)).iloc[0]
+    return run, ("cases.parquet", "c-1" if field != "id" else "row 1")
+
+
+def _trl(field: str):
+    def run(tmp: Path, value):
+        ok = {"prompt": "P?", "completions": ["a", "b"], "labels": [True, False]}
+        out, _ = convert_stepwise([ok, {**ok, field: value}], "trl")
+        return pd.Series(out[1])
+    return run, ("trl", "row 1")
+
+
+def _prm800k(path: tuple):
+    def run(tmp: Path, value):
+        rec = {"question": {"problem": "P?"}, "label": {"finish_reason": "solution", "steps": [
+            {"completions": [{"text": "a", "rating": 1}], "chosen_completion": 0}]}}
+        bad = json.loads(json.dumps(rec))
+        node = bad
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+        out, _ = convert_prm800k([rec, bad])
+        return pd.Series({"question": out[1]["question"], "step": out[1]["steps"][0]})
+    return run, ("prm800k", "line 2")
+
+
+def _export(field: str):
+    def run(tmp: Path, value):
+        ok = {"instance_id": "i0", "question": "Q?", "steps": ["a"], "labels": [1.0]}
+        df = pd.DataFrame([ok, {**ok, "instance_id": "i1", field: value}])
+        rows = to_stepwise(df, where="t.parquet")
+        return pd.Series({"question": rows[1]["prompt"], "steps": rows[1]["completions"]})
+    return run, ("t.parquet", "instance i1")
+
+
+def _grade_rows():
+    def run(tmp: Path, value):
+        rows = [{"response": "\\boxed{2}", "answer": "2"}, {"id": "r1", "response": "\\boxed{2}", "answer": value}]
+        check_grade_rows(rows)
+        return pd.Series({"answer": rows[1]["answer"]})
+    return run, ("row 2 (id r1)",)
+
+
+def _eval_questions():
+    def run(tmp: Path, value):
+        f = tmp / "e.parquet"
+        pd.DataFrame({"question": [value]}).to_parquet(f)
+        return pd.Series({"question": eval_questions([str(f)])[0]})
+    return run, ("e.parquet", "row 1")
+
+
+VALID = {"q": "1+1?", "a": "2"}
+CHOICE = {"q": "Pick", "a": 0, "opts": ["4", "5"]}
+# (loader, field): (the run and what its error names, the field's reader kind, the output column, shapes the
+# loader takes besides the kind's, and why)
+LOADERS = {
+    ("problems", "question"): (_problems({}, "q", VALID), "question", "question", set()),
+    ("problems", "answer"): (_problems({}, "a", VALID), "gold", "answer", set()),
+    ("problems", "answer list"): (_problems({}, "a", VALID, {"answer_list": True}), "gold_list", "answer", set()),
+    ("problems", "choice answer"): (_problems({"answer_format": "choice"}, "a", CHOICE, {"choices": "opts"}),
+                                    "choice_gold", "answer", set()),
+    ("problems", "choices"): (_problems({"answer_format": "choice"}, "opts", CHOICE, {"choices": "opts"}),
+                              "options", None, set()),
+    # a worked solution may be a text (split on blank lines); none given is no gold steps
+    ("problems", "gold steps"): (_problems({}, "s", {**VALID, "s": ["a"]}, {"gold_steps": "s"}), "steps",
+                                 "gold_steps", {"text", "bracketed_text", "none_text", "null", "nan", "blank"}),
+    ("problems", "id"): (_problems({}, "i", {**VALID, "i": "a"}, {"id": "i"}), "id", "source_id", set()),
+    ("processbench", "problem"): (_pb("problem"), "question", "problem", set()),
+    ("processbench", "steps"): (_pb("steps"), "steps", "steps", set()),
+    ("processbench", "label"): (_pb("label"), "error_index", "label", set()),
+    ("processbench", "final_answer_correct"): (_pb("final_answer_correct"), "flag", None, set()),
+    ("processbench", "id"): (_pb("id"), "id", "id", set()),
+    ("processbench", "generator"): (_pb("generator"), "question", "generator", {"null", "nan"}),  # none given
+    ("cases.parquet", "problem"): (_cases_table("problem"), "question", "problem", set()),
+    ("cases.parquet", "steps"): (_cases_table("steps"), "steps", "steps", set()),
+    ("cases.parquet", "label"): (_cases_table("label"), "error_index", "label", set()),
+    ("cases.parquet", "id"): (_cases_table("id"), "id", "id", set()),
+    ("trl", "prompt"): (_trl("prompt"), "question", "question", set()),
+    ("trl", "completions"): (_trl("completions"), "steps", "steps", set()),
+    ("trl", "labels"): (_trl("labels"), "step_flags", None, set()),
+    ("prm800k", "question"): (_prm800k(("question", "problem")), "question", "question", set()),
+    # a blank text is kept (clean_steps drops it later); none ends the trajectory: no instance, not an error
+    ("prm800k", "completion text"): (_prm800k(("label", "steps", 0, "completions", 0, "text")), "step", "step",
+                                     {"blank"}),
+    ("export-trl", "question"): (_export("question"), "question", "question", set()),
+    ("export-trl", "steps"): (_export("steps"), "steps", "steps", set()),
+    ("export-trl", "labels"): (_export("labels"), "step_labels", None, set()),
+    ("eval questions", "question"): (_eval_questions(), "question", "question", set()),
+    # the grade CLI's rows: a list is a multi-part answer there (its documented input)
+    ("grade rows", "answer"): (_grade_rows(), "gold_list", "answer", set()),
+}
+
+
+@pytest.mark.parametrize("loader, field, shape", [(*k, s) for k in LOADERS for s in SHAPES])
+def test_each_shape_in_each_field_of_each_loader(tmp_path, loader, field, shape):
+    (run, names), kind, column, extra = LOADERS[(loader, field)]
+    value = SHAPES[shape]
+    if loader in ("problems", "processbench", "trl", "prm800k") and shape == "numpy_bool":
+        value = False  # JSON has one boolean
+    if loader == "prm800k" and field == "completion text" and shape in ("null",):
+        with pytest.raises(IndexError):  # no step: the record gives no instance
+            run(tmp_path, value)
+        return
+    if declared(kind, shape) or shape in extra:
+        out = run(tmp_path, value)
+        if column is not None and isinstance(value, str) and kind not in ("choice_gold",) and value.strip():
+            got = out[column]
+            got = got[0] if isinstance(got, list) else got
+            assert got.strip() == value.strip()
+        return
+    with pytest.raises(ValueError) as exc:
+        run(tmp_path, value)
+    text = str(exc.value)
+    assert all(any(alt in text for alt in ((n,) if isinstance(n, str) else n)) for n in names), text
+
+
+def test_the_loaders_cover_every_reader_kind():
+    from prm_lessons import fields as F
+
+    used = {kind for (_, kind, _, _) in LOADERS.values()}
+    assert used == set(F.READERS), sorted(set(F.READERS) - used)
+
+
+def test_a_bracketed_gold_is_graded_as_its_text(tmp_path):
+    f = _jsonl(tmp_path / "p.jsonl", [{"question": "Interval?", "answer": "[0,1]"}])
+    assert load_problems("x", {"source": "local", "path": str(f)})["answer"][0] == "[0,1]"
+
+
+def test_nan_gold_in_parquet_names_the_row(tmp_path):
+    f = tmp_path / "p.parquet"
+    pd.DataFrame({"question": ["a?", "b?"], "answer": [1.0, math.nan]}).to_parquet(f)
+    with pytest.raises(ValueError, match="x-00001"):
+        load_problems("x", {"source": "local", "path": str(f)})

@@ -1,0 +1,141 @@
+"""The checked field readers (prm_lessons.fields), enumerated through their registry: every registered reader
+gets every value shape (object, numbers, null, NaN, bool, bracketed text, blank, a list, …) as its whole value
+and, for a list-valued kind, as an element; a shape it does not declare must raise FieldError naming `where`,
+one it declares must come back as given (text unchanged: "[0, 1]" is never decoded). A public read_* function
+that is not registered fails here, so a new reader cannot skip these checks."""
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+from field_shapes import SHAPES
+from field_shapes import declared as _declared
+from prm_lessons import fields as F
+
+WHERE = "data.jsonl line 7 (field 'x')"
+
+def _call(reader: F.Reader, value):
+    return reader.read(value, where=WHERE, **reader.context)
+
+
+def _sample_item(reader: F.Reader):
+    return SHAPES[sorted(reader.items)[0]]
+
+
+CASES = [(kind, shape) for kind in sorted(F.READERS) for shape in SHAPES]
+LIST_CASES = [(kind, shape) for kind in sorted(F.READERS) if F.READERS[kind].items for shape in SHAPES]
+
+
+def test_every_public_reader_is_registered():
+    public = {name for name, fn in inspect.getmembers(F, inspect.isfunction)
+              if name.startswith("read_") and fn.__module__ == F.__name__}
+    registered = {r.read.__name__ for r in F.READERS.values()}
+    assert public == registered, f"not registered: {sorted(public - registered)}"
+    assert {"question", "steps", "gold", "gold_list", "choice_gold", "id", "error_index"} <= set(F.READERS)
+
+
+@pytest.mark.parametrize("kind, shape", CASES)
+def test_each_shape_to_each_reader(kind, shape):
+    reader, value = F.READERS[kind], SHAPES[shape]
+    if not _declared(kind, shape):
+        with pytest.raises(F.FieldError) as exc:
+            _call(reader, value)
+        assert str(exc.value).startswith(WHERE + ": ")
+        return
+    out = _call(reader, value)
+    if isinstance(value, str) and kind not in ("choice_gold",):
+        assert out == value  # text as given, never decoded or stripped
+    elif isinstance(value, float) and not isinstance(out, str):
+        assert out == value or (math.isnan(out) and math.isnan(value))
+
+
+@pytest.mark.parametrize("kind", sorted(F.READERS))
+def test_a_list_only_where_the_kind_takes_one(kind):
+    reader = F.READERS[kind]
+    value = [_sample_item(reader)] if reader.items else ["a text"]
+    if "list" not in reader.accepts:
+        with pytest.raises(F.FieldError, match=r"^data\.jsonl line 7"):
+            _call(reader, value)
+        with pytest.raises(F.FieldError, match=r"^data\.jsonl line 7"):
+            _call(reader, np.array(value, dtype=object))  # a parquet list column
+    else:
+        assert list(_call(reader, value)) == value
+        assert list(_call(reader, np.array(value, dtype=object))) == value
+
+
+@pytest.mark.parametrize("kind, shape", LIST_CASES)
+def test_each_shape_as_an_element(kind, shape):
+    reader, value = F.READERS[kind], SHAPES[shape]
+    if not _declared(kind, shape, items=True):
+        with pytest.raises(F.FieldError) as exc:
+            _call(reader, [value] if kind != "options" else ["x", value])
+        assert str(exc.value).startswith(WHERE + ": ")
+    else:
+        out = _call(reader, [value])
+        assert out[0] == value or out[0] == float(value)
+
+
+# -- meaning, beyond the type --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("gold, options, letter", [
+    (0, ["4", "5"], "A"), (1, ["4", "5"], "B"), ("b", ["4", "5"], "B"), (" C ", {"A": "x", "B": "y", "C": "z"}, "C"),
+    (np.int64(2), ["1", "2", "3"], "C"), (2.0, ["1", "2", "3"], "C"),
+])
+def test_a_choice_gold_is_an_option(gold, options, letter):
+    assert F.read_choice_gold(gold, F.read_options(options, WHERE), WHERE) == letter
+
+
+@pytest.mark.parametrize("gold, options", [
+    (2, ["4", "5"]), (-1, ["4", "5"]), ("C", ["4", "5"]), ("D", {"A": "x", "B": "y", "C": "z"}), ("AB", ["x", "y"]),
+    (True, ["x", "y"]), (1.5, ["x", "y", "z"]), ("1", ["x", "y"]),
+])
+def test_a_choice_gold_outside_the_options_is_refused(gold, options):
+    with pytest.raises(F.FieldError, match=r"^data\.jsonl line 7"):
+        F.read_choice_gold(gold, options, WHERE)
+
+
+@pytest.mark.parametrize("value", [["a", "b"], ["a"], [1, "x"]])
+def test_a_list_gold_only_where_the_field_says_so(value):
+    with pytest.raises(F.FieldError, match="answer_list"):
+        F.read_gold(value, WHERE)
+    assert F.read_gold(value, WHERE, list_ok=True) == value
+    assert F.read_gold(str(value), WHERE) == str(value)  # its text is text
+
+
+@pytest.mark.parametrize("value", [[], ["a", " "], ["a", None], ["a", ["b"]], ["a", True], ["nan"]])
+def test_a_list_gold_holds_answers(value):
+    with pytest.raises(F.FieldError):
+        F.read_gold(value, WHERE, list_ok=True)
+
+
+@pytest.mark.parametrize("label, n, ok", [(-1, 3, True), (2, 3, True), (3, 3, False), (-2, 3, False),
+                                          (2.0, 3, True), (np.int64(0), 1, True), (0, 0, False)])
+def test_an_error_index_is_a_step_or_none(label, n, ok):
+    if ok:
+        assert F.read_error_index(label, WHERE, n) == int(label)
+    else:
+        with pytest.raises(F.FieldError, match="outside"):
+            F.read_error_index(label, WHERE, n)
+
+
+@pytest.mark.parametrize("value, out", [(3, "3"), (3.0, "3"), (np.int64(7), "7"), ("x-1", "x-1"), (" 5 ", " 5 ")])
+def test_an_id_is_text_or_an_integer(value, out):
+    assert F.read_id(value, WHERE) == out
+
+
+def test_blank_steps_are_dropped_or_refused():
+    assert F.read_steps(["a", " ", "b"], WHERE, blank="drop") == ["a", "b"]
+    with pytest.raises(F.FieldError, match=r"empty steps\[1\]"):
+        F.read_steps(["a", " ", "b"], WHERE)
+    with pytest.raises(F.FieldError, match="empty steps"):
+        F.read_steps([], WHERE)
+    assert F.read_steps([], WHERE, empty_ok=True) == []
+
+
+@pytest.mark.parametrize("labels", [[0.5, 1.1], [-0.1], ["1"], [True], [float("nan")]])
+def test_step_labels_are_numbers_in_0_1(labels):
+    with pytest.raises(F.FieldError, match=r"labels\[\d\]"):
+        F.read_step_labels(labels, WHERE)
