@@ -5,11 +5,13 @@ renderer, markdown-it) and the LaTeX tables (pdflatex when TeX is installed)."""
 from __future__ import annotations
 
 import html
+import re
 import shutil
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 from docutils.core import publish_parts
 from hypothesis import HealthCheck, given, settings
@@ -18,8 +20,10 @@ from jinja2 import Environment
 from markdown_it import MarkdownIt
 
 from conftest import ROOT
+from hostile_text import HOSTILE
 from prm_lessons.artifacts import render as R
 from prm_lessons.config import text_problem
+from prm_lessons.text_rule import html_link_problems, settable_characters
 
 CAPTIONS = sorted((ROOT / "workflow" / "report").glob("*.rst"))
 SECRET = "s3cr3t-file-content"
@@ -33,11 +37,12 @@ def injections(secret_file: Path) -> list[str]:
             "a\\ b \\\\ c", ".. raw:: html", "* item", "1. item", "#", "::", "`", "``", "*", "_"]
 
 
-def render_caption(path: Path, run: dict) -> str:
+def render_caption(path: Path, run: dict, fig6_labels: str | None = None) -> str:
     """A caption as snakemake.report renders it (report/__init__.py: Environment(trim_blocks=True,
     lstrip_blocks=True), then publish_parts(..., writer_name="html"))."""
     env = Environment(trim_blocks=True, lstrip_blocks=True)
-    snakemake = SimpleNamespace(config={"run": run, "roles": {"policy": "smollm2"}, "benchmarks": {"arith": {}}},
+    snakemake = SimpleNamespace(config={"run": run, "roles": {"policy": "smollm2"}, "benchmarks": {"arith": {}},
+                                        "analysis": {"fig6_annotation": {"labels": fig6_labels}}},
                                 params=SimpleNamespace(grader="harness"))  # the job's params (Best-of-N captions)
     text = env.from_string(path.read_text()).render(snakemake=snakemake, categories={}, files={})
     return publish_parts(text, writer_name="html",
@@ -51,6 +56,7 @@ def visible_text(html_text: str) -> str:
 
 
 def assert_inert(out: str, label: str) -> None:
+    assert html_link_problems(out) == [], out  # relative links only (none of ours has any)
     low = out.lower()
     assert "<script" not in low, out
     assert 'href="javascript' not in low, out
@@ -58,8 +64,8 @@ def assert_inert(out: str, label: str) -> None:
     assert "system-message" not in low, out  # docutils reports a markup problem in the output
 
 
-# what config validation lets through for run.label / run.name (config.text_problem)
-SETTABLE = [chr(c) for c in (*range(0x20, 0x7F), *range(0xA0, 0x180), *range(0x2010, 0x2028)) if chr(c).isprintable()]
+# what config validation lets through for every free-text key (prm_lessons.text_rule)
+SETTABLE = settable_characters()
 TEXT = st.text(alphabet=SETTABLE, max_size=60)
 pytestmark = pytest.mark.filterwarnings("ignore:Argument \"writer_name\":PendingDeprecationWarning")
 
@@ -140,3 +146,40 @@ def test_labels_of_settable_text_pass(text):
                                   st.characters(min_codepoint=0x3000)), suffix=TEXT)
 def test_labels_with_a_line_break_control_or_unsettable_character_are_refused(prefix, bad, suffix):
     assert text_problem(prefix + bad + suffix)
+
+
+# -- every caption with every config text it prints hostile: no link but relative ones ----------------------
+
+def _caption_texts() -> set[str]:
+    """The config sections the captions print (snakemake.config[...] / .get(...) in workflow/report/*.rst)."""
+    return {m for p in CAPTIONS for m in re.findall(r"snakemake\.config(?:\[|\.get\()['\"](\w+)['\"]", p.read_text())}
+
+
+def test_the_captions_print_only_the_texts_this_file_makes_hostile():
+    """run (name, label), analysis (fig6_annotation.labels: a file name), roles.policy and the benchmarks'
+    names (names: the name rule's characters only); a caption that prints another config text adds it here."""
+    assert _caption_texts() <= {"run", "analysis", "roles", "benchmarks"}, _caption_texts()
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(label=TEXT, path=TEXT.filter(lambda t: t.strip()))
+def test_generated_file_names_render_as_text_in_the_figure6_caption(label, path):
+    out = render_caption(ROOT / "workflow/report/fig6_flawed_process.rst", {"name": "r", "label": label}, path)
+    assert_inert(out, path)
+    assert " ".join(path.split()) in " ".join(visible_text(out).split()), (path, out)
+
+
+@pytest.mark.parametrize("caption", CAPTIONS, ids=lambda p: p.stem)
+def test_hostile_texts_leave_every_caption_without_a_link(caption):
+    for text in HOSTILE:
+        out = render_caption(caption, {"name": "run_1", "label": text}, text)
+        assert_inert(out, text)
+
+
+def test_markdown_table_cells_hold_no_link_or_html():
+    md = MarkdownIt("commonmark").enable("table")
+    display = pd.DataFrame({"row": HOSTILE, "x": ["1.0"] * len(HOSTILE)})
+    out = md.render(R.markdown_table(display))
+    assert "<script" not in out and "<a " not in out and "<b>" not in out, out
+    shown = " ".join(visible_text(out).split())
+    assert all(" ".join(t.split()) in shown for t in HOSTILE if "|" not in t), out

@@ -12,6 +12,7 @@ from typing import Mapping
 
 import pandas as pd
 
+from prm_lessons import text_rule
 from prm_lessons.artifacts.cells import (
     count_label,
     data_comparability,
@@ -29,7 +30,6 @@ from prm_lessons.artifacts.published import (
     published_long,
 )
 from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths, stamp
-from prm_lessons import text_rule
 from prm_lessons.tables import write_text_atomic
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from pydantic_core import PydanticCustomError
 
 from .names import NAME_MAX, hub_id_problem, name_problem, text_problem
 
-__all__ = ["MISSING", "did_you_mean", "Section", "OpenSection", "Number", "Name", "HubId", "Text", "unique", "fail", "given",
-           "then"]
+__all__ = ["MISSING", "did_you_mean", "Section", "OpenSection", "Number", "Name", "HubId", "Text", "unique", "fail",
+           "given", "then"]
 
 
 def fail(key: str, msg: str) -> PydanticCustomError:
