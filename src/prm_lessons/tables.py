@@ -42,7 +42,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from prm_lessons.text_rule import csv_frame, csv_frame_read
+from prm_lessons.text_rule import csv_frame, csv_frame_read, csv_write_options
 
 # kind -> required columns (extra columns are allowed and kept)
 SCHEMAS: dict[str, list[str]] = {
@@ -258,11 +258,17 @@ def read_json(path: str | Path):
         raise ValueError(f"{path}: JSON nested too deeply") from None
 
 
+def _to_csv(df: pd.DataFrame, path: Path) -> None:
+    """The one place the package writes CSV: no formula cell, a carriage return kept in its cell (text_rule)."""
+    out = csv_frame(df)
+    out.to_csv(path, index=False, **csv_write_options(out))
+
+
 def write_plain_csv(df: pd.DataFrame, path: str | Path) -> None:
     """A CSV of any columns (a report table, an annotation sheet) through atomic_path, no cell a spreadsheet
     formula (text_rule.csv_frame); stage tables with a kind go through write_csv."""
     with atomic_path(path) as tmp:
-        csv_frame(df).to_csv(tmp, index=False)
+        _to_csv(df, tmp)
 
 
 def read_plain_csv(path: str | Path, **read_csv_kw) -> pd.DataFrame:
@@ -381,7 +387,7 @@ def write_csv(df: pd.DataFrame, path: str | Path, kind: str) -> None:
     check_csv(df, kind, str(path))
     path = Path(path)
     with atomic_path(path) as tmp:
-        csv_frame(df).to_csv(tmp, index=False)
+        _to_csv(df, tmp)
         digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
     write_text_atomic(path.with_name(path.name + CSV_SIDECAR),
                       json.dumps({"kind": kind, "rows": len(df), "sha256": digest}) + "\n")

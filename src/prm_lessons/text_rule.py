@@ -12,7 +12,7 @@ from __future__ import annotations
 import html.parser
 import re
 
-TEXT_MAX = 300
+TEXT_MAX = 500  # a label, or a sentence under a table (analysis.not_compared: up to ~330 in config/paper.yaml)
 
 # The printable characters beyond ASCII for which `\ifcsname u8:<char>\endcsname` holds after
 # paper/main.tex's preamble (TeX Live 2022; tests/test_text_rule.py asks the installed pdflatex again and
@@ -32,10 +32,12 @@ LATEX_DECLARED = (
     (0x2329, 0x232A), (0x2422, 0x2423), (0x25E6, 0x25E6), (0x25EF, 0x25EF), (0x266A, 0x266A), (0x27E8, 0x27E9),
 )
 
-# LaTeX's ten special characters, and the symbols outside LATEX_DECLARED that the project's own text uses,
+# LaTeX's ten special characters and brackets, and the symbols outside LATEX_DECLARED that the project's own text uses,
 # written as commands
 TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-               "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+               "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+               # a cell that starts with [ after a row's \\ would be read as its optional length
+               "[": "{[}", "]": "{]}"}
 TEX_SYMBOLS = {"Δ": r"$\Delta$", "≤": r"$\leq$", "≥": r"$\geq$", "−": r"$-$", "→": r"$\rightarrow$",
                "±": r"$\pm$", "≈": r"$\approx$", "×": r"$\times$"}
 # T1 fonts join these pairs into other characters (-- en dash, << guillemet, `` and '' quotes, ,, low
@@ -65,7 +67,7 @@ def text_problem(text) -> str | None:
     if not isinstance(text, str):
         return None  # the schema reports the type
     if len(text) > TEXT_MAX:
-        return f"{len(text)} characters (at most {TEXT_MAX}: it is printed on tables and figures)"
+        return f"{len(text)} characters (at most {TEXT_MAX}: it is printed in tables, figures and captions)"
     for ch in text:
         if not settable(ch):
             what = "a line break or control character" if ch.isspace() or not ch.isprintable() else "a character"
@@ -77,8 +79,8 @@ def text_problem(text) -> str | None:
 # -- LaTeX -------------------------------------------------------------------------------------------------
 
 def tex_escape(text: object) -> str:
-    """`text` as LaTeX that prints it: the ten special characters escaped, a few symbols as math, T1
-    ligatures broken, line breaks and other control characters as spaces (a line break inside a table cell
+    """`text` as LaTeX that prints it: the ten special characters and brackets escaped, a few symbols as
+    math, T1 ligatures broken, line breaks and other control characters as spaces (a line break inside a table cell
     or a \\newcommand would end it), and any other character the paper's pdflatex does not declare (CJK,
     Greek, emoji) as '?' rather than a stopped PDF build."""
     s = str(text)
@@ -143,6 +145,20 @@ def csv_frame(df):
     return _map_text_cells(df, csv_cell)
 
 
+def csv_write_options(df) -> dict:
+    """DataFrame.to_csv keywords for `df` (as csv_frame writes it): Python's csv writer quotes a cell that
+    holds its line terminator (\\n) but not a lone carriage return, which every reader takes for a line
+    break (a row split in two); with one, every text cell is quoted."""
+    import csv
+
+    cells = [*map(str, df.columns)]
+    for i in range(df.shape[1]):
+        col = df.iloc[:, i]
+        if col.dtype == object or str(col.dtype).startswith(("str", "string")):
+            cells += [v for v in col if isinstance(v, str)]
+    return {"quoting": csv.QUOTE_NONNUMERIC} if any("\r" in v for v in cells) else {}
+
+
 def csv_frame_read(df):
     """A frame read from a CSV written with csv_frame, its string cells and column names as they were."""
     return _map_text_cells(df, csv_cell_read)
@@ -152,7 +168,8 @@ def csv_frame_read(df):
 # The HTML report links only to relative paths (and fragments): no `javascript:`, `data:`, `http:` or
 # protocol-relative link comes from a caption. Browsers drop ASCII whitespace and control characters
 # inside a scheme ("java\tscript:"), so they are dropped before the check.
-_URL_ATTRS = {"href", "src", "action", "formaction", "xlink:href", "poster", "background", "cite"}
+_URL_ATTRS = {"href", "src", "srcset", "action", "formaction", "xlink:href", "poster", "background", "cite", "data",
+              "ping", "longdesc", "manifest", "usemap"}
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 

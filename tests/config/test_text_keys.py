@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from hostile_text import HOSTILE, REFUSED
-from prm_lessons.config import ConfigError, validate_config
+from prm_lessons.config import TEXT_MAX, ConfigError, validate_config
 from prm_lessons.config import base as B
 from prm_lessons.config.docs import _models
 from prm_lessons.config.model import Config
@@ -24,9 +24,9 @@ from prm_lessons.config.model import Config
 ROOT = Path(__file__).resolve().parents[2]
 BASE = yaml.safe_load((ROOT / "config/config.yaml").read_text())
 CHECKS = {B._name: "name", B._hub_id: "hub id", B._text: "text"}
-# a key named like this is printed by some renderer (a table, a figure, a caption, the report)
+# a key whose name ends like this is printed by some renderer (a table, a figure, a caption, the report)
 SHOWN = re.compile(r"(^|_)(label|labels|title|caption|why|reason|note|notes|display|heading|legend|"
-                   r"description|text|name)($|_)")
+                   r"description|text|name)$")
 # string keys that no renderer prints as text, by key name: what they hold
 MACHINE_STRINGS = {
     "id": "a Hub or data set id, a model path (loaded, not printed)",
@@ -53,6 +53,7 @@ MACHINE_STRINGS = {
     "chinese_benchmarks": "benchmark names (cross-checked)", "policy_flaw_datasets": "data set names (cross-checked)",
     "datasets": "data set names (cross-checked)", "shard_prms": "PRM names (cross-checked)",
     "rows": "row names (cross-checked)", "columns": "column names (cross-checked)",
+    "params": "a reasoning_gym generator's keyword arguments", "label_ids": "token ids or tokens of a head's labels",
 }
 
 
@@ -122,7 +123,7 @@ def test_each_text_key_refuses_what_latex_cannot_set_and_keeps_the_rest(model, k
         for value in (bad, f"label {bad}", f"{bad} x"):
             msgs = _errors_at(model, key, value)
             assert any("LaTeX cannot set" in m for m in msgs), (value, msgs)
-    assert any("at most" in m for m in _errors_at(model, key, "x" * 301))
+    assert any("at most" in m for m in _errors_at(model, key, "x" * (TEXT_MAX + 1)))
     for good in HOSTILE:
         assert _errors_at(model, key, good) == [], good
 
@@ -153,7 +154,7 @@ def _config_with(model, key: str, value) -> tuple[dict, str]:
         return cfg, f"prms.models.p.{key}"
     if name == "AnalysisNotComparedItem":
         cfg["analysis"]["not_compared"] = [{"rows": ["mc_hard"], "columns": ["arith"], key: value}]
-        return cfg, f"analysis.not_compared[0].{key}"
+        return cfg, f"analysis.not_compared.0.{key}"
     if name == "AnalysisFig6Annotation":
         cfg["analysis"]["fig6_annotation"] = {"per_benchmark": 1, key: value}
         return cfg, f"analysis.fig6_annotation.{key}"
