@@ -155,7 +155,7 @@ def _csv_writes() -> list[str]:
     return sorted(set(found))
 
 
-def test_every_csv_the_package_writes_goes_through_the_two_neutralising_writers():
+def test_every_csv_the_package_writes_goes_through_the_one_neutralising_write():
     assert _csv_writes() == ["prm_lessons.tables._to_csv"]
 
 

@@ -128,15 +128,19 @@ def csv_cell_read(value):
     return value[1:] if isinstance(value, str) and value.startswith("'") else value
 
 
-def _map_text_cells(df, fn):
+def _text_columns(df) -> list[int]:
+    """Positions of the columns that may hold strings (object or string dtype); two may share a name."""
     import pandas as pd  # lazy: config validation imports this module, never a frame
 
+    return [i for i in range(df.shape[1])
+            if df.iloc[:, i].dtype == object or isinstance(df.iloc[:, i].dtype, pd.StringDtype)]
+
+
+def _map_text_cells(df, fn):
     out = df.copy()
     out.columns = [fn(c) for c in out.columns]
-    for i in range(out.shape[1]):  # by position: two columns may share a name
-        col = out.iloc[:, i]
-        if col.dtype == object or isinstance(col.dtype, pd.StringDtype):
-            out.isetitem(i, col.map(fn, na_action="ignore"))
+    for i in _text_columns(out):
+        out.isetitem(i, out.iloc[:, i].map(fn, na_action="ignore"))
     return out
 
 
@@ -151,11 +155,7 @@ def csv_write_options(df) -> dict:
     break (a row split in two); with one, every text cell is quoted."""
     import csv
 
-    cells = [*map(str, df.columns)]
-    for i in range(df.shape[1]):
-        col = df.iloc[:, i]
-        if col.dtype == object or str(col.dtype).startswith(("str", "string")):
-            cells += [v for v in col if isinstance(v, str)]
+    cells = [*map(str, df.columns)] + [v for i in _text_columns(df) for v in df.iloc[:, i] if isinstance(v, str)]
     return {"quoting": csv.QUOTE_NONNUMERIC} if any("\r" in v for v in cells) else {}
 
 
