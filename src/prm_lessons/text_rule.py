@@ -32,8 +32,8 @@ LATEX_DECLARED = (
     (0x2329, 0x232A), (0x2422, 0x2423), (0x25E6, 0x25E6), (0x25EF, 0x25EF), (0x266A, 0x266A), (0x27E8, 0x27E9),
 )
 
-# LaTeX's ten special characters and brackets, and the symbols outside LATEX_DECLARED that the project's own text uses,
-# written as commands
+# LaTeX's ten special characters and brackets, and the symbols outside LATEX_DECLARED that the project's
+# own text uses, written as commands
 TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
                # a cell that starts with [ after a row's \\ would be read as its optional length
@@ -45,21 +45,18 @@ TEX_SYMBOLS = {"Δ": r"$\Delta$", "≤": r"$\leq$", "≥": r"$\geq$", "−": r"$
 _TEX_LIGATURES = {"-": "-", "<": "<", ">": ">", "`": "`", "'": "'", ",": ",", "!": "`", "?": "`"}
 
 
-def _declared(ch: str) -> bool:
-    c = ord(ch)
-    return any(lo <= c <= hi for lo, hi in LATEX_DECLARED)
+_SETTABLE = frozenset({chr(c) for c in range(0x20, 0x7F)} | set(TEX_SYMBOLS)
+                      | {chr(c) for lo, hi in LATEX_DECLARED for c in range(lo, hi + 1) if chr(c).isprintable()})
 
 
 def settable(ch: str) -> bool:
     """Whether one character may be in user text: printable ASCII, declared for pdflatex, or a TEX_SYMBOLS key."""
-    return ("\x20" <= ch <= "\x7e") or ch in TEX_SYMBOLS or (ch.isprintable() and _declared(ch))
+    return ch in _SETTABLE
 
 
 def settable_characters() -> list[str]:
     """Every character the rule allows, in code point order."""
-    chars = {chr(c) for c in range(0x20, 0x7F)} | set(TEX_SYMBOLS)
-    chars |= {chr(c) for lo, hi in LATEX_DECLARED for c in range(lo, hi + 1) if chr(c).isprintable()}
-    return sorted(chars)
+    return sorted(_SETTABLE)
 
 
 def text_problem(text) -> str | None:
