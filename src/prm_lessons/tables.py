@@ -13,7 +13,9 @@ user's (anywhere else, or one the config names) is never moved: the job stops na
 The CSV stage tables (results/tables/{bon,judge_bon,search,bon_baselines,processbench,trainsets,
 process_check,process_check_bon,label_audit}.csv) go through write_csv / read_csv: the same column and key checks
 plus dtypes (CSV_DTYPES; fractions, never percent), an atomic write, and a sidecar <table>.csv.integrity.json
-with the kind, row count and SHA-256.
+with the kind, row count and SHA-256. Every CSV the package writes (these and write_plain_csv's: the
+artifacts' cells, the annotation sheet) holds no spreadsheet formula: a text cell starting with =, +, -, @
+is written with a leading apostrophe, which the readers drop (prm_lessons.text_rule, CSV).
 
 Every table, CSV, JSON, text and figure file that the package writes goes through atomic_path (or
 write_table / write_csv / write_plain_csv / write_json / write_text_atomic on it): a killed job or a full
@@ -39,6 +41,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from prm_lessons.text_rule import csv_frame, csv_frame_read, csv_write_options
 
 # kind -> required columns (extra columns are allowed and kept)
 SCHEMAS: dict[str, list[str]] = {
@@ -254,20 +258,27 @@ def read_json(path: str | Path):
         raise ValueError(f"{path}: JSON nested too deeply") from None
 
 
+def _to_csv(df: pd.DataFrame, path: Path) -> None:
+    """The one place the package writes CSV: no formula cell, a carriage return kept in its cell (text_rule)."""
+    out = csv_frame(df)
+    out.to_csv(path, index=False, **csv_write_options(out))
+
+
 def write_plain_csv(df: pd.DataFrame, path: str | Path) -> None:
-    """A CSV of any columns (a report table, an annotation sheet) through atomic_path; stage tables with a
-    kind go through write_csv."""
+    """A CSV of any columns (a report table, an annotation sheet) through atomic_path, no cell a spreadsheet
+    formula (text_rule.csv_frame); stage tables with a kind go through write_csv."""
     with atomic_path(path) as tmp:
-        df.to_csv(tmp, index=False)
+        _to_csv(df, tmp)
 
 
 def read_plain_csv(path: str | Path, **read_csv_kw) -> pd.DataFrame:
-    """pd.read_csv with an unreadable file named (ValueError / FileNotFoundError)."""
+    """pd.read_csv with an unreadable file named (ValueError / FileNotFoundError), its text cells as
+    write_plain_csv was given them (text_rule.csv_frame_read)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     try:
-        return pd.read_csv(path, **read_csv_kw)
+        return csv_frame_read(pd.read_csv(path, **read_csv_kw))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
         raise ValueError(f"{path}: not a readable CSV file "
                          f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
@@ -376,7 +387,7 @@ def write_csv(df: pd.DataFrame, path: str | Path, kind: str) -> None:
     check_csv(df, kind, str(path))
     path = Path(path)
     with atomic_path(path) as tmp:
-        df.to_csv(tmp, index=False)
+        _to_csv(df, tmp)
         digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
     write_text_atomic(path.with_name(path.name + CSV_SIDECAR),
                       json.dumps({"kind": kind, "rows": len(df), "sha256": digest}) + "\n")
@@ -401,7 +412,7 @@ def read_csv(path: str | Path, kind: str) -> pd.DataFrame:
         if recorded.get("kind") not in (None, kind):
             raise TableError(f"{path}: a '{recorded['kind']}' table where a '{kind}' table is expected")
     try:
-        df = pd.read_csv(path)
+        df = csv_frame_read(pd.read_csv(path))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if recorded:  # written by write_csv, so damaged since

@@ -650,13 +650,13 @@ def test_config_strings_hold_every_file_the_user_names():
 
 @pytest.mark.parametrize("key", ["label", "name"])
 @pytest.mark.parametrize("bad", ["x\n\n.. raw:: html\n\n   <script>alert(1)</script>", "a\rb", "tab\there",
-                                 "中文", "😀", "x" * 301])
+                                 "中文", "😀", "x" * 501])
 def test_run_label_and_name_are_one_line_of_settable_text(key, bad):
     """They reach the report's reStructuredText, paper/report.md and LaTeX (escaped there too)."""
     cfg = base()
     cfg["run"][key] = bad
     # run.name is also a name (runs/<run.name>/ holds an ablation's files): the name rule refuses it first
-    rejects(cfg, f"run.{key}", "LaTeX cannot set|at most 300" if key == "label" else "is not allowed|at most 64")
+    rejects(cfg, f"run.{key}", "LaTeX cannot set|at most 500" if key == "label" else "is not allowed|at most 64")
 
 
 @pytest.mark.parametrize("bad", ["main\n", "a" * 40 + "\n", "my branch", "\tmain", "ma\x00in"])

@@ -20,6 +20,7 @@ from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths, report_ent
 from prm_lessons.config import load_config
 from prm_lessons.plan import analysis_skipped
 from prm_lessons.rehearsal.report import parse_job_table, rules_from_summary
+from prm_lessons.text_rule import html_link_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = Path(os.environ.get("REHEARSAL_REPORT", ROOT / "results/rehearsal/report.json"))
@@ -204,3 +205,17 @@ def test_the_html_report_holds_the_verdict_table_and_tally(html_report):
     text = page.decode()
     assert "Tally: " in text and "<table>" in text and "Why undecidable" in text
     assert "undecidable here" in entry["caption"]
+
+
+def test_the_html_report_links_only_to_relative_paths(html_report):
+    """The workflow's description, every caption and the embedded verdict page link to no scheme (no
+    `javascript:`, `http:`, `data:`) and no absolute path (text_rule.html_link_problems); the report's own
+    embedding of each result (its `data_uri`, which the report's code, not an HTML attribute of ours, opens)
+    is the one data URI."""
+    desc, results = html_report
+    problems = html_link_problems(desc)
+    for path, entry in results.items():
+        problems += [f"{path} caption: {p}" for p in html_link_problems(entry["caption"])]
+    page = base64.b64decode(results[VERDICTS_HTML]["data_uri"].partition(";base64,")[2]).decode()
+    problems += [f"{VERDICTS_HTML}: {p}" for p in html_link_problems(page)]
+    assert not problems, problems

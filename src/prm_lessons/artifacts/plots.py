@@ -24,6 +24,7 @@ from prm_lessons.artifacts.comparability import apply_not_compared
 from prm_lessons.artifacts.published import EXTRA_FIELDS, load_published, published_long
 from prm_lessons.artifacts.registry import ARTIFACTS, stamp
 from prm_lessons.tables import atomic_path
+from prm_lessons.text_rule import MPL_TEXT_RC
 
 ORIGIN_RUN, ORIGIN_PAPER = "this run", "paper"
 # what a figure (its footer) and its HTML caption (workflow/report/<stem>.rst) say it is
@@ -47,7 +48,9 @@ def figure_style(params: Mapping):
                       "ytick.labelsize": fs - 1, "legend.fontsize": fs - 1, "legend.title_fontsize": fs - 1,
                       "pdf.fonttype": 42, "axes.linewidth": 0.6, "grid.linewidth": 0.4,
                       # laid out at the resolution the PNG is written at: text widths differ between resolutions
-                      "figure.dpi": int(fig_cfg["dpi"])})
+                      "figure.dpi": int(fig_cfg["dpi"]),
+                      # labels are text: `$x$` in a PRM's label is not math (text_rule.MPL_TEXT_RC)
+                      **MPL_TEXT_RC})
     return plt, sns
 
 

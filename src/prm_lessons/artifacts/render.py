@@ -12,6 +12,7 @@ from typing import Mapping
 
 import pandas as pd
 
+from prm_lessons import text_rule
 from prm_lessons.artifacts.cells import (
     count_label,
     data_comparability,
@@ -126,40 +127,15 @@ def _workflow_column_label(c: str) -> str:
 # LaTeX and Markdown from a wide display frame
 # ------------------------------------------------------------------------------------------------
 
-_TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-# characters outside what paper/main.tex's pdflatex (utf8 inputenc, T1) sets by default, written as
-# commands; config validation holds run.label to settable text (config.text_problem)
-_TEX_SYMBOLS = {"Δ": r"$\Delta$", "≤": r"$\leq$", "≥": r"$\geq$", "−": r"$-$", "→": r"$\rightarrow$",
-                "±": r"$\pm$", "≈": r"$\approx$", "×": r"$\times$"}
-
-
-def tex_escape(text: object) -> str:
-    """`text` as LaTeX that prints it: the ten special characters escaped, a few symbols as math,
-    line breaks and other control characters as spaces (a line break inside a table cell or a
-    \newcommand would end it), and a character pdflatex cannot set (CJK, emoji: beyond U+2FFF) as '?'
-    rather than a stopped PDF build."""
-    out = []
-    for ch in str(text):
-        if ch in _TEX_ESCAPES:
-            out.append(_TEX_ESCAPES[ch])
-        elif ch in _TEX_SYMBOLS:
-            out.append(_TEX_SYMBOLS[ch])
-        elif not ch.isprintable():
-            out.append(" ")
-        elif ord(ch) > 0x2FFF:
-            out.append("?")
-        else:
-            out.append(ch)
-    return "".join(out)
+# the text rule's LaTeX escape (config validation holds user text to what it can set)
+tex_escape = text_rule.tex_escape
 
 
 _MD_PUNCTUATION = set("\\`*_{}[]()<>#+-.!|~&^=:\"'$%@,;/?")
 
 
 _MD_INLINE = set("\\`*_[]<>|~$&")
+_MD_CELL = set("\\`[]<>|")
 
 
 def md_note(text: object) -> str:
@@ -218,11 +194,12 @@ def latex_table(display, title: str, source: str, run: Mapping, label: str, note
 
 
 def markdown_table(display) -> str:
-    """A GitHub-flavoured Markdown table (ten lines; pandas' to_markdown would add a dependency)."""
+    """A GitHub-flavoured Markdown table (ten lines; pandas' to_markdown would add a dependency); user names
+    in its cells are text (no link, HTML or code span)."""
     cols = [str(c) for c in display.columns]
 
-    def esc(v):
-        return str(v).replace("|", r"\|").replace("\n", " ")
+    def esc(v):  # a cell: no link, HTML tag, code span or cell break (names stay readable: mc_hard)
+        return "".join(("\\" + ch) if ch in _MD_CELL else (" " if not ch.isprintable() else ch) for ch in str(v))
 
     lines = ["| " + " | ".join(esc(c) for c in cols) + " |",
              "|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|"]

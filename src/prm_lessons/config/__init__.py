@@ -21,7 +21,6 @@ from .names import (
     OUTPUT_PATH_KEYS,
     RESERVED_NAMES,
     RESERVED_PREFIXES,
-    TEXT_KEYS,
     TEXT_MAX,
     WORKFLOW_OUTPUT_DIRS,
     ConfigError,
@@ -61,7 +60,7 @@ def load_schema(path: str | Path | None = None) -> dict:
 __all__ = [
     "Config", "ConfigError", "INT64_MAX", "MAX_CONFIG_NODES", "NAME_CHARS", "NAME_MAX", "NAME_RE", "NAME_WILDCARD",
     "OUTPUT_PARENT", "OUTPUT_PATH_KEYS", "RESERVED_NAMES", "RESERVED_PREFIXES", "SCHEMA_PATH", "SEEDED_SECTIONS",
-    "SEED_RANGE", "TEXT_KEYS", "TEXT_MAX", "WORKFLOW_OUTPUT_DIRS", "check_config_files", "check_name",
+    "SEED_RANGE", "TEXT_MAX", "WORKFLOW_OUTPUT_DIRS", "check_config_files", "check_name",
     "config_strings", "deep_update", "derive", "ecma_pattern", "hub_id_problem", "hub_models_dir", "load_config",
     "load_schema", "model_entry", "model_path", "name_problem", "output_dir_problem", "read_config_file",
     "sweep_variant_name", "text_problem", "typed_config", "used_models", "validate_config",

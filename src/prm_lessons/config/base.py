@@ -17,10 +17,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from .names import KEY_SHOWN, NAME_MAX, hub_id_problem, name_problem
+from .names import KEY_SHOWN, NAME_MAX, hub_id_problem, name_problem, text_problem
 
-__all__ = ["MISSING", "did_you_mean", "url_problem", "Section", "OpenSection", "Number", "Name", "HubId", "unique",
-           "fail", "given", "then"]
+__all__ = ["MISSING", "did_you_mean", "url_problem", "Section", "OpenSection", "Number", "Name", "HubId", "Text",
+           "unique", "fail", "given", "then"]
 
 
 def fail(key: str, msg: str) -> PydanticCustomError:
@@ -113,6 +113,18 @@ Name = Annotated[str, BeforeValidator(_name), WithJsonSchema({
     "description": "A name (model, PRM, critic judge, problem set, benchmark, trainset variant, ProcessBench "
                    "subset): letters, digits, '_' and '-' only, at most 64; not `average` and not starting with "
                    "`_`, `critic-` or `baseline_` (rows the tables add)."})]
+
+
+def _text(value):
+    problem = text_problem(value)
+    if problem:
+        raise PydanticCustomError("config", "{msg}", {"key": "", "msg": problem})
+    return value
+
+
+# free text that a renderer prints (a label, a reason under a table, a file name in a caption): the one
+# text rule (prm_lessons.text_rule); tests/config/test_text_keys.py finds every such key of the models
+Text = Annotated[str, AfterValidator(_text)]
 
 
 def _hub_id(value):

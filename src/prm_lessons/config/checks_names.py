@@ -1,10 +1,10 @@
 """Cross-checks of names and of what the user may write (typed: they read the models and change
-nothing): the text renderers print, output folders, switched-off benchmarks, seed replicas, namespaces
+nothing): output folders, switched-off benchmarks, seed replicas, namespaces
 that share a wildcard, and names that differ only in letter case."""
 from __future__ import annotations
 
 from .base import MISSING, fail
-from .names import output_dir_problem, sweep_variant_name, text_problem, threshold_fraction
+from .names import output_dir_problem, sweep_variant_name, threshold_fraction
 
 # ProcessBench rows of critics (critic-<judge>) and model-free baselines (baseline_<kind>) share the
 # `prm` wildcard with the PRMs
@@ -22,11 +22,8 @@ def enabled_benchmarks(c) -> dict:
 
 
 def check_inputs(c) -> None:
-    """Texts, the output folder, switched-off benchmarks and the seed replica's name."""
-    for key, text in (("run.label", c.run.label), ("run.name", c.run.name)):
-        problem = text_problem(text)
-        if problem:
-            raise fail(key, problem)
+    """The output folder, switched-off benchmarks and the seed replica's name (free text is held to the
+    text rule by its type, base.Text)."""
     problem = c.hub.models_dir is not None and output_dir_problem(c.hub.models_dir)
     if problem:
         raise fail("hub.models_dir", problem)

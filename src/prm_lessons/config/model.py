@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import Name, Number, Section, unique
+from .base import Name, Number, Section, Text, unique
 from .checks import check_config
 from .model_common import Dataset, ModelEntry
 from .model_evaluation import Bon, BonJudges, Critics, ProcessbenchEval, Search
@@ -22,7 +22,7 @@ class AnalysisFig6Annotation(Section):
     seed: int = Field(
         default=0,
         description='Seed of the random choice (a SHA-256 order of (seed, dataset, problem, sample)).')
-    labels: Annotated[str, Field(min_length=1)] | None = Field(
+    labels: Annotated[Text, Field(min_length=1)] | None = Field(
         default=None,
         description=(
             'The filled-in sheet (CSV with at least id and process_flawed: yes / no / blank = '
@@ -49,7 +49,7 @@ class AnalysisNotComparedItem(Section):
         default_factory=list,
         description='Aggregations; empty = every one.')
     columns: list[str] = Field(default_factory=list, description='Paper columns; empty = every column.')
-    why: Annotated[str, Field(min_length=1)] = Field(
+    why: Annotated[Text, Field(min_length=1)] = Field(
         description="Why these cells are not the paper's quantity (printed under the table).")
 
 

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import MISSING, Name, Number, Section, Threshold, fail, unique, url_problem
+from .base import MISSING, Name, Number, Section, Text, Threshold, fail, unique, url_problem
 
 
 class CriticsJudgesEntry(Section):
@@ -187,7 +187,7 @@ class BonPoliciesEntry(Section):
         description=(
             'Model entry (under `models`) that samples; required but for the primary, whose model is '
             'roles.policy (stated or not).'))
-    label: Annotated[str, Field(min_length=1)] | MISSING = Field(
+    label: Annotated[Text, Field(min_length=1)] | MISSING = Field(
         default=MISSING,
         description="Name shown in the tables (default: the policy's name).")
     temperature: Annotated[Number, Field(ge=0)] | MISSING = Field(

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import MISSING, HubId, Name, Number, Section, fail, then, unique, url_problem, when
+from .base import MISSING, HubId, Name, Number, Section, Text, fail, then, unique, url_problem, when
 from .model_common import Dataset
 
 
@@ -18,7 +18,7 @@ class Run(Section):
         description=(
             'Short run name (provenance records; an ablation overlay writes its files under '
             'runs/<name>/).'))
-    label: str = Field(
+    label: Text = Field(
         default='',
         description=(
             'Plain-language statement of what produced the numbers, printed on every table and '
@@ -126,7 +126,7 @@ class DataPoliciesEntry(Section):
         description=(
             'Model entry (under `models`) that completes the MC rollouts of its responses (replaces '
             'roles.completer).'))
-    label: Annotated[str, Field(min_length=1)] | MISSING = Field(
+    label: Annotated[Text, Field(min_length=1)] | MISSING = Field(
         default=MISSING,
         description="Name shown in the data-source tables' provenance note (default: the entry's name).")
     n: Annotated[int, Field(ge=1)] | MISSING = Field(

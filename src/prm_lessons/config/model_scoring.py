@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from .base import MISSING, Name, Number, Section, Threshold, fail, when
+from .base import MISSING, Name, Number, Section, Text, Threshold, fail, when
 
 
 class TokenClassificationParams(Section):
@@ -210,7 +210,7 @@ class _PrmEntry(Section):
         description=(
             'Reference model entry for the implicit PRM (adapter eurus): Qwen2.5-Math-7B-Instruct '
             'for EurusPRM.'))
-    label: str | None = Field(
+    label: Text | None = Field(
         default=None,
         description='Display name in tables and figures (defaults to the entry name).')
     threshold: Threshold | None = Field(

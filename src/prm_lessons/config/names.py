@@ -1,12 +1,14 @@
 """The one rule for names (config names, wildcard values, CLI names), the rule for free text that reaches
-a renderer, the rule for configurable output folders, and ConfigError: what the config package refuses
-with, its message starting with the key path."""
+a renderer (prm_lessons.text_rule's), the rule for configurable output folders, and ConfigError: what the
+config package refuses with, its message starting with the key path."""
 from __future__ import annotations
 
 import functools
 import re
 from fractions import Fraction
 from pathlib import PurePosixPath
+
+from prm_lessons import text_rule
 
 
 class ConfigError(ValueError):
@@ -60,28 +62,9 @@ def name_problem(name) -> str | None:
     return None
 
 
-# -- free text that reaches a renderer (run.label, run.name) -----------------------------------------------
-# They are printed in the HTML report's captions (reStructuredText), paper/report.md (Markdown) and the
-# LaTeX tables and main.tex; each renderer escapes them, and here they are held to one line of characters
-# pdflatex (utf8 inputenc, T1 fonts: paper/main.tex) can set: printable ASCII, Latin-1, Latin Extended-A
-# and the dashes, quotes, bullet and ellipsis of General Punctuation.
-TEXT_KEYS = (("run", "label"), ("run", "name"))
-TEXT_MAX = 300
-_TEXT_CHAR_RE = re.compile("[\x20-\x7e\u00a0-\u017f\u2010-\u2027]")
-
-
-def text_problem(text) -> str | None:
-    """Why `text` cannot be user text that renderers print (the rule above), or None."""
-    if not isinstance(text, str):
-        return None  # the schema reports the type
-    if len(text) > TEXT_MAX:
-        return f"{len(text)} characters (at most {TEXT_MAX}: it is printed on every table and figure)"
-    for ch in text:
-        if not _TEXT_CHAR_RE.fullmatch(ch) or not ch.isprintable():  # no-break space, soft hyphen: not shown
-            what = "a line break or control character" if ch.isspace() or not ch.isprintable() else "a character"
-            return (f"{what} {ch!r} (U+{ord(ch):04X}) that the paper's LaTeX cannot set: one line of "
-                    "Latin-script text, dashes and quotes")
-    return None
+# -- free text that reaches a renderer: the rule lives with the renderers (prm_lessons.text_rule) -----------
+TEXT_MAX = text_rule.TEXT_MAX
+text_problem = text_rule.text_problem
 
 
 def check_name(name, key: str) -> str:
