@@ -6,7 +6,14 @@ import math
 import pandas as pd
 import pytest
 
-from prm_lessons.metrics.prmbench import confusion, evaluate_prmbench, long_rows, scores_from_counts, step_validity
+from prm_lessons.metrics.prmbench import (
+    confusion,
+    evaluate_prmbench,
+    long_rows,
+    processbench_threshold,
+    scores_from_counts,
+    step_validity,
+)
 
 
 def test_a_step_is_valid_when_its_score_reaches_the_threshold():
@@ -72,3 +79,10 @@ def test_truncated_scores_count_only_the_scored_steps_and_missing_cases_are_name
     assert not math.isnan(m["overall"]["f1"])
     with pytest.raises(KeyError, match="'o'"):
         evaluate_prmbench(_cases(), {"a": [0.9], "b": [0.1, 0.9], "c": [0.9, 0.9]}, 0.5)
+
+
+def test_the_threshold_is_processbench_s():
+    assert processbench_threshold({"threshold": 0.55}) == 0.55
+    assert processbench_threshold({"threshold": [0.4, 0.6]}) == pytest.approx(0.5)  # cross-fitted folds
+    with pytest.raises(ValueError, match="no threshold"):
+        processbench_threshold({"threshold": None, "prm": "x"})

@@ -25,7 +25,7 @@ CONFIGS = ("config/paper.yaml", "config/rehearsal.yaml")
 # one too for a PRM scored with backend vllm (see engine_jobs)
 ENGINE_RULES = {"sample", "mc", "judge", "bon_judge", "critic_processbench", "search_samples", "search_greedy",
                 "judge_processbench", "audit_labels", "search_greedy_samples"}
-SCORING_RULES = {"score_samples", "score_processbench", "search_orm_scores"}
+SCORING_RULES = {"score_samples", "score_processbench", "score_prmbench", "search_orm_scores"}
 
 # The budget: the counts of this plan when it was set, plus a small margin (2026-11-29: 326 jobs, + one
 # tokenize_trainset per trained variant (6 CPU jobs, a tokenizer load each, ~2-3 s) and the MMLU STEM demos'

@@ -26,6 +26,18 @@ WEIGHTS = (0.5, 0.5)  # PRMScore = w_pos * F1 + w_neg * negative F1 (the reposit
 F1_ONLY = ("multi_solutions",)  # classes whose PRMScore is F1 alone (no error steps)
 
 
+def processbench_threshold(pb_metrics: Mapping) -> float:
+    """The threshold a PRM's ProcessBench evaluation used (its metrics JSON): the number, fixed or tuned; for
+    thresholds cross-fitted over two folds of ProcessBench, their mean (PRMBench's cases are none of
+    ProcessBench's, so either fold's is out of sample; the mean uses both)."""
+    t = pb_metrics.get("threshold")
+    if isinstance(t, (list, tuple)) and t:
+        return float(sum(float(v) for v in t) / len(t))
+    if t is None or isinstance(t, bool):
+        raise ValueError(f"ProcessBench metrics of {pb_metrics.get('prm')!r} hold no threshold ({t!r})")
+    return float(t)
+
+
 def step_validity(step_scores: Sequence[float] | None, threshold: float) -> list[bool]:
     """Per scored step: valid (score >= threshold) or not (below it, missing, NaN)."""
     out = []

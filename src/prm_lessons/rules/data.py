@@ -6,8 +6,8 @@ import tempfile
 from pathlib import Path
 
 from .. import as_paths
-from ..data.problems import load_problems
 from ..data.prmbench import constructed_prmbench, is_standin, load_prmbench
+from ..data.problems import load_problems
 from ..data.processbench import constructed_processbench, load_processbench, processbench_paths
 from ..data.sources import fetch_file, file_digests
 from ..generation.fewshot import prompt_column

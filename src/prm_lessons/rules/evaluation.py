@@ -575,7 +575,7 @@ def prmbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: di
     src = read_table(inputs["scores"], "pb_scores")
     scores = {str(i): (list(s) if s is not None else None) for i, s in zip(src["id"], src["step_scores"])}
     pb = read_json(inputs["processbench"])
-    threshold = float(pb["threshold"])
+    threshold = metrics_prmbench.processbench_threshold(pb)
     m, _ = metrics_prmbench.evaluate_prmbench(cases, scores, threshold)
     meta = table_meta(inputs["cases"])
     m.update({"prm": wildcards.get("prm"), "run_label": params.get("run_label"),
