@@ -462,7 +462,7 @@ if RESAMPLED_PRMS:
 # metric (PRMScore, prm_lessons.metrics.prmbench) and the table beside the published numbers
 if plan.prmbench_enabled(config):
 
-    rule score_evaluation:
+    rule score_prmbench:
         # one job per PRM over every case (the ProcessBench scoring path: the PRM's adapter, batching and
         # truncation; no stored features, no shards)
         input:
