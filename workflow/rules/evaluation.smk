@@ -32,6 +32,7 @@ rule step_features:
                 *(re.escape(f"{POLICY_DIRS[p]}responses/{b}") for p, b, _ in BON_EVALUATIONS),
                 "processbench/cases",
                 "processbench/dev",
+                *(["prmbench/cases"] if plan.prmbench_enabled(config) else []),
                 *(re.escape(s) for s in TRAIN_FEATURE_SOURCES),
             ]
         ),
@@ -464,11 +465,12 @@ if plan.prmbench_enabled(config):
 
     rule score_prmbench:
         # one job per PRM over every case (the ProcessBench scoring path: the PRM's adapter, batching and
-        # truncation; no stored features, no shards)
+        # truncation, a head-only PRM's head on the frozen base's stored features; no shards)
         input:
             code("evaluation:score_prmbench"),
             cases=run_in(plan.PRMBENCH_CASES),
             model=lambda wc: prm_model_input(wc.prm),
+            features=run_in(lambda wc: features_input(wc.prm, "prmbench/cases")),
         output:
             scores=run_out("results/scores/{prm}/prmbench.parquet"),
         log:

@@ -19,7 +19,7 @@ import pandas as pd
 from ..errors import InputError, as_int, is_bool, json_type
 from ..labels.construction import CorruptionError, corrupt_solution
 from ..tables import read_records
-from .problems import blank_or_missing, check_rows, decode_list
+from .problems import blank_or_missing, check_rows, decode_list, load_problems
 from .sources import DOWNLOAD_DIR, url_suffix, verify_checksums
 
 log = logging.getLogger(__name__)
@@ -198,8 +198,6 @@ def constructed_prmbench(spec: dict, pool: dict, exclude: dict | None = None) ->
     """The stand-in of the config's `prmbench.constructed` section, from the problems of `pool` (name ->
     dataset entry: processbench.constructed.subsets, the held-out pool the constructed ProcessBench uses),
     a question that also appears among the problem sets of `exclude` (the training problems) dropped."""
-    from .problems import load_problems  # the generators: only the stand-in needs them
-
     if not pool:
         raise ValueError("prmbench source constructed draws its problems from processbench.constructed.subsets, "
                          "which is empty")

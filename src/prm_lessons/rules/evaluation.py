@@ -556,11 +556,13 @@ def processbench_paired(*, inputs: dict, outputs: dict, params: dict, wildcards:
 def score_prmbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
     """Rule `score_prmbench`: results/prmbench/cases.parquet → results/scores/{prm}/prmbench.parquet
     (pb_scores, subset = the case's classification), scored as ProcessBench cases are (the same model
-    loading and batching; an outcome RM scores every prefix)."""
+    loading and batching; an outcome RM scores every prefix; a head-only PRM from the frozen base's stored
+    features, rule step_features)."""
     spec, cfg = params["spec"], params.get("scoring", {})
     cases = read_table(inputs["cases"], "prmbench")
     mine = np.ones(len(cases), dtype=bool)
-    cases, steps, scores, meta, _ = _score_rows(cases, mine, None, "problem", spec, cfg, None, prefixes=True)
+    done = _from_features(inputs.get("features"), spec, cases["id"].astype(str).tolist())
+    cases, steps, scores, meta, _ = _score_rows(cases, mine, done, "problem", spec, cfg, None, prefixes=True)
     out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["classification"], "step_scores": scores,
                         "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
     write_table(out, outputs["scores"], "pb_scores", meta=_score_meta(wildcards, meta, None))
