@@ -24,6 +24,9 @@ from ..data.prmbench import ABBREVIATIONS, CORRECT, DIMENSIONS
 
 WEIGHTS = (0.5, 0.5)  # PRMScore = w_pos * F1 + w_neg * negative F1 (the repository's PRMScore)
 F1_ONLY = ("multi_solutions",)  # classes whose PRMScore is F1 alone (no error steps)
+# results/tables/prmbench.csv (rule prmbench_table; tables.CSV_DTYPES["prmbench_csv"]), `run` appended
+PRMBENCH_LONG_COLUMNS = ["prm", "column", "classification", "n", "f1", "negative_f1", "prmscore", "published",
+                         "published_label", "threshold", "data"]
 
 
 def processbench_threshold(pb_metrics: Mapping) -> float:

@@ -606,7 +606,6 @@ def prmbench_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict
             rows.append({"prm": prm, **r, "published": None if value is None else value / 100,
                          "published_label": pub["label"] if pub else None, "threshold": m["threshold"],
                          "data": m.get("data")})
-    df = pd.DataFrame(rows, columns=["prm", "column", "classification", "n", "f1", "negative_f1", "prmscore",
-                                     "published", "published_label", "threshold", "data"])
+    df = pd.DataFrame(rows, columns=metrics_prmbench.PRMBENCH_LONG_COLUMNS)
     df["run"] = params.get("run_label", "")
     write_csv(df, outputs["table"], "prmbench_csv")
