@@ -79,3 +79,22 @@ def test_the_standin_is_never_compared(tmp_path):
                               params={"paper_rows": {}}, wildcards={}, threads=1)
     t = read_csv(table, "prmbench_csv")
     assert t["published"].isna().all() and t["published_label"].isna().all()
+
+
+def test_prmbench_file_copies_the_pinned_file_and_checks_it(tmp_path, caplog):
+    spec = {"url": str(FIXTURE), "sha256": None, "git_blob_sha1": None}
+    dest = tmp_path / "resources" / "prmbench.jsonl"
+    data.prmbench_file(inputs={}, outputs={"file": str(dest)}, params={"spec": spec}, wildcards={}, threads=1)
+    assert dest.read_bytes() == FIXTURE.read_bytes()
+    assert "prmbench.sha256 is null" in caplog.text  # the digest to pin is logged
+    bad = tmp_path / "bad.jsonl"
+    with pytest.raises(ValueError, match="sha256"):
+        data.prmbench_file(inputs={}, outputs={"file": str(bad)}, params={"spec": {**spec, "sha256": "0" * 64}},
+                           wildcards={}, threads=1)
+    assert not bad.exists()  # a wrong file never lands where a later run would trust it
+    # the rule prmbench reads the copy (source url)
+    cases = tmp_path / "cases.parquet"
+    data.prmbench(inputs={"source": [str(dest)]}, outputs={"cases": str(cases)},
+                  params={"spec": {"source": "url", "url": "https://x/prmbench_preview.jsonl", "rows": 6}},
+                  wildcards={}, threads=1)
+    assert len(read_table(cases, "prmbench")) == 7
