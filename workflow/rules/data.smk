@@ -1,7 +1,8 @@
 # Data: pinned source files (fetched once, checksummed), problem tables (reasoning-gym / Hub / local
-# files / pinned files) and the ProcessBench cases.
+# files / pinned files), the ProcessBench cases and the PRMBench cases (prmbench.enabled).
 # Rule functions: prm_lessons.rules.data; logic: prm_lessons.data (sources.fetch_file, problems.load_problems,
-# processbench.load_processbench, processbench.constructed_processbench) and prm_lessons.labels.construction (error injection).
+# processbench.load_processbench, processbench.constructed_processbench, prmbench) and prm_lessons.labels.construction
+# (error injection).
 
 
 # `source: url` entries: fetched once (login node: a local rule) and checksummed; file:// URLs and

@@ -1,5 +1,5 @@
-# Evaluation: step scoring per (PRM, benchmark) and per PRM on ProcessBench, LLM critics per judge
-# model, Best-of-N and ProcessBench metrics, long tables for the analysis stage.
+# Evaluation: step scoring per (PRM, benchmark) and per PRM on ProcessBench (and PRMBench), LLM critics per
+# judge model, Best-of-N, ProcessBench and PRMBench metrics, long tables for the analysis stage.
 # Logic: prm_lessons.scoring / metrics / critic. Outputs are documented in docs/architecture.md
 # ("Evaluation outputs").
 import re
