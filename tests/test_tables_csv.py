@@ -135,6 +135,7 @@ def test_every_writer_column_has_a_dtype_and_every_schema_column_is_written():
     from prm_lessons.metrics.checker import BON_COLUMNS as CHECK_BON_COLUMNS
     from prm_lessons.metrics.checker import VALIDATION_COLUMNS as CHECK_COLUMNS
     from prm_lessons.metrics.judge_processbench import COLUMNS as JUDGE_PB_COLUMNS
+    from prm_lessons.metrics.prmbench import PRMBENCH_LONG_COLUMNS
     from prm_lessons.metrics.processbench import PROCESSBENCH_LONG_COLUMNS
     from prm_lessons.metrics.resampled import PAIRED_COLUMNS
     from prm_lessons.rules.evaluation import TABLE_COLUMNS
@@ -148,7 +149,8 @@ def test_every_writer_column_has_a_dtype_and_every_schema_column_is_written():
                "judge_processbench_csv": JUDGE_PB_COLUMNS + ["run"],
                "label_audit_csv": AUDIT_COLUMNS + ["run"], "process_check_csv": CHECK_COLUMNS + ["run"],
                "process_check_bon_csv": CHECK_BON_COLUMNS + ["run"],
-               "processbench_paired_csv": PAIRED_COLUMNS + ["run"]}
+               "processbench_paired_csv": PAIRED_COLUMNS + ["run"],
+               "prmbench_csv": PRMBENCH_LONG_COLUMNS + ["run"]}
     assert set(written) == set(T.CSV_DTYPES)
     for kind, cols in written.items():
         assert set(cols) == set(T.CSV_DTYPES[kind]), kind

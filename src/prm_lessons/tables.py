@@ -60,6 +60,8 @@ SCHEMAS: dict[str, list[str]] = {
     # keys and scores only: a consumer joins them with the samples (join_scores), so a regrade rescores nothing
     "step_scores": ["problem_id", "sample_idx", "step_scores"],
     "pb_scores": ["id", "subset", "step_scores"],
+    # PRMBench cases (data.prmbench): 0-based steps and error steps, `correct` = an original process
+    "prmbench": ["id", "pair_id", "classification", "problem", "steps", "error_steps"],
     "bon_judge": ["dataset", "problem_id", "sample_idxs", "selected_idx", "n_unparsable", "tokens_generated"],
     "critic": ["id", "subset", "label", "prediction", "status", "verdicts"],
     # the arithmetic process checker's verdicts on a policy's samples (rule process_check_labels)
@@ -72,6 +74,8 @@ SCHEMAS: dict[str, list[str]] = {
     "search_csv": ["prm", "benchmark", "metric", "n", "accuracy", "ci_low", "ci_high", "n_problems"],
     "bon_baselines_csv": ["benchmark", "n_problems", "n", "pass", "maj", "mean_acc"],
     "processbench_csv": ["prm", "subset", "n", "error_acc", "correct_acc", "f1"],
+    # PRMScore per PRM and column (overall, error type, dimension), the published one beside it
+    "prmbench_csv": ["prm", "column", "n", "f1", "negative_f1", "prmscore", "published"],
     # head-only PRMs with resample heads: F1 with training variance and paired differences (metrics.resampled)
     "processbench_paired_csv": ["prm_a", "prm_b", "subset", "n_cases", "n_resamples", "value", "ci_low", "ci_high"],
     # the labelling judge as a ProcessBench critic, per setting (judge.reference off / on)
@@ -99,6 +103,7 @@ KEYS: dict[str, list[str]] = {
     "trainset": ["instance_id"],
     "step_scores": ["problem_id", "sample_idx"],
     "pb_scores": ["id"],
+    "prmbench": ["id"],
     "bon_judge": ["problem_id"],
     "critic": ["id"],
     "checker": ["problem_id", "sample_idx"],
@@ -108,6 +113,7 @@ KEYS: dict[str, list[str]] = {
     "search_csv": ["prm", "benchmark", "metric", "n"],
     "bon_baselines_csv": ["policy", "benchmark", "n"],
     "processbench_csv": ["prm", "subset"],
+    "prmbench_csv": ["prm", "column"],
     "processbench_paired_csv": ["prm_a", "prm_b", "subset"],
     "judge_processbench_csv": ["judge", "subset"],
     "trainsets_csv": ["variant"],
@@ -138,6 +144,10 @@ CSV_DTYPES: dict[str, dict[str, str]] = {
                          "f1_ci_high": "fraction", "n_unparsed": "int", "threshold": "str",
                          "tuned_on": "str", "delta_f1_structure": "fraction", "delta_ci_low": "fraction",
                          "delta_ci_high": "fraction", "setting": "str", "run": "str"},
+    # published: the PRMBench paper's PRMScore as a fraction (empty: no published row, or a stand-in set)
+    "prmbench_csv": {"prm": "str", "column": "str", "classification": "str", "n": "int", "f1": "fraction",
+                     "negative_f1": "fraction", "prmscore": "fraction", "published": "fraction",
+                     "published_label": "str", "threshold": "float", "data": "str", "run": "str"},
     # value: an average F1 (prm_b empty) or a paired F1 difference (prm_a − prm_b)
     "processbench_paired_csv": {"prm_a": "str", "prm_b": "str", "subset": "str", "n_cases": "int",
                                 "n_resamples": "int", "value": "fraction", "ci_low": "fraction",

@@ -269,7 +269,7 @@ def test_one_concept_one_rerun_unit():
     closure = {name: codedeps.rule_modules(PKG, f) for name, f in rules.items()}
     assert {r for r, mods in closure.items() if "prm_lessons.evaluation.search_scorers" in mods} == {"search_greedy"}
     scorers = {r for r, mods in closure.items() if "prm_lessons.scoring.load" in mods}
-    assert {"score_samples", "score_processbench", "search_greedy"} <= scorers, sorted(scorers)
+    assert {"score_samples", "score_processbench", "score_prmbench", "search_greedy"} <= scorers, sorted(scorers)
     no_generation = (scorers - {"search_greedy"}) | {"train_prm", "step_features"}
     assert not {r for r in no_generation if "prm_lessons.generation.engine" in closure[r]}
     heads_only = codedeps.module_closure(PKG, {"prm_lessons.rehearsal.hub_cache"})
@@ -309,8 +309,8 @@ def test_package_edit_reruns_exactly_the_rules_that_import_it(finished_checkout,
     ("evaluation/search_scorers.py", {"search_greedy"}),  # a KV-cache scorer edit reruns the search only
     # search_greedy scores candidates with the whole PRM (scoring imports prm)
     # and the tokenize rule (full/LoRA trainings: its tokenizer gets the PRM's step token there)
-    ("models/prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "search_greedy",
-                       "tokenize_trainset"}),
+    ("models/prm.py", {"train_prm", "step_features", "score_samples", "score_processbench", "score_prmbench",
+                       "search_greedy", "tokenize_trainset"}),
 ])
 def test_edit_closures_of_other_modules(module, expected):
     """The rules whose code closure holds the module (`make run-all`'s rules): exactly those rerun on an

@@ -1,7 +1,8 @@
 # Data: pinned source files (fetched once, checksummed), problem tables (reasoning-gym / Hub / local
-# files / pinned files) and the ProcessBench cases.
+# files / pinned files), the ProcessBench cases and the PRMBench cases (prmbench.enabled).
 # Rule functions: prm_lessons.rules.data; logic: prm_lessons.data (sources.fetch_file, problems.load_problems,
-# processbench.load_processbench, processbench.constructed_processbench) and prm_lessons.labels.construction (error injection).
+# processbench.load_processbench, processbench.constructed_processbench, prmbench) and prm_lessons.labels.construction
+# (error injection).
 
 
 # `source: url` entries: fetched once (login node: a local rule) and checksummed; file:// URLs and
@@ -171,6 +172,54 @@ if PB_DEV:
             func="data:processbench_dev",
             spec=config["processbench"],
             exclude=config.get("problems", {}),
+        script:
+            RUN
+
+
+# PRMBench (prmbench.enabled): the pinned file (source url) and its cases, or the constructed stand-in
+# (prm_lessons.data.prmbench); scored in evaluation.smk
+if plan.prmbench_enabled(config):
+
+    if config["prmbench"]["source"] == "url":
+
+        rule prmbench_file:
+            # fetched once (login node: a local rule) and checksummed; a file:// URL or plain path is copied
+            output:
+                file=run_out("resources/data/prmbench/prmbench{ext}"),
+            log:
+                run_out("logs/prmbench_file/prmbench{ext}.log"),
+            benchmark:
+                bench("prmbench_file", "logs/prmbench_file/prmbench{ext}.log")
+            wildcard_constraints:
+                ext=r"\.jsonl\.gz|\.jsonl|\.json|\.parquet",
+            localrule: True
+            conda:
+                "../../envs/analysis.yaml"
+            params:
+                func="data:prmbench_file",
+                spec=plan.pinned_file_spec(config["prmbench"]),
+            script:
+                RUN
+
+    rule prmbench:
+        input:
+            code("data:prmbench"),
+            source=run_in(plan.prmbench_source_inputs(config)),
+        output:
+            cases=run_out(plan.PRMBENCH_CASES),
+        log:
+            run_out("logs/prmbench.log"),
+        benchmark:
+            bench("prmbench", "logs/prmbench.log")
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="data:prmbench",
+            spec=config["prmbench"],
+            # the stand-in: the held-out pool of the constructed ProcessBench, minus the training problems
+            pool=plan.prmbench_pool(config),
+            exclude=config.get("problems", {}) if config["prmbench"]["source"] == "constructed" else {},
         script:
             RUN
 

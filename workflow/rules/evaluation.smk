@@ -1,5 +1,5 @@
-# Evaluation: step scoring per (PRM, benchmark) and per PRM on ProcessBench, LLM critics per judge
-# model, Best-of-N and ProcessBench metrics, long tables for the analysis stage.
+# Evaluation: step scoring per (PRM, benchmark) and per PRM on ProcessBench (and PRMBench), LLM critics per
+# judge model, Best-of-N, ProcessBench and PRMBench metrics, long tables for the analysis stage.
 # Logic: prm_lessons.scoring / metrics / critic. Outputs are documented in docs/architecture.md
 # ("Evaluation outputs").
 import re
@@ -32,6 +32,7 @@ rule step_features:
                 *(re.escape(f"{POLICY_DIRS[p]}responses/{b}") for p, b, _ in BON_EVALUATIONS),
                 "processbench/cases",
                 "processbench/dev",
+                *(["prmbench/cases"] if plan.prmbench_enabled(config) else []),
                 *(re.escape(s) for s in TRAIN_FEATURE_SOURCES),
             ]
         ),
@@ -456,6 +457,89 @@ if RESAMPLED_PRMS:
             RUN
 
     TARGETS.append("results/tables/processbench_paired.csv")
+
+
+# PRMBench (prmbench.enabled; Song et al. 2025): every PRM scored on its cases as on ProcessBench's, its
+# metric (PRMScore, prm_lessons.metrics.prmbench) and the table beside the published numbers
+if plan.prmbench_enabled(config):
+
+    rule score_prmbench:
+        # one job per PRM over every case (the ProcessBench scoring path: the PRM's adapter, batching and
+        # truncation, a head-only PRM's head on the frozen base's stored features; no shards)
+        input:
+            code("evaluation:score_prmbench"),
+            cases=run_in(plan.PRMBENCH_CASES),
+            model=lambda wc: prm_model_input(wc.prm),
+            features=run_in(lambda wc: features_input(wc.prm, "prmbench/cases")),
+        output:
+            scores=run_out("results/scores/{prm}/prmbench.parquet"),
+        log:
+            run_out("logs/score_prmbench/{prm}.log"),
+        benchmark:
+            bench("score_prmbench", "logs/score_prmbench/{prm}.log")
+        wildcard_constraints:
+            prm=PRM_RE,
+        conda:
+            "../../envs/training.yaml"
+        threads: lambda wc: max(1, 2 * scoring_gpus(wc.prm))
+        resources:
+            gpu=lambda wc: scoring_gpus(wc.prm),
+            nodes=1,
+            mem_mb=lambda wc: mem_mb_for(scoring_gpus(wc.prm)),
+            # ~7.5k cases at paper scale (6,216 modified processes + ~1k originals), ~2x ProcessBench's 3,400
+            runtime=lambda wc, attempt: plan.scoring_runtime(config, 240, scoring_gpus(wc.prm), attempt, 2, wc.prm),
+        params:
+            func="evaluation:score_prmbench",
+            spec=lambda wc: PRM_SPECS[wc.prm],
+            scoring=SCORING_CFG,
+        script:
+            RUN
+
+    rule prmbench_metrics:
+        # the threshold is the one ProcessBench's evaluation used for this PRM (configured or tuned)
+        input:
+            code("evaluation:prmbench_metrics"),
+            cases=run_in(plan.PRMBENCH_CASES),
+            scores=run_in("results/scores/{prm}/prmbench.parquet"),
+            processbench=run_in("results/metrics/processbench/{prm}.json"),
+        output:
+            metrics=run_out("results/metrics/prmbench/{prm}.json"),
+        log:
+            run_out("logs/prmbench_metrics/{prm}.log"),
+        benchmark:
+            bench("prmbench_metrics", "logs/prmbench_metrics/{prm}.log")
+        wildcard_constraints:
+            prm=plan.wildcard_alternatives(list(PRM_SPECS)),
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="evaluation:prmbench_metrics",
+            run_label=config["run"]["label"],
+        script:
+            RUN
+
+    rule prmbench_table:
+        input:
+            code("evaluation:prmbench_table"),
+            metrics=run_in(expand("results/metrics/prmbench/{prm}.json", prm=list(PRM_SPECS))),
+        output:
+            table=run_out("results/tables/prmbench.csv"),
+        log:
+            run_out("logs/prmbench_table.log"),
+        benchmark:
+            bench("prmbench_table", "logs/prmbench_table.log")
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            func="evaluation:prmbench_table",
+            paper_rows=config.get("analysis", {}).get("paper_rows") or {},
+            run_label=config["run"]["label"],
+        script:
+            RUN
+
+    TARGETS.append("results/tables/prmbench.csv")
 
 
 TARGETS.extend(

@@ -115,3 +115,17 @@ def lookup(pub_long: pd.DataFrame, key: str, column: str, aggregation: str | Non
     if hit.empty:
         return np.nan, None
     return float(hit["published"].iloc[0]), str(hit["label"].iloc[0])
+
+
+def prmbench_published(pub: Mapping | None = None) -> dict[str, dict]:
+    """PRMBench's published PRMScores (published.yaml `prmbench`: another paper's numbers, with its own
+    citation): row key -> {label, column -> percent}; a row whose values do not match the columns raises."""
+    sec = (pub or load_published()).get("prmbench") or {}
+    cols = sec.get("columns") or []
+    out = {}
+    for r in sec.get("rows") or []:
+        if len(r["values"]) != len(cols):
+            raise ValueError(f"published.yaml: prmbench row '{r['key']}' has {len(r['values'])} values for "
+                             f"{len(cols)} columns")
+        out[str(r["key"])] = {"label": r["label"], **dict(zip(cols, r["values"]))}
+    return out

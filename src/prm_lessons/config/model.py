@@ -11,7 +11,7 @@ from .checks import check_config
 from .model_common import Dataset, ModelEntry
 from .model_evaluation import Bon, BonJudges, Critics, ProcessbenchEval, Search
 from .model_labels import Audit, Consensus, Human, Judge, MathShepherd, Mc, ProcessCheck, Trainsets
-from .model_run import Cluster, DataPoliciesEntry, Grading, Hub, Processbench, Roles, Run, Sampling, Training
+from .model_run import Cluster, DataPoliciesEntry, Grading, Hub, Prmbench, Processbench, Roles, Run, Sampling, Training
 from .model_scoring import Prms
 
 
@@ -229,6 +229,11 @@ class Config(Section):
         description=(
             'The ProcessBench cases (step-level benchmark): the official set from the Hub or local '
             'files, or a set built by construction on held-out problems (embedded default).'))
+    prmbench: Prmbench = Field(
+        default_factory=Prmbench,
+        description=(
+            'PRMBench (Song et al. 2025), the step-level benchmark PRM papers report beside '
+            'ProcessBench: every PRM of the run scored on it (off in the embedded default).'))
     grading: Grading = Field(
         default_factory=Grading,
         description=(

@@ -1,5 +1,5 @@
 """Sections of the run, the hardware and the data: run, cluster, hub, roles, data_policies, sampling, \
-processbench, grading, training."""
+processbench, prmbench, grading, training."""
 from __future__ import annotations
 
 import importlib.util
@@ -303,6 +303,70 @@ class Processbench(Section):
                 raise fail("constructed.subsets", "must not be empty (with `source: constructed`)")
         return self
 
+
+
+class PrmbenchConstructed(Section):
+    n_cases: Annotated[int, Field(ge=1)] = Field(
+        default=24,
+        description=(
+            'Pairs of the stand-in: each a gold solution (class correct) and the same solution with one '
+            'injected error at a known step.'))
+    keep_answer_fraction: Annotated[Number, Field(ge=0, le=1)] = Field(
+        default=0.5,
+        description=(
+            'Share of the injected errors that keep the final answer (class constructed_keep_answer); '
+            'the rest change it (constructed_error).'))
+    seed: int = Field(default=0, description='Seed for choosing and placing the errors.')
+
+
+class Prmbench(Section):
+    model_config = when(source={"url": ["url"], "local": ["path"]})
+    enabled: bool = Field(
+        default=False,
+        description=(
+            'Score every PRM of the run on PRMBench (Song et al. 2025, arXiv 2501.03124): rules '
+            'prmbench, score_prmbench, prmbench_metrics (results/metrics/prmbench/<prm>.json) and '
+            'prmbench_table (results/tables/prmbench.csv, beside the published PRMScores where the data '
+            'is the real benchmark).'))
+    source: Literal['constructed', 'url', 'local'] = Field(
+        default='constructed',
+        description=(
+            'url: the published file at a pinned revision (fetched once by rule prmbench_file into '
+            'resources/data/prmbench/, checksummed); local: a copy on disk; constructed: a STAND-IN in '
+            "PRMBench's format built from processbench.constructed.subsets (gold solutions with one "
+            'injected error), for offline runs: its numbers are never compared with the published ones.'))
+    url: str | None = Field(
+        default=None,
+        description=(
+            'Source url: URL, file:// URL or plain path of prmbench_preview.jsonl (pin the Hub '
+            'revision in the URL: .../resolve/<commit>/prmbench_preview.jsonl).'))
+    path: str | None = Field(default=None, description='Source local: the prmbench_preview.jsonl file.')
+    sha256: Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')] | None = Field(
+        default=None,
+        description=(
+            "Expected sha256 of the file (url/local); null: not checked (rule prmbench_file logs the "
+            'digest to pin).'))
+    git_blob_sha1: Annotated[str, Field(pattern='^[0-9a-fA-F]{40}$')] | None = Field(
+        default=None, description='Expected git blob id of the file (url/local); null: not checked.')
+    rows: Annotated[int, Field(ge=1)] | None = Field(
+        default=None,
+        description='Expected number of records in the file (url/local), checked before `limit`.')
+    limit: Annotated[int, Field(ge=1)] | None = Field(
+        default=None,
+        description=(
+            'Keep the first N records of each classification (url/local); null keeps all. A limited '
+            'set is still shown beside the published numbers, marked as a subset.'))
+    constructed: PrmbenchConstructed = Field(
+        default_factory=PrmbenchConstructed,
+        description='The stand-in (source constructed).')
+
+    @model_validator(mode="after")
+    def _source_keys(self):
+        if self.source == "url":
+            then(self, "source: url", required=["url"], strings=["url"])
+        elif self.source == "local":
+            then(self, "source: local", required=["path"], strings=["path"], nonempty=["path"])
+        return self
 
 
 class Grading(Section):

@@ -3,8 +3,8 @@
 Runs only while Snakemake builds the DAG (workflow/rules/common.smk computes the shared names from it
 once; the stage files read only those), so editing it reruns no job: jobs get config values through
 their params. Every `results/...` path outside the .smk files is written here. One module per stage
-(lower stages first: base, models, policies, data_policies, sampling, processbench, trainsets, training, evaluation,
-critics, search, judges, analysis, runs; a module imports only from those before it); this package
+(lower stages first: base, models, policies, data_policies, sampling, processbench, prmbench, trainsets, training,
+evaluation, critics, search, judges, analysis, runs; a module imports only from those before it); this package
 re-exports every public name, which no job's code can see (plan is never in a job's closure).
 """
 from __future__ import annotations
@@ -98,6 +98,7 @@ from .policies import (
     primary_policy,
     sample_n,
 )
+from .prmbench import PRMBENCH_CASES, prmbench_enabled, prmbench_pool, prmbench_source_inputs
 from .processbench import (
     JUDGE_PB_SETTINGS,
     PROCESSBENCH_BASELINES,
@@ -193,7 +194,8 @@ __all__ = [
     "bon_ns", "sample_n", "judge_sample_cap", "bon_evaluations", "policy_path", "dataset_spec", "local_source_inputs",
     "fewshot_inputs", "fewshot_spec", "pinned_file_spec", "samples_per_problem", "dataset_problems",
     "sized_shard_count", "sample_shard_count", "sample_shards", "PROCESSBENCH_DEV", "PROCESSBENCH_BASELINES",
-    "processbench_dev", "JUDGE_PB_SETTINGS", "judge_processbench_cases", "judge_processbench_settings",
+    "processbench_dev", "PRMBENCH_CASES", "prmbench_enabled", "prmbench_pool", "prmbench_source_inputs",
+    "JUDGE_PB_SETTINGS", "judge_processbench_cases", "judge_processbench_settings",
     "TRAINSET_SOURCES", "variants", "POOL_SLICE", "POOL_SOURCES", "audit_shard_paths", "labels_pool", "pool_responses",
     "threshold_sweep_variants", "label_needs", "uses",
     "variant_datasets", "role_model", "label_shard_paths", "eval_set_paths", "trainset_inputs",

@@ -41,6 +41,7 @@ _SHARD = r"(?:/shard\d+of\d+)?"
 FAMILIES = [
     ("problems", re.compile(rf"^results/problems/(?P<d>{_D})\.parquet$")),
     ("processbench", re.compile(r"^results/processbench/(cases|dev)\.parquet$")),
+    ("prmbench", re.compile(r"^results/prmbench/cases\.parquet$")),
     ("samples", re.compile(rf"^results/{_PD}(?:responses|samples)/(?P<d>{_D}){_SHARD}\.parquet$")),
     ("labels", re.compile(rf"^results/labels/(?P<kind>mc|judge|consensus|checker)/(?P<d>{_D}){_SHARD}\.parquet$")),
     ("source", re.compile(r"^results/labels/(?P<kind>human|math_shepherd)\.parquet$")),
@@ -144,6 +145,10 @@ class _Fingerprints:
     def _processbench(self, m, path):
         return [self.c.get("processbench"), self.c.get("problems")]
 
+    def _prmbench(self, m, path):
+        # the stand-in draws from the constructed ProcessBench's pool, held out from the training problems
+        return [self.c.get("prmbench"), self.c.get("processbench"), self.c.get("problems")]
+
     def _samples(self, m, path):
         c, d = self.c, m["d"]
         pol = policy_of_dir(c, m["pd"])
@@ -236,6 +241,8 @@ class _Fingerprints:
         t, pd = m["t"], m["pd"]
         if t in ("processbench", "processbench_dev"):
             data = [self.of("results/processbench/cases.parquet"), self.of("results/processbench/dev.parquet")]
+        elif t == "prmbench":
+            data = [self.of("results/prmbench/cases.parquet")]
         else:
             data = [self.of(f"results/{pd}responses/{t}.parquet")]
         return [self._prm_spec(m["prm"]), data]

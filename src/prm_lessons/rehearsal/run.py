@@ -13,7 +13,8 @@ Layout (all under --out, default results/rehearsal/):
                 work/data/math_shepherd/math-shepherd.jsonl -> the Math-Shepherd stand-in,
                 work/data/templates/critique_template.txt -> the critique template's stand-in,
                 work/data/templates/app_c.tex -> the stand-in of the paper's LaTeX source of App. C,
-                work/data/fewshot/examples.py -> the harness few-shot demonstrations' stand-in
+                work/data/fewshot/examples.py -> the harness few-shot demonstrations' stand-in,
+                work/data/prmbench/prmbench_fixture.jsonl -> a six-record file in PRMBench's format
   plan.txt      the dry run's job table before the run
   report.json   what ran and what it read (prm_lessons.rehearsal.report)
 """
@@ -38,6 +39,8 @@ from .hub_cache import build_hub_cache, claim_dir, cli_errors
 from .math_shepherd_file import write_math_shepherd
 from .prm800k_file import write_prm800k
 from .report import REPO, snakemake_cmd, write_report
+
+PRMBENCH_FIXTURE = REPO / "tests" / "support" / "fixtures" / "prmbench" / "prmbench_fixture.jsonl"
 
 log = logging.getLogger("prm_lessons.rehearsal")
 CONFIG_DIR = REPO / "config"  # paper.yaml and the rehearsal.yaml overlay
@@ -93,7 +96,7 @@ def find_shared(explicit: str | None = None) -> Path:
 
 def prepare_work(work: Path, shared: Path) -> Path:
     """The working directory's data files (what config/rehearsal.yaml points at): the `shared` link, the
-    PRM800K, Math-Shepherd, critique-template and few-shot stand-ins. Enough for a dry run."""
+    PRM800K, Math-Shepherd, critique-template and few-shot stand-ins, the PRMBench fixture. Enough for a dry run."""
     work.mkdir(parents=True, exist_ok=True)
     link = work / "shared"
     if link.is_symlink() or link.exists():
@@ -105,6 +108,9 @@ def prepare_work(work: Path, shared: Path) -> Path:
     write_critique_template(work / "data" / "templates" / "critique_template.txt")
     write_app_c_source(work / "data" / "templates" / "app_c.tex")
     write_fewshot_examples(work / "data" / "fewshot" / "examples.py")
+    # PRMBench: the project's fixture in the benchmark's format (the published file needs the network)
+    (work / "data" / "prmbench").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(PRMBENCH_FIXTURE, work / "data" / "prmbench" / PRMBENCH_FIXTURE.name)
     return work
 
 

@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 from .. import as_paths
+from ..data.prmbench import constructed_prmbench, is_standin, load_prmbench
 from ..data.problems import load_problems
 from ..data.processbench import constructed_processbench, load_processbench, processbench_paths
 from ..data.sources import fetch_file, file_digests
@@ -157,3 +158,37 @@ def processbench_dev(*, inputs: dict, outputs: dict, params: dict, wildcards: di
     log.info("processbench dev split: %d cases; per subset: %s", len(cases),
              cases["subset"].value_counts().sort_index().to_dict())
     write_table(cases, outputs["cases"], "processbench", meta={"spec": spec, "split": "dev"})
+
+
+STANDIN_NOTE = "stand-in (constructed; not PRMBench's data, never compared)"
+
+
+def prmbench_file(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `prmbench_file`: prmbench.url (a pinned revision of prmbench_preview.jsonl) → its verified copy
+    under resources/data/prmbench/; without a pinned checksum its digests are logged to pin."""
+    spec = params["spec"]
+    checks = {k: spec.get(k) for k in ("sha256", "git_blob_sha1")}
+    fetch_file(spec["url"], outputs["file"], checks, "PRMBench file (prmbench.url)")
+    digests = file_digests(outputs["file"])
+    for key in ("sha256", "git_blob_sha1"):
+        if not checks.get(key):
+            log.warning("prmbench.%s is null: the file was not checked; its %s is %s (pin it in the config)",
+                        key, key, digests[key])
+    log.info("PRMBench: %s -> %s (sha256 %s)", spec["url"], outputs["file"], digests["sha256"])
+
+
+def prmbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `prmbench`: results/prmbench/cases.parquet from prmbench.source: the pinned file's copy, a
+    local copy, or the constructed stand-in (held out from the training problems)."""
+    spec = params["spec"]
+    if spec.get("source") == "constructed":
+        cases = constructed_prmbench(spec, params.get("pool") or {}, params.get("exclude") or {})
+        data = STANDIN_NOTE
+    else:
+        cases = load_prmbench(spec, file=(as_paths(inputs.get("source")) or [None])[0])
+        data = spec.get("url") or spec.get("path")
+        if spec.get("limit"):
+            data = f"{data} (first {spec['limit']} records per classification)"
+    write_table(cases, outputs["cases"], "prmbench", meta={"data": data, "standin": is_standin(cases)})
+    counts = cases["classification"].value_counts().sort_index()
+    log.info("PRMBench: %d cases (%s) from %s", len(cases), ", ".join(f"{k} {v}" for k, v in counts.items()), data)

@@ -1,5 +1,5 @@
 """Rule glue of workflow/rules/evaluation.smk: frozen-base step features, step scoring, LLM critics on
-ProcessBench, Best-of-N and ProcessBench metrics and their long tables.
+ProcessBench, Best-of-N, ProcessBench and PRMBench metrics and their long tables.
 
 The metrics and table rules run in the analysis environment, which has no torch: the scoring rules
 import the torch modules (features, prm, scoring) inside their functions.
@@ -15,12 +15,14 @@ import numpy as np
 import pandas as pd
 
 from .. import as_paths
+from ..artifacts.published import load_published, prmbench_published
 from ..evaluation import critic
 from ..generation.engine import load_engine
 from ..jobs.shards import in_shard, merge_problem_shards
 from ..labels.judge import load_template
 from ..metrics import bon as metrics_bon
 from ..metrics import model_free as metrics_model_free
+from ..metrics import prmbench as metrics_prmbench
 from ..metrics import processbench as metrics_processbench
 from ..metrics import resampled as metrics_resampled
 from ..metrics import rows as metrics_rows
@@ -549,3 +551,61 @@ def processbench_paired(*, inputs: dict, outputs: dict, params: dict, wildcards:
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS["processbench_paired"])
     df["run"] = params.get("run_label", "")
     write_csv(df, outputs["table"], "processbench_paired_csv")
+
+
+def score_prmbench(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `score_prmbench`: results/prmbench/cases.parquet → results/scores/{prm}/prmbench.parquet
+    (pb_scores, subset = the case's classification), scored as ProcessBench cases are (the same model
+    loading and batching; an outcome RM scores every prefix; a head-only PRM from the frozen base's stored
+    features, rule step_features)."""
+    spec, cfg = params["spec"], params.get("scoring", {})
+    cases = read_table(inputs["cases"], "prmbench")
+    mine = np.ones(len(cases), dtype=bool)
+    done = _from_features(inputs.get("features"), spec, cases["id"].astype(str).tolist())
+    cases, steps, scores, meta, _ = _score_rows(cases, mine, done, "problem", spec, cfg, None, prefixes=True)
+    out = pd.DataFrame({"id": cases["id"].astype(str), "subset": cases["classification"], "step_scores": scores,
+                        "n_steps": [len(s) for s in steps], "n_steps_scored": [len(s) for s in scores]})
+    write_table(out, outputs["scores"], "pb_scores", meta=_score_meta(wildcards, meta, None))
+
+
+def prmbench_metrics(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `prmbench_metrics`: cases + results/scores/{prm}/prmbench.parquet → results/metrics/prmbench/
+    {prm}.json. A step is valid when its score reaches the threshold ProcessBench's evaluation used for this
+    PRM (results/metrics/processbench/{prm}.json: the configured or tuned one), so both benchmarks judge
+    the same decisions."""
+    cases = read_table(inputs["cases"], "prmbench")
+    src = read_table(inputs["scores"], "pb_scores")
+    scores = {str(i): (list(s) if s is not None else None) for i, s in zip(src["id"], src["step_scores"])}
+    pb = read_json(inputs["processbench"])
+    threshold = metrics_prmbench.processbench_threshold(pb)
+    m, _ = metrics_prmbench.evaluate_prmbench(cases, scores, threshold)
+    meta = table_meta(inputs["cases"])
+    m.update({"prm": wildcards.get("prm"), "run_label": params.get("run_label"),
+              "threshold_policy": f"ProcessBench's ({pb.get('threshold_policy') or 'configured'})",
+              "data": meta.get("data"), "standin": bool(meta.get("standin"))})
+    write_json(m, outputs["metrics"])
+    o = m["overall"]["prmscore"]
+    log.info("PRMBench %s: PRMScore %s (threshold %.4g; %s)", m["prm"], "undefined" if o is None else f"{o:.3f}",
+             threshold, m["data"])
+
+
+def prmbench_table(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:
+    """Rule `prmbench_table`: every results/metrics/prmbench/{prm}.json → results/tables/prmbench.csv (long:
+    per PRM the overall, per-class and per-dimension PRMScores), with the PRMBench paper's number beside a
+    PRM that has a published row (analysis.paper_rows maps a PRM name onto a row key) when the cases are
+    PRMBench's own data; a stand-in gets none."""
+    published = prmbench_published(load_published())
+    paper_rows = params.get("paper_rows") or {}
+    rows = []
+    for path in as_paths(inputs.get("metrics")):
+        m = read_json(path)
+        prm = m.get("prm")
+        pub = None if m.get("standin") else published.get(paper_rows.get(prm, prm))
+        for r in metrics_prmbench.long_rows(m):
+            value = pub.get(r["column"]) if pub else None
+            rows.append({"prm": prm, **r, "published": None if value is None else value / 100,
+                         "published_label": pub["label"] if pub else None, "threshold": m["threshold"],
+                         "data": m.get("data")})
+    df = pd.DataFrame(rows, columns=metrics_prmbench.PRMBENCH_LONG_COLUMNS)
+    df["run"] = params.get("run_label", "")
+    write_csv(df, outputs["table"], "prmbench_csv")
