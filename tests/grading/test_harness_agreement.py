@@ -32,8 +32,9 @@ def test_against_the_harness_own_code_at_its_commit():
     if (why := bench.cached()):
         pytest.skip(f"harness cache not ready: {why}")
     shared_data_dir("bon", "math_cot_100_samples.jsonl")
-    report = bench.compare(workers=2)
+    report = bench.compare(workers=2, timeout_s=60.0)  # far above any pair's time: verdicts, not speed
     assert report["recorded"] == [800, 800]
+    assert report["timeouts"] == 0
     assert report["normalisation"] == 0, [d for d in report["disagreements"] if d["kind"] == "normalisation"]
     assert report["unexpected"] == [], [d for d in report["disagreements"] if d["id"] in report["unexpected"]]
     assert report["fixed"] == []

@@ -35,11 +35,23 @@ maintained fork of the same grammar, installed with math-verify) set to the bare
 readings (measured against the harness's own code, bench/harness_agreement.py): a number written before a
 factor is a product (``12\\frac{1}{2}`` is 6 there, not 12.5; that fork's mixed-number reading ignores its
 own switch, so one branch of its converter is overridden), ``\\pi``, a bare ``e`` and ``I`` are plain
-symbols (so ``3.14159`` ≠ ``\\pi`` and ``2.718281828`` ≠ ``e``, as there), and a union (``\\cup``), which
-none of the harness's parsers reads, stays a string (a reordered union is unequal, as there).
+symbols (so ``3.14159`` ≠ ``\\pi`` and ``2.718281828`` ≠ ``e``, as there), a text with a comma outside
+brackets is read up to that comma (``parse_latex`` stops there: ``\\frac{1}{2},3`` equals ``\\frac{1}{2},4``
+there and here), a comma inside a group sends the text to ``parse_expr`` first (a tuple, as there), and a
+union (``\\cup``), which none of the harness's parsers reads, stays a string (a reordered union is unequal,
+as there).
 
 Known remaining differences (listed in docs/measurements.md with the pairs that show them):
-KNOWN_DIFFERENCES_PLACEHOLDER
+- an equation with a matrix side: latex2sympy2_extended reads ``[M] = H^{-1}`` as an equation and finds it
+  equal to ``H^{-1} = [M]`` (step 7), while none of the harness's parsers reads an equation beside a
+  bracketed matrix (its latex2sympy2 reads ``x = M`` as ``M`` alone), so there the verdict rests on the
+  strings: unequal (bench/harness_agreement.py: 1 perturbed pair of 553, 1 edge pair of 63);
+- readings of strings the two parsers read differently but where no pair of the comparison changed a
+  verdict: ``parse_latex`` reads ``\\boxed{5}``, ``\\mathbb{R}`` or ``\\text{yes}`` as products of letters,
+  latex2sympy2_extended as 5, a symbol, a text; a text with both a bare ``e`` and ``\\exp``/``\\ln``/``\\log``
+  keeps Euler's number here (a symbol there);
+- speed: SymPy 1.14 here against the harness's 1.12, so a comparison close to the 3 s limit can time out on
+  one side only (2 of 553 perturbed pairs take 1.5-3.7 s on either side).
 
 No timeout here: every comparison runs in a grading worker (prm_lessons.grading.pool) killed after
 ``grading.timeout_s``, as the harness runs each comparison in a pebble process with a 3 s timeout
@@ -199,10 +211,28 @@ def _as_harness_symbols(expr, text: str):
         return expr
 
 
+def _head_before_comma(text: str) -> str | None:
+    """The text before its first comma outside any bracket, None without one. SymPy's ``parse_latex`` reads
+    the longest leading expression and ignores the rest, so there ``3,5`` is 3 and ``-3,0dollars`` is -3,
+    while a comma inside a group (``(2,3)``, ``[1,3]``) fails there, and ``parse_expr`` reads a tuple."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return text[:i]
+    return None
+
+
 def to_sympy(text: str):
-    """``text`` as a SymPy object: latex2sympy2_extended, else SymPy's ``parse_expr`` (each on the text with
-    ``\\\\`` read as ``\\`` first, then as it is, as the harness tries: grader.py:277-286); the text itself
-    when neither parses, or when it holds a construct none of the harness's parsers reads (``\\cup``)."""
+    """``text`` as a SymPy object, read in the harness's order (grader.py:277-286: ``parse_latex``, then
+    ``parse_expr``, then its latex2sympy2; each parser on the text with ``\\\\`` read as ``\\`` first, then as
+    it is): latex2sympy2_extended on the text, or on its part before a top-level comma where ``parse_latex``
+    stops there (:func:`_head_before_comma`; not at all with a comma inside a group), then ``parse_expr``,
+    then latex2sympy2_extended on the whole text; the text itself when none parses, or when it holds a
+    construct none of the harness's parsers reads (``\\cup``)."""
     from latex2sympy2_extended import NormalizationConfig  # lazy: heavy (SymPy, ANTLR)
     from latex2sympy2_extended.math_normalization import normalize_latex  # lazy: heavy
     from sympy.parsing.sympy_parser import parse_expr  # lazy: heavy (SymPy)
@@ -213,13 +243,19 @@ def to_sympy(text: str):
     raw = NormalizationConfig(basic_latex=False, units=False, malformed_operators=False, nits=False,
                               boxed="none", equations=False)
     cls, config = _product_converter_class()
-    # letters kept in their case, as parse_latex keeps them (one converter per text, as latex2sympy makes)
-    converter = cls(config=config(interpret_as_mixed_fractions=False, lowercase_symbols=False))
 
     def latex(s: str):
+        # letters kept in their case, as parse_latex keeps them (one converter per text, as latex2sympy makes)
+        converter = cls(config=config(interpret_as_mixed_fractions=False, lowercase_symbols=False))
         return _as_harness_symbols(converter.parse(normalize_latex(s, raw)), s)
 
-    for parse in (latex, parse_expr):
+    def latex_head(s: str):  # parse_latex: the part before a top-level comma; a comma in a group fails there
+        head = _head_before_comma(s)
+        if "," in (s if head is None else head):
+            raise ValueError("parse_latex reads no comma inside a group")
+        return latex(s if head is None else head)
+
+    for parse in (latex_head, parse_expr, latex):
         for candidate in (text.replace("\\\\", "\\"), text):
             try:
                 return parse(candidate)
