@@ -119,8 +119,13 @@ def fetch(cache: Path, from_git: Path | None = None) -> None:
             data = subprocess.run(["git", f"--git-dir={from_git}", "show", f"{HARNESS_COMMIT}:evaluation/{path}"],
                                   check=True, capture_output=True).stdout
         else:
-            with urllib.request.urlopen(RAW_URL.format(commit=HARNESS_COMMIT, path=path), timeout=60) as r:
-                data = r.read()
+            url = RAW_URL.format(commit=HARNESS_COMMIT, path=path)
+            try:
+                with urllib.request.urlopen(url, timeout=60) as r:
+                    data = r.read()
+            except OSError as exc:
+                raise SystemExit(f"cannot fetch {url} ({exc}); without network to GitHub, pass --from-git DIR "
+                                 "(the git directory of a QwenLM/Qwen2.5-Math clone holding that commit)") from None
         if _sha256(data) != sha:
             raise SystemExit(f"{path}: sha256 {_sha256(data)} is not the pinned {sha}")
         dest.parent.mkdir(parents=True, exist_ok=True)

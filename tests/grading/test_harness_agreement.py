@@ -69,3 +69,11 @@ def test_edge_pairs_cover_what_the_review_found():
     assert ("math", "12\\frac{1}{2}", "12.5") in preds                              # mixed number
     assert ("math", "\\pi", "3.14159") in preds                                     # π a symbol there
     assert ("college_math", "(4,5)\\cup(2,3)", "(2,3)\\cup(4,5)") in preds          # unions unparsed there
+
+
+def test_the_paper_config_grades_as_the_harness_under_its_limit():
+    """config/paper.yaml grades with the harness's math_equal under the harness's 3 s (evaluate.py:37)."""
+    import yaml
+
+    grading = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())["grading"]
+    assert grading["grader"] == "harness" and grading["timeout_s"] == _bench().TIMEOUT_S == 3
