@@ -242,7 +242,9 @@ def _add_grade(subparsers) -> None:
     p.add_argument("--answer-format", default="plain", choices=["plain", "gsm8k", "boxed", "choice"],
                    help="the dataset's answer_format (as in the config): choice = multiple choice as the "
                         "Qwen2.5-Math harness grades MMLU STEM (choice letter extracted; an option index as gold "
-                        "is read as a letter). Any row whose gold is a letter A-E is graded as a choice.")
+                        "is read as a letter). Any row whose gold is a letter A-E is graded as a choice. With "
+                        "--grader harness it also sets the gold's normalisation passes as the harness's: one for "
+                        "boxed (a gold read from a solution), two otherwise.")
     p.add_argument("--timeout", type=_positive_float, default=5.0,
                    help="seconds per response before it counts as incorrect (> 0)")
     p.add_argument("--workers", type=_workers, default=2, help=f"grading processes (1..{MAX_WORKERS})")

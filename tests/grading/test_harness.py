@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT, shared_data_dir
-from prm_lessons.grading.harness import math_equal, normalise, read_number
+from prm_lessons.grading.harness import math_equal, normalise, normalise_gold, normalise_pred, read_number, to_sympy
 from prm_lessons.grading.pool import grade, grade_many, harness_settled
 
 # ------------------------------------------------------------------------------ math_equal semantics
@@ -74,6 +74,65 @@ def test_normalise_is_the_harness_strip_string():
     assert normalise("\\text{4:30 p.m.}") == "4:30p.."  # its quirks too: the harness's own gold here
     assert normalise("x = 3") == "3"
     assert normalise("3/4") == "\\frac{3}{4}"
+
+
+# ------------------------------------------------------------------------------ parse_latex's readings
+
+# (prediction, gold, the harness's verdict): recorded from the harness's own grader.py and parser.py at
+# a45202b in its test-only environment (bench/harness_agreement.py, 2026-11-29), on normalised strings
+@pytest.mark.parametrize("pred, gold, harness", [
+    ("12.5", "12\\frac{1}{2}", False),                 # a number before a factor: a product there (6) ...
+    ("6", "12\\frac{1}{2}", True),
+    ("12\\frac{1}{2}", "12.5", False),
+    ("6", "2(3)", True),                                # ... not a mixed number nor 2 + 3
+    ("3.14159", "\\pi", False),                        # \pi, a bare e: plain symbols there
+    ("6.2832", "2\\pi", False),
+    ("1.5708", "\\frac{\\pi}{2}", False),
+    ("\\pi\\cdot2", "2\\pi", True),
+    ("2.718281828", "e", False),
+    ("7.389056", "e^{2}", False),
+    ("e^2", "e^{2}", True),
+    ("(2,3)\\cup(4,5)", "(4,5)\\cup(2,3)", False),      # no parser of the harness reads a union
+    ("(3,\\infty)\\cup(-\\infty,2)", "(-\\infty,2)\\cup(3,\\infty)", False),
+    ("(2,3)\\cup(4,5)", "(2,3)\\cup(4,5)", True),
+    ("\\frac{1}{2},4", "\\frac{1}{2},3", True),          # parse_latex stops at a top-level comma
+    ("-3,0dollars", "-3,0", True),
+])
+def test_math_equal_reads_as_the_harness_parsers(pred, gold, harness):
+    assert math_equal(pred, gold) is harness
+
+
+def test_to_sympy_readings():
+    from sympy import Symbol
+    assert [float(to_sympy(t)) for t in ("12\\frac{1}{2}", "2(3)", "3\\sqrt{4}", "-12\\frac{1}{2}")] == [6, 6, 6, -6]
+    assert to_sympy("\\pi") == Symbol("pi") and to_sympy("e") == Symbol("e") and to_sympy("I") == Symbol("I")
+    assert to_sympy("e^{2}") == Symbol("e") ** 2
+    assert float(to_sympy("\\exp(2)")) == pytest.approx(7.389056)  # \exp: Euler's number there too
+    assert to_sympy("(4,5)\\cup(2,3)") == "(4,5)\\cup(2,3)"      # left a string
+    assert to_sympy("3,5") == 3 and to_sympy("(2,3)") == (2, 3)    # up to a top-level comma; parse_expr's tuple
+
+
+def test_normalisation_passes_are_the_harness_ones():
+    """strip_string is not idempotent: a prediction gets two passes (parser.py:568, :736), a gold read from a
+    solution one, any other gold two (load and evaluate.py's re-parse), a unit-keeping gold that is not
+    extracted none."""
+    assert normalise("x \\in [1,3]") == "x\\in[1,3]" and normalise_pred("x \\in [1,3]") == "[1,3]"
+    assert normalise_gold("x \\in [1,3]") == "[1,3]"
+    assert normalise_gold("x \\in [1,3]", "gsm8k") == "[1,3]"
+    assert normalise_gold("x \\in [1,3]", "boxed") == "x\\in[1,3]"
+    assert normalise_gold("x \\leq 5 \\text{ cm}", "plain", keep_units=True) == "x \\le 5 \\text{ cm}"
+    assert normalise_gold("5 \\text{ cm}", "boxed", keep_units=True) == "5"
+
+
+@pytest.mark.parametrize("response, gold, fmt, correct", [
+    ("\\boxed{[1,3]}", "x \\in [1,3]", "plain", True),       # the harness: True (gold on its 2nd pass)
+    ("\\boxed{x \\in [1,3]}", "[1,3]", "plain", True),       # True (prediction on its 2nd pass)
+    ("\\boxed{yes}", "\\text{\\text{yes}}", "plain", True),
+    ("\\boxed{(-\\infty, \\infty)}", "(-\\infty, \\infty)", "plain", True),  # both become \mathbb{R}
+])
+def test_grading_normalises_as_the_harness(response, gold, fmt, correct):
+    res = grade(response, gold, timeout_s=10, answer_format=fmt, grader="harness")
+    assert res.status == "ok" and res.correct is correct, res
 
 
 # ------------------------------------------------------------------------------ through the pool

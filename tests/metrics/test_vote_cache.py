@@ -29,7 +29,7 @@ ANSWERS = st.one_of(st.none(), st.sampled_from(["4", " 4 ", "4.", "$4$", "\\frac
                                                 "5\\text{ cm}", "x=3", "1", "1.0", "infinity", ""]),
                     st.text(max_size=8))
 PROBLEMS = st.lists(st.lists(ANSWERS, min_size=1, max_size=8), min_size=1, max_size=12)
-UNCACHED = {"harness": lambda p, k: answer_key.harness_key(p, skip_unit=k),
+UNCACHED = {"harness": lambda p, k: answer_key.harness_key(answer_key.harness_key(p, skip_unit=k), skip_unit=k),
             "normalized": lambda p, k: select.normalize_answer(p), "exact": lambda p, k: select.exact_key(p)}
 
 
@@ -38,12 +38,12 @@ def test_cached_keys_equal_per_response_keys_and_each_answer_is_keyed_once(monke
     keep = data.draw(st.lists(st.booleans(), min_size=len(preds), max_size=len(preds)))
     want = [[UNCACHED[grouping](p, k) for p in ps] for ps, k in zip(preds, keep)]
     calls = []
-    name, module = {"harness": ("harness_key", m_vote), "normalized": ("normalize_answer", m_vote),
+    name, module = {"harness": ("normalise_pred", m_vote), "normalized": ("normalize_answer", m_vote),
                     "exact": ("exact_key", m_vote)}[grouping]
     real = getattr(module, name)
 
     def counted(p, *a, **kw):
-        calls.append((type(p), p, kw.get("skip_unit", False) if grouping == "harness" else None))
+        calls.append((type(p), p, kw.get("keep_units", False) if grouping == "harness" else None))
         return real(p, *a, **kw)
 
     monkeypatch_session.setattr(module, name, counted)

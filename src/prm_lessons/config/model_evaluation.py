@@ -257,10 +257,10 @@ class Bon(Section):
     maj_grouping: Literal['harness', 'exact', 'normalized', 'math_verify'] = Field(
         default='harness',
         description=(
-            "How maj@N groups answers: harness (the Qwen2.5-Math harness's strip_string form, an "
-            'empty answer votes, as rm_maj_eval.py), exact (string as is), normalized (whitespace, '
-            'surrounding $ and trailing period removed, lower-cased), math_verify (math-verify '
-            "equivalence to each group's first answer)."))
+            "How maj@N groups answers: harness (the Qwen2.5-Math harness's strip_string form, applied "
+            'twice as on the predictions it records, an empty answer votes, as rm_maj_eval.py), exact '
+            '(string as is), normalized (whitespace, surrounding $ and trailing period removed, '
+            "lower-cased), math_verify (math-verify equivalence to each group's first answer)."))
     bootstrap: BonBootstrap = Field(
         default_factory=BonBootstrap,
         description='Percentile bootstrap over problems (within each benchmark) for every BoN number.')

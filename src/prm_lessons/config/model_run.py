@@ -383,7 +383,8 @@ class Grading(Section):
         default=5.0,
         description=(
             'Per-response grading time limit; a response that exceeds it counts as incorrect (status '
-            'timeout) and is reported.'))
+            "timeout) and is reported. The harness's own limit is 3 s per comparison (evaluate.py:37), "
+            'which config/paper.yaml uses with grader: harness.'))
     workers: Annotated[int, Field(ge=1, le=64)] = Field(
         default=2,
         description=(

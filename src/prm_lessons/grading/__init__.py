@@ -20,7 +20,8 @@ One concept per module, so that a job's code closure holds only what it runs (pr
 * :mod:`.pool`: :func:`~.pool.grade` compares the extracted answer with the gold answer. With
   ``grader="math_verify"`` (the default): letters by letter, otherwise equal after the harness's light
   string normalisation, else ``math_verify.verify(parse(gold), parse(pred))``. With ``grader="harness"``:
-  both normalised as the harness does, then ``math_equal``. Every comparison runs in a worker process
+  both normalised as the harness does (its ``strip_string`` twice on the prediction, once or twice on the
+  gold by the dataset's answer_format), then ``math_equal``. Every comparison runs in a worker process
   (``python -m prm_lessons.grading.pool --worker``) that is killed and replaced when it exceeds
   ``timeout_s``; math-verify's own timeouts use ``signal.alarm`` (main thread only, and unable to stop a
   long C-level regex or SymPy call), so they are switched off inside the workers and the process boundary

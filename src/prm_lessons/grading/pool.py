@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 from .. import checkout_env
 from .extract import CHOICE_LETTERS, choice_gold, extract_final, is_choice_letter, multi_choice_gold, strip_answer
 from .golds import gold_answer_text
-from .harness import math_equal, normalise, read_number
+from .harness import math_equal, normalise_gold, normalise_pred, read_number
 
 log = logging.getLogger(__name__)
 
@@ -378,14 +378,15 @@ def grade_many(texts: Sequence[str | None], golds: Sequence, timeout_s: float = 
 def harness_settled(pred: str, gold: str, answer_format: str = "plain",
                     keep_units: bool = False) -> bool | tuple[str, str]:
     """The harness grader's verdict where no SymPy is needed, else the (prediction, gold) pair that a
-    worker compares with ``math_equal``, both as the harness normalises them: ``strip_string`` (units kept
-    for ``keep_units``), except a choice answer (``choice`` format, or a letter gold: the letter the
-    harness's choice cleaning took, which it does not normalise). Settled here: equal strings (math_equal's
-    first test), a letter gold against another letter or an answer without that letter (no expression
-    without the symbol equals it) and two numbers (math_equal decides numbers by tolerance alone)."""
+    worker compares with ``math_equal``, both as the harness normalises them (harness.normalise_pred: two
+    ``strip_string`` passes; harness.normalise_gold: one, two or none by ``answer_format``; units kept for
+    ``keep_units``), except a choice answer (``choice`` format, or a letter gold: the letter the harness's
+    choice cleaning took, which it does not normalise). Settled here: equal strings (math_equal's first
+    test), a letter gold against another letter or an answer without that letter (no expression without
+    the symbol equals it) and two numbers (math_equal decides numbers by tolerance alone)."""
     letter = answer_format == "choice" or is_choice_letter(gold)
-    p = pred if letter else normalise(pred, keep_units)
-    g = gold.strip() if letter else normalise(gold, keep_units)
+    p = pred if letter else normalise_pred(pred, keep_units)
+    g = gold.strip() if letter else normalise_gold(gold, answer_format, keep_units)
     if p.strip().lower() == g.strip().lower():
         return True
     if g in CHOICE_LETTERS and (p.strip() in CHOICE_LETTERS or g not in p.upper()):

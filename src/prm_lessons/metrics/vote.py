@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..grading import pool as grading
-from ..grading.answer_key import harness_key
+from ..grading.harness import normalise_pred
 from .select import MAJ_GROUPINGS, exact_key, majority_winner, normalize_answer
 
 
@@ -25,7 +25,9 @@ def vote_keys(pred_lists: Sequence[Sequence], grouping: str = "normalized", time
         return math_verify_groups(pred_lists, timeout_s=timeout_s, workers=workers, pool=pool)
     if grouping == "harness":
         keep = [keep_units] * len(pred_lists) if isinstance(keep_units, bool) else list(keep_units)
-        return _memo_keys(pred_lists, keep, lambda p, k: harness_key(p, skip_unit=k)), none
+        # the harness votes on its recorded preds (rm_maj_eval.py:83, strip=False): extracted answers that went
+        # through strip_string twice (parser.py:568, :736), so two passes here too (it is not idempotent)
+        return _memo_keys(pred_lists, keep, lambda p, k: normalise_pred(p, keep_units=k)), none
     keyf = normalize_answer if grouping == "normalized" else exact_key
     return _memo_keys(pred_lists, [False] * len(pred_lists), lambda p, _: keyf(p)), none
 
