@@ -14,6 +14,8 @@ Usage: python bench/resample_heads.py [--resamples 10] [--instances 66] [--hidde
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
@@ -97,7 +99,8 @@ def main() -> None:
                 sub = T.head_trainee([data[i] for i in draw], a.hidden, s, a.label_type)
                 args = training_arguments(s, Path(tmp) / f"resample-{r}", False, False)
                 if way == "trainer":
-                    T.run_trainer(sub, args, tok, None, Path(tmp))
+                    with contextlib.redirect_stdout(io.StringIO()):  # its loss lines (disable_tqdm: printed)
+                        T.run_trainer(sub, args, tok, None, Path(tmp))
                 else:
                     H.train_head(sub.model, sub.dataset, args, StepCollator(0))
                 seconds[way].append(time.perf_counter() - t)
