@@ -1,9 +1,10 @@
 """A head-only training run without a Trainer: the resample heads of `train.train_resample_heads`.
 
 Why hand-written: a resample head (head mode, a 2-class StepHead on precomputed step features) trains in
-well under a second, while each transformers Trainer costs ~1.8 s of set-up (Accelerator, callbacks,
-TrainerState, optimizer/scheduler wrapping), so with R = 10 resamples per PRM the set-ups were most of
-rule train_prm's time. The PRM's own head keeps the Trainer (its checkpoints, resume, logging, metrics).
+under a second, and a transformers Trainer per head adds its set-up and per-step machinery (Accelerator,
+callbacks, TrainerState, wrapped optimizer/scheduler/loader) to each: 1.10 vs 0.67 s per head measured side by
+side (bench/resample_heads.py, docs/measurements.md; the slow-host run estimated ~1.8 s per head), paid R = 10
+times in every head-mode PRM job. The PRM's own head keeps the Trainer (checkpoints, resume, logging, metrics).
 
 What it reproduces (transformers 5.19 `Trainer._inner_training_loop` / `_run_epoch`, accelerate 1.15, read
 in their source), for one process: the data order of accelerate's SeedableRandomSampler (a

@@ -202,7 +202,7 @@ def train_resample_heads(trainee: Trainee, instances: list[dict], settings: dict
     """Head mode, `training.resamples` R > 0: R more heads on the PRM's features, head r trained as the
     PRM's on bootstrap draw r of the instances (resamples.resample_draws), with its own seed and no
     checkpoints. One process: by `head_loop.train_head`, a plain torch loop that does what the Trainer
-    does for such a head without its ~1.8 s set-up per head (the loop's docstring); several processes
+    does for such a head without its per-head set-up (~0.4 s here; the loop's docstring); several processes
     (DDP) keep the Trainer (head_trainee + run_trainer). Returns (their state dicts on rank 0, else None;
     one summary per resample for train_metrics.json)."""
     from transformers import set_seed  # lazy: as train_setup.trainer_class
