@@ -65,6 +65,7 @@ from ..tables import write_json
 from .checkpoints import resume_checkpoint, run_fingerprint
 from .data import training_instances
 from .features import training_features
+from .head_loop import train_head
 from .model_card import LOG_DIR, LORA_DIR
 from .resamples import DRAW_RULE, RESAMPLE_FILE, resample_draws, resample_seed, save_resample_heads
 from .settings import LABEL_TYPES, TrainingError, settings_from
@@ -199,8 +200,10 @@ def head_trainee(dataset: list[dict], hidden_size: int, settings: dict, label_ty
 def train_resample_heads(trainee: Trainee, instances: list[dict], settings: dict, label_type: str, on_gpu: bool,
                          bf16: bool, tokenizer, ckpt: Path) -> tuple[list[dict] | None, list[dict]]:
     """Head mode, `training.resamples` R > 0: R more heads on the PRM's features, head r trained as the
-    PRM's (head_trainee + run_trainer) on bootstrap draw r of the instances (resamples.resample_draws),
-    with its own seed and no checkpoints (seconds each). Returns (their state dicts on rank 0, else None;
+    PRM's on bootstrap draw r of the instances (resamples.resample_draws), with its own seed and no
+    checkpoints. One process: by `head_loop.train_head`, a plain torch loop that does what the Trainer
+    does for such a head without its per-head set-up (~0.4 s here; the loop's docstring); several processes
+    (DDP) keep the Trainer (head_trainee + run_trainer). Returns (their state dicts on rank 0, else None;
     one summary per resample for train_metrics.json)."""
     from transformers import set_seed  # lazy: as train_setup.trainer_class
 
@@ -209,24 +212,30 @@ def train_resample_heads(trainee: Trainee, instances: list[dict], settings: dict
     heads: list[dict] = []
     summaries = []
     rank0 = True
+    collator = StepCollator(pad_id(tokenizer))
     for r, draw in enumerate(draws):
         tr = time.time()
         seed = resample_seed(int(settings["seed"]), r)
         set_seed(seed)
         sub = head_trainee([trainee.dataset[i] for i in draw], trainee.head.hidden_size, settings, label_type)
         args = training_arguments({**settings, "seed": seed, "save_steps": 0}, ckpt / f"resample-{r}", on_gpu, bf16)
-        trainer, result, _ = run_trainer(sub, args, tokenizer, None, ckpt)
-        _, full_sd = gather_trained(trainer, args)
-        rank0 = trainer.is_world_process_zero()
+        if int(args.world_size) == 1:
+            run = train_head(sub.model, sub.dataset, args, collator)
+            head_sd, loss, loop = sub.head.state_dict(), run.training_loss, "plain"
+        else:
+            trainer, result, _ = run_trainer(sub, args, tokenizer, None, ckpt)
+            _, full_sd = gather_trained(trainer, args)
+            rank0 = trainer.is_world_process_zero()
+            head_sd = ({k[len("head."):]: v for k, v in full_sd.items() if k.startswith("head.")} if rank0 else {})
+            loss = float(result.training_loss) if result.training_loss is not None else None
+            loop = "Trainer"
         if rank0:
-            heads.append({k[len("head."):]: v.detach().to("cpu", torch.float32, copy=True).contiguous()
-                          for k, v in full_sd.items() if k.startswith("head.")})
-        loss = float(result.training_loss) if result.training_loss is not None else None
+            heads.append({k: v.detach().to("cpu", torch.float32, copy=True).contiguous() for k, v in head_sd.items()})
         summaries.append({"resample": r, "seed": seed, "distinct_instances": int(len(set(draw.tolist()))),
-                          "final_train_loss": loss, "seconds": time.time() - tr})
-        log.info("resample head %d/%d: %d draws of %d instances (%d distinct), loss %s, %.1f s", r + 1, R,
+                          "final_train_loss": loss, "loop": loop, "seconds": time.time() - tr})
+        log.info("resample head %d/%d: %d draws of %d instances (%d distinct), loss %s, %.2f s (%s loop)", r + 1, R,
                  len(draw), len(instances), summaries[-1]["distinct_instances"],
-                 "n/a" if loss is None else f"{loss:.4f}", summaries[-1]["seconds"])
+                 "n/a" if loss is None else f"{loss:.4f}", summaries[-1]["seconds"], loop)
     return (heads if rank0 else None), summaries
 
 
