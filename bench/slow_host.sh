@@ -46,9 +46,9 @@ set_quota "$quota"
 echo $$ > "$CG/cgroup.procs"
 got=$(measure)
 # A shared host's speed drifts (neighbours, frequency): one unthrottled reading has been off by 2.7x. So the
-# quota is corrected from the throttled reading itself until it lands within 10 % of the target (4 tries).
-for _ in 1 2 3 4; do
-  ok=$("$PY" -c "print(int(abs($got / $TARGET_GFLOPS - 1) <= 0.1))")
+# quota is corrected from the throttled reading itself until it lands within 5 % of the target (6 tries).
+for _ in 1 2 3 4 5 6; do
+  ok=$("$PY" -c "print(int(abs($got / $TARGET_GFLOPS - 1) <= 0.05))")
   [ "$ok" = 1 ] && break
   quota=$("$PY" -c "print(max(10000, min(200000, int($quota * $TARGET_GFLOPS / max($got, 1e-3)))))")
   set_quota "$quota"
