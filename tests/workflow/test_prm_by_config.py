@@ -115,8 +115,10 @@ def test_the_docs_local_prm_scores_processbench_and_best_of_n_on_cpu(tmp_path, e
     prm_dir = wd / "my-trl-prm"
     torch.manual_seed(0)  # the head's random init
     model = transformers.AutoModelForTokenClassification.from_pretrained(embedded_model_dir, num_labels=2)
-    assert model.config.architectures == ["LlamaForTokenClassification"]  # what config.json names on save
     model.save_pretrained(prm_dir)
+    del model
+    saved = transformers.AutoConfig.from_pretrained(prm_dir)  # the class the adapter loads, the head's labels
+    assert saved.architectures == ["LlamaForTokenClassification"] and saved.num_labels == 2
     transformers.AutoTokenizer.from_pretrained(embedded_model_dir).save_pretrained(prm_dir)
     overlay = wd / "my_prm.yaml"
     overlay.write_text(yaml.safe_dump(_doc_overlay("my-trl-prm")))  # relative to the working directory
@@ -151,13 +153,14 @@ def test_the_docs_local_prm_scores_processbench_and_best_of_n_on_cpu(tmp_path, e
     scores = {f.stem: pd.read_parquet(f) for f in (wd / "results/scores/my_prm").glob("*.parquet")}
     assert set(run["benchmarks"]) | {"processbench"} <= set(scores)
     for name, df in scores.items():
-        assert len(df) and (df["n_steps_scored"] == df["step_scores"].map(len)).all(), name
-        assert all(0 < x < 1 for row in df["step_scores"] for x in row), name
+        assert len(df) and all(0 < x < 1 for row in df["step_scores"] for x in row), name
+    pb_scores = scores["processbench"]
+    assert (pb_scores["n_steps_scored"] == pb_scores["n_steps"]).all()  # no case cut off
     cases = pd.read_parquet(wd / "results/processbench/cases.parquet").set_index("id")
     tok = transformers.AutoTokenizer.from_pretrained(prm_dir)
     ref = transformers.AutoModelForTokenClassification.from_pretrained(prm_dir, dtype=torch.bfloat16).eval()
     piece = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
-    for row in scores["processbench"].head(3).itertuples():
+    for row in pb_scores.head(3).itertuples():
         case = cases.loc[row.id]
         ids, pos = ([tok.bos_token_id] if tok.bos_token_id is not None else []) + piece(case.problem), []
         for step in case.steps:
@@ -166,4 +169,5 @@ def test_the_docs_local_prm_scores_processbench_and_best_of_n_on_cpu(tmp_path, e
         with torch.no_grad():
             logits = ref(input_ids=torch.tensor([ids])).logits[0].float()
         want = torch.softmax(logits, dim=-1)[pos, 1].tolist()
-        assert row.step_scores.tolist() == pytest.approx(want, abs=2e-2), row.id
+        # bfloat16 (the entry's dtype), batched and padded in the job: <= 0.005 apart here; without the BOS 0.028
+        assert row.step_scores.tolist() == pytest.approx(want, abs=1e-2), row.id
