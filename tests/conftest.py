@@ -1,5 +1,6 @@
 """Shared test helpers: the read-only reference data in ../shared (see ../shared/data/README.md), the
-one tiny tokenizer builder, and a stand-in for Snakemake's `script:` call. Fake engines and other helpers:
+one tiny tokenizer builder, a stand-in for Snakemake's `script:` call, and real Snakemake runs in a scratch
+directory holding the converted embedded model. Fake engines and other helpers:
 tests/support/ (on sys.path through pyproject's pythonpath; layout: docs/testing.md).
 
 Tests on real data call :func:`shared_data_dir` (or use the ``shared_data`` fixture). Off CI a
@@ -10,6 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -148,3 +152,53 @@ def paper_plan():
     import dag
 
     return dag.plan(dag.PAPER, profile="slurm", cores=64)
+
+
+# make run's DAG shrunk (config/test.yaml over the embedded default), as the slow workflow tests run it
+TEST_CONFIG = ("config/config.yaml", "config/test.yaml")
+SMK_ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def smk_run(*args: str, timeout: int = 600, check: bool = True) -> subprocess.CompletedProcess:
+    """`snakemake *args` as a subprocess from the repository root (as users run it), offline; a failure
+    (with `check`) raises an AssertionError holding the tail of its output."""
+    proc = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=ROOT, env=SMK_ENV, capture_output=True,
+                          text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def embedded_model_dir(tmp_path_factory) -> Path:
+    """The converted embedded model, once a session: the checkout's when `make run` made one, else
+    converted (rule embedded_model, 20-85 s) in a scratch directory."""
+    model = ROOT / "resources/models/smollm2"
+    if (model / "model.safetensors").exists():
+        return model
+    wd = tmp_path_factory.mktemp("embedded_model")
+    smk_run("resources/models/smollm2", "--cores", "1", "--directory", str(wd),
+            "--configfile", *(str(ROOT / c) for c in TEST_CONFIG), timeout=900)
+    return wd / "resources/models/smollm2"
+
+
+def embedded_run_dir(tmp_path: Path, model: Path, *, configfiles: tuple[str, ...] = ()) -> Path:
+    """A scratch run directory holding the converted embedded model: hard links where the file system
+    allows (rule embedded_model converts it again there: the run directory's code fingerprints are newer).
+    With `configfiles` (absolute paths), a copy that `snakemake --touch` marks up to date for them, so no
+    job converts it again; touching a hard link would date the checkout's own model, and so every result
+    of the checkout made from it."""
+    wd = tmp_path / "run"
+    (wd / "resources/models").mkdir(parents=True)
+    dest = wd / "resources/models/smollm2"
+    if configfiles:
+        shutil.copytree(model, dest)
+        smk_run("resources/models/smollm2", "--touch", "--cores", "1", "--directory", str(wd),
+                "--configfile", *configfiles)
+        return wd
+    try:
+        shutil.copytree(model, dest, copy_function=os.link)
+    except OSError:  # another file system
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(model, dest)
+    return wd

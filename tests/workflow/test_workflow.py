@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import embedded_run_dir
 from dag import dry_run, job_counts
 from tamper import flip_last_byte_of_first_column
 
@@ -97,33 +97,9 @@ def test_bad_config_stops_before_any_job(tmp_path):
 TEST_CFG = ["--configfile", str(ROOT / "config/config.yaml"), str(ROOT / "config/test.yaml")]
 
 
-@pytest.fixture(scope="session")
-def embedded_model_dir(tmp_path_factory) -> Path:
-    """The converted embedded model, once a session: the checkout's when `make run` made one, else
-    converted (rule embedded_model, 20-85 s) in a scratch directory."""
-    model = ROOT / "resources/models/smollm2"
-    if (model / "model.safetensors").exists():
-        return model
-    wd = tmp_path_factory.mktemp("embedded_model")
-    smk("resources/models/smollm2", "--cores", "1", "--directory", str(wd), *TEST_CFG, timeout=900)
-    return wd / "resources/models/smollm2"
-
-
-def _workdir(tmp_path: Path, model: Path) -> Path:
-    """A scratch run directory holding the converted embedded model (hard links where the file system allows)."""
-    wd = tmp_path / "run"
-    (wd / "resources/models").mkdir(parents=True)
-    try:
-        shutil.copytree(model, wd / "resources/models/smollm2", copy_function=os.link)
-    except OSError:  # another file system
-        shutil.rmtree(wd / "resources/models/smollm2", ignore_errors=True)
-        shutil.copytree(model, wd / "resources/models/smollm2")
-    return wd
-
-
 @pytest.mark.slow
 def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path, embedded_model_dir):
-    wd = _workdir(tmp_path, embedded_model_dir)
+    wd = embedded_run_dir(tmp_path, embedded_model_dir)
     two = tmp_path / "two_shards.yaml"  # config/test.yaml samples in one shard; this test needs two
     two.write_text("sampling:\n  shards: 2\n")
     cfg = [*TEST_CFG, str(two)]
@@ -170,7 +146,7 @@ def test_killed_shard_is_completed_on_rerun_without_duplicates(tmp_path, embedde
 
 @pytest.mark.slow
 def test_tiny_config_end_to_end(tmp_path, embedded_model_dir):
-    wd = _workdir(tmp_path, embedded_model_dir)
+    wd = embedded_run_dir(tmp_path, embedded_model_dir)
     smk("--cores", "2", "--directory", str(wd), *TEST_CFG, timeout=2400)
     base = pd.read_csv(wd / "results/tables/bon_baselines.csv")
     assert {"arith", "chain_sum", "average"} <= set(base["benchmark"])
