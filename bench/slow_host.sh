@@ -54,6 +54,11 @@ for _ in 1 2 3 4 5 6; do
   set_quota "$quota"
   got=$(measure)
 done
+if [ "$("$PY" -c "print(int(abs($got / $TARGET_GFLOPS - 1) <= 0.05))")" != 1 ]; then
+  echo "slow_host: could not calibrate (${got} GFLOP/s at quota ${quota}, target ${TARGET_GFLOPS}): the host is" \
+       "busy; nothing run, retry when it is quiet" >&2
+  exit 3
+fi
 echo "slow_host: float32 2-thread products ${full} GFLOP/s unthrottled (AVX2 paths), quota ${quota}/100000 us of CPU" \
      "-> ${got} GFLOP/s (target ${TARGET_GFLOPS}); host flags:" \
      "$(grep -o 'avx512[a-z_0-9]*\|amx[a-z_0-9]*' /proc/cpuinfo | sort -u | tr '\n' ' ')"
