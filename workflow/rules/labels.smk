@@ -65,6 +65,7 @@ rule mc:
         separator=config["sampling"]["step_separator"],
         grading_timeout_s=config["grading"]["timeout_s"],
         grading_workers=config["grading"]["workers"],
+        seed_mode=config["sampling"]["seed_mode"],
         model_entry=lambda wc: model_entry(config, mc_completer(wc)),
         model_dir=model_dir_param(mc_completer),
     script:

@@ -34,13 +34,14 @@ these identities (protocols, lanes) hold only for per_request.
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 from typing import Callable, Sequence
 
 from ..generation.engine import SamplingSpec, derive_seed, render_chat
@@ -419,14 +420,17 @@ def make_prompt_fn(tokenizer, system_prompt: str | None):
 
 
 def make_grade_fn(timeout_s: float, workers: int | None = None):
+    """grade_fn for run_mc: grading_pool.grade_many on ONE pool of worker processes kept for the job (started
+    at the first comparison, closed at exit), not a pool started and stopped every round: each worker start
+    imports math-verify and SymPy, which on a CPU host takes cores from the engine generating meanwhile."""
+    size = max(1, int(workers)) if workers is not None else 2
+    pool: list[grading_pool.GradingPool] = []
+
     def grade_fn(texts, golds):
-        kwargs = {"timeout_s": timeout_s}
-        if workers is not None:
-            kwargs["workers"] = workers
-        try:
-            res = grading_pool.grade_many(texts, golds, **kwargs)
-        except TypeError:  # grade_many without a workers argument
-            res = grading_pool.grade_many(texts, golds, timeout_s=timeout_s)
+        if not pool:
+            pool.append(grading_pool.GradingPool(size))
+            atexit.register(pool[0].close)
+        res = grading_pool.grade_many(texts, golds, timeout_s=timeout_s, pool=pool[0])
         return [bool(getattr(g, "correct", g)) for g in res]
 
     return grade_fn
