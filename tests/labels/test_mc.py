@@ -286,3 +286,34 @@ def test_grading_errors_surface_from_the_background_thread():
 def test_bad_lanes_are_rejected():
     with pytest.raises(ValueError, match="mc.lanes"):
         run("early", Needs(), lanes=0)
+
+
+def test_grade_fn_keeps_one_grading_pool_across_rounds(monkeypatch):
+    """make_grade_fn starts its worker pool once (each worker start imports math-verify and SymPy, on the
+    cores the engine generates on), hands it to every grade_many call, and close() stops it."""
+    from prm_lessons.grading import pool as grading_pool
+    from prm_lessons.labels import mc as mc_mod
+
+    made, used = [], []
+
+    class FakePool:
+        def __init__(self, size):
+            self.size, self.closed = size, False
+            made.append(self)
+
+        def close(self):
+            self.closed = True
+
+    def fake_grade_many(texts, golds, timeout_s, pool):
+        used.append(pool)
+        return [t.endswith(g) for t, g in zip(texts, golds)]
+
+    monkeypatch.setattr(grading_pool, "GradingPool", FakePool)
+    monkeypatch.setattr(grading_pool, "grade_many", fake_grade_many)
+    grade = mc_mod.make_grade_fn(5.0, 3)
+    assert made == []  # nothing started before the first round
+    assert grade(["x 42", "x 7"], ["42", "42"]) == [True, False]
+    assert grade(["y 42"], ["42"]) == [True]
+    assert len(made) == 1 and made[0].size == 3 and used == [made[0], made[0]]
+    grade.close()
+    assert made[0].closed

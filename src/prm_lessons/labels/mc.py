@@ -420,9 +420,10 @@ def make_prompt_fn(tokenizer, system_prompt: str | None):
 
 
 def make_grade_fn(timeout_s: float, workers: int | None = None):
-    """grade_fn for run_mc: grading_pool.grade_many on ONE pool of worker processes kept for the job (started
-    at the first comparison, closed at exit), not a pool started and stopped every round: each worker start
-    imports math-verify and SymPy, which on a CPU host takes cores from the engine generating meanwhile."""
+    """grade_fn for run_mc: grading_pool.grade_many on ONE pool of worker processes kept across rounds (started
+    at the first call; ``grade_fn.close()`` or the process's exit stops it), not a pool started and stopped
+    every round: each worker start imports math-verify and SymPy, which on a CPU host takes cores from the
+    engine generating meanwhile."""
     size = max(1, int(workers)) if workers is not None else 2
     pool: list[grading_pool.GradingPool] = []
 
@@ -433,4 +434,9 @@ def make_grade_fn(timeout_s: float, workers: int | None = None):
         res = grading_pool.grade_many(texts, golds, timeout_s=timeout_s, pool=pool[0])
         return [bool(getattr(g, "correct", g)) for g in res]
 
+    def close() -> None:
+        while pool:
+            pool.pop().close()
+
+    grade_fn.close = close
     return grade_fn

@@ -71,13 +71,15 @@ def audit_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
           f"{'style=' + judge_cfg['style'] if judge_cfg else 'off'}", flush=True)
     engine = _CountingEngine(generation.load_engine(params["model_dir"], params["model_entry"]))
     timing: dict = {}
-    rows = run_mc(items, engine, k=k, needs=Needs(soft=True), protocol="early", seed=int(mc_cfg["seed"]),
-                  spec=spec_from_config(mc_cfg),
-                  prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
-                  grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)),
-                                         params.get("grading_workers")),
-                  separator=params.get("separator", "\n\n"), keep_outcomes=True,
-                  last_step=mc_cfg.get("last_step", "answer"), lanes=int(mc_cfg.get("lanes", 1)), timing=timing)
+    grade_fn = make_grade_fn(float(params.get("grading_timeout_s", 5.0)), params.get("grading_workers"))
+    try:
+        rows = run_mc(items, engine, k=k, needs=Needs(soft=True), protocol="early", seed=int(mc_cfg["seed"]),
+                      spec=spec_from_config(mc_cfg),
+                      prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")), grade_fn=grade_fn,
+                      separator=params.get("separator", "\n\n"), keep_outcomes=True,
+                      last_step=mc_cfg.get("last_step", "answer"), lanes=int(mc_cfg.get("lanes", 1)), timing=timing)
+    finally:
+        grade_fn.close()
     engine.stats.extra["mc"] = timing  # into the job's tokens sidecar (jobs.budget)
     mc_cost = {**engine.take(), "generated_tokens": sum(r["tokens_generated"] for r in rows)}
     steps = [clean_steps(s) for s in part["steps"]]
