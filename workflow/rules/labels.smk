@@ -57,15 +57,15 @@ rule mc:
         # a mix of data policies only (a single policy's jobs keep their params): the shard's policy and
         # its shard of that policy's responses
         **MC_PART,
+        **plan.stable_params({"seed_mode": config["sampling"]["seed_mode"]}),
         func="labels:mc",
-        mc=config["mc"],
+        mc=plan.stable_params(config["mc"]),
         needs=plan.label_needs(config),  # what the configured training sets need decided
         # the data policy's prompt: the completer continues the responses under the prompt they were sampled with
         system_prompt=lambda wc: mc_shard(wc)["system_prompt"],
         separator=config["sampling"]["step_separator"],
         grading_timeout_s=config["grading"]["timeout_s"],
         grading_workers=config["grading"]["workers"],
-        seed_mode=config["sampling"]["seed_mode"],
         model_entry=lambda wc: model_entry(config, mc_completer(wc)),
         model_dir=model_dir_param(mc_completer),
     script:
