@@ -9,7 +9,8 @@
 
 The engine is started once with the per_batch worker extension (prm_lessons.generation.vllm_seed) and its
 ``seed_mode`` switched between runs; the prefix cache is emptied before every run, and the runs alternate
-their order over ``--repeats`` so warm-up and machine noise hit both alike. Prints the host's CPU flags, a
+their order over ``--repeats`` (ABBA) so warm-up and machine noise hit both alike; each run line gives the
+1-minute load average after it (other work on the host shows there). Prints the host's CPU flags, a
 line per run, the ratios, and one JSON line with every number (for docs/measurements.md).
 
 Responses: the embedded run's graded training responses (results/samples/train.parquet), the config's
@@ -127,10 +128,11 @@ def main() -> int:
             timing["tokens"] = engine.stats.generated_tokens - tokens0
             first_rows.setdefault(lanes, rows)
             mc_runs[lanes].append(timing)
+            timing["load1"] = round(os.getloadavg()[0], 2)
             print(f"MC lanes {lanes} (repeat {rep}): wall {timing['wall_seconds']:.1f}s, generate "
                   f"{timing['generate_seconds']:.1f}s, grade {timing['grade_seconds']:.1f}s, engine waited "
                   f"{timing['wait_seconds']:.1f}s, idle share {timing['engine_idle_share']:.3f}, "
-                  f"{timing['calls']} engine calls, {timing['tokens']} tokens")
+                  f"{timing['calls']} engine calls, {timing['tokens']} tokens; load {timing['load1']}")
     same = sum(a == b for a, b in zip(first_rows[1], first_rows[args.lanes]))
     counts_same = sum((a["n_success"], a["n_total"]) == (b["n_success"], b["n_total"])
                       for a, b in zip(first_rows[1], first_rows[args.lanes]))
@@ -151,9 +153,12 @@ def main() -> int:
             tok0, s0 = engine.stats.generated_tokens, engine.stats.seconds
             engine.generate(dprompts, dspec, dseeds)
             tok, sec = engine.stats.generated_tokens - tok0, engine.stats.seconds - s0
-            decode[mode].append({"tokens": tok, "seconds": round(sec, 3), "tokens_per_s": round(tok / sec, 1)})
+            decode[mode].append({"tokens": tok, "seconds": round(sec, 3), "tokens_per_s": round(tok / sec, 1),
+                                 "load1": round(os.getloadavg()[0], 2)})
             print(f"decode {mode} (repeat {rep}): {len(dprompts)} requests, {tok} tokens in {sec:.1f}s = "
-                  f"{tok / sec:.1f} tokens/s")
+                  f"{tok / sec:.1f} tokens/s; load {decode[mode][-1]['load1']}")
+
+    grade_fn.close()
 
     def total(runs, key):
         return sum(r[key] for r in runs)
