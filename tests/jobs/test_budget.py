@@ -52,6 +52,9 @@ def test_job_record_sums_prefill_and_decode_of_engines_and_forwards(tmp_path):
     assert out == tmp_path / "logs" / "mc" / "train.tokens.json"
     saved = json.loads(out.read_text())
     assert saved["rule"] == "mc" and saved["wildcards"] == {"dataset": "train"} and saved["tokens"] == 117
+    assert "extra" not in saved["parts"][0]
+    e.stats.extra["mc"] = {"engine_idle_share": 0.25}  # what rule mc records (grading overlap)
+    assert budget.job_record()["parts"][0]["extra"] == {"mc": {"engine_idle_share": 0.25}}
 
 
 CPUINFO = "processor\t: 0\nflags\t\t: fpu sse avx2 {extra}\nbogomips\t: 1\n"

@@ -189,3 +189,131 @@ def test_with_soft_labels_the_thresholds_change_no_rollout():
     assert [(r["n_success"], r["n_total"]) for r in one] == [(r["n_success"], r["n_total"]) for r in many]
     hard_only, _ = run("early", Needs.from_params({"thresholds": [0, 0.875], "soft": False}), round_size=3)
     assert [r["n_total"] for r in hard_only] != [r["n_total"] for r in one]  # without soft they do matter
+
+
+# -- grading overlapped with generation (mc.lanes) -----------------------------------------------------
+
+class _SlowGrader:
+    """boxed_grade that takes `delay` seconds per call (a CPU grader's round)."""
+
+    def __init__(self, delay=0.0):
+        self.delay = delay
+
+    def __call__(self, texts, golds):
+        import time
+
+        time.sleep(self.delay)
+        return boxed_grade(texts, golds)
+
+
+@pytest.mark.parametrize("protocol, needs, round_size", [
+    ("early", Needs(), 1),
+    ("early", Needs.from_params({"thresholds": [0, 0.5], "soft": True}), 3),
+    ("naive", Needs.from_params({"thresholds": [0, 0.5], "soft": True}), 1),
+    ("binary", Needs(), 2),
+])
+@pytest.mark.parametrize("lanes", [2, 3, 5])
+def test_overlapped_grading_gives_the_sequential_labels(protocol, needs, round_size, lanes):
+    """Every column (counts, outcomes in completion order, tokens) is the same with grading pipelined across
+    responses as with the sequential rounds, for every protocol."""
+    its = items(n=17, seed=4)
+    seq, e1 = run(protocol, needs, round_size=round_size, its=its, keep_outcomes=True, last_step="rollout")
+    lanes_rows, e2 = run(protocol, needs, round_size=round_size, its=its, keep_outcomes=True, last_step="rollout",
+                         lanes=lanes)
+    assert lanes_rows == seq
+    assert sum(e2.calls) == sum(e1.calls)  # the same completions, in more, smaller calls
+    assert len(e2.calls) > len(e1.calls)
+
+
+def test_labels_do_not_depend_on_when_grading_finishes():
+    """A grader that is slow (the engine runs ahead on the other lane) and one that is instant give the
+    same labels and the same call sequence: the pipeline waits on specific calls, it never polls."""
+    its = items(n=15, seed=9)
+    rows = {}
+    calls = {}
+    for delay in (0.0, 0.02):
+        eng = SeededCompleter()
+        rows[delay] = run_mc(its, eng, k=4, needs=Needs(), protocol="early", seed=3, prompt_fn=prompt_fn,
+                             grade_fn=_SlowGrader(delay), lanes=2, keep_outcomes=True)
+        calls[delay] = eng.calls
+    assert rows[0.0] == rows[0.02] and calls[0.0] == calls[0.02]
+
+
+def test_a_grader_that_changes_the_order_of_its_flags_changes_the_labels():
+    """The test above can fail: flags handed back in another order than the completions (what a
+    completion-order mix-up in the pipeline would do) give other labels."""
+    its = items(n=15, seed=9)
+    common = dict(k=4, needs=Needs.from_params({"thresholds": [0], "soft": True}), protocol="early", seed=3,
+                  prompt_fn=prompt_fn, lanes=2, keep_outcomes=True)
+    good = run_mc(its, SeededCompleter(), grade_fn=_SlowGrader(), **common)
+    shuffled = run_mc(its, SeededCompleter(),
+                      grade_fn=lambda t, g: list(reversed(boxed_grade(t, g))), **common)
+    assert good != shuffled
+
+
+def test_overlap_timing_is_reported():
+    """lanes 2: the engine waits less for grading than grading takes (the next call generates meanwhile);
+    lanes 1: it waits for every round's grading."""
+    import time
+
+    class SlowCompleter(SeededCompleter):
+        def generate(self, prompts, spec, seeds=None):
+            time.sleep(0.03)
+            return super().generate(prompts, spec, seeds)
+
+    its = items(n=16, seed=2)
+    timing = {1: {}, 2: {}}
+    for lanes in (1, 2):
+        run_mc(its, SlowCompleter(), k=4, needs=Needs(), protocol="early", seed=3, prompt_fn=prompt_fn,
+               grade_fn=_SlowGrader(0.02), lanes=lanes, timing=timing[lanes], last_step="rollout")
+    seq, par = timing[1], timing[2]
+    assert seq["lanes"] == 1 and par["lanes"] == 2
+    assert seq["wait_seconds"] >= seq["grade_seconds"] * 0.99  # sequential: grading is all waiting
+    assert par["wait_seconds"] < par["grade_seconds"]
+    for t in (seq, par):
+        assert 0 <= t["engine_idle_share"] <= 1 and t["calls"] > 0
+        assert t["wall_seconds"] >= t["generate_seconds"]
+
+
+def test_grading_errors_surface_from_the_background_thread():
+    def broken(texts, golds):
+        raise RuntimeError("grader exploded")
+
+    with pytest.raises(RuntimeError, match="grader exploded"):
+        run_mc(items(), SeededCompleter(), k=4, needs=Needs(), seed=3, prompt_fn=prompt_fn, grade_fn=broken, lanes=2)
+
+
+def test_bad_lanes_are_rejected():
+    with pytest.raises(ValueError, match="mc.lanes"):
+        run("early", Needs(), lanes=0)
+
+
+def test_grade_fn_keeps_one_grading_pool_across_rounds(monkeypatch):
+    """make_grade_fn starts its worker pool once (each worker start imports math-verify and SymPy, on the
+    cores the engine generates on), hands it to every grade_many call, and close() stops it."""
+    from prm_lessons.grading import pool as grading_pool
+    from prm_lessons.labels import mc as mc_mod
+
+    made, used = [], []
+
+    class FakePool:
+        def __init__(self, size):
+            self.size, self.closed = size, False
+            made.append(self)
+
+        def close(self):
+            self.closed = True
+
+    def fake_grade_many(texts, golds, timeout_s, pool):
+        used.append(pool)
+        return [t.endswith(g) for t, g in zip(texts, golds)]
+
+    monkeypatch.setattr(grading_pool, "GradingPool", FakePool)
+    monkeypatch.setattr(grading_pool, "grade_many", fake_grade_many)
+    grade = mc_mod.make_grade_fn(5.0, 3)
+    assert made == []  # nothing started before the first round
+    assert grade(["x 42", "x 7"], ["42", "42"]) == [True, False]
+    assert grade(["y 42"], ["42"]) == [True]
+    assert len(made) == 1 and made[0].size == 3 and used == [made[0], made[0]]
+    grade.close()
+    assert made[0].closed

@@ -146,10 +146,9 @@ def test_timed_engine_drops_seeds_only_when_asked():
             return [[C(), C()] for _ in prompts]
 
     e = Engine()
-    cost._Timed(e).generate(["a", "b"], None, [1, 2])
-    t = cost._Timed(e, drop_seeds=True)
+    t = cost._Timed(e)
     t.generate(["a"], None, [3])
-    assert e.seen == [[1, 2], None] and t.tokens == 10 and t.calls == 1 and t.tokenizer == "tok"
+    assert e.seen == [[3]] and t.tokens == 10 and t.calls == 1 and t.tokenizer == "tok"
 
 
 def test_adopt_marks_measured_rates_and_the_table_says_so(tmp_path):

@@ -45,7 +45,7 @@ def samples(tmp_path):
 
 def test_label_rules_end_to_end(tmp_path, monkeypatch):
     sp = samples(tmp_path)
-    monkeypatch.setattr(generation, "load_engine", lambda d, e, b="auto": SeededCompleter(p_ok=0.5))
+    monkeypatch.setattr(generation, "load_engine", lambda d, e, b="auto", **kw: SeededCompleter(p_ok=0.5))
     shards = []
     for s in range(2):
         out = tmp_path / f"mc{s}.parquet"
@@ -103,3 +103,31 @@ def test_label_rules_end_to_end(tmp_path, monkeypatch):
     assert t.loc["consensus_hard", "n_instances"] <= min(t.loc["mc_hard", "n_instances"], t.loc["judge", "n_instances"])
     assert t.loc["mc_hard", "positive_rate"] >= t.loc["mc_hard_t1of2", "positive_rate"]
     assert json.loads((tmp_path / "mc_hard.json").read_text())["retained_fraction"] == round(10 / 12, 6)
+
+
+def test_rule_mc_pipelined_grading_gives_the_sequential_table_and_records_its_timing(tmp_path, monkeypatch):
+    """mc.lanes 2 (grading overlapped with generation) writes the same table as lanes 1 (sequential rounds);
+    the table's summary records the seconds and the engine's idle share; sampling.seed_mode reaches the engine."""
+    from prm_lessons.tables import table_meta
+
+    sp = samples(tmp_path)
+    modes = []
+    monkeypatch.setattr(generation, "load_engine", lambda d, e, b="auto", seed_mode="per_request":
+                        modes.append(seed_mode) or SeededCompleter(p_ok=0.5))
+    tables, summaries = {}, {}
+    for lanes in (1, 2):
+        out = tmp_path / f"mc_lanes{lanes}.parquet"
+        rule_mc(inputs={"samples": sp}, outputs={"table": str(out)},
+                params={"mc": {**MC, "lanes": lanes}, "needs": label_needs(CONFIG), "system_prompt": "sys",
+                        "separator": "\n\n", "grading_timeout_s": 5.0, "model_dir": "x", "model_entry": {},
+                        "seed_mode": "per_request"},
+                wildcards={"dataset": "train", "shard": "0", "nshards": "1"}, threads=1)
+        tables[lanes] = read_table(out, "mc")
+        summaries[lanes] = table_meta(out)["summary"]
+    pd.testing.assert_frame_equal(tables[1], tables[2])
+    assert modes == ["per_request", "per_request"]
+    for lanes, s in summaries.items():
+        t = s["timing"]
+        assert t["lanes"] == lanes and t["calls"] > 0 and 0 <= t["engine_idle_share"] <= 1
+        assert {"generate_seconds", "grade_seconds", "wait_seconds", "wall_seconds"} <= set(t)
+    assert summaries[2]["timing"]["calls"] > summaries[1]["timing"]["calls"]

@@ -42,7 +42,7 @@ def test_mixed_responses_are_labelled_once_each_by_their_policys_shards(tmp_path
     write_table(mixed.assign(pred=None, correct=False, grade_status="no_answer"), samples, "samples")
     loaded = []
     monkeypatch.setattr(generation, "load_engine",
-                        lambda d, e, b="auto": loaded.append(e["name"]) or SeededCompleter(p_ok=0.5))
+                        lambda d, e, b="auto", **kw: loaded.append(e["name"]) or SeededCompleter(p_ok=0.5))
     labelled = []
     # 2 MC shards per policy, numbered over the mix: 0-1 policy a (completer ca), 2-3 policy b (cb)
     for shard in range(4):

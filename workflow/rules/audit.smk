@@ -54,7 +54,9 @@ rule audit_labels:
         func="audit:audit_labels",
         k=AUDIT["completions"],
         # only the settings the job uses: e.g. mc.protocol or judge.shards rerun no audit
-        mc={k: config["mc"][k] for k in ("temperature", "top_p", "max_tokens", "seed", "last_step")},
+        mc=plan.stable_params(
+            {k: config["mc"][k] for k in ("temperature", "top_p", "max_tokens", "seed", "last_step", "lanes")}
+        ),
         judge={k: v for k, v in config["judge"].items() if k != "shards"} if AUDIT["judge"] else None,
         system_prompt=config["sampling"]["system_prompt"],
         separator=config["sampling"]["step_separator"],

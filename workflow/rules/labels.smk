@@ -57,8 +57,9 @@ rule mc:
         # a mix of data policies only (a single policy's jobs keep their params): the shard's policy and
         # its shard of that policy's responses
         **MC_PART,
+        **plan.stable_params({"seed_mode": config["sampling"]["seed_mode"]}),
         func="labels:mc",
-        mc=config["mc"],
+        mc=plan.stable_params(config["mc"]),
         needs=plan.label_needs(config),  # what the configured training sets need decided
         # the data policy's prompt: the completer continues the responses under the prompt they were sampled with
         system_prompt=lambda wc: mc_shard(wc)["system_prompt"],

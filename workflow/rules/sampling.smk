@@ -29,7 +29,7 @@ rule sample:
     params:
         func="sampling:sample",
         # only what the job reads, so an unrelated config edit does not resample
-        sampling=lambda wc: sampler(wc)["sampling"],
+        sampling=lambda wc: plan.stable_params(sampler(wc)["sampling"]),
         model=lambda wc: model_entry(config, policy_model(wc)),
         model_dir=model_dir_param(policy_model),
         n=lambda wc: plan.samples_per_problem(config, wc.dataset, policy_of(wc)),

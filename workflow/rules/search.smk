@@ -102,7 +102,7 @@ if SEARCH_PRMS:
                 runtime=lambda wc, attempt: plan.runtime(config, 240, attempt),
             params:
                 func="search:search_samples",
-                sampling=config["sampling"],
+                sampling=plan.stable_params(config["sampling"]),
                 grading=config["grading"],
                 model=model_entry(config, SEARCH_POLICY),
                 model_dir=model_dir_param(SEARCH_POLICY),

@@ -37,6 +37,18 @@ class Mc(Section):
         description=(
             'Completions per active step per round; each round is one batched engine call over all '
             'active responses. 1 = fewest tokens, larger = fewer rounds.'))
+    lanes: Annotated[int, Field(ge=1, le=16)] = Field(
+        default=1,
+        description=(
+            "Grading overlapped with generation: each response's next round depends on its grades, so "
+            'with 2 or more the responses are pipelined in about `lanes` engine calls, each graded (CPU, '
+            'grading.workers) in a background thread while the engine generates the next; the engine '
+            "waits only when no response's grades are in. 1 = sequential rounds (one engine call per "
+            'round, graded before the next): the embedded default, where grading is ~2 % of the MC '
+            'wall and halving the engine calls costs more than it hides (docs/measurements.md); '
+            'config/paper.yaml: 2. The labels are the same for every value (per-completion seeds; '
+            'sampling.seed_mode per_request). The job records generate, grade and wait seconds and the '
+            "engine's idle share in the mc table's summary and its tokens sidecar."))
     last_step: Literal['rollout', 'answer'] = Field(
         default='answer',
         description=(

@@ -163,6 +163,16 @@ class Sampling(Section):
         description=(
             'Base seed; each (problem, sample) gets a derived per-request seed, so a shard rerun '
             'reproduces its samples.'))
+    seed_mode: Literal['per_request', 'per_batch'] = Field(
+        default='per_request',
+        description=(
+            'How the policy sampling and the MC completions are seeded. per_request: every request '
+            'has its own seed, so a completion depends only on its seed, not on what shares its engine '
+            'call (MC protocols and mc.lanes give identical labels; a shard rerun reproduces its samples); '
+            "vLLM then samples each seeded request on its own generator (its per-request path). per_batch: "
+            'one seed per engine call (requests unseeded, the engine reseeded once per call: vLLM\'s batched '
+            'sampler); reproducible only for the same batch, so MC labels then depend on the protocol '
+            'and lanes. Measured cost of each: docs/measurements.md (bench/mc_overlap.py).'))
     shards: Annotated[int, Field(ge=1)] = Field(
         default=1,
         description=(

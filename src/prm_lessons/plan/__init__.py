@@ -120,6 +120,7 @@ from .sampling import (
     sample_shards,
     samples_per_problem,
     sized_shard_count,
+    stable_params,
 )
 from .search import (
     SEARCH_FLOOR,
@@ -193,7 +194,8 @@ __all__ = [
     "POLICY_SAMPLING_KEYS", "bon_policies", "primary_policy", "policy_dir", "policy_of_dir", "policy_dir_regex",
     "bon_ns", "sample_n", "judge_sample_cap", "bon_evaluations", "policy_path", "dataset_spec", "local_source_inputs",
     "fewshot_inputs", "fewshot_spec", "pinned_file_spec", "samples_per_problem", "dataset_problems",
-    "sized_shard_count", "sample_shard_count", "sample_shards", "PROCESSBENCH_DEV", "PROCESSBENCH_BASELINES",
+    "sized_shard_count", "sample_shard_count", "sample_shards", "stable_params", "PROCESSBENCH_DEV",
+    "PROCESSBENCH_BASELINES",
     "processbench_dev", "PRMBENCH_CASES", "prmbench_enabled", "prmbench_pool", "prmbench_source_inputs",
     "JUDGE_PB_SETTINGS", "judge_processbench_cases", "judge_processbench_settings",
     "TRAINSET_SOURCES", "variants", "POOL_SLICE", "POOL_SOURCES", "audit_shard_paths", "labels_pool", "pool_responses",

@@ -7,6 +7,16 @@ from ..generation.fewshot import fewshot_path
 from .data_policies import sampler, sampling_dir
 from .policies import sample_n
 
+# keys added after runs existed, at the value that reproduces those runs' outputs (sampling.seed_mode, mc.lanes):
+# left out of a job's params at that value, so adding them reruns no finished job (Snakemake's params trigger
+# compares the whole dict); the rule functions read them with the same default
+LATER_DEFAULTS = {"seed_mode": "per_request", "lanes": 1}
+
+
+def stable_params(section: dict) -> dict:
+    """`section` without the LATER_DEFAULTS keys that hold their default value."""
+    return {k: v for k, v in section.items() if not (k in LATER_DEFAULTS and v == LATER_DEFAULTS[k])}
+
 
 def dataset_spec(config: dict, name: str) -> dict:
     """The spec of a dataset named under ``problems:`` or ``benchmarks:`` (names must not clash)."""

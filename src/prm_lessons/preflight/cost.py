@@ -7,7 +7,7 @@ Five measurements, each in its own process for about `--minutes` (default 10) of
 each through the project's own code (config/paper.yaml's settings, real models):
   sample_seeded    Qwen2.5-Math-7B-Instruct samples MATH test problems at the paper's settings (n 8, T 0.7,
                    top_p 0.8, 2,048 tokens) through generation.sampling.sample_problems: per-request seeds
-  sample_unseeded  the same engine calls without per-request seeds (what the seeds cost)
+  sample_unseeded  the same engine calls with sampling.seed_mode per_batch (what the seeds cost)
   mc_rounds        one MC shard's first 3 rounds (labels.mc.run_mc, the paper's K and round size) on the
                    seeded run's first 512 responses, generate and grade seconds timed apart
   tp4_sample       one tensor-parallel-4 job: Qwen2.5-Math-72B-Instruct (TP 4) sampling as sample_seeded
@@ -228,16 +228,16 @@ def adopt(cost_json: Path, rates_file: Path = RATES_FILE) -> list[str]:
 # -- the workers (on the GPU node) --------------------------------------------------------------------
 
 class _Timed:
-    """An engine whose generate calls are timed; `drop_seeds`: the same calls without per-request seeds."""
+    """An engine whose generate calls are timed."""
 
-    def __init__(self, engine, drop_seeds: bool = False):
-        self.engine, self.drop_seeds = engine, drop_seeds
+    def __init__(self, engine):
+        self.engine = engine
         self.tokenizer = engine.tokenizer
         self.seconds, self.tokens, self.calls = 0.0, 0, 0
 
     def generate(self, prompts, spec, seeds=None):
         t0 = time.perf_counter()
-        outs = self.engine.generate(prompts, spec, None if self.drop_seeds else seeds)
+        outs = self.engine.generate(prompts, spec, seeds)
         self.seconds += time.perf_counter() - t0
         self.tokens += sum(c.n_tokens for o in outs for c in o)
         self.calls += 1
@@ -251,7 +251,10 @@ def measure_sampling(a: dict) -> dict:
 
 
     t0 = time.perf_counter()
-    engine = _Timed(generation.load_engine(a["model_dir"], a["model"]), drop_seeds=not a["seeded"])
+    # unseeded: sampling.seed_mode per_batch (dropping the request seeds alone is not enough: the engine then
+    # derives one per request from spec.seed, still vLLM's per-request path)
+    engine = _Timed(generation.load_engine(a["model_dir"], a["model"],
+                                           seed_mode="per_request" if a["seeded"] else "per_batch"))
     load = time.perf_counter() - t0
     problems = read_table(a["problems"], "problems")
     batch = int(a["sampling"].get("batch_size", 256))

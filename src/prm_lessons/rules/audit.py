@@ -70,13 +70,17 @@ def audit_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
           f"every step up to the first without a success), judge "
           f"{'style=' + judge_cfg['style'] if judge_cfg else 'off'}", flush=True)
     engine = _CountingEngine(generation.load_engine(params["model_dir"], params["model_entry"]))
-    rows = run_mc(items, engine, k=k, needs=Needs(soft=True), protocol="early", seed=int(mc_cfg["seed"]),
-                  spec=spec_from_config(mc_cfg),
-                  prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
-                  grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)),
-                                         params.get("grading_workers")),
-                  separator=params.get("separator", "\n\n"), keep_outcomes=True,
-                  last_step=mc_cfg.get("last_step", "answer"))
+    timing: dict = {}
+    grade_fn = make_grade_fn(float(params.get("grading_timeout_s", 5.0)), params.get("grading_workers"))
+    try:
+        rows = run_mc(items, engine, k=k, needs=Needs(soft=True), protocol="early", seed=int(mc_cfg["seed"]),
+                      spec=spec_from_config(mc_cfg),
+                      prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")), grade_fn=grade_fn,
+                      separator=params.get("separator", "\n\n"), keep_outcomes=True,
+                      last_step=mc_cfg.get("last_step", "answer"), lanes=int(mc_cfg.get("lanes", 1)), timing=timing)
+    finally:
+        grade_fn.close()
+    engine.stats.extra["mc"] = timing  # into the job's tokens sidecar (jobs.budget)
     mc_cost = {**engine.take(), "generated_tokens": sum(r["tokens_generated"] for r in rows)}
     steps = [clean_steps(s) for s in part["steps"]]
     verdicts = judge_responses(
@@ -97,7 +101,8 @@ def audit_labels(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, 
     df["judge_tokens_generated"] = [int(v["tokens_generated"]) for v in verdicts]
     cost = {"mc": mc_cost, **({"judge": judge_cost} if judge_cfg else {})}
     print(f"audit labels: model tokens {cost}; engine {engine.stats.seconds:.1f}s", flush=True)
-    write_table(df, outputs["table"], "audit_labels", meta={"k": k, "mc": mc_cfg, "judge": judge_cfg, "cost": cost})
+    write_table(df, outputs["table"], "audit_labels", meta={"k": k, "mc": mc_cfg, "judge": judge_cfg, "cost": cost,
+                                                           "mc_timing": timing})
 
 
 def label_audit(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: int) -> None:

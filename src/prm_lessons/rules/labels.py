@@ -75,14 +75,21 @@ def mc(*, inputs: dict, outputs: dict, params: dict, wildcards: dict, threads: i
     engine_stats = {}
     if any(clean_steps(it.steps) for it in items):
         # via the module: tests swap the engine
-        engine = generation.load_engine(params["model_dir"], params["model_entry"])
-        rows = run_mc(items, engine, k=int(cfg["completions"]), needs=needs, protocol=cfg["protocol"],
-                      round_size=int(cfg["round_size"]), seed=int(cfg["seed"]), spec=spec_from_config(cfg),
-                      prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")),
-                      grade_fn=make_grade_fn(float(params.get("grading_timeout_s", 5.0)),
-                                             params.get("grading_workers")),
-                      separator=params.get("separator", "\n\n"), last_step=cfg.get("last_step", "answer"))
-        engine_stats = {"engine_seconds": round(engine.stats.seconds, 2), "engine_calls": engine.stats.calls}
+        engine = generation.load_engine(params["model_dir"], params["model_entry"],
+                                        seed_mode=params.get("seed_mode", "per_request"))
+        timing: dict = {}
+        grade_fn = make_grade_fn(float(params.get("grading_timeout_s", 5.0)), params.get("grading_workers"))
+        try:
+            rows = run_mc(items, engine, k=int(cfg["completions"]), needs=needs, protocol=cfg["protocol"],
+                          round_size=int(cfg["round_size"]), seed=int(cfg["seed"]), spec=spec_from_config(cfg),
+                          prompt_fn=make_prompt_fn(engine.tokenizer, params.get("system_prompt")), grade_fn=grade_fn,
+                          separator=params.get("separator", "\n\n"), last_step=cfg.get("last_step", "answer"),
+                          lanes=int(cfg.get("lanes", 1)), timing=timing)
+        finally:
+            grade_fn.close()
+        engine.stats.extra["mc"] = timing  # into the job's tokens sidecar (jobs.budget)
+        engine_stats = {"engine_seconds": round(engine.stats.seconds, 2), "engine_calls": engine.stats.calls,
+                        "seed_mode": engine.seed_mode, "timing": timing}
     else:
         rows = run_mc(items, None, k=int(cfg["completions"]), needs=needs, protocol=cfg["protocol"],
                       prompt_fn=lambda q, p: "", grade_fn=lambda t, g: [])

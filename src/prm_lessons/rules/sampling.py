@@ -36,7 +36,8 @@ def sample(*, inputs, outputs, params, wildcards, threads) -> None:
     if len(part) == 0:  # more shards than problems: an empty shard is valid
         df = pd.DataFrame(columns=SCHEMAS["responses"])
     else:
-        engine = generation.load_engine(params["model_dir"], entry)  # via the module: tests swap the engine
+        engine = generation.load_engine(params["model_dir"], entry,  # via the module: tests swap the engine
+                                        seed_mode=params["sampling"].get("seed_mode", "per_request"))
         df = sample_problems(engine, part, n=int(params["n"]), sampling=params["sampling"],
                              max_model_len=entry.get("max_model_len"), model_name=entry["name"])
         long_questions = df.attrs.get("long_questions", long_questions)
