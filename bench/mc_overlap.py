@@ -1,4 +1,4 @@
-"""The two project choices of issue 40 item 6, measured side by side in one run on one engine:
+"""Two project choices measured side by side in one run on one engine (MC grading overlap; seed_mode):
 
 1. MC grading overlapped with generation: ``run_mc`` with ``lanes`` 1 (sequential rounds: the engine waits
    for each round's grading) vs ``--lanes`` L (responses pipelined, a call's grading in a background thread

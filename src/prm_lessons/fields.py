@@ -7,7 +7,7 @@ list-valued gold only where the caller's field says so, a choice gold among the 
 
 Every reader is registered in :data:`READERS` with the value shapes it takes; tests/test_fields.py feeds
 each shape (object, number, null, bool, bracketed text, …) to every registered reader, so a reader added
-without the checks fails there, and tests/data/test_field_loaders.py feeds them to every field of every
+without the checks fails there, and tests/test_fields_loaders.py feeds them to every field of every
 loader and exporter.
 """
 from __future__ import annotations

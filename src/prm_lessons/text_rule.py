@@ -9,6 +9,7 @@ validation holds every free-text key to it (config.base.Text); the renderers bel
 rule lets through ($, \\, %, #, a leading =, a `javascript:` word)."""
 from __future__ import annotations
 
+import csv
 import html.parser
 import re
 
@@ -150,8 +151,6 @@ def csv_write_options(df) -> dict:
     """DataFrame.to_csv keywords for `df` (as csv_frame writes it): Python's csv writer quotes a cell that
     holds its line terminator (\\n) but not a lone carriage return, which every reader takes for a line
     break (a row split in two); with one, every text cell is quoted."""
-    import csv
-
     cells = [*map(str, df.columns)] + [v for i in _text_columns(df) for v in df.iloc[:, i] if isinstance(v, str)]
     return {"quoting": csv.QUOTE_NONNUMERIC} if any("\r" in v for v in cells) else {}
 

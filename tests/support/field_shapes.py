@@ -1,5 +1,5 @@
 """The value shapes a JSON or parquet row can hold in a field, fed to every checked reader (tests/test_fields.py)
-and to every field of every loader (tests/data/test_field_loaders.py); `declared` says whether a reader kind
+and to every field of every loader (tests/test_fields_loaders.py); `declared` says whether a reader kind
 of prm_lessons.fields takes a shape."""
 from __future__ import annotations
 

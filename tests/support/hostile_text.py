@@ -1,4 +1,4 @@
-"""Hostile user text for the text rule's tests (tests/test_text_rule.py, tests/config/test_text_keys.py,
+"""Hostile user text for the text rule's tests (tests/test_text_rule.py, tests/config/test_base_text_keys.py,
 tests/artifacts/test_render_hostile.py): what the rule lets through but means something to a renderer, and
 what it refuses."""
 from __future__ import annotations

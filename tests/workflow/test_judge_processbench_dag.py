@@ -39,7 +39,8 @@ def test_embedded_dag_judges_with_the_project_paraphrase(embedded_plan):
 
 def test_reference_guided_judge_reads_each_sets_problems_table(tmp_path):
     overlay = tmp_path / "reference.yaml"
-    overlay.write_text("judge:\n  reference: true\n  processbench_cases: 0\n")
+    # the judge labels Figure 6's Best-of-N samples (make run's judge labels nothing: analysis.flaw_judge off)
+    overlay.write_text("judge:\n  reference: true\n  processbench_cases: 0\nanalysis:\n  flaw_judge: true\n")
     p = dag.plan(("config/config.yaml", str(overlay)))
     jobs = p.of("judge")
     assert jobs and all(f"results/problems/{j.wildcards['dataset']}.parquet" in j.input for j in jobs)

@@ -33,8 +33,10 @@ def smk(*args, cwd=ROOT, timeout=600, check=True):
 
 def test_embedded_dry_run_plans_every_stage(embedded_plan):
     # MC of the embedded default runs on the constructed pool (rule audit_labels, trainsets.responses)
-    for rule in ("problems", "sample", "merge_samples", "bon_baselines", "audit_labels", "judge", "trainset",
-                 "train_prm", "score_samples", "bon_metrics", "processbench_metrics", "processbench_paired"):
+    # (the labelling judge is run-all's: analysis.flaw_judge and audit.judge are off; its instrument check runs)
+    for rule in ("problems", "sample", "merge_samples", "bon_baselines", "audit_labels", "judge_processbench",
+                 "trainset", "train_prm", "score_samples", "bon_metrics", "processbench_metrics",
+                 "processbench_paired"):
         assert embedded_plan.counts.get(rule, 0) >= 1, (
             f"rule {rule} missing from the embedded DAG: {embedded_plan.counts}")
 
@@ -158,7 +160,7 @@ def test_tiny_config_end_to_end(tmp_path, embedded_model_dir):
     # every model-calling job counted its tokens beside its log (prm_lessons.jobs.budget; bench/token_budget.py)
     sidecars = [json.loads(f.read_text()) for f in (wd / "logs").rglob("*.tokens.json")]
     by_rule = {r["rule"]: r for r in sidecars}
-    for rule in ("sample", "judge", "judge_processbench", "audit_labels"):
+    for rule in ("sample", "judge_processbench", "audit_labels"):
         assert by_rule[rule]["prefill_tokens"] > 0 and by_rule[rule]["decode_tokens"] > 0, by_rule.get(rule)
     assert by_rule["step_features"]["prefill_tokens"] > 0 and by_rule["step_features"]["decode_tokens"] == 0
     assert not {r["rule"] for r in sidecars} & {"grade_samples", "bon_metrics", "paper_report"}  # no model

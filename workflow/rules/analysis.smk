@@ -19,7 +19,8 @@ export_provenance_env(config, workflow.configfiles)
 
 # ANALYSIS, ANALYSIS_SKIPPED, ANALYSIS_ARTIFACTS, ARTIFACTS, artifact_paths: common.smk (paper.smk reads them)
 ANALYSIS_PRMS = list(PRM_SPECS)  # every scored PRM (trained variants + released models), evaluation.smk
-FLAW_DATASETS = ANALYSIS["policy_flaw_datasets"] or list(config.get("problems") or {})
+# Figure 6: the named datasets, else the Best-of-N benchmarks (the paper's population, and lesson 4's)
+FLAW_DATASETS = ANALYSIS["policy_flaw_datasets"] or (ANALYSIS["benchmarks"] or BON_BENCHMARKS)
 FIG8_BENCHMARKS = ANALYSIS["benchmarks"] or BON_BENCHMARKS
 
 # The input groups an artifact module names in its INPUTS → the files of each (empty: nothing to read,

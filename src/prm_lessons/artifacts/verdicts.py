@@ -57,7 +57,6 @@ from prm_lessons.artifacts.estimates import (
     scale_of,
     sweep_points,
 )
-from prm_lessons.artifacts.estimates import _num as _f
 from prm_lessons.artifacts.estimates import int_or_none as _int
 from prm_lessons.artifacts.estimates import paired_how as _paired_how
 from prm_lessons.artifacts.published import (
@@ -79,6 +78,10 @@ from prm_lessons.artifacts.verdict_rules import (
 from prm_lessons.evaluation.bias_analysis import FLAW_ROWS, wilson_interval
 
 log = logging.getLogger(__name__)
+
+
+def _f(x) -> float:
+    return float(x) if finite(x) else math.nan
 
 # Fixed in advance (never chosen from the results): the PRMs each lesson compares.
 MC, JUDGE, HUMAN, CHECKER, EXACT = "mc_hard", "judge", "human", "checker", "exact"

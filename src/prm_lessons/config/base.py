@@ -123,7 +123,7 @@ def _text(value):
 
 
 # free text that a renderer prints (a label, a reason under a table, a file name in a caption): the one
-# text rule (prm_lessons.text_rule); tests/config/test_text_keys.py finds every such key of the models
+# text rule (prm_lessons.text_rule); tests/config/test_base_text_keys.py finds every such key of the models
 Text = Annotated[str, AfterValidator(_text)]
 
 

@@ -5,6 +5,7 @@ error naming the file and line."""
 from __future__ import annotations
 
 import copy
+import sys
 from pathlib import Path
 
 import yaml
@@ -143,8 +144,6 @@ def main(argv=None) -> int:
     gives (else the embedded default) with the strict reader, before Snakemake parses them: Snakemake's
     own loader keeps the last of two equal keys, runs YTE templates and reports a broken file without
     its name. Exit 2 with one line naming the file on the first problem."""
-    import sys
-
     args = sys.argv[1:] if argv is None else argv
     files = configfiles_in_args(args) or [DEFAULT_CONFIG]
     try:

@@ -107,9 +107,9 @@ class Analysis(Section):
         default_factory=list,
         description=(
             'Sampled datasets (problem sets or benchmarks) whose judge verdicts measure the '
-            'flawed-process rate among correct answers (Figure 6); empty = every problem set under '
-            '`problems` (already judged for the labels). Naming a benchmark makes the judge label '
-            'its samples too (with flaw_judge).'))
+            'flawed-process rate among correct answers (Figure 6); empty = the Best-of-N benchmarks '
+            '(analysis.benchmarks, else every benchmark: the paper\'s population, and lesson 4\'s). '
+            'With flaw_judge the judge labels their samples.'))
     flaw_judge: bool = Field(
         default=True,
         description=(
