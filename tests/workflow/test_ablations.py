@@ -138,7 +138,8 @@ SIDE_BY_SIDE = {
     # the embedded default labels its constructed pool with MC only (rule audit_labels; the judge: run-all)
     "best_of_n": ({"sample", "score_samples"}, {"audit_labels", "judge", "human_labels", "trainset", "train_prm",
                                                 "score_processbench", "critic_processbench"}),
-    "data_source": ({"judge", "human_labels", "trainset", "train_prm", "score_samples"},
+    # the judge labels nothing in make run (audit.judge, analysis.flaw_judge: run-all); its instrument check reruns
+    "data_source": ({"judge_processbench", "human_labels", "trainset", "train_prm", "score_samples"},
                     {"sample", "grade_samples", "audit_slice", "audit_labels"}),
     "hard_vs_soft": ({"train_prm", "score_samples", "score_processbench"},
                      {"sample", "audit_labels", "judge", "human_labels", "trainset"}),

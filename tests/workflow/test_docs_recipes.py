@@ -104,7 +104,7 @@ def test_benchmark_recipe_plans_the_new_benchmarks_jobs(checkout):
     assert len(problems) == 1 and "data/my_bench.jsonl" in problems[0].input
     scoring = [j for j in jobs if j.rule == "score_samples"]
     assert scoring and all("results/responses/my_bench.parquet" in j.input for j in scoring)
-    assert counts["problems"] == 3 + 1  # the embedded default's three sets, and this one
+    assert counts["problems"] == 2 + 1  # the embedded default's two Best-of-N sets, and this one
 
 
 @pytest.mark.slow
