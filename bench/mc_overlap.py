@@ -70,11 +70,11 @@ def main() -> int:
         run_mc,
         spec_from_config,
     )
-    from prm_lessons.plan import label_needs
+    from prm_lessons.plan import label_needs, mc_completer
     from prm_lessons.tables import read_table
 
     config = load_config(args.config)
-    completer = config["roles"].get("completer") or config["roles"]["policy"]
+    completer = mc_completer(config)  # the model that completes the embedded run's MC (rule audit_labels)
     model_dir = args.model_dir or str(ROOT / model_path(config, completer))
     if not Path(model_dir).exists():
         print(f"model directory {model_dir} not found (build it with the workflow's embedded_model rule)")

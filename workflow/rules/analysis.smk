@@ -20,7 +20,7 @@ export_provenance_env(config, workflow.configfiles)
 # ANALYSIS, ANALYSIS_SKIPPED, ANALYSIS_ARTIFACTS, ARTIFACTS, artifact_paths: common.smk (paper.smk reads them)
 ANALYSIS_PRMS = list(PRM_SPECS)  # every scored PRM (trained variants + released models), evaluation.smk
 # Figure 6: the named datasets, else the Best-of-N benchmarks (the paper's population, and lesson 4's)
-FLAW_DATASETS = ANALYSIS["policy_flaw_datasets"] or (ANALYSIS["benchmarks"] or BON_BENCHMARKS)
+FLAW_DATASETS = plan.flaw_datasets(config)
 FIG8_BENCHMARKS = ANALYSIS["benchmarks"] or BON_BENCHMARKS
 
 # The input groups an artifact module names in its INPUTS → the files of each (empty: nothing to read,

@@ -9,7 +9,7 @@ re-exports every public name, which no job's code can see (plan is never in a jo
 """
 from __future__ import annotations
 
-from .analysis import FIG6_SHEET, analysis_settings, analysis_skipped, seed_runs
+from .analysis import FIG6_SHEET, analysis_settings, analysis_skipped, flaw_datasets, seed_runs
 from .base import (
     BENCHMARKS,
     benchmark_path,
@@ -194,7 +194,7 @@ __all__ = [
     "POLICY_SAMPLING_KEYS", "bon_policies", "primary_policy", "policy_dir", "policy_of_dir", "policy_dir_regex",
     "bon_ns", "sample_n", "judge_sample_cap", "bon_evaluations", "policy_path", "dataset_spec", "local_source_inputs",
     "fewshot_inputs", "fewshot_spec", "pinned_file_spec", "samples_per_problem", "dataset_problems",
-    "sized_shard_count", "sample_shard_count", "sample_shards", "stable_params", "PROCESSBENCH_DEV",
+    "flaw_datasets", "sized_shard_count", "sample_shard_count", "sample_shards", "stable_params", "PROCESSBENCH_DEV",
     "PROCESSBENCH_BASELINES",
     "processbench_dev", "PRMBENCH_CASES", "prmbench_enabled", "prmbench_pool", "prmbench_source_inputs",
     "JUDGE_PB_SETTINGS", "judge_processbench_cases", "judge_processbench_settings",

@@ -25,6 +25,13 @@ FIG6_SHEET = "results/annotation/fig6_sheet.csv"
 FIG6_ANNOTATION_DEFAULTS = {"per_benchmark": 0, "seed": 0, "labels": None}
 
 
+def flaw_datasets(config: dict) -> list[str]:
+    """Figure 6's datasets: analysis.policy_flaw_datasets, else the Best-of-N benchmarks (analysis.benchmarks,
+    else every benchmark): the paper's population, and lesson 4's."""
+    ana = config["analysis"]
+    return list(ana["policy_flaw_datasets"]) or list(ana["benchmarks"] or config.get("benchmarks") or {})
+
+
 def seed_runs(config: dict) -> list[dict]:
     """The seed replicas Table 6's seed spread reads (analysis.seeds): {seed, name} of every listed seed
     other than this run's own sampling.seed, named seed<value> (run.seed). None for a named run (an ablation

@@ -86,9 +86,7 @@ def work_counts(config: dict) -> dict:
                         "policy": s["policy"]}
     counts["mc"] = {"responses": train, "jobs": plan.sized_shard_count(config, "mc", "train")}
     # analysis.flaw_judge false: Figure 6 reads the checker and human labels only, no judge job of its own
-    ana = config["analysis"]
-    flaw = ((list(ana["policy_flaw_datasets"]) or list(ana["benchmarks"] or config["benchmarks"]))
-            if ana.get("flaw_judge", True) else [])
+    flaw = plan.flaw_datasets(config) if config["analysis"].get("flaw_judge", True) else []
     judged = train + sum(_problems(config, d) * min(plan.judge_sample_cap(config, d) or 10**9,
                                                      plan.samples_per_problem(config, d)) for d in flaw)
     counts["judge"] = {"judgements": judged * int(config["judge"]["n"]), "datasets": ["train", *flaw],
