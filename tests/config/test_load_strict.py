@@ -1,7 +1,7 @@
-"""Config files read strictly whatever their layout (issue 44 item 5): a key repeated in one mapping is refused
+"""Config files read strictly whatever their layout: a key repeated in one mapping is refused
 in every YAML layout (block, flow on one line, one-line JSON, nested, in a list, in an anchored block), an
 overlay that uses its base's anchor names the overlay, long keys are cut in messages, every `url` key refuses
-what fetch_file would misread (http:// without a checksum, file:// with a host, other schemes), and the make
+what fetch_file would misread or not read (http:// without a checksum, file://, other schemes), and the make
 targets read the files before Snakemake does."""
 from __future__ import annotations
 
@@ -122,8 +122,8 @@ URLS = {  # url -> refused without a checksum, refused with one
     "https://example.org/d/f": (False, False),
     "http://example.org/d/f": (True, False),
     "HTTP://example.org/d/f": (True, False),
-    "file:///abs/d/f": (False, False),
-    "file://localhost/abs/d/f": (False, False),
+    "file:///abs/d/f": (True, True),  # one spelling of a local copy: its plain path
+    "file://localhost/abs/d/f": (True, True),
     "file://data/f": (True, True),
     "file:data/f": (True, True),
     "ftp://example.org/d/f": (True, True),

@@ -266,18 +266,23 @@ def test_row_count_mismatch_names_the_set_and_is_checked_before_limit(tmp_path):
         check_rows(3153, 3018, "dataset 'mmlu_stem'")
 
 
-def test_benchmark_file_rule_fetches_plain_paths_file_urls_and_http(tmp_path):
+def test_benchmark_file_rule_fetches_plain_paths_and_http(tmp_path):
     from prm_lessons.data.sources import downloaded_path
     from prm_lessons.rules.data import benchmark_file as rule_benchmark_file
 
     spec, path = _shared_spec("minerva_math")
     checks = {k: spec[k] for k in ("sha256", "git_blob_sha1")}
     assert downloaded_path("minerva_math", spec) == "resources/data/benchmarks/minerva_math.jsonl"
-    for i, url in enumerate([str(path), path.resolve().as_uri()]):
+    for i, url in enumerate([str(path), str(path.resolve())]):
         out = tmp_path / f"copy{i}.jsonl"
         rule_benchmark_file(inputs={}, outputs={"file": str(out)}, params={"spec": {"url": url, **checks}},
                             wildcards={"name": "minerva_math"}, threads=1)
         assert out.read_bytes() == path.read_bytes()
+    for url in (path.resolve().as_uri(), f"ftp://host{path.resolve()}"):  # the config refuses these too
+        with pytest.raises(ValueError, match="minerva_math.*only https://, http:// or a plain path"):
+            rule_benchmark_file(inputs={}, outputs={"file": str(tmp_path / "x.jsonl")},
+                                params={"spec": {"url": url, **checks}}, wildcards={"name": "minerva_math"}, threads=1)
+        assert not (tmp_path / "x.jsonl").exists()
     # http(s): served from loopback
     import functools
     import http.server

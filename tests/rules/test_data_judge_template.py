@@ -116,31 +116,31 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 def _fallback(tmp_path, text: str) -> dict:
-    """A public copy pinned by commit, as a file:// url whose path names the commit (no network in tests)."""
+    """A public copy pinned by commit, as a local path that names the commit (no network in tests)."""
     copy_ = tmp_path / "mirror" / COMMIT / "e-print.tex"
     copy_.parent.mkdir(parents=True)
     copy_.write_text(text)
-    return {"url": copy_.as_uri(), "commit": COMMIT, "sha256": file_digests(copy_)["sha256"]}
+    return {"url": str(copy_), "commit": COMMIT, "sha256": file_digests(copy_)["sha256"]}
 
 
 def test_an_unreachable_source_falls_back_to_the_pinned_copy(tmp_path, caplog):
     fb = _fallback(tmp_path, SOURCE)
     with caplog.at_level("WARNING"):
-        out = _run(tmp_path, (tmp_path / "offline" / "e-print").as_uri(), text_sha256=words_sha256(PROMPT),
-                   fallbacks=[{**fb, "url": (tmp_path / "gone" / COMMIT).as_uri()}, fb])
+        out = _run(tmp_path, str(tmp_path / "offline" / "e-print"), text_sha256=words_sha256(PROMPT),
+                   fallbacks=[{**fb, "url": str(tmp_path / "gone" / COMMIT)}, fb])
     assert "Judge it {{ok}}." in out.read_text()  # the template escapes the prompt's own braces
     assert "could not be fetched" in caplog.text and f"at commit {COMMIT}" in caplog.text
 
 
 def test_a_fallback_is_checked_by_its_checksum_and_its_commit(tmp_path):
     fb = _fallback(tmp_path, SOURCE)
-    offline = (tmp_path / "offline" / "e-print").as_uri()
+    offline = str(tmp_path / "offline" / "e-print")
     with pytest.raises(ValueError, match="fallbacks.0.*sha256"):
         _run(tmp_path, offline, fallbacks=[{**fb, "sha256": "0" * 64}])
     with pytest.raises(ValueError, match="does not name its commit"):
         _run(tmp_path, offline, fallbacks=[{**fb, "commit": "f" * 40}])
     with pytest.raises(OSError, match="nor any of its 1 fallbacks"):
-        _run(tmp_path, offline, fallbacks=[{**fb, "url": (tmp_path / "gone" / COMMIT).as_uri()}])
+        _run(tmp_path, offline, fallbacks=[{**fb, "url": str(tmp_path / "gone" / COMMIT)}])
 
 
 def test_a_fetched_source_that_fails_its_checks_is_not_replaced_by_a_fallback(tmp_path):

@@ -10,6 +10,7 @@ from prm_lessons.plan import codedeps, where  # noqa: E402
 from prm_lessons.config import (
     NAME_WILDCARD,
     check_config_files,
+    check_local_files,
     validate_config,
     model_entry,
     hub_models_dir,
@@ -20,6 +21,7 @@ from prm_lessons.artifacts.registry import ARTIFACTS, artifact_paths  # noqa: E4
 check_config_files(workflow.configfiles)  # repeated keys, YTE, alias bombs: errors naming the file
 # the models in src/prm_lessons/config/ are the schema; an error names the file that set its key
 config = validate_config(config, files=workflow.configfiles)
+check_local_files(config)  # an air-gapped site's own copies exist (here, not in every place a config is read)
 # Runs side by side (prm_lessons.plan.runs): an ablation overlay (run.ablation: true, its own run.name)
 # writes under runs/<name>/ only, and reads the base run's (the --configfile files before the overlay)
 # upstream results where the config that made them is the same. run_out: every output and log path;

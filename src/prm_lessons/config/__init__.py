@@ -11,6 +11,7 @@ from pathlib import Path
 from .access import config_strings, hub_models_dir, model_entry, model_path, used_models
 from .derive import SEEDED_SECTIONS, derive
 from .load import MAX_CONFIG_NODES, check_config_files, deep_update, read_config_file
+from .local_files import check_local_files, local_files
 from .model import Config
 from .names import (
     NAME_CHARS,
@@ -60,8 +61,8 @@ def load_schema(path: str | Path | None = None) -> dict:
 __all__ = [
     "Config", "ConfigError", "INT64_MAX", "MAX_CONFIG_NODES", "NAME_CHARS", "NAME_MAX", "NAME_RE", "NAME_WILDCARD",
     "OUTPUT_PARENT", "OUTPUT_PATH_KEYS", "RESERVED_NAMES", "RESERVED_PREFIXES", "SCHEMA_PATH", "SEEDED_SECTIONS",
-    "SEED_RANGE", "TEXT_MAX", "WORKFLOW_OUTPUT_DIRS", "check_config_files", "check_name",
+    "SEED_RANGE", "TEXT_MAX", "WORKFLOW_OUTPUT_DIRS", "check_config_files", "check_local_files", "check_name",
     "config_strings", "deep_update", "derive", "ecma_pattern", "hub_id_problem", "hub_models_dir", "load_config",
-    "load_schema", "model_entry", "model_path", "name_problem", "output_dir_problem", "read_config_file",
+    "load_schema", "local_files", "model_entry", "model_path", "name_problem", "output_dir_problem", "read_config_file",
     "sweep_variant_name", "text_problem", "typed_config", "used_models", "validate_config",
 ]

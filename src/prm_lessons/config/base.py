@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from typing import Annotated, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import (
     MISSING,
@@ -17,10 +17,11 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from ..data.sources import is_plain_path
 from .names import KEY_SHOWN, NAME_MAX, hub_id_problem, name_problem, text_problem
 
-__all__ = ["MISSING", "did_you_mean", "url_problem", "Section", "OpenSection", "Number", "Name", "HubId", "Text",
-           "unique", "fail", "given", "then"]
+__all__ = ["MISSING", "did_you_mean", "url_problem", "Section", "OpenSection", "Number", "Name",
+           "HubId", "Text", "unique", "fail", "given", "then"]
 
 
 def fail(key: str, msg: str) -> PydanticCustomError:
@@ -31,27 +32,23 @@ def fail(key: str, msg: str) -> PydanticCustomError:
 def url_problem(url: str, checksummed: bool) -> str | None:
     """Why a source `url` cannot be fetched as the config means it (prm_lessons.data.sources.fetch_file), or
     None: https://; http:// only with a checksum (nothing protects it in transit, and nothing would
-    check what arrived); file:// only as file:///absolute/path (`file://data/x.jsonl` names the host
-    `data`, and fetch_file would read /x.jsonl); a plain path; no other scheme (it would be read as a path
-    and fail in the job)."""
+    check what arrived); a plain path (an air-gapped site's own copy; that it exists is checked when the
+    workflow is planned, config.local_files). Not file://: a plain path says the same without the URL
+    rules (`file://data/x.jsonl` names the host `data` and the file /x.jsonl), so one spelling is read.
+    No other scheme (it would be read as a path and fail in the job)."""
     parts = urlsplit(str(url))
     scheme = parts.scheme.lower()
-    if not scheme or (len(scheme) == 1 and str(url)[1:3] in (":\\", ":/")):  # a path (C:/ on Windows too)
-        return None
-    if scheme == "https":
+    if is_plain_path(url) or scheme == "https":
         return None
     if scheme == "http":
         return None if checksummed else (
             "an http:// URL without a checksum (sha256 or git_blob_sha1): the download is not protected in "
             "transit and nothing would check it; use https:// or pin the file's checksum")
     if scheme == "file":
-        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
-            return (f"a file:// URL names a file by its absolute path (file:///dir/file); this one names "
-                    f"the host {parts.netloc!r}" if parts.netloc else "a file:// URL without an absolute path") \
-                + "; give file:///<absolute path> or the plain path"
-        return None
-    return (f"URL scheme {scheme!r} is not read here (https://, http:// with a checksum, file:///<absolute path> "
-            "or a plain path)")
+        path = unquote(parts.path) if parts.netloc in ("", "localhost") and parts.path.startswith("/") else None
+        return ("a file:// URL is not read here: give the file's plain path" +
+                (f" ({path})" if path else " (absolute, or relative to the working directory)"))
+    return (f"URL scheme {scheme!r} is not read here (https://, http:// with a checksum, or a plain path)")
 
 
 def did_you_mean(key, allowed) -> str:

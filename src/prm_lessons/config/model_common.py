@@ -123,7 +123,7 @@ class DatasetPromptFewshot(Section):
         description=(
             "The demonstrations file: the harness's evaluation/examples.py at a pinned commit (read "
             'as data, never executed) or a JSON file ({key: [[question, answer], ...]} or one such '
-            'list); https://, http:// with a checksum, file:///<absolute path> or a plain path.'))
+            'list); https://, http:// with a checksum, or a plain path.'))
     sha256: Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')] | None = Field(
         default=None,
         description='Expected sha256 of the file; null = not checked.')
@@ -221,8 +221,8 @@ class Dataset(Section):
         default=MISSING,
         description=(
             'Source url: https:// URL (e.g. a raw GitHub file at a commit), http:// URL with sha256 or '
-            "git_blob_sha1, file:///<absolute path> or plain path (an air-gapped site's own copy) of a "
-            '.jsonl/.json/.parquet file; another scheme, or a file:// URL with a host, is refused.'))
+            "git_blob_sha1, or a plain path (an air-gapped site's own copy, absolute or relative to the "
+            'working directory) of a .jsonl/.json/.parquet file; file:// and any other scheme are refused.'))
     sha256: Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')] | None = Field(
         default=None,
         description=(

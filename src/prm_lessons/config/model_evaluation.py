@@ -165,8 +165,8 @@ class Critics(Section):
         default_factory=CriticsOfficialTemplate,
         description=(
             "Where rule critique_template fetches ProcessBench's critique_template.txt (for critics "
-            'with `template: official`) into resources/templates/: a URL at a pinned commit, file:// '
-            'or a local path (air-gapped sites, the rehearsal), and the checksums the copy must have '
+            'with `template: official`) into resources/templates/: a URL at a pinned commit '
+            'or a plain path (air-gapped sites, the rehearsal), and the checksums the copy must have '
             '(null: not checked).'))
 
 

@@ -146,7 +146,7 @@ class Judge(Section):
         default_factory=JudgePaperTemplate,
         description=(
             "Where rule judge_template gets the paper's App. C prompt (judge.template paper_app_c): "
-            "the paper's source at a pinned version, or a site's own copy (file:// or a path: a "
+            "the paper's source at a pinned version, or a site's own copy (a plain path: a "
             '.tex, a tar.gz of LaTeX, or the prompt as plain text), and what the copy must match '
             "(null: not checked; the rule's log gives the value to pin). With template paper_app_c "
             'at least one of the three checks must be set.'))

@@ -260,7 +260,7 @@ class Processbench(Section):
     url: str | None = Field(
         default=None,
         description=(
-            "Source url: https:// URL (http:// with every subset's checksum), file:///<absolute path> or "
+            "Source url: https:// URL (http:// with every subset's checksum) or "
             "plain path of one subset's file, with {subset} where the subset name goes."))
     sha256: dict[str, Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')]] = Field(
         default_factory=dict,
@@ -348,7 +348,7 @@ class Prmbench(Section):
     url: str | None = Field(
         default=None,
         description=(
-            'Source url: URL, file:// URL or plain path of prmbench_preview.jsonl (pin the Hub '
+            'Source url: https:// URL or plain path of prmbench_preview.jsonl (pin the Hub '
             'revision in the URL: .../resolve/<commit>/prmbench_preview.jsonl).'))
     path: str | None = Field(default=None, description='Source local: the prmbench_preview.jsonl file.')
     sha256: Annotated[str, Field(pattern='^[0-9a-fA-F]{64}$')] | None = Field(

@@ -7,7 +7,9 @@ import hashlib
 import shutil
 import urllib.request
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
+
+from ..tables import atomic_path
 
 DOWNLOAD_DIR = "resources/data"
 
@@ -53,24 +55,27 @@ def verify_checksums(path: str | Path, expected: dict, what: str) -> None:
                              "(a different file than the pinned one; fix the `url` or the checksum)")
 
 
+def is_plain_path(url: str) -> bool:
+    """Whether a source `url` is a plain path (no scheme; C:/ on Windows too): what fetch_file copies from
+    the file system."""
+    scheme = urlparse(str(url)).scheme
+    return not scheme or (len(scheme) == 1 and str(url)[1:3] in (":\\", ":/"))
+
+
 def fetch_file(url: str, dest: str | Path, checksums: dict, what: str) -> None:
-    """Copy ``url`` (http(s)://, file:// or a plain path, so an air-gapped site can point at its own
-    copy) to ``dest``, verify its checksums, then move it into place: a failed or wrong download
-    never leaves a file that a later run would trust."""
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".part")
-    parsed = urlparse(str(url))
-    try:
-        if parsed.scheme in ("http", "https"):
+    """Copy ``url`` (http(s):// or a plain path, so an air-gapped site can point at its own copy) to
+    ``dest``, verify its checksums, then move it into place (tables.atomic_path: a temporary file of its
+    own, so two fetches of one file never mix): a failed or wrong download never leaves a file that a
+    later run would trust. Any other scheme is a ValueError (the config refuses it: config.base.url_problem)."""
+    scheme = urlparse(str(url)).scheme.lower()
+    if not (is_plain_path(url) or scheme in ("http", "https")):
+        raise ValueError(f"{what}: url {url!r}: only https://, http:// or a plain path is read")
+    with atomic_path(dest) as tmp:
+        if scheme in ("http", "https"):
             with urllib.request.urlopen(url, timeout=120) as resp, open(tmp, "wb") as fh:
                 shutil.copyfileobj(resp, fh)
         else:
-            src = Path(unquote(parsed.path)) if parsed.scheme == "file" else Path(str(url))
-            if not src.exists():
-                raise FileNotFoundError(f"{what}: {src} not found (from url {url})")
-            shutil.copyfile(src, tmp)
+            if not Path(url).is_file():
+                raise FileNotFoundError(f"{what}: {url} not found or not a file")
+            shutil.copyfile(url, tmp)
         verify_checksums(tmp, checksums, what)
-        tmp.replace(dest)
-    finally:
-        tmp.unlink(missing_ok=True)
