@@ -46,8 +46,12 @@ def test_each_shape_to_each_reader(kind, shape):
         assert str(exc.value).startswith(WHERE + ": ")
         return
     out = _call(reader, value)
-    if isinstance(value, str) and kind not in ("choice_gold",):
+    if reader.parses:
+        assert not isinstance(out, str)  # a cell's meaning (a mark, a step number), never its text
+    elif isinstance(value, str) and kind not in ("choice_gold",):
         assert out == value  # text as given, never decoded or stripped
+    elif value is None or (isinstance(value, float) and math.isnan(value)):
+        assert out is None  # an optional field's absence: never "None", never NaN
     elif isinstance(value, float) and not isinstance(out, str):
         assert out == value or (math.isnan(out) and math.isnan(value))
 
@@ -139,3 +143,43 @@ def test_blank_steps_are_dropped_or_refused():
 def test_step_labels_are_numbers_in_0_1(labels):
     with pytest.raises(F.FieldError, match=r"labels\[\d\]"):
         F.read_step_labels(labels, WHERE)
+
+
+@pytest.mark.parametrize("value, out", [("a", "a"), (" [1] ", " [1] "), (None, None), (float("nan"), None)])
+def test_an_optional_text_is_text_or_absent(value, out):
+    assert F.read_text(value, WHERE, optional=True) == out
+    if out is None:
+        with pytest.raises(F.FieldError, match="is null"):
+            F.read_text(value, WHERE)
+
+
+@pytest.mark.parametrize("value", [0, 1, True, {"t": "x"}, ["x"], " ", ""])
+def test_an_optional_text_given_is_text(value):
+    with pytest.raises(F.FieldError, match=r"^data\.jsonl line 7"):
+        F.read_text(value, WHERE, optional=True)
+
+
+@pytest.mark.parametrize("cell, mark", [("yes", True), (" Y ", True), ("1", True), ("TRUE", True), ("no", False),
+                                        ("N", False), ("0", False), ("False", False), ("", None), (" \t", None)])
+def test_a_mark_is_yes_no_or_blank(cell, mark):
+    assert F.read_mark(cell, WHERE) is mark
+
+
+@pytest.mark.parametrize("cell", ["maybe", "yes!", "2", "1.0", "t", "oui", "None", "nan", 1, 0, True, None])
+def test_a_mark_is_refused_otherwise(cell):
+    with pytest.raises(F.FieldError, match=r"^data\.jsonl line 7 \(field 'x'\): process_flawed"):
+        F.read_mark(cell, WHERE)
+
+
+@pytest.mark.parametrize("cell, n, step", [("1", 3, 1), (" 3 ", 3, 3), ("02", 3, 2), ("", 3, None), ("  ", 0, None),
+                                           ("7", None, 7)])
+def test_a_step_number_is_1_based_within_the_steps(cell, n, step):
+    assert F.read_step_number(cell, WHERE, n) == step
+
+
+@pytest.mark.parametrize("cell, n", [("0", 3), ("4", 3), ("-1", 3), ("+1", 3), ("2.0", 3), ("1e0", 3), ("²", 3),
+                                     ("١", 3), ("9" * 5000, None), ("two", 3), ("1", 0), (2, 3), (2.0, 3),
+                                     (True, 3), (None, 3), (float("nan"), 3)])
+def test_a_step_number_is_refused_otherwise(cell, n):
+    with pytest.raises(F.FieldError, match=r"^data\.jsonl line 7 \(field 'x'\): first_error_step"):
+        F.read_step_number(cell, WHERE, n)

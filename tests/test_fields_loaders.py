@@ -14,11 +14,15 @@ import pandas as pd
 import pytest
 
 from field_shapes import SHAPES, declared
+from prm_lessons import fields as F
 from prm_lessons.data.problems import load_problems
 from prm_lessons.data.processbench import load_processbench, load_processbench_cases
 from prm_lessons.grading.rows import check_grade_rows
+from prm_lessons.labels import annotation
 from prm_lessons.labels.human import convert_prm800k, eval_questions
+from prm_lessons.labels.math_shepherd import convert_math_shepherd
 from prm_lessons.labels.stepwise import convert_stepwise, to_stepwise
+from prm_lessons.rehearsal.math_shepherd_file import shepherd_row
 
 
 def _jsonl(path: Path, rows) -> Path:
@@ -168,10 +172,85 @@ def test_each_shape_in_each_field_of_each_loader(tmp_path, loader, field, shape)
     assert all(any(alt in text for alt in ((n,) if isinstance(n, str) else n)) for n in names), text
 
 
-def test_the_loaders_cover_every_reader_kind():
-    from prm_lessons import fields as F
+# -- Math-Shepherd: a bad row is never an error; it is counted under its field's reason and named by id ---------
+# field: (its reader kind, the malformed reason a refusal is counted under)
+SHEPHERD_FIELDS = {"input": ("text", "missing_field"), "label": ("text", "missing_field"),
+                   "task": ("optional_text", "bad_task")}
+SHEPHERD_ROW = shepherd_row("What is 1 + 1?", ["1 + 1 = 2.", "The answer is: 2"], "+-", task="GSM8K")
 
+
+@pytest.mark.parametrize("field, shape", [(f, s) for f in SHEPHERD_FIELDS for s in SHAPES])
+def test_each_shape_in_each_field_of_math_shepherd(field, shape):
+    kind, reason = SHEPHERD_FIELDS[field]
+    value = SHAPES[shape]
+    out, rep = convert_math_shepherd([SHEPHERD_ROW, {**SHEPHERD_ROW, field: value}, SHEPHERD_ROW])
+    ids = [x["instance_id"] for x in out]
+    assert rep["rows"] == 3 and ids[0] == "math_shepherd-0000000" and ids[-1] == "math_shepherd-0000002"  # goes on
+    if not declared(kind, shape):
+        assert rep["malformed_by_reason"] == {reason: 1} and len(out) == 2
+        assert rep["malformed_ids"] == {reason: ["math_shepherd-0000001"]}
+        return
+    assert reason not in rep["malformed_by_reason"]  # refused, if at all, for what the text says
+    if field == "task":
+        assert out[1]["instance_id"] == "math_shepherd-0000001"
+        assert out[1]["dataset"] == (value if isinstance(value, str) else None)  # null is no task, not "None"
+
+
+@pytest.mark.parametrize("field", list(SHEPHERD_FIELDS))
+def test_an_absent_math_shepherd_field(field):
+    out, rep = convert_math_shepherd([{k: v for k, v in SHEPHERD_ROW.items() if k != field}])
+    if field == "task":  # optional: no task
+        assert len(out) == 1 and out[0]["dataset"] is None
+    else:
+        assert rep["malformed_ids"] == {"missing_field": ["math_shepherd-0000000"]}
+
+
+# -- Figure 6's annotation sheet: a CSV read as text; a cell holds what a spreadsheet writes of a value ----------
+# field: (its reader kind, the shapes whose written text the sheet takes: blank cells, and 1, True and False
+# as marks, 1 as a step number; no shape's text is an exported id)
+BLANK_CELLS = {"null", "nan", "blank"}
+SHEET_FIELDS = {"id": ("id", set()), "process_flawed": ("mark", BLANK_CELLS | {"integer", "bool", "numpy_bool"}),
+                "first_error_step": ("step_number", BLANK_CELLS | {"integer"})}
+
+
+def _written(value) -> str:
+    """A value as a spreadsheet writes its cell: its text, a missing value as an empty cell."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+@pytest.mark.parametrize("field, shape", [(f, s) for f in SHEET_FIELDS for s in SHAPES])
+def test_each_shape_in_each_cell_of_the_annotation_sheet(tmp_path, field, shape):
+    kind, takes = SHEET_FIELDS[field]
+    samples = pd.DataFrame([{"problem_id": f"p{p}", "sample_idx": 0, "question": "Q?", "steps": ["a", "b"],
+                             "correct": True} for p in range(2)])
+    sheet = annotation.sample_sheet({"gsm8k": samples}, 2, 0, None)
+    filled = sheet.astype(str).copy()
+    filled.loc[0, ["process_flawed", "first_error_step"]] = ["yes", "1"]  # a valid row before it
+    filled.loc[1, ["process_flawed", "first_error_step"]] = ["yes" if field == "first_error_step" else "no", ""]
+    cell = _written(SHAPES[shape])
+    filled.loc[1, field] = cell
+    filled.to_csv(tmp_path / "filled.csv", index=False)
+    assert F.READERS[kind].accepts <= takes | {"text", "bracketed_text", "integer"}  # the registry agrees
+    if shape not in takes:
+        with pytest.raises(ValueError) as exc:
+            annotation.read_labels(tmp_path / "filled.csv", sheet)
+        rid = cell.strip() if field == "id" else sheet["id"].iloc[1]
+        assert f"row id {rid!r} (line 3): " in str(exc.value) and "1 bad row(s)" in str(exc.value)
+        return
+    got = annotation.read_labels(tmp_path / "filled.csv", sheet).to_dict("records")[1]
+    if field == "process_flawed":
+        flawed = {"1": True, "True": True, "False": False}.get(cell.strip())
+        assert (got["flawed"] is None) if flawed is None else (got["flawed"] == flawed)
+        assert got["labelled"] == bool(cell.strip())
+    elif cell.strip():
+        assert got["first_error_step"] == int(cell)
+    else:
+        assert pd.isna(got["first_error_step"]) and got["flawed"]
+
+
+def test_the_loaders_cover_every_reader_kind():
     used = {kind for (_, kind, _, _) in LOADERS.values()}
+    used |= {kind for kind, _ in SHEPHERD_FIELDS.values()} | {kind for kind, _ in SHEET_FIELDS.values()}
     assert used == set(F.READERS), sorted(set(F.READERS) - used)
 
 

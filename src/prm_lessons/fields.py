@@ -1,5 +1,6 @@
 """The checked readers of input fields: one function per kind of field (question, steps, gold answer,
-choice gold and its options, id, ProcessBench error index and answer flag, step labels) that every loader
+choice gold and its options, id, ProcessBench error index and answer flag, step labels, a plain text, and
+the two label cells of an annotation sheet: a yes/no mark and a 1-based step number) that every loader
 and exporter calls. Each checks type and meaning and never casts: a step or a question is text (an object
 or a number is not stringified, null is not "None"), a text is never decoded ("[0,1]" stays that text), a
 list-valued gold only where the caller's field says so, a choice gold among the options. A bad value raises
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -37,20 +39,22 @@ class FieldError(ValueError):
 class Reader:
     """A registered reader: `read(value, where, **context)`; `accepts` names the shapes of
     tests/support/field_shapes.py that it reads as valid (the rest must raise FieldError), and
-    `items` those it takes as an element of a list-valued field."""
+    `items` those it takes as an element of a list-valued field. `parses`: the reader takes the text a
+    spreadsheet writes and returns what it means (a mark's truth value, a step's number), not the text."""
 
     read: Callable
     accepts: frozenset
     items: frozenset = frozenset()
     context: dict = field(default_factory=dict)
+    parses: bool = False
 
 
 READERS: dict[str, Reader] = {}
 
 
-def _register(kind: str, accepts: set, items: set = frozenset(), **context):
+def _register(kind: str, accepts: set, items: set = frozenset(), parses: bool = False, **context):
     def deco(fn):
-        READERS[kind] = Reader(fn, frozenset(accepts), frozenset(items), context)
+        READERS[kind] = Reader(fn, frozenset(accepts), frozenset(items), context, parses)
         return fn
     return deco
 
@@ -77,6 +81,17 @@ def _text(value, where: str, what: str) -> str:
     if not value.strip():
         raise FieldError(where, f"empty {what}", blank=True)
     return str(value)
+
+
+@_register("text", {"text", "bracketed_text"})
+@_register("optional_text", {"text", "bracketed_text", "null", "nan"}, optional=True)
+def read_text(value, where: str, what: str = "text", optional: bool = False) -> str | None:
+    """A text field that is neither a question nor a step (Math-Shepherd's `input` and `label`): non-blank
+    text, as given. `optional`: null (or NaN, a parquet column's missing value) is absent and read as None;
+    any other value that is not text is refused all the same (a number is never a text's absence)."""
+    if optional and _missing(value):
+        return None
+    return _text(value, where, what)
 
 
 @_register("question", {"text", "bracketed_text"})
@@ -252,3 +267,47 @@ def read_step_labels(value, where: str, what: str = "labels") -> list[float]:
             raise FieldError(where, f"{what}[{k}] is {v!r}, not a number in [0, 1]")
         out.append(float(v))
     return out
+
+
+# -- the cells of an annotation sheet: a CSV read as text (every cell a string; an empty cell is "") --------
+YES_MARKS = frozenset({"yes", "y", "1", "true"})
+NO_MARKS = frozenset({"no", "n", "0", "false"})
+_STEP_NUMBER = re.compile(r"[0-9]+")  # ASCII digits: str.isdigit() also takes "²", which int() refuses
+
+
+def _cell(value, where: str, what: str) -> str:
+    if not isinstance(value, str):  # a sheet read as text has no other value: never cast one
+        kind = "null" if _missing(value) else f"a JSON {json_type(value)}"
+        raise FieldError(where, f"{what} is {kind}, not the text of a spreadsheet cell")
+    return value.strip()
+
+
+@_register("mark", {"blank"}, parses=True)
+def read_mark(value, where: str, what: str = "process_flawed") -> bool | None:
+    """A yes/no cell as a spreadsheet writes it: yes, y, 1 or true -> True; no, n, 0 or false -> False (any
+    case, spaces around ignored); a blank cell -> None (not filled in). Only text: 1, True or null are not
+    cells of a sheet read as text and are refused, not cast."""
+    mark = _cell(value, where, what).lower()
+    if not mark:
+        return None
+    if mark in YES_MARKS:
+        return True
+    if mark in NO_MARKS:
+        return False
+    raise FieldError(where, f"{what} {value!r}, expected yes or no (blank: unlabelled)")
+
+
+@_register("step_number", {"blank"}, parses=True, n_steps=5)
+def read_step_number(value, where: str, n_steps: int | None = None, what: str = "first_error_step") -> int | None:
+    """A 1-based step number cell as a spreadsheet writes it: ASCII digits naming a step 1..n_steps (spaces
+    around ignored), or a blank cell -> None. "2.0", "-1", "²" and a number that is not a cell's text are
+    refused, not cast."""
+    step = _cell(value, where, what)
+    if not step:
+        return None
+    # at most 18 digits: int() refuses a text of over 4300 digits with its own ValueError
+    n = int(step) if _STEP_NUMBER.fullmatch(step) and len(step) <= 18 else None
+    if n is None or n < 1 or (n_steps is not None and n > n_steps):
+        upper = "" if n_steps is None else f"..{n_steps}"
+        raise FieldError(where, f"{what} {step!r}, expected a step number 1{upper}")
+    return n

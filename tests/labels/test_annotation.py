@@ -61,6 +61,12 @@ def test_sheet_round_trip_and_labels(tmp_path):
     ({"process_flawed": "yes", "first_error_step": "9"}, "first_error_step '9', expected a step number 1..2"),
     ({"process_flawed": "yes", "first_error_step": "x"}, "first_error_step 'x'"),
     ({"process_flawed": "no", "first_error_step": "1"}, "first_error_step 1 on a row not marked process_flawed yes"),
+    # str.isdigit() takes these; int() refuses the first and the last (a traceback, not the row)
+    ({"process_flawed": "yes", "first_error_step": "²"}, "first_error_step '²', expected a step number 1..2"),
+    ({"process_flawed": "yes", "first_error_step": "١"}, "first_error_step '١', expected a step number 1..2"),
+    ({"process_flawed": "yes", "first_error_step": "1" * 5000}, "first_error_step '1111"),
+    ({"process_flawed": "yes", "first_error_step": "2.0"}, "first_error_step '2.0'"),
+    ({"id": " "}, "row id '' \\(line 2\\): empty id"),
 ])
 def test_bad_rows_are_named_by_id(tmp_path, edit, message):
     sheet = A.sample_sheet({"gsm8k": _samples()}, 2, 0, None)
@@ -84,3 +90,18 @@ def test_repeated_row_and_missing_column_are_errors(tmp_path):
         A.read_labels(tmp_path / "nocol.csv", sheet)
     with pytest.raises(ValueError, match="per_benchmark"):
         A.sample_sheet({"gsm8k": _samples()}, 0, 0, None)
+
+
+def test_every_bad_row_is_reported_together_with_its_id_and_line(tmp_path):
+    sheet = A.sample_sheet({"gsm8k": _samples()}, 4, 0, None)
+    filled = sheet.copy()
+    filled.loc[0, "process_flawed"] = "perhaps"
+    filled.loc[1, ["process_flawed", "first_error_step"]] = ["yes", "0"]
+    filled.loc[2, ["process_flawed", "first_error_step"]] = ["yes", "2"]  # a good row among them
+    filled.loc[3, ["process_flawed", "first_error_step"]] = ["", "1"]
+    filled.to_csv(tmp_path / "filled.csv", index=False)
+    with pytest.raises(ValueError, match="3 bad row") as exc:
+        A.read_labels(tmp_path / "filled.csv", sheet)
+    for k in (0, 1, 3):
+        assert f"row id '{sheet['id'].iloc[k]}' (line {k + 2}): " in str(exc.value)
+    assert sheet["id"].iloc[2] not in str(exc.value)

@@ -193,3 +193,18 @@ def test_a_row_with_a_repeated_key_a_constant_or_deep_nesting_is_malformed(tmp_p
     f = tmp_path / "ms.jsonl"
     f.write_text(line + "\n")
     assert list(iter_rows(f)) == [None]
+
+
+def test_task_null_or_absent_is_no_task_and_any_other_non_text_is_malformed(tmp_path):
+    """`task` is optional text: null or absent gives no dataset; a number, a bool, an object or a blank text
+    is a malformed row (bad_task), never silently no task."""
+    ok = ROWS[0]
+    absent = {k: v for k, v in ok.items() if k != "task"}
+    tasks = [None, 3, True, {"name": "MATH"}, " ", "MATH"]
+    lines = [json.dumps({**ok, "task": t}) for t in tasks] + [json.dumps(absent)]
+    (tmp_path / "ms.jsonl").write_text("\n".join(lines) + "\n")
+    inst, rep = convert_math_shepherd(iter_rows(tmp_path / "ms.jsonl"))
+    assert rep["malformed_by_reason"] == {"bad_task": 4}
+    assert rep["malformed_ids"]["bad_task"] == [f"math_shepherd-{i:07d}" for i in (1, 2, 3, 4)]
+    assert [(x["instance_id"], x["dataset"]) for x in inst] == [
+        ("math_shepherd-0000000", None), ("math_shepherd-0000005", "MATH"), ("math_shepherd-0000006", None)]

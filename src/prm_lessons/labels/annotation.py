@@ -6,7 +6,9 @@ annotations". :func:`sample_sheet` draws, per benchmark, `per_benchmark` respons
 order by a SHA-256 hash of (seed, benchmark, problem, sample), independent of row order) among the
 correct-answer responses of the first N samples; each row shows the problem and the numbered steps, with
 empty label columns. :func:`read_labels` reads the sheet back, every row checked (errors name the row's
-id); a row left blank is unlabelled and not counted. The rates: prm_lessons.evaluation.bias_analysis.human_flaw_rates.
+id); a row left blank is unlabelled and not counted. The cells are read by the checked readers of
+`prm_lessons.fields` (`read_id`, `read_mark`, `read_step_number`), which take the text a spreadsheet writes
+and cast nothing else. The rates: prm_lessons.evaluation.bias_analysis.human_flaw_rates.
 """
 from __future__ import annotations
 
@@ -16,13 +18,13 @@ from typing import Mapping
 
 import pandas as pd
 
+from ..fields import FieldError, read_id, read_mark, read_step_number
 from ..tables import read_plain_csv, write_plain_csv
 from . import clean_steps
 
 SHEET_COLUMNS = ["id", "benchmark", "problem_id", "sample_idx", "n_steps", "problem", "steps",
                  "process_flawed", "first_error_step", "notes"]
 LABEL_COLUMNS = ["process_flawed", "first_error_step", "notes"]
-YES, NO = frozenset({"yes", "y", "1", "true"}), frozenset({"no", "n", "0", "false"})
 
 
 def numbered_steps(steps) -> str:
@@ -83,8 +85,14 @@ def read_labels(path: str | Path, sheet: pd.DataFrame) -> pd.DataFrame:
     known = {str(r.id): r for r in sheet.itertuples()}
     errors, rows, seen = [], [], set()
     for k, r in enumerate(got.to_dict("records"), start=2):  # line 1 is the header
-        rid = str(r["id"]).strip()
+        cell = r["id"]
+        rid = cell.strip() if isinstance(cell, str) else str(cell)
         where = f"row id {rid!r} (line {k})"
+        try:
+            rid = read_id(cell, where).strip()
+        except FieldError as bad:
+            errors.append(str(bad))
+            continue
         if rid not in known:
             errors.append(f"{where}: not in the exported sheet")
             continue
@@ -92,26 +100,19 @@ def read_labels(path: str | Path, sheet: pd.DataFrame) -> pd.DataFrame:
             errors.append(f"{where}: labelled twice")
             continue
         seen.add(rid)
-        flag = str(r.get("process_flawed", "")).strip().lower()
-        step = str(r.get("first_error_step", "") or "").strip()
-        n_steps = int(known[rid].n_steps)
-        if flag and flag not in YES | NO:
-            errors.append(f"{where}: process_flawed {r['process_flawed']!r}, expected yes or no (blank: unlabelled)")
-            continue
-        first = None
-        if step:
-            if not step.isdigit() or not 1 <= int(step) <= n_steps:
-                errors.append(f"{where}: first_error_step {step!r}, expected a step number 1..{n_steps}")
-                continue
-            if flag not in YES:
-                errors.append(f"{where}: first_error_step {step} on a row not marked process_flawed yes")
-                continue
-            first = int(step)
         src = known[rid]
+        try:  # a column the sheet lacks is a blank cell (first_error_step may be dropped)
+            flawed = read_mark(r.get("process_flawed", ""), where, "process_flawed")
+            first = read_step_number(r.get("first_error_step", ""), where, int(src.n_steps), "first_error_step")
+        except FieldError as bad:
+            errors.append(str(bad))
+            continue
+        if first is not None and flawed is not True:  # a first error only on a flawed process
+            errors.append(f"{where}: first_error_step {first} on a row not marked process_flawed yes")
+            continue
         rows.append({"id": rid, "benchmark": src.benchmark, "problem_id": src.problem_id,
-                     "sample_idx": int(src.sample_idx), "labelled": bool(flag),
-                     "flawed": (flag in YES) if flag else None,
-                     "first_error_step": first})
+                     "sample_idx": int(src.sample_idx), "labelled": flawed is not None,
+                     "flawed": flawed, "first_error_step": first})
     if errors:
         raise ValueError(f"Figure 6 human labels {path}: {len(errors)} bad row(s):\n  " + "\n  ".join(errors[:20])
                          + (f"\n  … and {len(errors) - 20} more" if len(errors) > 20 else ""))

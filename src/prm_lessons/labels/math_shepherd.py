@@ -22,6 +22,12 @@ the paper does not say how it formatted this data; the policy responses its PRMs
 prefixes). The steps then go through the same step-format contract as every source
 (`steps.build_prm_input`, at training time). A row that does not read this way is never an error: it is
 counted under its reason and named by id in the report (`MALFORMED_REASONS`).
+
+The fields are read by the checked readers of `prm_lessons.fields` (a refusal is the row's reason):
+``input`` and ``label`` are non-blank text (`read_text`; null, a number, an object, a bool or a blank text
+is `missing_field`); ``task`` is optional text (`read_text(optional=True)`): absent or null (NaN in a
+parquet copy) is no task (``dataset`` None), any other value that is not non-blank text (a number, a bool,
+an object, a blank text) is `bad_task`, never silently dropped to None.
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ import re
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..fields import FieldError, read_text
 from ..tables import RowError, iter_lines, loads_strict
 
 TAG = "ки"
@@ -37,7 +44,8 @@ LABEL_CHARS = {"+": 1.0, "-": 0.0}
 SOURCE = "math_shepherd"
 MALFORMED_REASONS = {
     "not_an_object": "the line is not a JSON object",
-    "missing_field": "`input` or `label` is missing or not text",
+    "missing_field": "`input` or `label` is missing, null, blank or not text",
+    "bad_task": "`task` is given but is not text (or is blank)",
     "no_tag": "`input` has no step tag",
     "label_mismatch": "`label` is not `input` with each tag replaced by + or -",
     "no_first_step": "no `Step 1:` before the first tag (question and steps cannot be told apart)",
@@ -50,8 +58,8 @@ _STEP_PREFIX = re.compile(r"^\s*step\s*\d+\s*:\s*", re.IGNORECASE)
 
 
 class MalformedRow(ValueError):
-    def __init__(self, reason: str):
-        super().__init__(MALFORMED_REASONS[reason])
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(MALFORMED_REASONS[reason] + (f" ({detail})" if detail else ""))
         self.reason = reason
 
 
@@ -59,14 +67,24 @@ def row_id(row: int) -> str:
     return f"{SOURCE}-{int(row):07d}"
 
 
-def convert_row(rec, strip_step_prefix: bool = True) -> dict:
+def _field(rec: dict, key: str, reason: str, where: str, optional: bool = False):
+    """rec[key] through the checked text reader; a refusal is the row's `reason` (the reader's message its
+    detail)."""
+    try:
+        return read_text(rec.get(key), f"{where}field '{key}'", key, optional=optional)
+    except FieldError as bad:
+        raise MalformedRow(reason, str(bad)) from None
+
+
+def convert_row(rec, strip_step_prefix: bool = True, where: str = "") -> dict:
     """One Math-Shepherd row → {question, steps, labels, task} (labels cut after the first negative);
-    raises MalformedRow with the reason."""
+    raises MalformedRow with the reason. `where`: the row's name in a refusal's detail."""
     if not isinstance(rec, dict):
         raise MalformedRow("not_an_object")
-    text, label = rec.get("input"), rec.get("label")
-    if not isinstance(text, str) or not isinstance(label, str):
-        raise MalformedRow("missing_field")
+    where = f"{where} " if where else ""
+    text = _field(rec, "input", "missing_field", where)
+    label = _field(rec, "label", "missing_field", where)
+    task = _field(rec, "task", "bad_task", where, optional=True)
     pieces = text.split(TAG)
     n = len(pieces) - 1
     if n == 0:
@@ -99,8 +117,7 @@ def convert_row(rec, strip_step_prefix: bool = True) -> dict:
         labels.append(v)
         if v == 0.0:
             break
-    return {"question": question, "steps": steps[: len(labels)], "labels": labels,
-            "task": rec.get("task") if isinstance(rec.get("task"), str) else None}
+    return {"question": question, "steps": steps[: len(labels)], "labels": labels, "task": task}
 
 
 def convert_math_shepherd(rows: Iterable, strip_step_prefix: bool = True,
@@ -116,7 +133,7 @@ def convert_math_shepherd(rows: Iterable, strip_step_prefix: bool = True,
             break
         report["rows"] += 1
         try:
-            inst = convert_row(rec, strip_step_prefix)
+            inst = convert_row(rec, strip_step_prefix, where=row_id(i))
         except MalformedRow as bad:
             counts[bad.reason] = counts.get(bad.reason, 0) + 1
             kept = ids.setdefault(bad.reason, [])
