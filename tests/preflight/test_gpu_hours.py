@@ -87,3 +87,25 @@ def test_splice_between_the_markers():
         gpu_hours.splice("no markers", "NEW")
     page = (ROOT / "docs/paper-scale.md").read_text()
     assert page == gpu_hours.paper_scale_doc()  # the committed page holds the generated table (make docs-check)
+
+
+@pytest.mark.parametrize("lanes", [1, 2, 4])
+def test_mc_grading_adds_or_overlaps_by_lanes(counts, rates, lanes):
+    """mc.lanes 1 grades between engine calls (generation + grading); 2 or more grade while the engine
+    generates (the larger of the two). Measured-looking point rates make both ends exact."""
+    r = copy.deepcopy(rates)
+    point = {"source": "measured", "measured": "test"}
+    r["mc_completions_per_response"] = {"value": 10, "unit": "completions", **point}
+    r["mc_tokens_per_completion"] = {"value": 100, "unit": "tokens", **point}
+    r["mc_generate"] = {"value": 1000, "unit": "tokens/s per GPU", **point}
+    c = copy.deepcopy(counts)
+    c["mc"]["lanes"] = lanes
+    comp = c["mc"]["responses"] * 10
+    gen = comp * 100 / 1000 / 3600
+    startup_lo = c["mc"]["jobs"] * 2 / 60
+    for grade_s in (0.01, 1.0):  # grading faster, then slower than generation (0.1 s per completion)
+        r["mc_grade_s_per_completion"] = {"value": grade_s, "unit": "s per completion", **point}
+        row = next(x for x in gpu_hours.rows(c, r) if x.stage.startswith("MC labels"))
+        grade = comp * grade_s / 3600
+        assert row.low == pytest.approx((gen + grade if lanes == 1 else max(gen, grade)) + startup_lo)
+        assert ("overlapped" in row.work) == (lanes > 1)

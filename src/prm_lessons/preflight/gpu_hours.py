@@ -84,7 +84,8 @@ def work_counts(config: dict) -> dict:
           for b in s["benchmarks"]]
     counts["search"] = {"problems": sum(sp), "responses": sum(sp) * int(s["n"]), "prms": list(s["prms"]),
                         "policy": s["policy"]}
-    counts["mc"] = {"responses": train, "jobs": plan.sized_shard_count(config, "mc", "train")}
+    counts["mc"] = {"responses": train, "jobs": plan.sized_shard_count(config, "mc", "train"),
+                    "lanes": int(config["mc"]["lanes"])}
     # analysis.flaw_judge false: Figure 6 reads the checker and human labels only, no judge job of its own
     flaw = plan.flaw_datasets(config) if config["analysis"].get("flaw_judge", True) else []
     judged = train + sum(_problems(config, d) * min(plan.judge_sample_cap(config, d) or 10**9,
@@ -172,17 +173,25 @@ def rows(counts: dict, rates: dict[str, dict]) -> list[Row]:
     m = counts["mc"]
     comp_lo = m["responses"] * _lo(R["mc_completions_per_response"])
     comp_hi = m["responses"] * _hi(R["mc_completions_per_response"])
+    overlap = m.get("lanes", 1) >= 2
+
+    def mc_hours(comp, toks, gen_rate, grade_s, startup):
+        # mc.lanes >= 2 grades one engine call's completions while the engine generates the next
+        # (labels.mc.run_mc): the slower of the two sets the wall; 1 grades between calls, so they add
+        gen, grade = _gpu_h(comp * toks, gen_rate, 1), comp * grade_s / 3600
+        return (max(gen, grade) if overlap else gen + grade) + _startup(m["jobs"], startup, 1)
+
     out.append(Row("MC labels (early stopping)",
                    f"{m['responses']:,} responses × mc_completions_per_response × mc_tokens_per_completion; "
-                   f"{m['jobs']} jobs on 1 GPU",
+                   f"{m['jobs']} jobs on 1 GPU; grading "
+                   + (f"overlapped with generation (mc.lanes {m['lanes']}: the larger of the two)" if overlap
+                      else "after each engine call (mc.lanes 1: added)"),
                    ["mc_completions_per_response", "mc_tokens_per_completion", "mc_generate",
                     "mc_grade_s_per_completion", "startup_7b_min"],
-                   _gpu_h(comp_lo * _lo(R["mc_tokens_per_completion"]), _hi(R["mc_generate"]), 1)
-                   + comp_lo * _lo(R["mc_grade_s_per_completion"]) / 3600
-                   + _startup(m["jobs"], _lo(R["startup_7b_min"]), 1),
-                   _gpu_h(comp_hi * _hi(R["mc_tokens_per_completion"]), _lo(R["mc_generate"]), 1)
-                   + comp_hi * _hi(R["mc_grade_s_per_completion"]) / 3600
-                   + _startup(m["jobs"], _hi(R["startup_7b_min"]), 1)))
+                   mc_hours(comp_lo, _lo(R["mc_tokens_per_completion"]), _hi(R["mc_generate"]),
+                            _lo(R["mc_grade_s_per_completion"]), _lo(R["startup_7b_min"])),
+                   mc_hours(comp_hi, _hi(R["mc_tokens_per_completion"]), _lo(R["mc_generate"]),
+                            _hi(R["mc_grade_s_per_completion"]), _hi(R["startup_7b_min"]))))
     j = counts["judge"]
     jt = R["judge_tokens_per_judgement"]
     n_j = j["judgements"] + j["processbench_cases"]
