@@ -118,14 +118,21 @@ def run_rule_script(log_path, func: str, rule: str, gpu: int = 0) -> None:
 @contextlib.contextmanager
 def parsed_workflow(configfiles=(), quiet: bool = True):
     """The workflow as Snakemake parses it (rules, params, resources callables), without building a DAG
-    or running a job; `configfiles` relative to the repository (none: the embedded default)."""
+    or running a job; `configfiles` relative to the repository (none: the embedded default). The rehearsal's
+    overlay gets a working directory prepared as prm_lessons.rehearsal.run prepares it (its local copies
+    must exist when the workflow is planned)."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
 
+    workdir = Path(tempfile.mkdtemp())
+    if "config/rehearsal.yaml" in map(str, configfiles):
+        from prm_lessons.rehearsal.run import prepare_work
+
+        prepare_work(workdir, shared_data_dir().parent)
     with SnakemakeApi(OutputSettings(quiet=quiet)) as api:
         wf = api.workflow(resource_settings=ResourceSettings(cores=4), storage_settings=StorageSettings(),
                           config_settings=ConfigSettings(configfiles=[ROOT / c for c in configfiles]),
-                          snakefile=ROOT / "Snakefile", workdir=Path(tempfile.mkdtemp()))
+                          snakefile=ROOT / "Snakefile", workdir=workdir)
         yield wf._workflow  # the parsed rules (snakemake is pinned in pyproject.toml)
 
 

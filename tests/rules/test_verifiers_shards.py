@@ -351,23 +351,10 @@ def test_embedded_plan_keeps_one_unsharded_judge_and_critic_job(tmp_path):
 def test_paper_rehearsal_with_one_critic_and_one_judge_plans(tmp_path):
     """The knob the rehearsal can be trimmed with: paper.yaml + rehearsal.yaml with every critic and BoN
     judge but one switched off plans (in a working directory prepared as prm_lessons.rehearsal.run does)."""
-    from prm_lessons.rehearsal.fewshot_file import write_fewshot_examples
-    from prm_lessons.rehearsal.math_shepherd_file import write_math_shepherd
-    from prm_lessons.rehearsal.prm800k_file import write_prm800k
-    from prm_lessons.rehearsal.run import find_shared, write_critique_template
+    from conftest import shared_data_dir  # skips without ../shared, fails under CI=true
+    from prm_lessons.rehearsal.run import prepare_work
 
-    try:
-        shared = find_shared()
-    except SystemExit:
-        pytest.skip("no shared data directory")
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "shared").symlink_to(shared, target_is_directory=True)
-    math = shared / "data" / "bon" / "math_cot_100_samples.jsonl"
-    write_prm800k(work / "data" / "prm800k", math)
-    write_math_shepherd(work / "data" / "math_shepherd" / "math-shepherd.jsonl", math)
-    write_critique_template(work / "data" / "templates" / "critique_template.txt")
-    write_fewshot_examples(work / "data" / "fewshot" / "examples.py")
+    work = prepare_work(tmp_path / "work", shared_data_dir().parent)
     paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     keep_critic, keep_judge = "qwq_32b_preview", "qwen25_72b_instruct"
     overlay = tmp_path / "one.yaml"
