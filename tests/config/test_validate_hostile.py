@@ -667,3 +667,25 @@ def test_a_revision_with_whitespace_or_a_control_character_is_refused(bad):
     cfg = base()
     cfg["benchmarks"]["hubset"] = {"source": "hub", "id": "org/d", "revision": bad}
     rejects(cfg, "benchmarks.hubset.revision", "does not match")
+
+
+# -- keys YAML reads as another type -------------------------------------------------------------------
+
+# every scalar type a plain YAML key can be read as (SafeLoader's resolvers), but a string
+TYPED_KEYS = {"int": "1", "hex int": "0x1f", "float": "1.5", "exponent": "1.0e+3", "nan": ".nan", "bool": "true",
+              "yes": "yes", "null": "~", "date": "2024-01-01", "timestamp": "2024-01-01 10:00:00",
+              "binary": "!!binary aGk="}
+
+
+@pytest.mark.parametrize("kind", sorted(TYPED_KEYS))
+@pytest.mark.parametrize("section", ["", "run", "sampling", "grading"])
+def test_an_unknown_key_of_another_type_is_named_not_a_traceback(tmp_path, kind, section):
+    """`1: x` in a section of fixed keys: an error naming the key (a str method on the int key was an
+    AttributeError)."""
+    key = yaml.safe_load(f"{TYPED_KEYS[kind]}: 0")
+    assert len(key) == 1 and not isinstance(next(iter(key)), str), key
+    cfg = base()
+    (cfg[section] if section else cfg).update(key)
+    with pytest.raises(ConfigError, match=r"unknown key") as exc:
+        validate_config(cfg)
+    assert f"config error at `{section + '.' if section else ''}" in str(exc.value), exc.value

@@ -15,6 +15,10 @@ from .names import ConfigError, shown
 # A config of the shipped kind has ~2,000 nodes; a YAML alias bomb (each level naming the one below
 # many times) has billions once expanded, which a validator walking the tree would visit one by one.
 MAX_CONFIG_NODES = 200_000
+# The shipped configs nest 7 levels; PyYAML composes (and the validator walks) a tree recursively, so
+# `[[[…]]]` a few hundred deep ends in a RecursionError that names no file. Counted on the parser's
+# events, which are read without recursion.
+MAX_CONFIG_DEPTH = 64
 
 class _StrictLoader(yaml.SafeLoader):
     """yaml.SafeLoader that refuses a key repeated in one mapping (YAML's last-wins would hide a typo),
@@ -44,13 +48,39 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def read_config_file(path: str | Path) -> dict:
-    """One config file, read strictly: no repeated key, no YTE template (`__use_yte__`), at most
-    MAX_CONFIG_NODES values with aliases expanded; errors name the file (and line)."""
-    text = Path(path).read_text(encoding="utf-8")
-    loader = _StrictLoader(text)
-    loader.name = str(path)
+def _decoded(path: str | Path) -> str:
+    """The file's text; bytes that are not UTF-8 (a UTF-16 or Latin-1 file) are an error naming the line."""
+    raw = Path(path).read_bytes()
     try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: line {line}: byte {raw[exc.start]:#04x} is not UTF-8 (a config file is UTF-8 "
+                          "text)") from None
+
+
+def _check_depth(text: str, path: str | Path) -> None:
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_CONFIG_DEPTH:
+                raise ConfigError(f"{path}: line {event.start_mark.line + 1}: nested more than {MAX_CONFIG_DEPTH} "
+                                  "levels deep (the shipped configs nest 7)")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def read_config_file(path: str | Path) -> dict:
+    """One config file, read strictly: UTF-8, no repeated key, no YTE template (`__use_yte__`), at most
+    MAX_CONFIG_DEPTH levels deep and MAX_CONFIG_NODES values with aliases expanded; errors name the file
+    (and line)."""
+    text = _decoded(path)
+    loader = None
+    try:
+        _check_depth(text, path)
+        loader = _StrictLoader(text)  # its reader refuses a NUL or another non-printable character here
+        loader.name = str(path)
         node = loader.get_single_node()
         if node is None:
             return {}
@@ -59,10 +89,15 @@ def read_config_file(path: str | Path) -> dict:
             raise ConfigError(f"{path}: expands to {n:,} values (at most {MAX_CONFIG_NODES:,}): YAML aliases "
                               "(*name) repeat a large block many times")
         data = loader.construct_document(node)
+    except yaml.reader.ReaderError as exc:  # no mark: its position is a character index
+        line = text[:exc.position].count("\n") + 1
+        raise ConfigError(f"{path}: line {line}: not valid YAML: character {exc.character:#06x} ({exc.reason})") \
+            from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: {_yaml_problem(exc)}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config file is a mapping of keys at the top level")
     if "__use_yte__" in data:
