@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -69,13 +70,36 @@ def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+# Characters that show nothing, beyond what str.strip removes: format characters (zero-width space and
+# joiners, bidi marks and overrides, the BOM, word joiner, tags), control characters, and the letters
+# Unicode lists as default-ignorable (Hangul fillers, the combining grapheme joiner, variation selectors)
+_INVISIBLE_CATEGORIES = ("Cc", "Cf", "Zs", "Zl", "Zp")
+_INVISIBLE_LETTERS = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0"
+                               + "".join(map(chr, range(0x180B, 0x1810))) + "".join(map(chr, range(0xFE00, 0xFE10)))
+                               + "".join(map(chr, range(0xE0100, 0xE01F0))))
+
+
+def invisible(ch: str) -> bool:
+    """Whether one character shows nothing (whitespace, a format or control character, a filler)."""
+    return ch.isspace() or ch in _INVISIBLE_LETTERS or unicodedata.category(ch) in _INVISIBLE_CATEGORIES
+
+
+def blank_text(text: str) -> bool:
+    """Whether a text shows nothing: empty, or only invisible characters ("\\u200b" is as empty as "")."""
+    head = text.strip()
+    if head and not invisible(head[0]):  # the common case: one look
+        return False
+    return all(map(invisible, head))
+
+
 def _text(value, where: str, what: str) -> str:
     if _missing(value):
         raise FieldError(where, f"{what} is null")
     if not isinstance(value, str):
         raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a string")
-    if not value.strip():
-        raise FieldError(where, f"empty {what}", blank=True)
+    if blank_text(value):
+        raise FieldError(where, f"empty {what}" + (" (only invisible characters)" if value.strip() else ""),
+                         blank=True)
     return str(value)
 
 
@@ -90,6 +114,7 @@ def read_steps(value, where: str, what: str = "steps", blank: str = "error", emp
     """Steps: a list (a JSON array or a parquet list) of texts, kept as given. `blank`: error (a blank step
     is an error) or drop (blank steps left out, as a worked solution's blank paragraphs). An empty list is
     an error unless `empty_ok` (a TRL row without completions is counted, not refused)."""
+    drop = blank == "drop"
     steps = _listlike(value)
     if steps is None:
         if _missing(value):
@@ -97,7 +122,7 @@ def read_steps(value, where: str, what: str = "steps", blank: str = "error", emp
         raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a list of strings")
     out = []
     for k, s in enumerate(steps):
-        if blank == "drop" and isinstance(s, str) and not s.strip():
+        if drop and isinstance(s, str) and blank_text(s):
             continue
         out.append(read_step(s, where, f"{what}[{k}]"))
     if not out and not empty_ok:
@@ -121,7 +146,7 @@ def _gold_scalar(value, where: str, what: str):
             raise FieldError(where, f"{what} {value!r} is not a finite number")
         return value
     if isinstance(value, str):
-        if not value.strip():
+        if blank_text(value):
             raise FieldError(where, f"{what} is blank", blank=True)
         if value.strip().lower() in MISSING_WORDS:
             raise FieldError(where, f"{what} {value!r} is what a missing value is written as, not an answer")
@@ -156,6 +181,10 @@ def read_options(value, where: str, what: str = "options"):
         bad = [k for k, _ in pairs if not (isinstance(k, str) and len(k) == 1 and k.upper() in CHOICE_LETTERS)]
         if bad:
             raise FieldError(where, f"{what}: key {bad[0]!r} is not an option letter A-J")
+        twice = [k for i, (k, _) in enumerate(pairs) if k.upper() in (j.upper() for j, _ in pairs[:i])]
+        if twice:  # 'a' and 'A': a gold 'A' would name two options
+            raise FieldError(where, f"{what}: letter {twice[0].upper()!r} names two options (letters are read in "
+                                    "any case)")
         items = [v for _, v in pairs]
     else:
         items = _listlike(value)
@@ -168,7 +197,7 @@ def read_options(value, where: str, what: str = "options"):
     for k, v in enumerate(items):
         if is_bool(v) or not isinstance(v, (str, numbers.Real)) or (isinstance(v, float) and not math.isfinite(v)):
             raise FieldError(where, f"{what}[{k}] is a JSON {json_type(v)}, not text or a number")
-        if isinstance(v, str) and not v.strip():
+        if isinstance(v, str) and blank_text(v):
             raise FieldError(where, f"{what}[{k}] is blank", blank=True)
     return dict(value) if isinstance(value, dict) else items
 
@@ -195,9 +224,15 @@ def read_choice_gold(value, options, where: str, what: str = "gold answer") -> s
 
 @_register("id", {"text", "bracketed_text", "integer"})
 def read_id(value, where: str, what: str = "id") -> str:
-    """An id: non-blank text, or an integer (an integral float from a parquet column too) written as one."""
+    """An id: non-blank text without control or format characters (a NUL, a bidi override, a zero-width
+    space would make two ids that print alike, or a message that prints reordered), or an integer (an
+    integral float from a parquet column too) written as one."""
     if isinstance(value, str):
-        return _text(value, where, what)
+        text = _text(value, where, what)
+        bad = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Cf")), None)
+        if bad is not None:
+            raise FieldError(where, f"{what} {text!r} holds the control or format character U+{ord(bad):04X}")
+        return text
     n = None if is_bool(value) else as_int(value)
     if n is None:
         raise FieldError(where, f"{what} {value!r} is a JSON {json_type(value)}, not a string or an integer")
