@@ -42,7 +42,7 @@ from .metrics.rows import (
 )
 from .metrics.select import AGGREGATIONS, MAJ_GROUPINGS
 from .metrics.stats import MAX_BOOTSTRAP
-from .tables import read_records, read_table, write_json, write_text_atomic
+from .tables import RowError, loads_strict, read_records, read_table, write_json, write_text_atomic
 
 # -- argument types: bad values are argparse errors (usage + one line, exit status 2) ------------------
 
@@ -263,10 +263,13 @@ def _cmd_score(args) -> int:
     from .scoring import score_file as SF
 
     _check_output(args.output)
-    try:
-        params = json.loads(args.params) if args.params else {}
+    try:  # the rows' strict reader: a repeated key, deep nesting or undecodable bytes are errors here too
+        params = loads_strict(args.params) if args.params else {}
     except json.JSONDecodeError as exc:
-        raise ValueError(f"--params: not JSON ({exc.msg}): {args.params!r}") from None
+        shown = args.params if len(args.params) <= 80 else f"{args.params[:60]}…({len(args.params):,} characters)"
+        raise ValueError(f"--params: not JSON ({exc.msg}): {shown!r}") from None
+    except RowError as exc:
+        raise ValueError(f"--params: {exc}") from None
     if not isinstance(params, dict):
         raise ValueError(f"--params: expected a JSON object, got {args.params!r}")
     rows = read_records(args.input)
