@@ -694,6 +694,35 @@ def read_records(path: str | Path) -> list[dict]:
     raise ValueError(f"{path}: unsupported file type '{suffix}' (use .jsonl, .json or .parquet)")
 
 
+@contextlib.contextmanager
+def open_safetensors(path: str | Path):
+    """safetensors' safe_open (framework pt) whose every error names the file: a header that lies (a
+    dtype that does not exist, offsets past the end, a shape its bytes do not fit, a key twice), a
+    truncated or empty file, a header length of petabytes, and a path that is no regular file (a FIFO
+    would block safe_open, a link to /dev/zero map nothing) are a ValueError `<path>: ...`, raised at
+    the open or at any get_tensor inside the block. The one reader of .safetensors files."""
+    from safetensors import SafetensorError, safe_open  # lazy: tables is imported where no weights are read
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if not path.is_file():
+        raise ValueError(f"{path}: not a regular file (a safetensors file is read by mapping it)")
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            yield fh
+    except SafetensorError as exc:
+        what = str(exc).split(", expected one of")[0]  # a dtype error lists every dtype
+        raise ValueError(f"{path}: not a readable safetensors file ({what})") from None
+
+
+def read_safetensors(path: str | Path, keep=None) -> dict:
+    """Every tensor of a .safetensors file (those whose name `keep(name)` accepts), through
+    open_safetensors: errors name the file."""
+    with open_safetensors(path) as fh:
+        return {k: fh.get_tensor(k) for k in fh.keys() if keep is None or keep(k)}
+
+
 def _json_default(o):
     if isinstance(o, np.integer):
         return int(o)

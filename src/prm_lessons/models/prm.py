@@ -35,15 +35,14 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
 from ..jobs import budget
 from ..jobs.hardware import resolve_dtype
 from ..jobs.progress import Progress
 from ..steps import StepFormat
-from ..tables import read_json, write_json
+from ..tables import read_json, read_safetensors, write_json
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +123,7 @@ def head_type(head_state: dict) -> str:
 
 def load_head(prm_dir: str | Path, meta: dict) -> StepHead:
     """The step head of a PRM directory (its prm.json read as `meta`), with its standardisation if any."""
-    state = load_file(str(Path(prm_dir) / HEAD_FILE))
+    state = read_safetensors(Path(prm_dir) / HEAD_FILE)
     head = StepHead(int(meta["head"]["hidden_size"]), standardize="feature_mean" in state)
     head.load_state_dict(state)
     return head
@@ -462,8 +461,7 @@ def _released_head(path: Path, meta: dict) -> StepHead:
     names = {v: k for k, v in RELEASED_HEAD_NAMES.items()}
     state = {}
     for f in files:
-        with safe_open(str(f), framework="pt") as fh:
-            state.update({names[k]: fh.get_tensor(k) for k in fh.keys() if k in names})
+        state.update({names[k]: v for k, v in read_safetensors(f, keep=names.__contains__).items()})
     head = StepHead(int(meta["head"]["hidden_size"]))
     head.load_state_dict(state)  # strict: a missing score.* tensor is an error
     return head.float()

@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from safetensors import safe_open
 from transformers import AutoModel
 
 from ..models import hub
 from ..models.prm import torch_dtype
-from ..tables import read_json
+from ..tables import read_json, read_safetensors
 
 
 def on_gpu() -> bool:
@@ -102,10 +101,8 @@ def _checkpoint_tensors(path: str, prefix: str) -> dict:
     out = {}
     for f in files:
         if f.suffix == ".safetensors":
-            with safe_open(str(f), framework="pt") as fh:
-                for k in fh.keys():
-                    if k.startswith(prefix + "."):
-                        out[k[len(prefix) + 1:]] = fh.get_tensor(k)
+            tensors = read_safetensors(f, keep=lambda k: k.startswith(prefix + "."))  # errors name the file
+            out.update({k[len(prefix) + 1:]: v for k, v in tensors.items()})
         else:
             state = _bin_state(f)
             out.update({k[len(prefix) + 1:]: v.clone() for k, v in state.items() if k.startswith(prefix + ".")})
