@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
@@ -104,3 +105,57 @@ def test_a_valid_file_reads(tmp_path):
     raw = _valid(tmp_path)
     (tmp_path / "ok.safetensors").write_bytes(raw)
     assert set(read_safetensors(tmp_path / "ok.safetensors")) == {"score.0.weight", "score.0.bias"}
+
+
+# -- a model directory with a damaged weights file: named before transformers reads it -------------------
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    from _prm_tiny import tiny_base
+
+    return tiny_base(tmp_path_factory.mktemp("tiny") / "base", with_step_token=True, arch="qwen2")
+
+
+def _rows(d: Path) -> Path:
+    f = d / "rows.jsonl"
+    f.write_text(json.dumps({"problem": "p", "steps": ["a", "b"]}) + "\n")
+    return f
+
+
+def _cli_score(d: Path, adapter: str):
+    from cli_run import run_cli
+
+    code, _, err = run_cli(["score", "--prm", str(d), "--adapter", adapter, "--input", str(_rows(d.parent)),
+                            "--output", str(d.parent / "o.jsonl")])
+    assert code == 2
+    raise ValueError(err.removeprefix("prm-lessons: error: ").strip())
+
+
+# every way a model directory is loaded (scoring adapters, the training base, the CLI)
+MODEL_LOADERS = {
+    "resolve_dir": lambda d: heads.resolve_dir(str(d)),
+    "load_base": lambda d: P.load_base(str(d), torch.float32),
+    "token_classification adapter": lambda d: _load_adapter("token_classification", d),
+    "qwen_prm adapter": lambda d: _load_adapter("qwen_prm", d),
+    "cli score": lambda d: _cli_score(d, "math_shepherd"),
+}
+
+
+def _load_adapter(kind: str, d: Path):
+    from prm_lessons.scoring.load import load_adapter
+
+    return load_adapter({"adapter": kind, "path": str(d), "dtype": "float32", "trust_remote_code": False,
+                         "max_length": 64, "params": {}})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(frac=st.floats(min_value=0.0, max_value=0.999), loader=st.sampled_from(sorted(MODEL_LOADERS)))
+def test_a_damaged_weights_file_is_named_by_every_model_loader(tmp_path_factory, tiny_dir, frac, loader):
+    d = tmp_path_factory.mktemp("m") / "model"
+    shutil.copytree(tiny_dir, d)
+    f = next(d.glob("*.safetensors"))
+    raw = f.read_bytes()
+    f.write_bytes(raw[: int(len(raw) * frac)])
+    with pytest.raises(ValueError) as info:
+        MODEL_LOADERS[loader](d)
+    assert str(info.value).startswith(f"{f}: not a readable safetensors file"), info.value

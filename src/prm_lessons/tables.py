@@ -716,6 +716,17 @@ def open_safetensors(path: str | Path):
         raise ValueError(f"{path}: not a readable safetensors file ({what})") from None
 
 
+def check_safetensors_dir(path: str | Path) -> None:
+    """Open every .safetensors file of a model directory (safetensors checks each header against the file's
+    size; no tensor is read): a damaged one is a ValueError naming it before transformers loads the
+    directory (its SafetensorError names no file). A Hub id or a missing path: nothing to check."""
+    d = Path(path)
+    if d.is_dir():
+        for f in sorted(d.glob("*.safetensors")):
+            with open_safetensors(f):
+                pass
+
+
 def read_safetensors(path: str | Path, keep=None) -> dict:
     """Every tensor of a .safetensors file (those whose name `keep(name)` accepts), through
     open_safetensors: errors name the file."""

@@ -42,7 +42,7 @@ from ..jobs import budget
 from ..jobs.hardware import resolve_dtype
 from ..jobs.progress import Progress
 from ..steps import StepFormat
-from ..tables import read_json, read_safetensors, write_json
+from ..tables import check_safetensors_dir, read_json, read_safetensors, write_json
 
 log = logging.getLogger(__name__)
 
@@ -355,6 +355,7 @@ def load_base(base_dir: str, dtype, trust_remote_code: bool = False):
     from transformers import AutoModel, AutoTokenizer
 
     trust = bool(trust_remote_code)
+    check_safetensors_dir(base_dir)  # a damaged weights file is named (transformers' error names none)
     tokenizer = AutoTokenizer.from_pretrained(base_dir, trust_remote_code=trust)
     backbone = AutoModel.from_pretrained(base_dir, dtype=dtype, trust_remote_code=trust)
     return backbone, tokenizer
@@ -492,6 +493,7 @@ def load_prm(path: str | Path, device=None, dtype=None, trust_remote_code: bool 
     from transformers import AutoModel, AutoTokenizer  # lazy: as in load_base
 
     trust = bool(trust_remote_code)
+    check_safetensors_dir(path)  # as load_base
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust)
     backbone = AutoModel.from_pretrained(path, dtype=dtype, trust_remote_code=trust,
                                          **({"device_map": "auto"} if spread else {}))
