@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from prm_lessons.config import (
     MAX_CONFIG_NODES,
     NAME_MAX,
+    WORKFLOW_OUTPUT_DIRS,
     ConfigError,
     check_name,
     deep_update,
@@ -689,3 +690,15 @@ def test_an_unknown_key_of_another_type_is_named_not_a_traceback(tmp_path, kind,
     with pytest.raises(ConfigError, match=r"unknown key") as exc:
         validate_config(cfg)
     assert f"config error at `{section + '.' if section else ''}" in str(exc.value), exc.value
+
+
+@given(data=st.data(), other=st.sampled_from(WORKFLOW_OUTPUT_DIRS), below=st.sampled_from(["", "/x", "/a/b"]))
+def test_an_output_folder_differing_from_a_workflow_folder_only_in_case_is_refused(data, other, below):
+    """resources/DATA is resources/data on a case-insensitive file system (macOS, Windows)."""
+    head, tail = other.split("/", 1)
+    flips = data.draw(st.lists(st.booleans(), min_size=len(tail), max_size=len(tail)))
+    value = head + "/" + "".join(c.swapcase() if f else c for c, f in zip(tail, flips)) + below
+    assert output_dir_problem(value) and "overlaps" in output_dir_problem(value), value
+    cfg = base()
+    cfg["hub"] = {"models_dir": value}
+    rejects(cfg, "hub.models_dir", "overlaps")
