@@ -702,3 +702,21 @@ def test_an_output_folder_differing_from_a_workflow_folder_only_in_case_is_refus
     cfg = base()
     cfg["hub"] = {"models_dir": value}
     rejects(cfg, "hub.models_dir", "overlaps")
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), n=st.integers(min_value=0, max_value=2**32 - 1), zeros=st.integers(min_value=0, max_value=2),
+       ablation=st.booleans())
+def test_a_seed_replicas_name_is_reserved_for_that_replica(data, n, zeros, ablation):
+    """Table 6 reads runs/seed<N>/ as seed replica N: an ablation or another run named seed<N> (any case, any
+    leading zeros) would be read as one; only run.seed N may be named seed<N>, and exactly so."""
+    flips = data.draw(st.lists(st.booleans(), min_size=4, max_size=4))
+    name = "".join(c.swapcase() if f else c for c, f in zip("seed", flips)) + "0" * zeros + str(n)
+    cfg = base()
+    cfg["run"] = {**cfg.get("run", {}), "name": name, "ablation": ablation}
+    rejects(cfg, "run.name", "seed replica")
+    cfg["run"]["seed"] = n
+    if name == f"seed{n}":
+        validate_config(cfg)
+    else:
+        rejects(cfg, "run.name", f"is named seed{n}")
