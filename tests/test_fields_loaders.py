@@ -87,10 +87,11 @@ def _export(field: str):
     return run, ("t.parquet", "instance i1")
 
 
-def _grade_rows():
+def _grade_rows(answer_format: str = "plain"):
     def run(tmp: Path, value):
-        rows = [{"response": "\\boxed{2}", "answer": "2"}, {"id": "r1", "response": "\\boxed{2}", "answer": value}]
-        check_grade_rows(rows)
+        ok = "B" if answer_format == "choice" else "2"
+        rows = [{"response": "\\boxed{2}", "answer": ok}, {"id": "r1", "response": "\\boxed{2}", "answer": value}]
+        check_grade_rows(rows, answer_format=answer_format)
         return pd.Series({"answer": rows[1]["answer"]})
     return run, ("row 2 (id r1)",)
 
@@ -142,6 +143,8 @@ LOADERS = {
     ("eval questions", "question"): (_eval_questions(), "question", "question", set()),
     # the grade CLI's rows: a list is a multi-part answer there (its documented input)
     ("grade rows", "answer"): (_grade_rows(), "gold_list", "answer", set()),
+    # --answer-format choice: a letter A-E or its index, as the problems loader reads a choice set
+    ("grade rows", "choice answer"): (_grade_rows("choice"), "choice_gold", "answer", set()),
 }
 
 
