@@ -19,6 +19,7 @@ from prm_lessons.data.processbench import load_processbench, load_processbench_c
 from prm_lessons.grading.rows import check_grade_rows
 from prm_lessons.labels.human import convert_prm800k, eval_questions
 from prm_lessons.labels.stepwise import convert_stepwise, to_stepwise
+from prm_lessons.scoring.score_file import parse_rows
 
 
 def _jsonl(path: Path, rows) -> Path:
@@ -96,6 +97,14 @@ def _grade_rows(answer_format: str = "plain"):
     return run, ("row 2 (id r1)",)
 
 
+def _score_rows(field: str):
+    def run(tmp: Path, value):
+        ok = {"id": "a", "problem": "P?", "steps": ["x", "y"]}
+        out = parse_rows([ok, {**ok, "id": "b", field: value}])
+        return pd.Series({"problem": out[1][0], "steps": out[1][1]})
+    return run, ("row 2",)
+
+
 def _eval_questions():
     def run(tmp: Path, value):
         f = tmp / "e.parquet"
@@ -143,6 +152,10 @@ LOADERS = {
     ("eval questions", "question"): (_eval_questions(), "question", "question", set()),
     # the grade CLI's rows: a list is a multi-part answer there (its documented input)
     ("grade rows", "answer"): (_grade_rows(), "gold_list", "answer", set()),
+    # the score CLI's rows ({id?, problem, steps}; TRL's form goes through the same checks)
+    ("score rows", "problem"): (_score_rows("problem"), "question", "problem", set()),
+    ("score rows", "steps"): (_score_rows("steps"), "steps", "steps", set()),
+    ("score rows", "id"): (_score_rows("id"), "id", None, set()),
     # --answer-format choice: a letter A-E or its index, as the problems loader reads a choice set
     ("grade rows", "choice answer"): (_grade_rows("choice"), "choice_gold", "answer", set()),
 }

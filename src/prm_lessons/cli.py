@@ -309,7 +309,8 @@ def _add_score(subparsers) -> None:
                     "row plus `step_scores` (one per step; null for a step past --max-length) and "
                     "`n_steps_scored` (an outcome RM, adapter qwen_orm: `outcome_score`). Every row is "
                     "checked first: a line that is not an object, a missing or mixed form, a problem that is "
-                    "not a string, steps that are not a list of strings, a duplicate id, TRL `labels` "
+                    "not a string, steps that are not a list of strings, a blank problem or step, an id that "
+                    "is not text or an integer, a duplicate id, TRL `labels` "
                     "that are not one boolean per completion (as rule trl_labels checks them) are errors naming "
                     "the row (exit status 2, nothing loaded or written). Rows with an `id` and the "
                     "ProcessBench steps feed `prm-lessons eval processbench --predictions` directly.")
