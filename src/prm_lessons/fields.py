@@ -222,6 +222,16 @@ def read_choice_gold(value, options, where: str, what: str = "gold answer") -> s
     raise FieldError(where, f"{what} is a JSON {json_type(value)}, not an option's letter or index")
 
 
+def id_text_problem(text: str) -> str | None:
+    """Why a text cannot be an id (None when it can): it shows nothing, or it holds a control or format
+    character (a NUL, a bidi override, a zero-width space: two ids that print alike, or a message that
+    prints reordered)."""
+    if blank_text(text):
+        return "is empty" + (" (only invisible characters)" if text.strip() else "")
+    bad = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Cf")), None)
+    return None if bad is None else f"holds the control or format character U+{ord(bad):04X}"
+
+
 @_register("id", {"text", "bracketed_text", "integer"})
 def read_id(value, where: str, what: str = "id") -> str:
     """An id: non-blank text without control or format characters (a NUL, a bidi override, a zero-width
@@ -229,9 +239,9 @@ def read_id(value, where: str, what: str = "id") -> str:
     integral float from a parquet column too) written as one."""
     if isinstance(value, str):
         text = _text(value, where, what)
-        bad = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Cf")), None)
-        if bad is not None:
-            raise FieldError(where, f"{what} {text!r} holds the control or format character U+{ord(bad):04X}")
+        why = id_text_problem(text)
+        if why:
+            raise FieldError(where, f"{what} {text!r} {why}")
         return text
     n = None if is_bool(value) else as_int(value)
     if n is None:
