@@ -11,11 +11,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..config.names import RESERVED_NAMES
 from ..errors import InputError, as_bool01, as_int, is_bool, json_type
 from ..fields import id_text_problem
 
 BON_COLUMNS = ["benchmark", "problem_id", "sample_idx", "pred", "correct", "step_scores"]
+# the row of the mean over the benchmarks in the metrics and their tables (a config name cannot be it:
+# config.names.RESERVED_NAMES; a job does not import the config package)
+AVERAGE = "average"
 
 
 def show_value(v, limit: int = 60) -> str:
@@ -146,7 +148,7 @@ def check_bon_rows(df: pd.DataFrame, aggregations: Sequence[str] = (), orm_colum
         for col, v in (("benchmark", b), ("problem_id", p)):
             if col in cols and (why := _key_problem(v)):
                 problems.append(f"{label}: {col} {why}")
-        if "benchmark" in cols and str(b) in RESERVED_NAMES:  # the metrics' mean over the benchmarks
+        if "benchmark" in cols and str(b) == AVERAGE:
             problems.append(f"{label}: benchmark {b!r} is the name of the mean over the benchmarks")
         if "sample_idx" in cols:
             i = as_int(si)
