@@ -186,3 +186,17 @@ def test_an_option_letter_given_twice_in_any_case_is_refused(letter, first_upper
     a, b = (letter, letter.lower()) if first_upper else (letter.lower(), letter)
     with pytest.raises(F.FieldError, match=f"letter '{letter}' names two options"):
         F.read_options({a: "4", b: "5"}, WHERE)
+
+
+@settings(max_examples=120, deadline=None)
+@given(kind=st.sampled_from(sorted(F.READERS)), n=st.integers(min_value=F.SHOWN_MAX, max_value=200_000),
+       wrap=st.sampled_from(["text", "list", "key", "nested list"]), tail=st.sampled_from(["Z", "\x00", " "]))
+def test_a_long_value_is_cut_in_every_readers_message(kind, n, wrap, tail):
+    """Each reader's error shows the value it refuses by its start and length: a 200,000-character field
+    (one per row, twenty rows listed) is not printed whole."""
+    big = "Z" * n + tail
+    value = {"text": big, "list": [big], "key": {big: "x"}, "nested list": [[big]]}[wrap]
+    try:
+        _call(F.READERS[kind], value)
+    except F.FieldError as exc:
+        assert len(str(exc)) <= len(WHERE) + 300, (kind, wrap, len(str(exc)))

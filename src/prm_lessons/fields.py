@@ -56,6 +56,15 @@ def _register(kind: str, accepts: set, items: set = frozenset(), **context):
     return deco
 
 
+SHOWN_MAX = 60  # characters of a value a message shows: a 100,000-character field is not printed whole
+
+
+def _shown(value) -> str:
+    """A value as a message shows it: its repr, cut to SHOWN_MAX characters with its length after."""
+    text = repr(value.tolist() if type(value).__name__ == "ndarray" else value)
+    return text if len(text) <= SHOWN_MAX else f"{text[:SHOWN_MAX - 20]}…({len(text):,} characters)"
+
+
 def _listlike(value) -> list | None:
     """A JSON array, tuple or numpy/arrow array (a parquet list column) as a list; None for anything else
     (a string is never a list, whatever it looks like)."""
@@ -140,16 +149,16 @@ def _gold_scalar(value, where: str, what: str):
     if _missing(value):
         raise FieldError(where, f"{what} is null")
     if is_bool(value):
-        raise FieldError(where, f"{what} {value!r} is a boolean, not an answer")
+        raise FieldError(where, f"{what} {_shown(value)} is a boolean, not an answer")
     if isinstance(value, numbers.Real):
         if not math.isfinite(float(value)):
-            raise FieldError(where, f"{what} {value!r} is not a finite number")
+            raise FieldError(where, f"{what} {_shown(value)} is not a finite number")
         return value
     if isinstance(value, str):
         if blank_text(value):
             raise FieldError(where, f"{what} is blank", blank=True)
         if value.strip().lower() in MISSING_WORDS:
-            raise FieldError(where, f"{what} {value!r} is what a missing value is written as, not an answer")
+            raise FieldError(where, f"{what} {_shown(value)} is what a missing value is written as, not an answer")
         return value
     raise FieldError(where, f"{what} is a JSON {json_type(value)}, not an answer (text or a number)")
 
@@ -180,7 +189,7 @@ def read_options(value, where: str, what: str = "options"):
         pairs = list(value.items())
         bad = [k for k, _ in pairs if not (isinstance(k, str) and len(k) == 1 and k.upper() in CHOICE_LETTERS)]
         if bad:
-            raise FieldError(where, f"{what}: key {bad[0]!r} is not an option letter A-J")
+            raise FieldError(where, f"{what}: key {_shown(bad[0])} is not an option letter A-J")
         twice = [k for i, (k, _) in enumerate(pairs) if k.upper() in (j.upper() for j, _ in pairs[:i])]
         if twice:  # 'a' and 'A': a gold 'A' would name two options
             raise FieldError(where, f"{what}: letter {twice[0].upper()!r} names two options (letters are read in "
@@ -217,7 +226,7 @@ def read_choice_gold(value, options, where: str, what: str = "gold answer") -> s
     if index is not None and 0 <= index < len(letters):
         return letters[index]
     if index is not None or isinstance(value, str):
-        raise FieldError(where, f"{what} {value!r} is not one of the options ({', '.join(letters)}, or an "
+        raise FieldError(where, f"{what} {_shown(value)} is not one of the options ({', '.join(letters)}, or an "
                                 f"index 0-{len(letters) - 1})")
     raise FieldError(where, f"{what} is a JSON {json_type(value)}, not an option's letter or index")
 
@@ -241,11 +250,11 @@ def read_id(value, where: str, what: str = "id") -> str:
         text = _text(value, where, what)
         why = id_text_problem(text)
         if why:
-            raise FieldError(where, f"{what} {text!r} {why}")
+            raise FieldError(where, f"{what} {_shown(text)} {why}")
         return text
     n = None if is_bool(value) else as_int(value)
     if n is None:
-        raise FieldError(where, f"{what} {value!r} is a JSON {json_type(value)}, not a string or an integer")
+        raise FieldError(where, f"{what} {_shown(value)} is a JSON {json_type(value)}, not a string or an integer")
     return str(n)
 
 
@@ -257,7 +266,7 @@ def read_error_index(value, where: str, n_steps: int | None = None, what: str = 
     if n is None:
         kind = "a boolean" if is_bool(value) else "" if isinstance(value, numbers.Real) else \
             f"a JSON {json_type(value)}"
-        raise FieldError(where, f"{what} {value!r} is {kind + ', ' if kind else ''}not an integer")
+        raise FieldError(where, f"{what} {_shown(value)} is {kind + ', ' if kind else ''}not an integer")
     if n_steps is not None and not -1 <= n < n_steps:
         raise FieldError(where, f"{what} {n} outside -1..{n_steps - 1}")
     return n
@@ -268,7 +277,7 @@ def read_flag(value, where: str, what: str = "final_answer_correct") -> bool:
     """A truth value: a boolean, or 0/1 (bool("False") would be True)."""
     flag = as_bool01(value)
     if flag is None:
-        raise FieldError(where, f"{what} {value!r} is a JSON {json_type(value)}, not a boolean")
+        raise FieldError(where, f"{what} {_shown(value)} is a JSON {json_type(value)}, not a boolean")
     return flag
 
 
@@ -280,7 +289,7 @@ def read_step_flags(value, where: str, what: str = "labels") -> list[bool]:
         raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a list of booleans")
     bad = [k for k, v in enumerate(items) if not is_bool(v)]
     if bad:
-        raise FieldError(where, f"{what}[{bad[0]}] is {items[bad[0]]!r}, not a boolean")
+        raise FieldError(where, f"{what}[{bad[0]}] is {_shown(items[bad[0]])}, not a boolean")
     return [bool(v) for v in items]
 
 
@@ -294,6 +303,6 @@ def read_step_labels(value, where: str, what: str = "labels") -> list[float]:
     out = []
     for k, v in enumerate(items):
         if is_bool(v) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)) or not 0 <= v <= 1:
-            raise FieldError(where, f"{what}[{k}] is {v!r}, not a number in [0, 1]")
+            raise FieldError(where, f"{what}[{k}] is {_shown(v)}, not a number in [0, 1]")
         out.append(float(v))
     return out
