@@ -206,3 +206,12 @@ def test_two_gzip_members_and_zero_padding_read_whole(tmp_path):
     path = tmp_path / "rows.jsonl.gz"
     path.write_bytes(GZ + GZ + b"\0" * 32)
     assert list(iter_records(path)) == ROWS + ROWS
+
+
+@given(n=st.integers(min_value=61, max_value=100_000), suffix=st.sampled_from(SUFFIXES))
+def test_a_long_repeated_key_is_cut_in_the_message(tmp_path_factory, n, suffix):
+    key = "k" * n
+    path = _write(tmp_path_factory.mktemp("dup") / f"rows{suffix}", _rows_text(suffix, f'{{"{key}": 1, "{key}": 2}}'))
+    with pytest.raises(ValueError, match="appears twice") as info:
+        read_records(path)
+    assert len(str(info.value)) < len(str(path)) + 200, len(str(info.value))

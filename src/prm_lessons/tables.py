@@ -521,8 +521,9 @@ MAX_JSON_DEPTH = 100  # rows of every source nest a few levels; deeper is a dama
 def _no_repeated_keys(pairs):
     out = {}
     for k, v in pairs:
-        if k in out:
-            raise RowError(f"key {k!r} appears twice in one object (JSON would keep the last silently)")
+        if k in out:  # a 100,000-character key is shown by its start and length
+            shown = repr(k) if len(k) <= 60 else f"{k[:40]!r}…({len(k):,} characters)"
+            raise RowError(f"key {shown} appears twice in one object (JSON would keep the last silently)")
         out[k] = v
     return out
 
