@@ -288,3 +288,24 @@ def _first_bad(b: bytes) -> int:
     except UnicodeDecodeError as exc:
         return exc.start
     return len(b)
+
+
+@given(tag=st.sampled_from(["int", "float", "timestamp"]), text=st.text(alphabet="xyz#%", min_size=1, max_size=6),
+       line=st.integers(min_value=1, max_value=4))
+def test_a_value_its_tag_cannot_build_names_the_file_and_line(tmp_path_factory, tag, text, line):
+    """`!!int "x"`, `!!timestamp "2024-13-45"`: Python's int(), float() or date() raised a ValueError
+    naming no file."""
+    f = tmp_path_factory.mktemp("tag") / "c.yaml"
+    f.write_text("run:\n" + "  # pad\n" * (line - 1) + f'  label: !!{tag} "{text}"\n')
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(f))}: line {line + 1}, column \d+: not valid YAML: "
+                                          rf"cannot read the value {tag}"):
+        read_config_file(f)
+
+
+@given(extra=st.integers(min_value=1, max_value=3_000), json_form=st.booleans())
+def test_an_integer_past_pythons_digit_limit_names_the_file(tmp_path_factory, extra, json_form):
+    digits = "7" * (sys.get_int_max_str_digits() + extra)
+    f = tmp_path_factory.mktemp("big") / ("c.json" if json_form else "c.yaml")
+    f.write_text(f'{{"a": {digits}}}\n' if json_form else f"a: {digits}\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(f))}: line 1, column \d+: .*digits"):
+        read_config_file(f)

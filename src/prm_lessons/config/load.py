@@ -26,6 +26,20 @@ class _StrictLoader(yaml.SafeLoader):
     anchored block. Keys are compared as constructed (`1` and `1.0`, `true` and `True` are one key). A merge
     key (`<<: *anchor`) is what overriding is for: the keys it brings may be given again."""
 
+    def construct_object(self, node, deep=False):
+        """A value the resolver typed but Python cannot build (`!!int "x"`, an integer of 5,000 digits, a
+        13th month) is a YAML error at the value's line, not a ValueError naming no file."""
+        try:
+            return super().construct_object(node, deep)
+        except ConfigError:
+            raise
+        except (ValueError, OverflowError, TypeError, AttributeError) as exc:  # PyYAML's own constructors
+            tag = node.tag.split(":")[-1]
+            why = (str(exc).split(";")[0] if isinstance(exc, (ValueError, OverflowError))
+                   else f"{shown(getattr(node, 'value', ''))!r} is no {tag}")
+            raise yaml.constructor.ConstructorError(None, None, f"cannot read the value {tag} ({why})",
+                                                    node.start_mark) from None
+
     def construct_mapping(self, node, deep=False):
         checked = self.__dict__.setdefault("_checked", set())
         if id(node) not in checked:  # before flatten_mapping adds the merged keys; once per node
