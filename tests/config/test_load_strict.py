@@ -309,3 +309,23 @@ def test_an_integer_past_pythons_digit_limit_names_the_file(tmp_path_factory, ex
     f.write_text(f'{{"a": {digits}}}\n' if json_form else f"a: {digits}\n")
     with pytest.raises(ConfigError, match=rf"^{re.escape(str(f))}: line 1, column \d+: .*digits"):
         read_config_file(f)
+
+
+@given(n=st.integers(min_value=MAX_CONFIG_DEPTH, max_value=600), backwards=st.booleans())
+def test_aliases_that_nest_past_the_bound_name_the_file(tmp_path_factory, n, backwards):
+    """`x2: &x2 [*x1]` repeated: two levels as written, n once expanded, where the validator walks it
+    (a RecursionError without the file before)."""
+    lines = ["x0: &x0 [1]"] + [f"x{i}: &x{i} [*x{i - 1}]" for i in range(1, n)]
+    f = tmp_path_factory.mktemp("alias") / "c.yaml"
+    f.write_text("\n".join(lines) + (f"\nz: *x{n - 1}\n" if backwards else "\n"))
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(f))}: nests \d+ levels deep once its aliases"):
+        read_config_file(f)
+
+
+@pytest.mark.parametrize("text", ["a: &a [1, *a]\n", "a: &a {k: *a}\n", "a: &a {k: [x, {j: *a}]}\n",
+                                  "a: &a [[[*a]]]\nb: 1\n"])
+def test_an_alias_inside_its_own_anchor_names_the_file(tmp_path, text):
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match="contains itself"):
+        read_config_file(f)

@@ -98,6 +98,12 @@ def read_config_file(path: str | Path) -> dict:
         node = loader.get_single_node()
         if node is None:
             return {}
+        deep = _expanded_depth(node)  # aliases nest blocks in blocks: `x2: &x2 [*x1]` 600 times is 600 deep
+        if deep is None or deep > MAX_CONFIG_DEPTH:
+            raise ConfigError(f"{path}: " + ("an alias (*name) inside the block its anchor (&name) names: a "
+                                             "structure that contains itself" if deep is None else
+                                             f"nests {deep} levels deep once its aliases (*name) are expanded "
+                                             f"(at most {MAX_CONFIG_DEPTH})"))
         n = _expanded_nodes_yaml(node, {})
         if n > MAX_CONFIG_NODES:
             raise ConfigError(f"{path}: expands to {n:,} values (at most {MAX_CONFIG_NODES:,}): YAML aliases "
@@ -132,6 +138,40 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
         what += (" (each config file is read on its own: an alias (*name) can only name an anchor (&name) of "
                  "the same file; repeat the values in the overlay)")
     return f"{at}not valid YAML: {what}"
+
+
+def _children(node) -> list:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _expanded_depth(root) -> int | None:
+    """The nesting of the composed node graph with aliases expanded (an alias is the node it names), found
+    without recursion; None for a graph with a cycle (`&a [*a]`)."""
+    depth: dict[int, int] = {}
+    open_: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            open_.discard(key)
+            collection = isinstance(node, (yaml.MappingNode, yaml.SequenceNode))  # as _check_depth counts
+            depth[key] = collection + max((depth[id(k)] for k in _children(node)), default=0)
+            continue
+        if key in depth:
+            continue
+        if key in open_:
+            return None
+        open_.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in open_:
+                return None
+            if id(child) not in depth:
+                stack.append((child, False))
+    return depth[id(root)]
 
 
 def _expanded_nodes_yaml(node, memo: dict) -> int:
