@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import inspect
 import math
+import unicodedata
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from field_shapes import SHAPES
 from field_shapes import declared as _declared
@@ -183,3 +186,61 @@ def test_a_step_number_is_1_based_within_the_steps(cell, n, step):
 def test_a_step_number_is_refused_otherwise(cell, n):
     with pytest.raises(F.FieldError, match=r"^data\.jsonl line 7 \(field 'x'\): first_error_step"):
         F.read_step_number(cell, WHERE, n)
+
+
+# -- text that shows nothing, ids that print alike, a letter that names two options ----------------------
+
+# every character Unicode says shows nothing as text: white space, control and format characters (zero-width
+# space and joiners, bidi marks and overrides, the BOM, tags), derived from the character database
+INVISIBLE = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) in ("Cc", "Cf", "Zs", "Zl", "Zp")]
+TEXT_KINDS = sorted(k for k, r in F.READERS.items() if "text" in r.accepts)
+
+
+@settings(max_examples=300)
+@given(kind=st.sampled_from(TEXT_KINDS), text=st.text(alphabet=st.sampled_from(INVISIBLE), min_size=1, max_size=6))
+def test_text_of_only_invisible_characters_is_blank_in_every_text_reader(kind, text):
+    """str.strip keeps U+200B, U+2060, U+FEFF, U+202E: a question or a gold of those is as empty as ""."""
+    with pytest.raises(F.FieldError) as info:
+        _call(F.READERS[kind], text)
+    assert info.value.blank and str(info.value).startswith(WHERE), info.value
+
+
+@given(kind=st.sampled_from(sorted(set(TEXT_KINDS) - {"id"})), pad=st.text(alphabet=st.sampled_from(INVISIBLE),
+                                                                            max_size=4),
+       visible=st.characters(exclude_categories=("Cc", "Cf", "Cs", "Zs", "Zl", "Zp", "Mn", "Me", "Co", "Cn"))
+       .filter(lambda c: not F.invisible(c)))
+def test_one_visible_character_makes_text_not_blank(kind, pad, visible):
+    text = pad + visible + pad
+    if kind.startswith("gold") and text.strip().lower() in F.MISSING_WORDS:
+        return
+    assert _call(F.READERS[kind], text) == text
+
+
+@given(ch=st.sampled_from([c for c in INVISIBLE if unicodedata.category(c) in ("Cc", "Cf")]),
+       at=st.integers(min_value=0, max_value=4))
+def test_an_id_with_a_control_or_format_character_is_refused(ch, at):
+    text = "gsm8k-12"[:at] + ch + "gsm8k-12"[at:]
+    with pytest.raises(F.FieldError, match=f"U\\+{ord(ch):04X}"):
+        F.read_id(text, WHERE)
+
+
+@pytest.mark.parametrize("letter", list(F.CHOICE_LETTERS))
+@pytest.mark.parametrize("first_upper", [True, False])
+def test_an_option_letter_given_twice_in_any_case_is_refused(letter, first_upper):
+    a, b = (letter, letter.lower()) if first_upper else (letter.lower(), letter)
+    with pytest.raises(F.FieldError, match=f"letter '{letter}' names two options"):
+        F.read_options({a: "4", b: "5"}, WHERE)
+
+
+@settings(max_examples=120, deadline=None)
+@given(kind=st.sampled_from(sorted(F.READERS)), n=st.integers(min_value=F.SHOWN_MAX, max_value=200_000),
+       wrap=st.sampled_from(["text", "list", "key", "nested list"]), tail=st.sampled_from(["Z", "\x00", " "]))
+def test_a_long_value_is_cut_in_every_readers_message(kind, n, wrap, tail):
+    """Each reader's error shows the value it refuses by its start and length: a 200,000-character field
+    (one per row, twenty rows listed) is not printed whole."""
+    big = "Z" * n + tail
+    value = {"text": big, "list": [big], "key": {big: "x"}, "nested list": [[big]]}[wrap]
+    try:
+        _call(F.READERS[kind], value)
+    except F.FieldError as exc:
+        assert len(str(exc)) <= len(WHERE) + 300, (kind, wrap, len(str(exc)))

@@ -23,6 +23,7 @@ from prm_lessons.labels.human import convert_prm800k, eval_questions
 from prm_lessons.labels.math_shepherd import convert_math_shepherd
 from prm_lessons.labels.stepwise import convert_stepwise, to_stepwise
 from prm_lessons.rehearsal.math_shepherd_file import shepherd_row
+from prm_lessons.scoring.score_file import parse_rows
 
 
 def _jsonl(path: Path, rows) -> Path:
@@ -91,12 +92,21 @@ def _export(field: str):
     return run, ("t.parquet", "instance i1")
 
 
-def _grade_rows():
+def _grade_rows(answer_format: str = "plain"):
     def run(tmp: Path, value):
-        rows = [{"response": "\\boxed{2}", "answer": "2"}, {"id": "r1", "response": "\\boxed{2}", "answer": value}]
-        check_grade_rows(rows)
+        ok = "B" if answer_format == "choice" else "2"
+        rows = [{"response": "\\boxed{2}", "answer": ok}, {"id": "r1", "response": "\\boxed{2}", "answer": value}]
+        check_grade_rows(rows, answer_format=answer_format)
         return pd.Series({"answer": rows[1]["answer"]})
     return run, ("row 2 (id r1)",)
+
+
+def _score_rows(field: str):
+    def run(tmp: Path, value):
+        ok = {"id": "a", "problem": "P?", "steps": ["x", "y"]}
+        out = parse_rows([ok, {**ok, "id": "b", field: value}])
+        return pd.Series({"problem": out[1][0], "steps": out[1][1]})
+    return run, ("row 2",)
 
 
 def _eval_questions():
@@ -146,6 +156,12 @@ LOADERS = {
     ("eval questions", "question"): (_eval_questions(), "question", "question", set()),
     # the grade CLI's rows: a list is a multi-part answer there (its documented input)
     ("grade rows", "answer"): (_grade_rows(), "gold_list", "answer", set()),
+    # the score CLI's rows ({id?, problem, steps}; TRL's form goes through the same checks)
+    ("score rows", "problem"): (_score_rows("problem"), "question", "problem", set()),
+    ("score rows", "steps"): (_score_rows("steps"), "steps", "steps", set()),
+    ("score rows", "id"): (_score_rows("id"), "id", None, set()),
+    # --answer-format choice: a letter A-E or its index, as the problems loader reads a choice set
+    ("grade rows", "choice answer"): (_grade_rows("choice"), "choice_gold", "answer", set()),
 }
 
 

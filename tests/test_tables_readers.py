@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,101 @@ def test_a_prm800k_record_with_a_wrong_typed_field_converts_or_names_the_line(da
         convert_prm800k(records, source="prm800k_sample.jsonl", expand=expand)
     except ValueError as exc:
         assert f"prm800k_sample.jsonl line {k + 1}" in str(exc), (path, value, exc)
+
+
+# -- text no file can hold, numbers json refuses, a byte order mark, bytes after the gzip data -----------
+
+def _write(path: Path, text: str) -> Path:
+    data = text.encode("utf-8")
+    path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
+    return path
+
+
+SUFFIXES = [".jsonl", ".jsonl.gz", ".json"]
+# where an escape can sit in a row: a value, a key, inside a list, inside a nested object
+PLACES = {"value": '{{"a": "x{e}y"}}', "key": '{{"{e}": 1}}', "list": '{{"a": ["ok", "{e}"]}}',
+          "nested": '{{"a": {{"b": {{"c": "{e}"}}}}}}'}
+
+
+def _rows_text(suffix: str, bad_row: str) -> str:
+    good = '{"a": "fine"}'
+    return f"[{good}, {bad_row}]" if suffix == ".json" else f"{good}\n{bad_row}\n"
+
+
+@given(cp=st.integers(min_value=0xD800, max_value=0xDFFF), upper=st.booleans(),
+       place=st.sampled_from(sorted(PLACES)), suffix=st.sampled_from(SUFFIXES))
+def test_an_unpaired_surrogate_escape_is_refused_naming_the_file_and_line(tmp_path_factory, cp, upper, place, suffix):
+    """JSON lets a string hold one half of a surrogate pair (\\ud800); Python reads it into a str that no
+    UTF-8 file, parquet table or tokenizer can take: refused where it is read, not three stages later."""
+    esc = f"\\u{cp:04X}" if upper else f"\\u{cp:04x}"
+    path = _write(tmp_path_factory.mktemp("sur") / f"rows{suffix}", _rows_text(suffix, PLACES[place].format(e=esc)))
+    with pytest.raises(ValueError, match="surrogate") as info:
+        read_records(path)
+    assert str(info.value).startswith(f"{path}: " + ("" if suffix == ".json" else "line 2")), info.value
+
+
+@given(hi=st.integers(min_value=0xD800, max_value=0xDBFF), lo=st.integers(min_value=0xDC00, max_value=0xDFFF),
+       place=st.sampled_from(sorted(PLACES)))
+def test_a_surrogate_pair_escape_reads_as_its_character(hi, lo, place):
+    char = chr(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
+    row = loads_strict(PLACES[place].format(e=f"\\u{hi:04x}\\u{lo:04x}"))
+    assert row == json.loads(PLACES[place].format(e=char))
+
+
+@given(cp=st.integers(min_value=0xD800, max_value=0xDFFF), at=st.integers(min_value=0, max_value=8))
+def test_a_raw_surrogate_in_text_is_refused(cp, at):
+    """A command line's bytes that are not UTF-8 reach Python as lone surrogates (surrogateescape)."""
+    text = '{"step_separator": "abcdefgh"}'
+    text = text[:20 + at] + chr(cp) + text[20 + at:]
+    with pytest.raises(ValueError, match="no Unicode text"):
+        loads_strict(text)
+
+
+@given(extra=st.integers(min_value=1, max_value=2_000), suffix=st.sampled_from(SUFFIXES))
+def test_a_number_past_pythons_digit_limit_names_the_file(tmp_path_factory, extra, suffix):
+    digits = sys.get_int_max_str_digits() + extra
+    path = _write(tmp_path_factory.mktemp("big") / f"rows{suffix}", _rows_text(suffix, '{"a": ' + "7" * digits + "}"))
+    with pytest.raises(ValueError, match="digits") as info:
+        read_records(path)
+    assert str(info.value).startswith(f"{path}: "), info.value
+
+
+def test_a_number_at_the_digit_limit_reads():
+    digits = sys.get_int_max_str_digits()
+    assert loads_strict('{"a": ' + "7" * digits + "}")["a"] == int("7" * digits)
+
+
+@given(rows=st.lists(st.fixed_dictionaries({"id": st.integers(), "text": st.text(max_size=20)}), min_size=1,
+                     max_size=5), suffix=st.sampled_from(SUFFIXES))
+def test_a_byte_order_mark_before_the_data_is_ignored(tmp_path_factory, rows, suffix):
+    text = json.dumps(rows) if suffix == ".json" else "".join(json.dumps(r) + "\n" for r in rows)
+    path = _write(tmp_path_factory.mktemp("bom") / f"rows{suffix}", "\ufeff" + text)
+    assert read_records(path) == rows
+
+
+@given(tail=st.binary(min_size=1, max_size=64).filter(lambda b: b.lstrip(b"\0") and not b.lstrip(b"\0")
+                                                      .startswith(b"\x1f")),
+       reader=st.sampled_from(sorted(READERS)))
+def test_bytes_after_the_gzip_data_are_named_as_such(tmp_path_factory, tail, reader):
+    """Bytes appended after whole gzip members (zero padding aside, which gzip allows) are not "not a
+    gzip file": the message says where they are."""
+    path = tmp_path_factory.mktemp("gz") / "rows.jsonl.gz"
+    path.write_bytes(GZ + tail)
+    with pytest.raises(ValueError, match="after the end of the compressed data") as info:
+        READERS[reader](path)
+    assert str(info.value).startswith(f"{path}: line "), info.value
+
+
+def test_two_gzip_members_and_zero_padding_read_whole(tmp_path):
+    path = tmp_path / "rows.jsonl.gz"
+    path.write_bytes(GZ + GZ + b"\0" * 32)
+    assert list(iter_records(path)) == ROWS + ROWS
+
+
+@given(n=st.integers(min_value=61, max_value=100_000), suffix=st.sampled_from(SUFFIXES))
+def test_a_long_repeated_key_is_cut_in_the_message(tmp_path_factory, n, suffix):
+    key = "k" * n
+    path = _write(tmp_path_factory.mktemp("dup") / f"rows{suffix}", _rows_text(suffix, f'{{"{key}": 1, "{key}": 2}}'))
+    with pytest.raises(ValueError, match="appears twice") as info:
+        read_records(path)
+    assert len(str(info.value)) < len(str(path)) + 200, len(str(info.value))

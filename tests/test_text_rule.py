@@ -9,10 +9,11 @@ import csv
 import re
 import shutil
 import subprocess
+import unicodedata
 
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, on_ci
@@ -240,3 +241,23 @@ def test_csv_cells_keep_numbers_and_text_without_a_formula_start():
         ["-0.5", "+3", "1e-3", "-.5", "mc_hard", 1, None]
     assert [text_rule.csv_cell(v) for v in ("-x", "=1", "'a", "\t=1")] == ["'-x", "'=1", "''a", "'\t=1"]
     assert all(text_rule.csv_cell_read(text_rule.csv_cell(v)) == v for v in FORMULAS + HOSTILE)
+
+
+# white space and invisible characters (from the character database) before a formula character, and the
+# full-width formula characters: a spreadsheet importer may trim the one and read the other as ASCII
+HIDDEN = [chr(c) for c in range(0x110000) if chr(c).isspace() or unicodedata.category(chr(c)) in ("Cc", "Cf")]
+FORMULA_CHARS = ["=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(hidden=st.text(alphabet=st.sampled_from(HIDDEN), max_size=4), start=st.sampled_from(FORMULA_CHARS),
+       payload=st.text(max_size=12))
+def test_a_formula_behind_invisible_characters_is_neutralised_and_reads_back(tmp_path_factory, hidden, start,
+                                                                             payload):
+    cell = hidden + start + payload
+    if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", start + payload):
+        return  # a plain number is no formula
+    assert text_rule.csv_cell(cell).startswith("'"), repr(cell)
+    path = tmp_path_factory.mktemp("csv") / "t.csv"
+    tables.write_plain_csv(pd.DataFrame({"row": [cell, "plain"]}), path)
+    assert tables.read_plain_csv(path, keep_default_na=False)["row"].tolist() == [cell, "plain"]

@@ -42,7 +42,7 @@ from .metrics.rows import (
 )
 from .metrics.select import AGGREGATIONS, MAJ_GROUPINGS
 from .metrics.stats import MAX_BOOTSTRAP
-from .tables import read_records, read_table, write_json, write_text_atomic
+from .tables import RowError, loads_strict, read_records, read_table, write_json, write_text_atomic
 
 # -- argument types: bad values are argparse errors (usage + one line, exit status 2) ------------------
 
@@ -263,10 +263,13 @@ def _cmd_score(args) -> int:
     from .scoring import score_file as SF
 
     _check_output(args.output)
-    try:
-        params = json.loads(args.params) if args.params else {}
+    try:  # the rows' strict reader: a repeated key, deep nesting or undecodable bytes are errors here too
+        params = loads_strict(args.params) if args.params else {}
     except json.JSONDecodeError as exc:
-        raise ValueError(f"--params: not JSON ({exc.msg}): {args.params!r}") from None
+        shown = args.params if len(args.params) <= 80 else f"{args.params[:60]}…({len(args.params):,} characters)"
+        raise ValueError(f"--params: not JSON ({exc.msg}): {shown!r}") from None
+    except RowError as exc:
+        raise ValueError(f"--params: {exc}") from None
     if not isinstance(params, dict):
         raise ValueError(f"--params: expected a JSON object, got {args.params!r}")
     rows = read_records(args.input)
@@ -306,7 +309,8 @@ def _add_score(subparsers) -> None:
                     "row plus `step_scores` (one per step; null for a step past --max-length) and "
                     "`n_steps_scored` (an outcome RM, adapter qwen_orm: `outcome_score`). Every row is "
                     "checked first: a line that is not an object, a missing or mixed form, a problem that is "
-                    "not a string, steps that are not a list of strings, a duplicate id, TRL `labels` "
+                    "not a string, steps that are not a list of strings, a blank problem or step, an id that "
+                    "is not text or an integer, a duplicate id, TRL `labels` "
                     "that are not one boolean per completion (as rule trl_labels checks them) are errors naming "
                     "the row (exit status 2, nothing loaded or written). Rows with an `id` and the "
                     "ProcessBench steps feed `prm-lessons eval processbench --predictions` directly.")

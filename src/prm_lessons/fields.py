@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -59,6 +60,15 @@ def _register(kind: str, accepts: set, items: set = frozenset(), parses: bool = 
     return deco
 
 
+SHOWN_MAX = 60  # characters of a value a message shows: a 100,000-character field is not printed whole
+
+
+def _shown(value) -> str:
+    """A value as a message shows it: its repr, cut to SHOWN_MAX characters with its length after."""
+    text = repr(value.tolist() if type(value).__name__ == "ndarray" else value)
+    return text if len(text) <= SHOWN_MAX else f"{text[:SHOWN_MAX - 20]}…({len(text):,} characters)"
+
+
 def _listlike(value) -> list | None:
     """A JSON array, tuple or numpy/arrow array (a parquet list column) as a list; None for anything else
     (a string is never a list, whatever it looks like)."""
@@ -73,13 +83,36 @@ def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+# Characters that show nothing, beyond what str.strip removes: format characters (zero-width space and
+# joiners, bidi marks and overrides, the BOM, word joiner, tags), control characters, and the letters
+# Unicode lists as default-ignorable (Hangul fillers, the combining grapheme joiner, variation selectors)
+_INVISIBLE_CATEGORIES = ("Cc", "Cf", "Zs", "Zl", "Zp")
+_INVISIBLE_LETTERS = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0"
+                               + "".join(map(chr, range(0x180B, 0x1810))) + "".join(map(chr, range(0xFE00, 0xFE10)))
+                               + "".join(map(chr, range(0xE0100, 0xE01F0))))
+
+
+def invisible(ch: str) -> bool:
+    """Whether one character shows nothing (whitespace, a format or control character, a filler)."""
+    return ch.isspace() or ch in _INVISIBLE_LETTERS or unicodedata.category(ch) in _INVISIBLE_CATEGORIES
+
+
+def blank_text(text: str) -> bool:
+    """Whether a text shows nothing: empty, or only invisible characters ("\\u200b" is as empty as "")."""
+    head = text.strip()
+    if head and not invisible(head[0]):  # the common case: one look
+        return False
+    return all(map(invisible, head))
+
+
 def _text(value, where: str, what: str) -> str:
     if _missing(value):
         raise FieldError(where, f"{what} is null")
     if not isinstance(value, str):
         raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a string")
-    if not value.strip():
-        raise FieldError(where, f"empty {what}", blank=True)
+    if blank_text(value):
+        raise FieldError(where, f"empty {what}" + (" (only invisible characters)" if value.strip() else ""),
+                         blank=True)
     return str(value)
 
 
@@ -105,6 +138,7 @@ def read_steps(value, where: str, what: str = "steps", blank: str = "error", emp
     """Steps: a list (a JSON array or a parquet list) of texts, kept as given. `blank`: error (a blank step
     is an error) or drop (blank steps left out, as a worked solution's blank paragraphs). An empty list is
     an error unless `empty_ok` (a TRL row without completions is counted, not refused)."""
+    drop = blank == "drop"
     steps = _listlike(value)
     if steps is None:
         if _missing(value):
@@ -112,7 +146,7 @@ def read_steps(value, where: str, what: str = "steps", blank: str = "error", emp
         raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a list of strings")
     out = []
     for k, s in enumerate(steps):
-        if blank == "drop" and isinstance(s, str) and not s.strip():
+        if drop and isinstance(s, str) and blank_text(s):
             continue
         out.append(read_step(s, where, f"{what}[{k}]"))
     if not out and not empty_ok:
@@ -130,16 +164,16 @@ def _gold_scalar(value, where: str, what: str):
     if _missing(value):
         raise FieldError(where, f"{what} is null")
     if is_bool(value):
-        raise FieldError(where, f"{what} {value!r} is a boolean, not an answer")
+        raise FieldError(where, f"{what} {_shown(value)} is a boolean, not an answer")
     if isinstance(value, numbers.Real):
         if not math.isfinite(float(value)):
-            raise FieldError(where, f"{what} {value!r} is not a finite number")
+            raise FieldError(where, f"{what} {_shown(value)} is not a finite number")
         return value
     if isinstance(value, str):
-        if not value.strip():
+        if blank_text(value):
             raise FieldError(where, f"{what} is blank", blank=True)
         if value.strip().lower() in MISSING_WORDS:
-            raise FieldError(where, f"{what} {value!r} is what a missing value is written as, not an answer")
+            raise FieldError(where, f"{what} {_shown(value)} is what a missing value is written as, not an answer")
         return value
     raise FieldError(where, f"{what} is a JSON {json_type(value)}, not an answer (text or a number)")
 
@@ -170,7 +204,11 @@ def read_options(value, where: str, what: str = "options"):
         pairs = list(value.items())
         bad = [k for k, _ in pairs if not (isinstance(k, str) and len(k) == 1 and k.upper() in CHOICE_LETTERS)]
         if bad:
-            raise FieldError(where, f"{what}: key {bad[0]!r} is not an option letter A-J")
+            raise FieldError(where, f"{what}: key {_shown(bad[0])} is not an option letter A-J")
+        twice = [k for i, (k, _) in enumerate(pairs) if k.upper() in (j.upper() for j, _ in pairs[:i])]
+        if twice:  # 'a' and 'A': a gold 'A' would name two options
+            raise FieldError(where, f"{what}: letter {twice[0].upper()!r} names two options (letters are read in "
+                                    "any case)")
         items = [v for _, v in pairs]
     else:
         items = _listlike(value)
@@ -183,7 +221,7 @@ def read_options(value, where: str, what: str = "options"):
     for k, v in enumerate(items):
         if is_bool(v) or not isinstance(v, (str, numbers.Real)) or (isinstance(v, float) and not math.isfinite(v)):
             raise FieldError(where, f"{what}[{k}] is a JSON {json_type(v)}, not text or a number")
-        if isinstance(v, str) and not v.strip():
+        if isinstance(v, str) and blank_text(v):
             raise FieldError(where, f"{what}[{k}] is blank", blank=True)
     return dict(value) if isinstance(value, dict) else items
 
@@ -203,19 +241,35 @@ def read_choice_gold(value, options, where: str, what: str = "gold answer") -> s
     if index is not None and 0 <= index < len(letters):
         return letters[index]
     if index is not None or isinstance(value, str):
-        raise FieldError(where, f"{what} {value!r} is not one of the options ({', '.join(letters)}, or an "
+        raise FieldError(where, f"{what} {_shown(value)} is not one of the options ({', '.join(letters)}, or an "
                                 f"index 0-{len(letters) - 1})")
     raise FieldError(where, f"{what} is a JSON {json_type(value)}, not an option's letter or index")
 
 
+def id_text_problem(text: str) -> str | None:
+    """Why a text cannot be an id (None when it can): it shows nothing, or it holds a control or format
+    character (a NUL, a bidi override, a zero-width space: two ids that print alike, or a message that
+    prints reordered)."""
+    if blank_text(text):
+        return "is empty" + (" (only invisible characters)" if text.strip() else "")
+    bad = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Cf")), None)
+    return None if bad is None else f"holds the control or format character U+{ord(bad):04X}"
+
+
 @_register("id", {"text", "bracketed_text", "integer"})
 def read_id(value, where: str, what: str = "id") -> str:
-    """An id: non-blank text, or an integer (an integral float from a parquet column too) written as one."""
+    """An id: non-blank text without control or format characters (a NUL, a bidi override, a zero-width
+    space would make two ids that print alike, or a message that prints reordered), or an integer (an
+    integral float from a parquet column too) written as one."""
     if isinstance(value, str):
-        return _text(value, where, what)
+        text = _text(value, where, what)
+        why = id_text_problem(text)
+        if why:
+            raise FieldError(where, f"{what} {_shown(text)} {why}")
+        return text
     n = None if is_bool(value) else as_int(value)
     if n is None:
-        raise FieldError(where, f"{what} {value!r} is a JSON {json_type(value)}, not a string or an integer")
+        raise FieldError(where, f"{what} {_shown(value)} is a JSON {json_type(value)}, not a string or an integer")
     return str(n)
 
 
@@ -227,7 +281,7 @@ def read_error_index(value, where: str, n_steps: int | None = None, what: str = 
     if n is None:
         kind = "a boolean" if is_bool(value) else "" if isinstance(value, numbers.Real) else \
             f"a JSON {json_type(value)}"
-        raise FieldError(where, f"{what} {value!r} is {kind + ', ' if kind else ''}not an integer")
+        raise FieldError(where, f"{what} {_shown(value)} is {kind + ', ' if kind else ''}not an integer")
     if n_steps is not None and not -1 <= n < n_steps:
         raise FieldError(where, f"{what} {n} outside -1..{n_steps - 1}")
     return n
@@ -238,7 +292,7 @@ def read_flag(value, where: str, what: str = "final_answer_correct") -> bool:
     """A truth value: a boolean, or 0/1 (bool("False") would be True)."""
     flag = as_bool01(value)
     if flag is None:
-        raise FieldError(where, f"{what} {value!r} is a JSON {json_type(value)}, not a boolean")
+        raise FieldError(where, f"{what} {_shown(value)} is a JSON {json_type(value)}, not a boolean")
     return flag
 
 
@@ -250,7 +304,7 @@ def read_step_flags(value, where: str, what: str = "labels") -> list[bool]:
         raise FieldError(where, f"{what} is a JSON {json_type(value)}, not a list of booleans")
     bad = [k for k, v in enumerate(items) if not is_bool(v)]
     if bad:
-        raise FieldError(where, f"{what}[{bad[0]}] is {items[bad[0]]!r}, not a boolean")
+        raise FieldError(where, f"{what}[{bad[0]}] is {_shown(items[bad[0]])}, not a boolean")
     return [bool(v) for v in items]
 
 
@@ -264,7 +318,7 @@ def read_step_labels(value, where: str, what: str = "labels") -> list[float]:
     out = []
     for k, v in enumerate(items):
         if is_bool(v) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)) or not 0 <= v <= 1:
-            raise FieldError(where, f"{what}[{k}] is {v!r}, not a number in [0, 1]")
+            raise FieldError(where, f"{what}[{k}] is {_shown(v)}, not a number in [0, 1]")
         out.append(float(v))
     return out
 
@@ -294,7 +348,7 @@ def read_mark(value, where: str, what: str = "process_flawed") -> bool | None:
         return True
     if mark in NO_MARKS:
         return False
-    raise FieldError(where, f"{what} {value!r}, expected yes or no (blank: unlabelled)")
+    raise FieldError(where, f"{what} {_shown(value)}, expected yes or no (blank: unlabelled)")
 
 
 @_register("step_number", {"blank"}, parses=True, n_steps=5)
@@ -309,5 +363,5 @@ def read_step_number(value, where: str, n_steps: int | None = None, what: str = 
     n = int(step) if _STEP_NUMBER.fullmatch(step) and len(step) <= 18 else None
     if n is None or n < 1 or (n_steps is not None and n > n_steps):
         upper = "" if n_steps is None else f"..{n_steps}"
-        raise FieldError(where, f"{what} {step!r}, expected a step number 1{upper}")
+        raise FieldError(where, f"{what} {_shown(step)}, expected a step number 1{upper}")
     return n

@@ -25,6 +25,7 @@ tests/workflow/test_claims.py allows by name, each with its own temporary file o
 fails on any other direct write). read_json names the file it could not read."""
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import gzip
@@ -266,6 +267,8 @@ def read_json(path: str | Path):
         raise ValueError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})") from None
     except RecursionError:
         raise ValueError(f"{path}: JSON nested too deeply") from None
+    except ValueError as exc:  # a number of more than 4,300 digits
+        raise ValueError(f"{path}: {str(exc).split(';')[0]}") from None
 
 
 def _to_csv(df: pd.DataFrame, path: Path) -> None:
@@ -518,8 +521,9 @@ MAX_JSON_DEPTH = 100  # rows of every source nest a few levels; deeper is a dama
 def _no_repeated_keys(pairs):
     out = {}
     for k, v in pairs:
-        if k in out:
-            raise RowError(f"key {k!r} appears twice in one object (JSON would keep the last silently)")
+        if k in out:  # a 100,000-character key is shown by its start and length
+            shown = repr(k) if len(k) <= 60 else f"{k[:40]!r}…({len(k):,} characters)"
+            raise RowError(f"key {shown} appears twice in one object (JSON would keep the last silently)")
         out[k] = v
     return out
 
@@ -546,16 +550,56 @@ def _depth_ok(text: str) -> bool:
     return True
 
 
+# a \uD800-\uDFFF escape: JSON lets a string hold one unpaired, which is no Unicode text (no file, table or
+# tokenizer can encode it: the write three stages later would fail without naming the row)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(value) -> str | None:
+    """The first string (a key or a value, at any depth) holding an unpaired surrogate, or None."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return f"U+{ord(v[exc.start]):04X} at character {exc.start + 1} of {v[:40]!r}"
+        elif isinstance(v, dict):
+            stack += [*v.keys(), *v.values()]
+        elif isinstance(v, list):
+            stack += v
+    return None
+
+
 def loads_strict(text: str, constants: bool = True):
-    """json.loads for input rows: a key repeated in one object or nesting deeper than MAX_JSON_DEPTH
-    raise RowError (json.loads would take the last key and, nested deeply, end in a RecursionError);
-    invalid JSON raises json.JSONDecodeError as before. NaN / Infinity are read as floats unless
-    `constants` is false: a score file may hold them (each field's check decides, naming the row: a
-    NaN step score counts wrong, a NaN gold is refused)."""
+    """json.loads for input rows: a key repeated in one object, nesting deeper than MAX_JSON_DEPTH, a
+    string holding an unpaired surrogate escape (\\ud800) and a number json.loads refuses to convert
+    (an integer of more than 4,300 digits) raise RowError (json.loads would take the last key, end in a
+    RecursionError, hand on text no file can hold, or raise a ValueError naming no row); invalid JSON
+    raises json.JSONDecodeError as before. NaN / Infinity are read as floats unless `constants` is
+    false: a score file may hold them (each field's check decides, naming the row: a NaN step score
+    counts wrong, a NaN gold is refused)."""
     if not _depth_ok(text):
         raise RowError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    if not text.isascii():  # text from a command line holds undecodable bytes as lone surrogates
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise RowError(f"character {exc.start + 1} (U+{ord(text[exc.start]):04X}) is no Unicode text "
+                           "(bytes that are not UTF-8)") from None
     kwargs = {} if constants else {"parse_constant": _no_constant}
-    return json.loads(text, object_pairs_hook=_no_repeated_keys, **kwargs)
+    try:
+        value = json.loads(text, object_pairs_hook=_no_repeated_keys, **kwargs)
+    except (json.JSONDecodeError, RowError):
+        raise
+    except ValueError as exc:  # int("9" * 5000): Python's digit limit
+        raise RowError(str(exc).split(";")[0]) from None
+    if _SURROGATE_ESCAPE.search(text):  # only then walk the value (a paired escape matches too)
+        where = _lone_surrogate(value)
+        if where:
+            raise RowError(f"a string holds an unpaired surrogate escape ({where}): not Unicode text")
+    return value
 
 
 def iter_lines(path: str | Path):
@@ -573,8 +617,13 @@ def iter_lines(path: str | Path):
             for n, raw in enumerate(fh, 1):
                 yield n, raw
     except (EOFError, OSError, zlib.error) as exc:
-        if isinstance(exc, gzip.BadGzipFile) or (gz and n == 0 and "gzip" in str(exc).lower()):
+        no_header = "not a gzipped file" in str(exc).lower()  # where a gzip member's header should start
+        if n > 0 and no_header:  # after whole members: bytes appended, or a damaged later member
+            what = "bytes after the end of the compressed data that are not gzip (an appended or damaged file)"
+        elif no_header or (gz and n == 0 and "gzip" in str(exc).lower()):
             what = "not a gzip file (named .gz)"
+        elif isinstance(exc, gzip.BadGzipFile):  # a CRC or length check, an unknown method
+            what = f"damaged compressed data ({exc})"
         elif isinstance(exc, EOFError):
             what = "the compressed file is truncated"
         elif isinstance(exc, zlib.error):
@@ -589,6 +638,8 @@ def iter_records(path: str | Path):
     JSON, not UTF-8 or not an object, and a damaged compressed file, name the file and line number."""
     path = Path(path)
     for n, raw in iter_lines(path):
+        if n == 1 and raw.startswith(codecs.BOM_UTF8):  # a byte order mark, which JSON readers may ignore
+            raw = raw[len(codecs.BOM_UTF8):]
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -616,10 +667,12 @@ def read_records(path: str | Path) -> list[dict]:
     if suffix in (".jsonl", ".jsonl.gz"):
         return list(iter_records(path))
     if suffix == ".json":
+        raw = path.read_bytes()
+        raw = raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw  # as iter_records
         try:
-            text = path.read_bytes().decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = path.read_bytes()[: exc.start].count(b"\n") + 1
+            line = raw[: exc.start].count(b"\n") + 1
             raise ValueError(f"{path}: line {line} is not UTF-8 (byte {exc.object[exc.start]:#x})") from None
         try:
             data = loads_strict(text)
@@ -640,6 +693,46 @@ def read_records(path: str | Path) -> list[dict]:
     if suffix == ".parquet":
         return read_table(path, None).to_dict("records")
     raise ValueError(f"{path}: unsupported file type '{suffix}' (use .jsonl, .json or .parquet)")
+
+
+@contextlib.contextmanager
+def open_safetensors(path: str | Path):
+    """safetensors' safe_open (framework pt) whose every error names the file: a header that lies (a
+    dtype that does not exist, offsets past the end, a shape its bytes do not fit, a key twice), a
+    truncated or empty file, a header length of petabytes, and a path that is no regular file (a FIFO
+    would block safe_open, a link to /dev/zero map nothing) are a ValueError `<path>: ...`, raised at
+    the open or at any get_tensor inside the block. The one reader of .safetensors files."""
+    from safetensors import SafetensorError, safe_open  # lazy: tables is imported where no weights are read
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if not path.is_file():
+        raise ValueError(f"{path}: not a regular file (a safetensors file is read by mapping it)")
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            yield fh
+    except SafetensorError as exc:
+        what = str(exc).split(", expected one of")[0]  # a dtype error lists every dtype
+        raise ValueError(f"{path}: not a readable safetensors file ({what})") from None
+
+
+def check_safetensors_dir(path: str | Path) -> None:
+    """Open every .safetensors file of a model directory (safetensors checks each header against the file's
+    size; no tensor is read): a damaged one is a ValueError naming it before transformers loads the
+    directory (its SafetensorError names no file). A Hub id or a missing path: nothing to check."""
+    d = Path(path)
+    if d.is_dir():
+        for f in sorted(d.glob("*.safetensors")):
+            with open_safetensors(f):
+                pass
+
+
+def read_safetensors(path: str | Path, keep=None) -> dict:
+    """Every tensor of a .safetensors file (those whose name `keep(name)` accepts), through
+    open_safetensors: errors name the file."""
+    with open_safetensors(path) as fh:
+        return {k: fh.get_tensor(k) for k in fh.keys() if keep is None or keep(k)}
 
 
 def _json_default(o):

@@ -13,6 +13,8 @@ import csv
 import html.parser
 import re
 
+from .fields import invisible
+
 TEXT_MAX = 500  # a label, or a sentence under a table (analysis.not_compared: up to ~330 in config/paper.yaml)
 
 # The printable characters beyond ASCII for which `\ifcsname u8:<char>\endcsname` holds after
@@ -109,14 +111,24 @@ MPL_TEXT_RC = {"text.parse_math": False, "text.usetex": False}
 # A spreadsheet reads a cell that starts with =, +, -, @ (or a tab / carriage return before one) as a
 # formula. Such a string cell is written with a leading apostrophe (the spreadsheets' "text" prefix), and
 # so is one that starts with an apostrophe, so that reading strips exactly one: the round trip is exact.
-# A plain number (-0.5, +3) is no formula and stays as written.
+# So is a cell whose first visible character is one of them behind white space or invisible characters
+# (" =1", "\n=1", a zero-width space: importers may trim them), or their full-width forms (＝ ＋ － ＠,
+# which some locales read as the ASCII ones). A plain number (-0.5, +3) is no formula and stays as written.
 CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+CSV_FORMULA_CHARS = "=+-@\uff1d\uff0b\uff0d\uff20"
 _PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _formula_like(value: str) -> bool:
+    if value.startswith((*CSV_FORMULA_START, "'")):
+        return not _PLAIN_NUMBER.fullmatch(value)
+    start = next((i for i, ch in enumerate(value) if not invisible(ch)), len(value))
+    return value[start:start + 1] in tuple(CSV_FORMULA_CHARS) and not _PLAIN_NUMBER.fullmatch(value[start:])
 
 
 def csv_cell(value):
     """One cell as written to a CSV (the rule above); non-strings unchanged."""
-    if isinstance(value, str) and value.startswith((*CSV_FORMULA_START, "'")) and not _PLAIN_NUMBER.fullmatch(value):
+    if isinstance(value, str) and _formula_like(value):
         return "'" + value
     return value
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prm_lessons.config import ConfigError, read_config_file, validate_config
-from prm_lessons.config.load import configfiles_in_args, main
+from prm_lessons.config.load import MAX_CONFIG_DEPTH, configfiles_in_args, main
 from specs import set_key
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -206,3 +207,125 @@ def test_the_module_entry_point_is_the_precheck(tmp_path):
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 2 and f"{dup}: line 1, column" in proc.stderr and "Warning" not in proc.stderr, \
         proc.stderr
+
+
+# -- a file the strict reader cannot read is named, never a traceback ------------------------------------
+
+def _nested(depth: int, style: str) -> str:
+    """A document whose value under `a` nests `depth` levels (the top mapping is one more)."""
+    if style == "flow list":
+        return "a: " + "[" * depth + "1" + "]" * depth + "\n"
+    if style == "flow map":
+        return "a: " + "{k: " * depth + "1" + "}" * depth + "\n"
+    if style == "json":
+        return '{"a": ' + '{"k": ' * depth + "1" + "}" * depth + "}\n"
+    lines = ["a:"]  # block mappings, then block lists
+    for level in range(depth):
+        lines.append("  " * (level + 1) + ("k:" if style == "block map" else "-"))
+    return "\n".join(lines[:-1] + [lines[-1] + " 1"]) + "\n"
+
+
+NEST_STYLES = ["flow list", "flow map", "json", "block map"]
+
+
+@given(extra=st.integers(min_value=1, max_value=3_000), style=st.sampled_from(NEST_STYLES))
+def test_nesting_past_the_bound_names_the_file(tmp_path_factory, extra, style):
+    """PyYAML composes recursively: a few hundred levels ended in a RecursionError naming no file."""
+    f = tmp_path_factory.mktemp("deep") / "c.yaml"
+    f.write_text(_nested(MAX_CONFIG_DEPTH + extra, style))
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(f))}: line \d+: nested more than {MAX_CONFIG_DEPTH}"):
+        read_config_file(f)
+
+
+@pytest.mark.parametrize("style", NEST_STYLES)
+def test_nesting_up_to_the_bound_reads(tmp_path, style):
+    f = tmp_path / "c.yaml"
+    f.write_text(_nested(MAX_CONFIG_DEPTH - 1, style))  # the top mapping is the bound's last level
+    node = read_config_file(f)["a"]
+    for _ in range(MAX_CONFIG_DEPTH - 1):
+        node = node[0] if isinstance(node, list) else node["k"]
+    assert node == 1
+
+
+# every character PyYAML's reader refuses (its own table), but the surrogates no UTF-8 file can hold
+REFUSED = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF
+           and yaml.reader.Reader.NON_PRINTABLE.match(chr(c))]
+WHERE_IN_A_LINE = {"value": "run:\n  label: a{c}b\n", "quoted value": 'run:\n  label: "a{c}b"\n',
+                   "key": "run:\n  na{c}me: x\n", "comment": "run:\n  name: x  # a{c}\n"}
+
+
+@given(ch=st.sampled_from(REFUSED), where=st.sampled_from(sorted(WHERE_IN_A_LINE)))
+def test_a_character_yaml_refuses_names_the_file_and_line(tmp_path_factory, ch, where):
+    f = tmp_path_factory.mktemp("ch") / "c.yaml"
+    f.write_text(WHERE_IN_A_LINE[where].format(c=ch), encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(f))}: line 2: not valid YAML"):
+        read_config_file(f)
+
+
+@given(head=st.text(alphabet="abc: \n", max_size=30),
+       bad=st.binary(min_size=1, max_size=8).filter(lambda b: not _decodes(b)))
+def test_bytes_that_are_not_utf8_name_the_file_and_line(tmp_path_factory, head, bad):
+    """A UTF-16 or Latin-1 file: the line of its first bad byte, not a UnicodeDecodeError."""
+    f = tmp_path_factory.mktemp("enc") / "c.yaml"
+    f.write_bytes(head.encode() + bad)
+    line = head.count("\n") + 1 + bad[:_first_bad(bad)].count(b"\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(f))}: line {line}: byte 0x[0-9a-f]+ is not UTF-8"):
+        read_config_file(f)
+    assert main(["--configfile", str(f)]) == 2
+
+
+def _decodes(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _first_bad(b: bytes) -> int:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return len(b)
+
+
+@given(tag=st.sampled_from(["int", "float", "timestamp"]), text=st.text(alphabet="xyz#%", min_size=1, max_size=6),
+       line=st.integers(min_value=1, max_value=4))
+def test_a_value_its_tag_cannot_build_names_the_file_and_line(tmp_path_factory, tag, text, line):
+    """`!!int "x"`, `!!timestamp "2024-13-45"`: Python's int(), float() or date() raised a ValueError
+    naming no file."""
+    f = tmp_path_factory.mktemp("tag") / "c.yaml"
+    f.write_text("run:\n" + "  # pad\n" * (line - 1) + f'  label: !!{tag} "{text}"\n')
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(f))}: line {line + 1}, column \d+: not valid YAML: "
+                                          rf"cannot read the value {tag}"):
+        read_config_file(f)
+
+
+@given(extra=st.integers(min_value=1, max_value=3_000), json_form=st.booleans())
+def test_an_integer_past_pythons_digit_limit_names_the_file(tmp_path_factory, extra, json_form):
+    digits = "7" * (sys.get_int_max_str_digits() + extra)
+    f = tmp_path_factory.mktemp("big") / ("c.json" if json_form else "c.yaml")
+    f.write_text(f'{{"a": {digits}}}\n' if json_form else f"a: {digits}\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(f))}: line 1, column \d+: .*digits"):
+        read_config_file(f)
+
+
+@given(n=st.integers(min_value=MAX_CONFIG_DEPTH, max_value=600), backwards=st.booleans())
+def test_aliases_that_nest_past_the_bound_name_the_file(tmp_path_factory, n, backwards):
+    """`x2: &x2 [*x1]` repeated: two levels as written, n once expanded, where the validator walks it
+    (a RecursionError without the file before)."""
+    lines = ["x0: &x0 [1]"] + [f"x{i}: &x{i} [*x{i - 1}]" for i in range(1, n)]
+    f = tmp_path_factory.mktemp("alias") / "c.yaml"
+    f.write_text("\n".join(lines) + (f"\nz: *x{n - 1}\n" if backwards else "\n"))
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(f))}: nests \d+ levels deep once its aliases"):
+        read_config_file(f)
+
+
+@pytest.mark.parametrize("text", ["a: &a [1, *a]\n", "a: &a {k: *a}\n", "a: &a {k: [x, {j: *a}]}\n",
+                                  "a: &a [[[*a]]]\nb: 1\n"])
+def test_an_alias_inside_its_own_anchor_names_the_file(tmp_path, text):
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match="contains itself"):
+        read_config_file(f)

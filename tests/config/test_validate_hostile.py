@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from prm_lessons.config import (
     MAX_CONFIG_NODES,
     NAME_MAX,
+    WORKFLOW_OUTPUT_DIRS,
     ConfigError,
     check_name,
     deep_update,
@@ -667,3 +668,55 @@ def test_a_revision_with_whitespace_or_a_control_character_is_refused(bad):
     cfg = base()
     cfg["benchmarks"]["hubset"] = {"source": "hub", "id": "org/d", "revision": bad}
     rejects(cfg, "benchmarks.hubset.revision", "does not match")
+
+
+# -- keys YAML reads as another type -------------------------------------------------------------------
+
+# every scalar type a plain YAML key can be read as (SafeLoader's resolvers), but a string
+TYPED_KEYS = {"int": "1", "hex int": "0x1f", "float": "1.5", "exponent": "1.0e+3", "nan": ".nan", "bool": "true",
+              "yes": "yes", "null": "~", "date": "2024-01-01", "timestamp": "2024-01-01 10:00:00",
+              "binary": "!!binary aGk="}
+
+
+@pytest.mark.parametrize("kind", sorted(TYPED_KEYS))
+@pytest.mark.parametrize("section", ["", "run", "sampling", "grading"])
+def test_an_unknown_key_of_another_type_is_named_not_a_traceback(tmp_path, kind, section):
+    """`1: x` in a section of fixed keys: an error naming the key (a str method on the int key was an
+    AttributeError)."""
+    key = yaml.safe_load(f"{TYPED_KEYS[kind]}: 0")
+    assert len(key) == 1 and not isinstance(next(iter(key)), str), key
+    cfg = base()
+    (cfg[section] if section else cfg).update(key)
+    with pytest.raises(ConfigError, match=r"unknown key") as exc:
+        validate_config(cfg)
+    assert f"config error at `{section + '.' if section else ''}" in str(exc.value), exc.value
+
+
+@given(data=st.data(), other=st.sampled_from(WORKFLOW_OUTPUT_DIRS), below=st.sampled_from(["", "/x", "/a/b"]))
+def test_an_output_folder_differing_from_a_workflow_folder_only_in_case_is_refused(data, other, below):
+    """resources/DATA is resources/data on a case-insensitive file system (macOS, Windows)."""
+    head, tail = other.split("/", 1)
+    flips = data.draw(st.lists(st.booleans(), min_size=len(tail), max_size=len(tail)))
+    value = head + "/" + "".join(c.swapcase() if f else c for c, f in zip(tail, flips)) + below
+    assert output_dir_problem(value) and "overlaps" in output_dir_problem(value), value
+    cfg = base()
+    cfg["hub"] = {"models_dir": value}
+    rejects(cfg, "hub.models_dir", "overlaps")
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), n=st.integers(min_value=0, max_value=2**32 - 1), zeros=st.integers(min_value=0, max_value=2),
+       ablation=st.booleans())
+def test_a_seed_replicas_name_is_reserved_for_that_replica(data, n, zeros, ablation):
+    """Table 6 reads runs/seed<N>/ as seed replica N: an ablation or another run named seed<N> (any case, any
+    leading zeros) would be read as one; only run.seed N may be named seed<N>, and exactly so."""
+    flips = data.draw(st.lists(st.booleans(), min_size=4, max_size=4))
+    name = "".join(c.swapcase() if f else c for c, f in zip("seed", flips)) + "0" * zeros + str(n)
+    cfg = base()
+    cfg["run"] = {**cfg.get("run", {}), "name": name, "ablation": ablation}
+    rejects(cfg, "run.name", "seed replica")
+    cfg["run"]["seed"] = n
+    if name == f"seed{n}":
+        validate_config(cfg)
+    else:
+        rejects(cfg, "run.name", f"is named seed{n}")

@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prm_lessons.errors import InputError
 from prm_lessons.grading.rows import grade_rows
 
 # -------------------------------------------------------------------------------------------- CLI
@@ -36,3 +41,28 @@ def test_cli_grade_writes_rows_and_counts(tmp_path, capsys):
 def test_grade_rows_empty_list():
     out, summary = grade_rows([{"response": [], "answer": "1"}])
     assert out[0]["pred"] == [] and summary["n"] == 0
+
+
+# -- choice golds of the grade CLI: read as the problems loader reads them, graded as read ----------------
+
+@settings(max_examples=60, deadline=None)
+@given(gold=st.one_of(st.text(max_size=4), st.integers(min_value=-3, max_value=12),
+                      st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.none(),
+                      st.lists(st.sampled_from("ABCDE"), max_size=2)))
+def test_a_choice_gold_is_a_letter_or_its_index_and_is_graded_as_read(gold):
+    """Every gold the checked reader takes (a letter A-E in any case, an index 0-4, 2.0 as 2) is graded as
+    that letter; every other ("2" as text, "Z", 7, "(A)", a list) is an error naming the row."""
+    from prm_lessons.fields import FieldError, read_choice_gold
+    from prm_lessons.grading.extract import CHOICE_LETTERS
+
+    try:
+        letter = read_choice_gold(gold, list(CHOICE_LETTERS), "")
+    except FieldError:
+        letter = None
+    rows = [{"id": "r1", "response": f"The answer is {letter or 'A'}", "answer": gold}]
+    if letter is None:
+        with pytest.raises(InputError, match=r"row 1 \(id r1\): gold answer"):
+            grade_rows(rows, answer_format="choice", workers=1)
+        return
+    out, _ = grade_rows(rows, answer_format="choice", workers=1)
+    assert out[0]["correct"] is True and out[0]["pred"] == letter, out

@@ -3,15 +3,20 @@ first-N samples, the ORM column, and the harness's maj/rm/pass on real samples (
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import shared_data_dir
 from metric_inputs import bon_rows
+from prm_lessons.errors import InputError
 from prm_lessons.metrics import bon as m_bon
+from prm_lessons.metrics.rows import check_bon_rows
 
 
 def test_best_of_n_ties_pick_lowest_sample_idx():
@@ -97,3 +102,28 @@ def test_harness_maj_rm_pass_on_real_samples():
     harness): maj@8, rm@8 and pass@8 the harness's way equal ours."""
     res = _check_bon(shared_data_dir("bon", "math_cot_100_samples.jsonl"))
     assert res["ours"] == res["harness"]
+
+
+# -- keys that print alike or as nothing, and the reserved name of the mean ---------------------------------
+
+_HIDDEN = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) in ("Cc", "Cf")]
+
+
+def _bon_rows(col: str, value) -> pd.DataFrame:
+    rows = [{"benchmark": "b", "problem_id": "p", "sample_idx": i, "pred": "2", "correct": True, "step_scores": [0.5]}
+            for i in range(2)]
+    rows[1][col] = value
+    return pd.DataFrame(rows)
+
+
+@given(col=st.sampled_from(["benchmark", "problem_id"]), ch=st.sampled_from(_HIDDEN),
+       text=st.sampled_from(["", "gsm8k", "12"]), at=st.integers(min_value=0, max_value=5))
+def test_a_key_with_a_control_or_format_character_or_nothing_visible_is_refused(col, ch, text, at):
+    value = text[:at] + ch + text[at:]
+    with pytest.raises(InputError, match=rf"row 2 .*: {col} (is empty|holds the control or format character)"):
+        check_bon_rows(_bon_rows(col, value))
+
+
+def test_a_benchmark_named_like_the_mean_is_refused():
+    with pytest.raises(InputError, match="benchmark 'average' is the name of the mean"):
+        check_bon_rows(_bon_rows("benchmark", "average"))

@@ -3,6 +3,8 @@ nothing): output folders, switched-off benchmarks, seed replicas, namespaces
 that share a wildcard, and names that differ only in letter case."""
 from __future__ import annotations
 
+import re
+
 from .base import MISSING, fail
 from .names import output_dir_problem, sweep_variant_name, threshold_fraction
 
@@ -40,6 +42,13 @@ def check_inputs(c) -> None:
     if seed is not None and c.run.name != f"seed{seed}":
         raise fail("run.name", f"a seed replica (run.seed: {seed}) is named seed{seed}, not {c.run.name!r} (the "
                                f"base run's Table 6 reads runs/seed{seed}/)")
+    # the seed replicas' names are theirs: another run (an ablation, a base run) named seed<N>, in any letter
+    # case (one folder on a case-insensitive file system), would be read by Table 6 as replica N
+    replica = re.fullmatch(r"seed0*(\d+)", str(c.run.name), re.IGNORECASE)
+    if seed is None and replica:
+        raise fail("run.name", f"{c.run.name!r} is the name of the seed replica with run.seed {int(replica[1])} "
+                               f"(the base run's Table 6 reads runs/seed{int(replica[1])}/ as that replica); name "
+                               "this run otherwise, or make it that replica with run.seed")
 
 
 def run_prms(c) -> set[str]:

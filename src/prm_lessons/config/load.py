@@ -15,12 +15,30 @@ from .names import ConfigError, shown
 # A config of the shipped kind has ~2,000 nodes; a YAML alias bomb (each level naming the one below
 # many times) has billions once expanded, which a validator walking the tree would visit one by one.
 MAX_CONFIG_NODES = 200_000
+# The shipped configs nest 7 levels; PyYAML composes (and the validator walks) a tree recursively, so
+# `[[[…]]]` a few hundred deep ends in a RecursionError that names no file. Counted on the parser's
+# events, which are read without recursion.
+MAX_CONFIG_DEPTH = 64
 
 class _StrictLoader(yaml.SafeLoader):
     """yaml.SafeLoader that refuses a key repeated in one mapping (YAML's last-wins would hide a typo),
     whatever the layout: block or flow (`{a: 1, a: 2}` on one line, one-line JSON), nested, inside an
     anchored block. Keys are compared as constructed (`1` and `1.0`, `true` and `True` are one key). A merge
     key (`<<: *anchor`) is what overriding is for: the keys it brings may be given again."""
+
+    def construct_object(self, node, deep=False):
+        """A value the resolver typed but Python cannot build (`!!int "x"`, an integer of 5,000 digits, a
+        13th month) is a YAML error at the value's line, not a ValueError naming no file."""
+        try:
+            return super().construct_object(node, deep)
+        except ConfigError:
+            raise
+        except (ValueError, OverflowError, TypeError, AttributeError) as exc:  # PyYAML's own constructors
+            tag = node.tag.split(":")[-1]
+            why = (str(exc).split(";")[0] if isinstance(exc, (ValueError, OverflowError))
+                   else f"{shown(getattr(node, 'value', ''))!r} is no {tag}")
+            raise yaml.constructor.ConstructorError(None, None, f"cannot read the value {tag} ({why})",
+                                                    node.start_mark) from None
 
     def construct_mapping(self, node, deep=False):
         checked = self.__dict__.setdefault("_checked", set())
@@ -44,25 +62,62 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def read_config_file(path: str | Path) -> dict:
-    """One config file, read strictly: no repeated key, no YTE template (`__use_yte__`), at most
-    MAX_CONFIG_NODES values with aliases expanded; errors name the file (and line)."""
-    text = Path(path).read_text(encoding="utf-8")
-    loader = _StrictLoader(text)
-    loader.name = str(path)
+def _decoded(path: str | Path) -> str:
+    """The file's text; bytes that are not UTF-8 (a UTF-16 or Latin-1 file) are an error naming the line."""
+    raw = Path(path).read_bytes()
     try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: line {line}: byte {raw[exc.start]:#04x} is not UTF-8 (a config file is UTF-8 "
+                          "text)") from None
+
+
+def _check_depth(text: str, path: str | Path) -> None:
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_CONFIG_DEPTH:
+                raise ConfigError(f"{path}: line {event.start_mark.line + 1}: nested more than {MAX_CONFIG_DEPTH} "
+                                  "levels deep (the shipped configs nest 7)")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def read_config_file(path: str | Path) -> dict:
+    """One config file, read strictly: UTF-8, no repeated key, no YTE template (`__use_yte__`), at most
+    MAX_CONFIG_DEPTH levels deep and MAX_CONFIG_NODES values with aliases expanded; errors name the file
+    (and line)."""
+    text = _decoded(path)
+    loader = None
+    try:
+        _check_depth(text, path)
+        loader = _StrictLoader(text)  # its reader refuses a NUL or another non-printable character here
+        loader.name = str(path)
         node = loader.get_single_node()
         if node is None:
             return {}
+        deep = _expanded_depth(node)  # aliases nest blocks in blocks: `x2: &x2 [*x1]` 600 times is 600 deep
+        if deep is None or deep > MAX_CONFIG_DEPTH:
+            raise ConfigError(f"{path}: " + ("an alias (*name) inside the block its anchor (&name) names: a "
+                                             "structure that contains itself" if deep is None else
+                                             f"nests {deep} levels deep once its aliases (*name) are expanded "
+                                             f"(at most {MAX_CONFIG_DEPTH})"))
         n = _expanded_nodes_yaml(node, {})
         if n > MAX_CONFIG_NODES:
             raise ConfigError(f"{path}: expands to {n:,} values (at most {MAX_CONFIG_NODES:,}): YAML aliases "
                               "(*name) repeat a large block many times")
         data = loader.construct_document(node)
+    except yaml.reader.ReaderError as exc:  # no mark: its position is a character index
+        line = text[:exc.position].count("\n") + 1
+        raise ConfigError(f"{path}: line {line}: not valid YAML: character {exc.character:#06x} ({exc.reason})") \
+            from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: {_yaml_problem(exc)}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config file is a mapping of keys at the top level")
     if "__use_yte__" in data:
@@ -83,6 +138,40 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
         what += (" (each config file is read on its own: an alias (*name) can only name an anchor (&name) of "
                  "the same file; repeat the values in the overlay)")
     return f"{at}not valid YAML: {what}"
+
+
+def _children(node) -> list:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _expanded_depth(root) -> int | None:
+    """The nesting of the composed node graph with aliases expanded (an alias is the node it names), found
+    without recursion; None for a graph with a cycle (`&a [*a]`)."""
+    depth: dict[int, int] = {}
+    open_: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            open_.discard(key)
+            collection = isinstance(node, (yaml.MappingNode, yaml.SequenceNode))  # as _check_depth counts
+            depth[key] = collection + max((depth[id(k)] for k in _children(node)), default=0)
+            continue
+        if key in depth:
+            continue
+        if key in open_:
+            return None
+        open_.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in open_:
+                return None
+            if id(child) not in depth:
+                stack.append((child, False))
+    return depth[id(root)]
 
 
 def _expanded_nodes_yaml(node, memo: dict) -> int:

@@ -137,10 +137,13 @@ def output_dir_problem(value) -> str | None:
         return (f"{text!r} is not a dedicated folder: an output folder is a sub-folder of {OUTPUT_PARENT}/ (e.g. "
                 f"{OUTPUT_PARENT}/hub), since Snakemake empties it, and so never the working directory, results/, "
                 "config/, logs/ or a folder you keep")
+    folded = PurePosixPath(text.casefold())  # a case-insensitive file system (macOS, Windows) holds one folder
     for other in WORKFLOW_OUTPUT_DIRS:
-        o = PurePosixPath(other)
-        if p == o or o in p.parents or p in o.parents:
-            return f"{text!r} overlaps {other}/, which other rules of the workflow write"
+        o = PurePosixPath(other.casefold())
+        if folded == o or o in folded.parents or folded in o.parents:
+            case = "" if p == PurePosixPath(other) or PurePosixPath(other) in p.parents else \
+                " (letter case aside: on a case-insensitive file system they are one folder)"
+            return f"{text!r} overlaps {other}/, which other rules of the workflow write{case}"
     return None
 
 

@@ -156,8 +156,9 @@ def _path(config, loc, err_type: str) -> list:
 def _message(err: dict) -> tuple[list, str]:
     """(extra key path below the location, message) of one pydantic error."""
     kind, value, ctx = err["type"], err.get("input"), err.get("ctx", {})
-    if kind == "config":
-        return [k for k in ctx["key"].split(".") if k], ctx["msg"]
+    if kind == "config":  # a key path "a.b", or one key YAML read as another type (1, true, null, a date)
+        key = ctx["key"]
+        return ([k for k in key.split(".") if k] if isinstance(key, str) else [key]), ctx["msg"]
     if kind == "missing":
         return [], "missing required value"
     if kind == "extra_forbidden":

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ..jobs import budget
 from ..jobs.hardware import require_gpu_vllm, resolve_dtype, vllm_available, vllm_cpu_setup
 from ..jobs.progress import Progress, vllm_bar
+from ..tables import check_safetensors_dir
 from . import cpu_top_p, vllm_seed
 
 log = logging.getLogger(__name__)
@@ -228,6 +229,7 @@ class HFEngine(Engine):
         from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: as vLLM
 
         trust = bool(entry.get("trust_remote_code", False))
+        check_safetensors_dir(model_dir)  # a damaged weights file is named (transformers' error names none)
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trust)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:

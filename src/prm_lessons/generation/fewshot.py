@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..tables import RowError, loads_strict
+
 CHOICE_LETTERS = ("A", "B", "C", "D", "E")
 DEMO_SEPARATOR = "\n\n"  # the qwen25-math-cot template's splitter: between demos and before the question
 FEWSHOT_DIR = "resources/data/fewshot"
@@ -45,17 +47,35 @@ def read_demos(path: str | Path, key: str, k: int) -> list[tuple[str, str]]:
     ``examples["<key>"] = [(q, a), ...]`` (the harness's examples.py, read as data with
     :func:`ast.literal_eval`, never executed) or a JSON file (an object of such lists, or one list)."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: byte {exc.start} is not UTF-8") from None
     if path.suffix == ".json":
-        data = json.loads(text)
+        try:  # the rows' strict reader: a repeated key or deep nesting is an error naming the file
+            data = loads_strict(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})") from None
+        except RowError as exc:
+            raise ValueError(f"{path}: {exc}") from None
         demos = data.get(key) if isinstance(data, dict) else data
     else:
         demos = None
-        for node in ast.walk(ast.parse(text, filename=str(path))):
+        try:
+            tree = ast.parse(text, filename=str(path))
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # ValueError: a NUL byte
+            raise ValueError(f"{path}: line {getattr(exc, 'lineno', None) or '?'}: not Python "
+                             f"({getattr(exc, 'msg', None) or type(exc).__name__})") from None
+        for node in ast.walk(tree):
             if (isinstance(node, ast.Assign) and len(node.targets) == 1
                     and isinstance(node.targets[0], ast.Subscript)
                     and isinstance(node.targets[0].slice, ast.Constant) and node.targets[0].slice.value == key):
-                demos = ast.literal_eval(node.value)
+                try:
+                    demos = ast.literal_eval(node.value)
+                except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                    raise ValueError(f"{path}: line {node.lineno}: examples[{key!r}] is not a literal (a list "
+                                     "of (question, answer) string pairs; the file is read as data, never "
+                                     "run)") from None
     if not isinstance(demos, (list, tuple)) or not demos:
         raise ValueError(f"{path}: no demonstrations under '{key}'")
     bad = [i for i, d in enumerate(demos) if not (isinstance(d, (list, tuple)) and len(d) == 2

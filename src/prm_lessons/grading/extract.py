@@ -80,12 +80,11 @@ def multi_choice_gold(gold) -> str | None:
 
 
 def choice_gold(gold, answer_format: str = "plain"):
-    """A choice set's gold as a letter: an option index (0 → A, as the harness reads MMLU STEM) or a letter."""
+    """A choice set's gold as a letter: an option index (0 → A, as the harness reads MMLU STEM) or a letter.
+    A text is never read as an index ("2" is a text; the readers refuse it: fields.read_choice_gold)."""
     if answer_format == "choice":
         if isinstance(gold, int) and not isinstance(gold, bool) and 0 <= gold < len(CHOICE_LETTERS):
             return CHOICE_LETTERS[gold]
-        if isinstance(gold, str) and gold.strip().isdigit() and int(gold) < len(CHOICE_LETTERS):
-            return CHOICE_LETTERS[int(gold)]
     return gold
 
 

@@ -12,8 +12,12 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, as_bool01, as_int, is_bool, json_type
+from ..fields import id_text_problem
 
 BON_COLUMNS = ["benchmark", "problem_id", "sample_idx", "pred", "correct", "step_scores"]
+# the row of the mean over the benchmarks in the metrics and their tables (a config name cannot be it:
+# config.names.RESERVED_NAMES; a job does not import the config package)
+AVERAGE = "average"
 
 
 def show_value(v, limit: int = 60) -> str:
@@ -79,8 +83,8 @@ def _key_problem(v) -> str | None:
         return "is null"
     if is_bool(v):
         return f"is a boolean ({show_value(v)})"
-    if isinstance(v, str):
-        return None if v.strip() else "is empty"
+    if isinstance(v, str):  # the ids' rule (fields): not blank, no control or format character
+        return id_text_problem(v)
     if as_int(v) is not None:
         return None
     return f"is a JSON {json_type(v)} ({show_value(v)}), not a string or an integer"
@@ -144,6 +148,8 @@ def check_bon_rows(df: pd.DataFrame, aggregations: Sequence[str] = (), orm_colum
         for col, v in (("benchmark", b), ("problem_id", p)):
             if col in cols and (why := _key_problem(v)):
                 problems.append(f"{label}: {col} {why}")
+        if "benchmark" in cols and str(b) == AVERAGE:
+            problems.append(f"{label}: benchmark {b!r} is the name of the mean over the benchmarks")
         if "sample_idx" in cols:
             i = as_int(si)
             if i is None or i < 0:

@@ -35,15 +35,14 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
 from ..jobs import budget
 from ..jobs.hardware import resolve_dtype
 from ..jobs.progress import Progress
 from ..steps import StepFormat
-from ..tables import read_json, write_json
+from ..tables import check_safetensors_dir, read_json, read_safetensors, write_json
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +123,7 @@ def head_type(head_state: dict) -> str:
 
 def load_head(prm_dir: str | Path, meta: dict) -> StepHead:
     """The step head of a PRM directory (its prm.json read as `meta`), with its standardisation if any."""
-    state = load_file(str(Path(prm_dir) / HEAD_FILE))
+    state = read_safetensors(Path(prm_dir) / HEAD_FILE)
     head = StepHead(int(meta["head"]["hidden_size"]), standardize="feature_mean" in state)
     head.load_state_dict(state)
     return head
@@ -356,6 +355,7 @@ def load_base(base_dir: str, dtype, trust_remote_code: bool = False):
     from transformers import AutoModel, AutoTokenizer
 
     trust = bool(trust_remote_code)
+    check_safetensors_dir(base_dir)  # a damaged weights file is named (transformers' error names none)
     tokenizer = AutoTokenizer.from_pretrained(base_dir, trust_remote_code=trust)
     backbone = AutoModel.from_pretrained(base_dir, dtype=dtype, trust_remote_code=trust)
     return backbone, tokenizer
@@ -462,8 +462,7 @@ def _released_head(path: Path, meta: dict) -> StepHead:
     names = {v: k for k, v in RELEASED_HEAD_NAMES.items()}
     state = {}
     for f in files:
-        with safe_open(str(f), framework="pt") as fh:
-            state.update({names[k]: fh.get_tensor(k) for k in fh.keys() if k in names})
+        state.update({names[k]: v for k, v in read_safetensors(f, keep=names.__contains__).items()})
     head = StepHead(int(meta["head"]["hidden_size"]))
     head.load_state_dict(state)  # strict: a missing score.* tensor is an error
     return head.float()
@@ -494,6 +493,7 @@ def load_prm(path: str | Path, device=None, dtype=None, trust_remote_code: bool 
     from transformers import AutoModel, AutoTokenizer  # lazy: as in load_base
 
     trust = bool(trust_remote_code)
+    check_safetensors_dir(path)  # as load_base
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust)
     backbone = AutoModel.from_pretrained(path, dtype=dtype, trust_remote_code=trust,
                                          **({"device_map": "auto"} if spread else {}))

@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from safetensors import safe_open
 from transformers import AutoModel
 
 from ..models import hub
 from ..models.prm import torch_dtype
-from ..tables import read_json
+from ..tables import check_safetensors_dir, read_json, read_safetensors
 
 
 def on_gpu() -> bool:
@@ -102,10 +101,8 @@ def _checkpoint_tensors(path: str, prefix: str) -> dict:
     out = {}
     for f in files:
         if f.suffix == ".safetensors":
-            with safe_open(str(f), framework="pt") as fh:
-                for k in fh.keys():
-                    if k.startswith(prefix + "."):
-                        out[k[len(prefix) + 1:]] = fh.get_tensor(k)
+            tensors = read_safetensors(f, keep=lambda k: k.startswith(prefix + "."))  # errors name the file
+            out.update({k[len(prefix) + 1:]: v for k, v in tensors.items()})
         else:
             state = _bin_state(f)
             out.update({k[len(prefix) + 1:]: v.clone() for k, v in state.items() if k.startswith(prefix + ".")})
@@ -119,9 +116,10 @@ def resolve_dir(path_or_id: str, trust_remote_code: bool = False, revision: str 
     """A local directory as is; a Hub id snapshotted with the files a job needs (hub.select_files:
     safetensors, else *.bin; *.py only when remote code is allowed). The workflow hands jobs local
     directories (rule download_model); a Hub id here is for interactive use."""
-    if Path(path_or_id).exists():
-        return str(path_or_id)
-    return str(hub.snapshot(path_or_id, revision or "main", trust_remote_code=trust_remote_code)[0])
+    local = (str(path_or_id) if Path(path_or_id).exists() else
+             str(hub.snapshot(path_or_id, revision or "main", trust_remote_code=trust_remote_code)[0]))
+    check_safetensors_dir(local)  # a damaged weights file is named before transformers reads it
+    return local
 
 
 def pretrained_dtype(name: str | None):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import InputError, json_type
+from ..fields import FieldError, read_id, read_question, read_steps
 from ..labels.stepwise import StepwiseRowError, check_row
 from ..models.prm import FORMAT_FILE
 from ..tables import atomic_path, read_json
@@ -65,6 +66,13 @@ def parse_rows(rows: list) -> list[tuple[str, list[str]]]:
             if bad:
                 problems.append(f"{where}: `{sk}[{bad[0]}]` is a JSON {json_type(steps[bad[0]])}, not a string"
                                 + (f" ({len(bad)} such steps)" if len(bad) > 1 else ""))
+        # the types above, the meaning by the checked readers: a blank (or only invisible) problem or step
+        for read, value, what in ((read_question, q, f"`{qk}`"), (read_steps, steps, f"`{sk}`")):
+            if len(problems) == before:
+                try:
+                    read(value, where, what, **({"empty_ok": True} if read is read_steps else {}))
+                except FieldError as exc:
+                    problems.append(str(exc))
         if trl and "labels" in r and len(problems) == before:
             try:  # labels are passed through: checked as rule trl_labels checks them (one per step, booleans)
                 check_row(r, where)
@@ -73,10 +81,16 @@ def parse_rows(rows: list) -> list[tuple[str, list[str]]]:
         if "id" in r:
             if r["id"] is None or isinstance(r["id"], (dict, list)):
                 problems.append(f"{where}: `id` is a JSON {json_type(r['id'])} (give a string or a number, or no id)")
-            elif r["id"] in seen:
-                problems.append(f"{where}: duplicate id (also row {seen[r['id']]})")
             else:
-                seen[r["id"]] = k
+                try:  # text or an integer, as every id is read (1.5, true, a control character are not)
+                    ident = read_id(r["id"], where, "`id`")
+                except FieldError as exc:
+                    problems.append(str(exc))
+                    ident = None
+                if ident is not None and ident in seen:  # 1 and "1" are one id where predictions meet cases
+                    problems.append(f"{where}: duplicate id (also row {seen[ident]})")
+                elif ident is not None:
+                    seen[ident] = k
         out.append((q, steps))
     if problems:
         raise InputError(problems)

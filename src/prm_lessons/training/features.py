@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
-from safetensors import safe_open
 from safetensors.torch import save_file
 
 from ..models import prm
 from ..steps import StepFormat, build_prm_input
-from ..tables import read_json
+from ..tables import open_safetensors, read_json
 from .resamples import load_resample_heads
 
 FEATURES_VERSION = 2  # 2: the token ids of every row (training checks its instances against them)
@@ -67,9 +66,15 @@ def save_features(path: str | Path, feats: dict, meta: dict) -> None:
 
 
 def load_features(path: str | Path) -> tuple[dict, dict]:
-    with safe_open(str(path), framework="pt") as f:
-        meta = json.loads(f.metadata()["meta"])
+    with open_safetensors(path) as f:  # a damaged file is named
+        raw = (f.metadata() or {}).get("meta")
         tensors = {k: f.get_tensor(k) for k in f.keys()}
+    try:
+        meta = json.loads(raw) if raw is not None else None
+    except ValueError:
+        meta = None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: no step-features metadata (not written by rule step_features); rerun it")
     if meta.get("version") != FEATURES_VERSION:
         raise ValueError(f"{path}: features version {meta.get('version')} (this code reads {FEATURES_VERSION}); "
                          "rerun rule step_features")

@@ -21,10 +21,10 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from safetensors import safe_open
 from safetensors.torch import save_file
 
 from ..models.prm import StepHead
+from ..tables import read_safetensors
 
 RESAMPLE_FILE = "resample_heads.safetensors"
 DRAW_RULE = ("instances sorted by instance_id; draw r = numpy.random.default_rng([seed mod 2**64, r])"
@@ -60,8 +60,7 @@ def load_resample_heads(prm_dir: str | Path) -> list[StepHead]:
     path = Path(prm_dir) / RESAMPLE_FILE
     if not path.exists():
         return []
-    with safe_open(str(path), framework="pt") as f:
-        stacked = {k: f.get_tensor(k) for k in f.keys()}
+    stacked = read_safetensors(path)  # a damaged file is named
     heads = []
     for r in range(int(stacked["net.0.weight"].shape[0])):
         head = StepHead(int(stacked["net.0.weight"].shape[2]), standardize="feature_mean" in stacked)
