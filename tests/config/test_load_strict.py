@@ -130,6 +130,15 @@ URLS = {  # url -> refused without a checksum, refused with one
     "ftp://example.org/d/f": (True, True),
     "s3://bucket/d/f": (True, True),
     "javascript:alert(1)//f": (True, True),
+    "https:///d/f": (True, True),  # no host
+    "https:d/f": (True, True),
+    "https://exa mple.org/d/f": (True, True),
+    "https://example.org/d f": (True, True),
+    "https://example.org/d/f\t": (True, True),
+    "https://user:secret@example.org/d/f": (True, True),
+    "http://user@example.org/d/f": (True, True),
+    "resources/d\nf": (True, True),
+    "resources/my copies/d/f": (False, False),  # a folder name with a space is a path
     "resources/d/f": (False, False),
     "/abs/d/f": (False, False),
 }
@@ -166,7 +175,7 @@ def test_every_url_key_refuses_what_cannot_be_fetched_as_meant(key, url, pinned)
         validate_config(cfg)
     text = str(exc.value)
     assert f"{key}.url" in text.replace("`", ""), text
-    assert any(w in text for w in ("checksum", "file://", "scheme")), text
+    assert any(w in text for w in ("checksum", "file://", "scheme", "host", "white space", "control", "password")), text
 
 
 # -- the strict read before Snakemake ---------------------------------------------------------------------

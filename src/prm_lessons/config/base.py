@@ -38,7 +38,17 @@ def url_problem(url: str, checksummed: bool) -> str | None:
     No other scheme (it would be read as a path and fail in the job)."""
     parts = urlsplit(str(url))
     scheme = parts.scheme.lower()
-    if is_plain_path(url) or scheme == "https":
+    if not str(url).isprintable():  # a tab, a line break, a NUL: no file or URL is named so on purpose
+        return "a control character (a tab, a line break) in the URL or path"
+    if is_plain_path(url):
+        return None
+    if any(c.isspace() for c in str(url)):
+        return "white space in a URL (percent-encode it: %20)"
+    if scheme in ("http", "https") and (not parts.hostname or "@" in parts.netloc):
+        return (f"an {scheme}:// URL names its host after //: {scheme}://host/path" if not parts.hostname else
+                "a URL with a user name or password (the config and the logs would hold them; a private "
+                "mirror reads its credentials from the environment, e.g. ~/.netrc)")
+    if scheme == "https":
         return None
     if scheme == "http":
         return None if checksummed else (
