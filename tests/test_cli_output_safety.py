@@ -105,6 +105,27 @@ def test_an_output_that_reaches_an_input_is_refused(tmp_path_factory, case, reac
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=st.sampled_from(READS), name=st.text(alphabet="abcXYZ_-.", min_size=1, max_size=12),
+       depth=st.integers(min_value=0, max_value=2), via_link=st.booleans())
+def test_a_new_output_inside_an_input_folder_is_refused(tmp_path_factory, case, name, depth, via_link):
+    """A file that is not there yet, in a folder the command reads (or a subfolder of it): the folder's next
+    read would take it for input."""
+    command, action = case
+    assume(name not in (".", ".."))
+    root = tmp_path_factory.mktemp("inside")
+    src = root / "the-input"
+    src.mkdir()
+    (src / "data.json").write_text("[]")
+    folder = root / "link-in" if via_link else src
+    if via_link:
+        folder.symlink_to(src, target_is_directory=True)
+    target = folder.joinpath(*["sub"] * depth, name)
+    argv = [*_required_argv(command, root, skip=action.dest), _flag(action), str(src), "--output", str(target)]
+    with pytest.raises(ValueError, match=r"^--output .* would be a new file in the folder .*mix an output"):
+        check_args(PARSER, PARSER.parse_args(argv))
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=st.sampled_from(READS), name=st.text(alphabet="abcXYZ_-.", min_size=1, max_size=12))
 def test_an_output_beside_the_inputs_passes_the_check(tmp_path_factory, case, name):
     command, action = case

@@ -154,9 +154,10 @@ def _flag(action: argparse.Action) -> str:
 
 
 def _same_file(output: str, given: str) -> str | None:
-    """How `output` would overwrite the input `given` (the same file, or a file already in that input
-    folder), or None. samefile sees through links, hard links and letter case on a case-insensitive file
-    system; a new file in an input folder overwrites nothing."""
+    """How `output` would overwrite or join the input `given` (the same file, a file already in that input
+    folder, or a new file in it: a folder's next read would take it for input, e.g. a `gsm8k.json` in a
+    ProcessBench --data folder), or None. samefile sees through links, hard links and letter case on a
+    case-insensitive file system."""
     src = Path(given)
     if not src.exists():
         return None  # a Hub id, or a missing file the command reports itself
@@ -166,7 +167,7 @@ def _same_file(output: str, given: str) -> str | None:
             if up.exists() and os.path.samefile(up, src):
                 if up == out:
                     return "is the same folder as" if src.is_dir() else "is the same file as"
-                return "is a file in the folder" if out.exists() else None
+                return "is a file in the folder" if out.exists() else "would be a new file in the folder"
         except OSError:
             continue
     if os.path.normcase(str(out)) == os.path.normcase(os.path.realpath(src)):
@@ -189,8 +190,10 @@ def check_args(parser: argparse.ArgumentParser, args) -> None:
         if output and getattr(a, "reads", False) and isinstance(value, str):
             how = _same_file(output, value)
             if how:
-                raise ValueError(f"--output {output} {how} {_flag(a)} {value}: writing it would destroy the "
-                                 "input; give another output path")
+                harm = ("mix an output into the input folder" if how.startswith("would") else
+                        "destroy the input")
+                raise ValueError(f"--output {output} {how} {_flag(a)} {value}: writing it would {harm}; give "
+                                 "another output path")
     inert = []
     for a in p._actions:
         rule = READ_ONLY_WHEN.get((command, a.dest))
