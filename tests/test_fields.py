@@ -5,6 +5,7 @@ one it declares must come back as given (text unchanged: "[0, 1]" is never decod
 that is not registered fails here, so a new reader cannot skip these checks."""
 from __future__ import annotations
 
+import decimal
 import inspect
 import math
 import unicodedata
@@ -244,3 +245,9 @@ def test_a_long_value_is_cut_in_every_readers_message(kind, n, wrap, tail):
         _call(F.READERS[kind], value)
     except F.FieldError as exc:
         assert len(str(exc)) <= len(WHERE) + 300, (kind, wrap, len(str(exc)))
+
+
+@pytest.mark.parametrize("value", [decimal.Decimal("1.50"), 1 + 2j])
+def test_a_number_that_is_no_float_is_refused_as_a_gold_by_its_type(value):
+    with pytest.raises(F.FieldError, match=rf"is a {type(value).__name__}, not text, an integer or a float"):
+        F.read_gold(value, WHERE)

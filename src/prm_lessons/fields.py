@@ -175,6 +175,9 @@ def _gold_scalar(value, where: str, what: str):
         if value.strip().lower() in MISSING_WORDS:
             raise FieldError(where, f"{what} {_shown(value)} is what a missing value is written as, not an answer")
         return value
+    if isinstance(value, numbers.Number):  # a parquet decimal column's Decimal, a complex: not a float's value
+        raise FieldError(where, f"{what} {_shown(value)} is a {type(value).__name__}, not text, an integer or a "
+                                "float (write the column as text to keep its digits)")
     raise FieldError(where, f"{what} is a JSON {json_type(value)}, not an answer (text or a number)")
 
 
