@@ -261,3 +261,24 @@ def test_a_formula_behind_invisible_characters_is_neutralised_and_reads_back(tmp
     path = tmp_path_factory.mktemp("csv") / "t.csv"
     tables.write_plain_csv(pd.DataFrame({"row": [cell, "plain"]}), path)
     assert tables.read_plain_csv(path, keep_default_na=False)["row"].tolist() == [cell, "plain"]
+
+
+@pytest.mark.parametrize("base, accent", [(b, a) for b in "aeiouAEIOUnc" for a in "\u0300\u0301\u0302\u0303\u0308\u0327"])
+def test_a_decomposed_letter_is_refused_with_its_composed_form_named(base, accent):
+    """Base letter + combining accent (as macOS writes file names): refused (the character is not declared),
+    and the message says the composed text is accepted wherever that composed text is."""
+    import unicodedata
+
+    from prm_lessons.text_rule import text_problem
+
+    text = f"run {base}{accent}"
+    problem = text_problem(text)
+    assert problem and f"U+{ord(accent):04X}" in problem
+    composed_ok = text_problem(unicodedata.normalize("NFC", text)) is None
+    assert ("is accepted" in problem) == composed_ok
+
+
+def test_the_composed_hint_is_given_for_e_acute():
+    from prm_lessons.text_rule import text_problem
+
+    assert "is accepted" in text_problem("Caf\u0065\u0301") and text_problem("Caf\u00e9") is None

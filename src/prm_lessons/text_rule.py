@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import html.parser
 import re
+import unicodedata
 
 from .fields import invisible
 
@@ -71,8 +72,14 @@ def text_problem(text) -> str | None:
     for ch in text:
         if not settable(ch):
             what = "a line break or control character" if ch.isspace() or not ch.isprintable() else "a character"
+            # a letter typed as base + combining accent (macOS file names, some keyboards): its composed form
+            # may be settable; say so rather than rewrite the user's text
+            composed = unicodedata.normalize("NFC", text)
+            hint = ("; it is a combining accent: the same text composed (Unicode NFC, e.g. 'é' for 'e' + U+0301) "
+                    "is accepted" if unicodedata.combining(ch) and composed != text
+                    and text_problem(composed) is None else "")
             return (f"{what} {ch!r} (U+{ord(ch):04X}) that the paper's LaTeX cannot set: one line of "
-                    "Latin-script text, dashes and quotes")
+                    f"Latin-script text, dashes and quotes{hint}")
     return None
 
 
