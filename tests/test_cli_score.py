@@ -141,6 +141,8 @@ def test_bad_rows_stop_before_the_model_is_loaded(tmp_path, capsys):
     good = _jsonl(tmp_path / "g.jsonl", rows[:1])
     assert cli.main(["score", "--prm", str(tmp_path / "nope"), "--input", str(good), "--output", str(out)]) == 2
     assert "no such directory, and not a Hub id" in capsys.readouterr().err
-    assert cli.main(["score", "--prm", str(tmp_path), "--input", str(good), "--output", str(out),
+    model = tmp_path / "model"  # a folder beside the output (an output inside an input folder is refused)
+    model.mkdir()
+    assert cli.main(["score", "--prm", str(model), "--input", str(good), "--output", str(out),
                      "--adapter", "token_classification", "--params", "[1]"]) == 2
     assert "--params: expected a JSON object" in capsys.readouterr().err
