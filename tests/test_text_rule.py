@@ -263,7 +263,10 @@ def test_a_formula_behind_invisible_characters_is_neutralised_and_reads_back(tmp
     assert tables.read_plain_csv(path, keep_default_na=False)["row"].tolist() == [cell, "plain"]
 
 
-@pytest.mark.parametrize("base, accent", [(b, a) for b in "aeiouAEIOUnc" for a in "\u0300\u0301\u0302\u0303\u0308\u0327"])
+ACCENTS = "\u0300\u0301\u0302\u0303\u0308\u0327"  # grave, acute, circumflex, tilde, diaeresis, cedilla
+
+
+@pytest.mark.parametrize("base, accent", [(b, a) for b in "aeiouAEIOUnc" for a in ACCENTS])
 def test_a_decomposed_letter_is_refused_with_its_composed_form_named(base, accent):
     """Base letter + combining accent (as macOS writes file names): refused (the character is not declared),
     and the message says the composed text is accepted wherever that composed text is."""
