@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prm_lessons.config import ConfigError, read_config_file, validate_config
@@ -237,6 +237,7 @@ def _nested(depth: int, style: str) -> str:
 NEST_STYLES = ["flow list", "flow map", "json", "block map"]
 
 
+@settings(max_examples=25)  # each example composes up to 3,000 levels: the fast tier's time
 @given(extra=st.integers(min_value=1, max_value=3_000), style=st.sampled_from(NEST_STYLES))
 def test_nesting_past_the_bound_names_the_file(tmp_path_factory, extra, style):
     """PyYAML composes recursively: a few hundred levels ended in a RecursionError naming no file."""
@@ -320,6 +321,7 @@ def test_an_integer_past_pythons_digit_limit_names_the_file(tmp_path_factory, ex
         read_config_file(f)
 
 
+@settings(max_examples=25)
 @given(n=st.integers(min_value=MAX_CONFIG_DEPTH, max_value=600), backwards=st.booleans())
 def test_aliases_that_nest_past_the_bound_name_the_file(tmp_path_factory, n, backwards):
     """`x2: &x2 [*x1]` repeated: two levels as written, n once expanded, where the validator walks it
