@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..data.processbench import PROCESSBENCH_SUBSETS
 from ..data.sources import is_plain_path
 from .names import config_error
-
-# ProcessBench's subsets when `subsets` is null (data.processbench reads the same four)
-ALL_SUBSETS = ("gsm8k", "math", "olympiadbench", "omnimath")
 
 
 def local_files(node, key: str = "") -> Iterator[tuple[str, str]]:
@@ -32,7 +30,7 @@ def local_files(node, key: str = "") -> Iterator[tuple[str, str]]:
     url = node.get("url")
     if isinstance(url, str) and url and is_plain_path(url) and not node.get("fallbacks"):
         if "{subset}" in url:
-            for subset in node.get("subsets") or ALL_SUBSETS:
+            for subset in node.get("subsets") or PROCESSBENCH_SUBSETS:  # null: all four, as the loader reads
                 yield f"{key}.url", url.replace("{subset}", str(subset))
         else:
             yield f"{key}.url", url

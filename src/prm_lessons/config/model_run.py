@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from ..data.processbench import PROCESSBENCH_SUBSETS
 from .base import MISSING, HubId, Name, Number, Section, Text, fail, then, unique, url_problem, when
 from .model_common import Dataset
 
@@ -298,7 +299,7 @@ class Processbench(Section):
             if "{subset}" not in self.url:
                 raise fail("url", f"{self.url!r} does not match {SUBSET_PATTERN!r} (with `source: url`)")
             # every subset fetched has its checksum (null subsets: all four, as data.processbench reads)
-            subsets = self.subsets or ("gsm8k", "math", "olympiadbench", "omnimath")
+            subsets = self.subsets or PROCESSBENCH_SUBSETS
             pinned = all(s in self.sha256 or s in self.git_blob_sha1 for s in subsets)
             if (problem := url_problem(self.url, pinned)):
                 raise fail("url", problem + " (for every subset fetched)" if not pinned and "http://" in
