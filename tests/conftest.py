@@ -126,7 +126,7 @@ def parsed_workflow(configfiles=(), quiet: bool = True):
 
     workdir = Path(tempfile.mkdtemp())
     if "config/rehearsal.yaml" in map(str, configfiles):
-        from prm_lessons.rehearsal.run import prepare_work
+        from prm_lessons.rehearsal.run import prepare_work  # lazy: only the rehearsal overlay needs it
 
         prepare_work(workdir, shared_data_dir().parent)
     with SnakemakeApi(OutputSettings(quiet=quiet)) as api:
